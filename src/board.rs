@@ -1,0 +1,290 @@
+//! The board on disk: finding it, creating it, and its configuration (board.yaml).
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::doc::Region;
+use crate::error::{Error, Result};
+use crate::workflow::Workflow;
+use crate::yaml::YamlLimits;
+
+/// The name of the board directory inside a project.
+pub const BOARD_DIR: &str = ".tavern";
+
+/// The default board.yaml, also the reference for every setting.
+pub const DEFAULT_BOARD_YAML: &str = include_str!("../templates/board.yaml");
+
+pub const TEMPLATES: [(&str, &str); 3] = [
+    ("task", include_str!("../templates/task.md")),
+    ("observation", include_str!("../templates/observation.md")),
+    ("question", include_str!("../templates/question.md")),
+];
+
+const GITIGNORE: &str = "# Runtime state and files rewritten by `tavern watch`: never tracked.\n.state/\ncontrol/schedule.md\ncontrol/metrics.md\n";
+const GITATTRIBUTES: &str = "# Two branches that both appended to the log merge by keeping both sides.\nlog.yaml merge=union\n";
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct Prefixes {
+    pub task: String,
+    pub observation: String,
+    pub question: String,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct Limits {
+    pub max_doc_bytes: u64,
+    pub max_yaml_events: usize,
+    pub max_aliases: usize,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct Config {
+    pub schema: u32,
+    pub prefixes: Prefixes,
+    pub limits: Limits,
+    pub lease: String,
+    #[serde(default)]
+    pub humans: Vec<String>,
+    pub workflow: Workflow,
+}
+
+impl Config {
+    pub fn yaml_limits(&self) -> YamlLimits {
+        YamlLimits {
+            max_events: self.limits.max_yaml_events,
+            max_aliases: self.limits.max_aliases,
+        }
+    }
+
+    pub fn prefix(&self, region: Region) -> &str {
+        match region {
+            Region::Tasks => &self.prefixes.task,
+            Region::Observations => &self.prefixes.observation,
+            Region::Questions => &self.prefixes.question,
+        }
+    }
+}
+
+/// An open board: where it is and how it is configured.
+#[derive(Clone, Debug)]
+pub struct Board {
+    /// The `.tavern` directory itself.
+    pub root: PathBuf,
+    pub config: Config,
+}
+
+impl Board {
+    /// Finds the board: an explicit `--board`/`TAVERN_BOARD` path (the `.tavern` directory
+    /// or the project holding it), else the nearest `.tavern` walking up from `cwd`.
+    pub fn discover(explicit: Option<&Path>, cwd: &Path) -> Result<Board> {
+        if let Some(dir) = explicit {
+            let dir = if dir.is_absolute() {
+                dir.to_path_buf()
+            } else {
+                cwd.join(dir)
+            };
+            if dir.join("board.yaml").is_file() {
+                return Board::open(&dir);
+            }
+            if dir.join(BOARD_DIR).join("board.yaml").is_file() {
+                return Board::open(&dir.join(BOARD_DIR));
+            }
+            return Err(Error::BoardNotADir { path: dir });
+        }
+        let mut at = Some(cwd);
+        while let Some(dir) = at {
+            let candidate = dir.join(BOARD_DIR);
+            if candidate.join("board.yaml").is_file() {
+                return Board::open(&candidate);
+            }
+            at = dir.parent();
+        }
+        Err(Error::NoBoard {
+            start: cwd.to_path_buf(),
+        })
+    }
+
+    /// Opens the board whose `.tavern` directory is `root`.
+    pub fn open(root: &Path) -> Result<Board> {
+        let path = root.join("board.yaml");
+        let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, "read", e))?;
+        let config = parse_config(&text).map_err(|problem| Error::invalid_doc(&path, problem))?;
+        Ok(Board {
+            root: root.to_path_buf(),
+            config,
+        })
+    }
+
+    pub fn region_dir(&self, region: Region) -> PathBuf {
+        self.root.join(region.dir())
+    }
+
+    pub fn doc_path(&self, region: Region, id: &str) -> PathBuf {
+        self.region_dir(region).join(format!("{id}.md"))
+    }
+
+    pub fn state_dir(&self) -> PathBuf {
+        self.root.join(".state")
+    }
+
+    pub fn log_path(&self) -> PathBuf {
+        self.root.join("log.yaml")
+    }
+
+    pub fn pause_path(&self) -> PathBuf {
+        self.root.join("control").join("PAUSE")
+    }
+
+    /// The reason inside control/PAUSE when the board is paused.
+    pub fn paused(&self) -> Option<String> {
+        let path = self.pause_path();
+        if !path.exists() {
+            return None;
+        }
+        let reason = std::fs::read_to_string(&path).unwrap_or_default();
+        let reason = reason.trim();
+        Some(if reason.is_empty() {
+            "no reason given in control/PAUSE".to_string()
+        } else {
+            reason.to_string()
+        })
+    }
+
+    /// The template for new documents of a region: the board's own, else the built-in.
+    pub fn template(&self, region: Region) -> String {
+        let path = self
+            .root
+            .join("templates")
+            .join(format!("{}.md", region.kind()));
+        std::fs::read_to_string(path).unwrap_or_else(|_| {
+            TEMPLATES
+                .iter()
+                .find(|(k, _)| *k == region.kind())
+                .map(|(_, t)| t.to_string())
+                .unwrap_or_default()
+        })
+    }
+
+    /// A path relative to the board root, with `/` separators, for messages and the log.
+    pub fn rel(&self, path: &Path) -> String {
+        path.strip_prefix(&self.root)
+            .unwrap_or(path)
+            .to_string_lossy()
+            .replace('\\', "/")
+    }
+}
+
+/// Reads board.yaml. Every setting must be present (the default file has them all), so a
+/// typo is an error rather than a silent default.
+pub fn parse_config(text: &str) -> std::result::Result<Config, String> {
+    let value = crate::yaml::parse_value(text, YamlLimits::default())
+        .map_err(|e| format!("line {}: {}", e.line, e.message))?;
+    let config: Config = serde_json::from_value(value).map_err(|e| format!("{e}"))?;
+    let problems = config.workflow.problems();
+    if !problems.is_empty() {
+        return Err(problems.join("; "));
+    }
+    if crate::time::parse_duration(&config.lease).is_none() {
+        return Err(format!(
+            "lease '{}' is not a duration like 5m or 1h",
+            config.lease
+        ));
+    }
+    Ok(config)
+}
+
+/// What `init` did: the paths it created, relative to the project.
+#[derive(Debug, Default)]
+pub struct InitReport {
+    pub root: PathBuf,
+    pub created: Vec<String>,
+}
+
+/// Creates the board at `project/.tavern`, adding whatever is missing and never touching
+/// a file that exists.
+pub fn init(project: &Path) -> Result<InitReport> {
+    let root = project.join(BOARD_DIR);
+    let mut report = InitReport {
+        root: root.clone(),
+        created: Vec::new(),
+    };
+    let dirs = [
+        "",
+        "tasks",
+        "solutions",
+        "observations",
+        "questions",
+        "control",
+        "control/sources",
+        "control/agents",
+        "templates",
+        "archive",
+        ".state",
+        ".state/locks",
+    ];
+    for d in dirs {
+        let path = root.join(d);
+        if !path.is_dir() {
+            std::fs::create_dir_all(&path).map_err(|e| Error::io(&path, "create directory", e))?;
+            if !d.is_empty() && !d.starts_with(".state") {
+                report.created.push(format!("{d}/"));
+            }
+        }
+    }
+    let mut files: Vec<(String, &str)> = vec![
+        ("board.yaml".into(), DEFAULT_BOARD_YAML),
+        (".gitignore".into(), GITIGNORE),
+        (".gitattributes".into(), GITATTRIBUTES),
+        ("log.yaml".into(), ""),
+    ];
+    for (kind, text) in TEMPLATES {
+        files.push((format!("templates/{kind}.md"), text));
+    }
+    for (rel, text) in files {
+        let path = root.join(&rel);
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(mut f) => {
+                use std::io::Write;
+                f.write_all(text.as_bytes())
+                    .and_then(|_| f.sync_all())
+                    .map_err(|e| Error::io(&path, "write", e))?;
+                report.created.push(rel);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(Error::io(&path, "create", e)),
+        }
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_config_parses() {
+        let c = parse_config(DEFAULT_BOARD_YAML).unwrap();
+        assert_eq!(c.workflow.initial, "pending");
+        assert_eq!(c.workflow.transition_to("review", "done"), Some("approve"));
+        assert_eq!(
+            c.workflow.allowed_from("pending"),
+            ["claim", "fail", "cancel"]
+        );
+        assert!(c.workflow.allowed_from("done").is_empty());
+    }
+
+    #[test]
+    fn broken_workflow_is_refused() {
+        let bad = DEFAULT_BOARD_YAML.replace("to: review", "to: reviewing");
+        let e = parse_config(&bad).unwrap_err();
+        assert!(
+            e.contains("'reviewing', which is not in workflow.states"),
+            "{e}"
+        );
+    }
+}

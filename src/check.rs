@@ -1,0 +1,175 @@
+//! `tavern check`: validates the whole board and lists every problem at once.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::board::Board;
+use crate::doc::{Document, Region};
+use crate::error::Result;
+use crate::scan;
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Problem {
+    pub path: String,
+    pub problem: String,
+}
+
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Report {
+    pub documents: usize,
+    pub log_entries: usize,
+    pub problems: Vec<Problem>,
+}
+
+impl Report {
+    pub fn is_clean(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+pub fn check(board: &Board) -> Result<Report> {
+    let mut report = Report::default();
+    let mut push = |path: String, problem: String| report.problems.push(Problem { path, problem });
+
+    // Symlinks anywhere in a region: never followed, always reported.
+    for region in Region::ALL {
+        let dir = board.region_dir(region);
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            for entry in entries.flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_symlink()) {
+                    push(
+                        board.rel(&entry.path()),
+                        "is a symbolic link; documents must be regular files inside the board"
+                            .into(),
+                    );
+                }
+            }
+        }
+    }
+
+    let scan = scan::scan(board, &Region::ALL)?;
+    for s in &scan.skipped {
+        if !s.problem.starts_with("is a symbolic link") {
+            push(s.path.clone(), s.problem.clone());
+        }
+    }
+    let workflow = &board.config.workflow;
+    let tasks: HashMap<&str, &Document> = scan
+        .docs
+        .iter()
+        .filter(|d| d.region == Region::Tasks)
+        .map(|d| (d.id(), d))
+        .collect();
+    let mut ids: HashMap<&str, String> = HashMap::new();
+    for doc in &scan.docs {
+        let path = doc.rel_path();
+        if let Some(other) = ids.insert(doc.id(), path.clone()) {
+            push(
+                path.clone(),
+                format!("id '{}' is also used by {other}", doc.id()),
+            );
+        }
+        if doc.region != Region::Tasks {
+            continue;
+        }
+        match doc.status() {
+            None => push(path.clone(), "has no status".into()),
+            Some(s) if !workflow.is_state(s) => push(
+                path.clone(),
+                format!(
+                    "status '{s}' is not a state of the workflow ({})",
+                    workflow.states.join(", ")
+                ),
+            ),
+            Some(_) => {}
+        }
+        for dep in doc.list("depends_on") {
+            if !tasks.contains_key(dep.as_str()) {
+                push(
+                    path.clone(),
+                    format!("depends_on names '{dep}', which is not a task on this board"),
+                );
+            }
+        }
+    }
+    for cycle in dependency_cycles(&tasks) {
+        let first = format!("tasks/{}.md", cycle[0]);
+        push(first, format!("dependency cycle: {}", cycle.join(" -> ")));
+    }
+
+    let (entries, _, unreadable) = crate::log::read_from(board, 0)?;
+    for u in unreadable {
+        push(
+            "log.yaml".into(),
+            format!("line {}: entry cannot be parsed", u.line),
+        );
+    }
+    report.documents = scan.docs.len();
+    report.log_entries = entries.len();
+    report
+        .problems
+        .sort_by(|a, b| a.path.cmp(&b.path).then_with(|| a.problem.cmp(&b.problem)));
+    Ok(report)
+}
+
+/// Every cycle in the depends_on graph, each once, as a path that returns to its start.
+pub fn dependency_cycles(tasks: &HashMap<&str, &Document>) -> Vec<Vec<String>> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        Active,
+        Done,
+    }
+    let mut marks: HashMap<&str, Mark> = HashMap::new();
+    let mut cycles = Vec::new();
+    let mut seen_cycles: HashSet<Vec<String>> = HashSet::new();
+    let mut ids: Vec<&str> = tasks.keys().copied().collect();
+    ids.sort();
+    for start in ids {
+        if marks.contains_key(start) {
+            continue;
+        }
+        // Iterative DFS: (node, deps, next dep index); `path` mirrors the stack.
+        let mut stack: Vec<(&str, Vec<String>, usize)> =
+            vec![(start, tasks[start].list("depends_on"), 0)];
+        let mut path: Vec<&str> = vec![start];
+        marks.insert(start, Mark::Active);
+        while let Some((node, deps, i)) = stack.last_mut() {
+            if *i >= deps.len() {
+                marks.insert(node, Mark::Done);
+                stack.pop();
+                path.pop();
+                continue;
+            }
+            let dep = deps[*i].clone();
+            *i += 1;
+            let Some((&dep_id, dep_doc)) = tasks.get_key_value(dep.as_str()) else {
+                continue;
+            };
+            match marks.get(dep_id) {
+                Some(Mark::Active) => {
+                    let from = path.iter().position(|p| *p == dep_id).unwrap_or(0);
+                    let mut cycle: Vec<String> =
+                        path[from..].iter().map(|s| s.to_string()).collect();
+                    // Rotate so the smallest id leads: one spelling per cycle.
+                    let min = cycle
+                        .iter()
+                        .enumerate()
+                        .min_by_key(|(_, s)| s.as_str())
+                        .map_or(0, |(i, _)| i);
+                    cycle.rotate_left(min);
+                    if seen_cycles.insert(cycle.clone()) {
+                        let mut shown = cycle.clone();
+                        shown.push(cycle[0].clone());
+                        cycles.push(shown);
+                    }
+                }
+                Some(Mark::Done) => {}
+                None => {
+                    marks.insert(dep_id, Mark::Active);
+                    path.push(dep_id);
+                    stack.push((dep_id, dep_doc.list("depends_on"), 0));
+                }
+            }
+        }
+    }
+    cycles
+}

@@ -1,0 +1,99 @@
+//! `init`, `check`, `completions`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, CommandFactory};
+use serde_json::json;
+
+use super::Ctx;
+use super::output::{self, line};
+use crate::error::{Error, Result};
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The project directory to create .tavern/ in [default: the working directory]
+    pub dir: Option<PathBuf>,
+}
+
+pub fn init(ctx: &Ctx, a: InitArgs) -> Result<ExitCode> {
+    let project = match a.dir.or_else(|| ctx.global.board.clone()) {
+        Some(d) if d.is_absolute() => d,
+        Some(d) => ctx.cwd.join(d),
+        None => ctx.cwd.clone(),
+    };
+    // `--board path/.tavern` names the board itself; create it there, not inside it.
+    let project = if project
+        .file_name()
+        .is_some_and(|n| n == crate::board::BOARD_DIR)
+    {
+        project.parent().map(PathBuf::from).unwrap_or(project)
+    } else {
+        project
+    };
+    if !project.is_dir() {
+        return Err(Error::NotFound {
+            what: format!("directory {}", project.display()),
+            hint: "create it first".into(),
+        });
+    }
+    let report = crate::board::init(&project)?;
+    if ctx.global.json {
+        output::json_line(&json!({"board": report.root, "created": report.created}))?;
+    } else if report.created.is_empty() {
+        line(&format!(
+            "board already initialised at {}; nothing changed",
+            report.root.display()
+        ))?;
+    } else {
+        line(&format!("initialised board at {}", report.root.display()))?;
+        for c in &report.created {
+            line(&format!("  created {c}"))?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn check(ctx: &Ctx) -> Result<ExitCode> {
+    let board = ctx.board()?;
+    let report = crate::check::check(&board)?;
+    if ctx.global.json {
+        output::json_line(
+            &json!({"ok": report.is_clean(), "documents": report.documents, "log_entries": report.log_entries, "problems": report.problems}),
+        )?;
+    } else if report.is_clean() {
+        line(&format!(
+            "ok: {} documents and {} log entries checked, no problems",
+            report.documents, report.log_entries
+        ))?;
+    } else {
+        for p in &report.problems {
+            eprintln!("{}: {}", p.path, p.problem);
+        }
+        eprintln!(
+            "{} problem{} in {}",
+            report.problems.len(),
+            if report.problems.len() == 1 { "" } else { "s" },
+            board.root.display()
+        );
+    }
+    Ok(if report.is_clean() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(crate::error::Kind::Invalid.exit_code())
+    })
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell
+    pub shell: clap_complete::Shell,
+}
+
+pub fn completions(a: CompletionsArgs) -> Result<ExitCode> {
+    let mut cmd = super::Cli::command();
+    let mut buf = Vec::new();
+    clap_complete::generate(a.shell, &mut cmd, "tavern", &mut buf);
+    output::out(&String::from_utf8_lossy(&buf))?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,281 @@
+//! `new`, `show`, `list`, `edit`.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use serde_json::{Value, json};
+
+use super::Ctx;
+use super::output::{self, doc_json, line};
+use crate::doc::Region;
+use crate::error::{Error, Result};
+use crate::ops::{self, edit::EditSpec, new::NewDoc};
+use crate::query::Query;
+use crate::scan;
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Kind {
+    Task,
+    Observation,
+    Question,
+}
+
+impl Kind {
+    fn region(self) -> Region {
+        match self {
+            Kind::Task => Region::Tasks,
+            Kind::Observation => Region::Observations,
+            Kind::Question => Region::Questions,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct BodyArgs {
+    /// The body text (markdown); `-` reads it from standard input
+    #[arg(long, value_name = "TEXT", conflicts_with = "body_file")]
+    pub body: Option<String>,
+    /// Read the body from a file; `-` is standard input
+    #[arg(long, value_name = "PATH")]
+    pub body_file: Option<PathBuf>,
+}
+
+impl BodyArgs {
+    fn read(&self) -> Result<Option<String>> {
+        let from_stdin = || {
+            let mut s = String::new();
+            std::io::stdin().read_to_string(&mut s).map_err(|e| {
+                Error::input(format!("cannot read the body from standard input: {e}"))
+            })?;
+            Ok(Some(s))
+        };
+        match (&self.body, &self.body_file) {
+            (Some(b), _) if b == "-" => from_stdin(),
+            (Some(b), _) => Ok(Some(b.clone())),
+            (None, Some(p)) if p.as_os_str() == "-" => from_stdin(),
+            (None, Some(p)) => {
+                let bytes = std::fs::read(p).map_err(|e| Error::io(p, "read", e))?;
+                String::from_utf8(bytes).map(Some).map_err(|_| {
+                    Error::input(format!("{}: the body is not valid UTF-8", p.display()))
+                })
+            }
+            (None, None) => Ok(None),
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct NewArgs {
+    /// What to create
+    pub kind: Kind,
+    /// The title
+    #[arg(long, short)]
+    pub title: String,
+    #[command(flatten)]
+    pub body: BodyArgs,
+    /// Choose the id instead of generating one
+    #[arg(long)]
+    pub id: Option<String>,
+    /// Set a field: KEY=VALUE, where VALUE may be YAML like [a, b] or 3 (repeatable)
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Add a tag (repeatable)
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Vec<String>,
+    /// Priority, 0 = critical … 4 = backlog
+    #[arg(long, short, value_name = "N")]
+    pub priority: Option<i64>,
+    /// A task this one waits for (repeatable, or comma-separated)
+    #[arg(long = "depends-on", value_name = "ID", value_delimiter = ',')]
+    pub depends_on: Vec<String>,
+}
+
+/// Splits `KEY=VALUE`, checking the key.
+fn key_value(arg: &str, flag: &str, board: &crate::board::Board) -> Result<(String, Value)> {
+    let Some((k, v)) = arg.split_once('=') else {
+        return Err(Error::usage(format!(
+            "{flag} expects KEY=VALUE, got '{arg}'"
+        )));
+    };
+    check_key(k, flag)?;
+    Ok((
+        k.to_string(),
+        crate::yaml::parse_cli_value(v, board.config.yaml_limits()),
+    ))
+}
+
+fn check_key(k: &str, flag: &str) -> Result<()> {
+    let ok = k
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::usage(format!(
+            "{flag}: '{k}' is not a field name (letters, digits, _ - .)"
+        )))
+    }
+}
+
+pub fn new(ctx: &Ctx, a: NewArgs) -> Result<ExitCode> {
+    let board = ctx.board()?;
+    let actor = ctx.actor()?;
+    let sets = a
+        .sets
+        .iter()
+        .map(|s| key_value(s, "--set", &board))
+        .collect::<Result<Vec<_>>>()?;
+    let spec = NewDoc {
+        id: a.id,
+        title: a.title,
+        body: a.body.read()?,
+        tags: a.tags,
+        priority: a.priority,
+        depends_on: a.depends_on,
+        sets,
+    };
+    let (doc, entry) = ops::new::create(&board, &actor, a.kind.region(), &spec)?;
+    if ctx.global.json {
+        let mut v = doc_json(&doc, false);
+        v["seq"] = entry.seq.into();
+        output::json_line(&v)?;
+    } else {
+        line(doc.id())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// The document: id, unique id prefix, or REGION/ID
+    pub id: String,
+}
+
+pub fn show(ctx: &Ctx, a: ShowArgs) -> Result<ExitCode> {
+    let board = ctx.board()?;
+    let (region, id) = ops::resolve::resolve(&board, &a.id, &Region::ALL)?;
+    let doc = crate::store::read_doc(&board, region, &id)?;
+    if ctx.global.json {
+        output::json_line(&doc_json(&doc, true))?;
+    } else {
+        output::out(&doc.raw)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// A region (tasks, observations, questions) and/or query terms: status=pending priority<=1 tag:parser …
+    #[arg(value_name = "[REGION] QUERY")]
+    pub terms: Vec<String>,
+}
+
+pub fn list(ctx: &Ctx, a: ListArgs) -> Result<ExitCode> {
+    let board = ctx.board()?;
+    let mut terms = a.terms;
+    let mut regions: Vec<Region> = Vec::new();
+    if let Some(r) = terms.first().and_then(|t| Region::parse(t)) {
+        regions.push(r);
+        terms.remove(0);
+    }
+    let query = Query::parse(&terms)?;
+    regions.extend(query.regions());
+    if regions.is_empty() {
+        regions = Region::ALL.to_vec();
+    }
+    regions.sort();
+    regions.dedup();
+    let scanned = scan::scan(&board, &regions)?;
+    let now = crate::time::now();
+    let mut docs: Vec<_> = scanned
+        .docs
+        .into_iter()
+        .filter(|d| query.matches(d, now))
+        .collect();
+    scan::sort_best_first(&mut docs);
+    output::warn_skipped(&scanned.skipped);
+    if ctx.global.json {
+        let items: Vec<Value> = docs.iter().map(|d| doc_json(d, false)).collect();
+        output::json_line(
+            &json!({"documents": items, "skipped": output::skipped_json(&scanned.skipped)}),
+        )?;
+    } else if !docs.is_empty() {
+        output::out(&output::doc_table(&docs))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Debug, Args)]
+pub struct EditArgs {
+    /// The document: id, unique id prefix, or REGION/ID
+    pub id: String,
+    /// Set a field: KEY=VALUE (VALUE may be YAML like [a, b] or 3)
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Remove a field
+    #[arg(long = "unset", value_name = "KEY")]
+    pub unsets: Vec<String>,
+    /// Add an item to a list field, if it is not there yet
+    #[arg(long = "add", value_name = "KEY=VALUE")]
+    pub adds: Vec<String>,
+    /// Remove an item from a list field
+    #[arg(long = "remove", value_name = "KEY=VALUE")]
+    pub removes: Vec<String>,
+    #[command(flatten)]
+    pub body: BodyArgs,
+    /// Only if the document's rev is still N (compare-and-swap)
+    #[arg(long, value_name = "N")]
+    pub if_rev: Option<u64>,
+    /// Allow changing fields the workflow owns (status, claimed_by); logged
+    #[arg(long)]
+    pub force: bool,
+}
+
+pub fn edit(ctx: &Ctx, a: EditArgs) -> Result<ExitCode> {
+    let board = ctx.board()?;
+    let actor = ctx.actor()?;
+    let parse = |items: &[String], flag: &str| {
+        items
+            .iter()
+            .map(|s| key_value(s, flag, &board))
+            .collect::<Result<Vec<_>>>()
+    };
+    for k in &a.unsets {
+        check_key(k, "--unset")?;
+    }
+    let spec = EditSpec {
+        sets: parse(&a.sets, "--set")?,
+        unsets: a.unsets.clone(),
+        adds: parse(&a.adds, "--add")?,
+        removes: parse(&a.removes, "--remove")?,
+        body: a.body.read()?,
+        if_rev: a.if_rev,
+        force: a.force,
+    };
+    if spec.sets.is_empty()
+        && spec.unsets.is_empty()
+        && spec.adds.is_empty()
+        && spec.removes.is_empty()
+        && spec.body.is_none()
+    {
+        return Err(Error::usage(
+            "nothing to edit: give --set, --unset, --add, --remove, --body or --body-file",
+        ));
+    }
+    let (region, id) = ops::resolve::resolve(&board, &a.id, &Region::ALL)?;
+    let outcome = ops::edit::edit(&board, &actor, region, &id, &spec)?;
+    super::tasks::report(
+        ctx,
+        &outcome,
+        if outcome.changed() {
+            "edited"
+        } else {
+            "unchanged"
+        },
+    )
+}

@@ -1,0 +1,184 @@
+//! `log` and `diff`: reading the audit log.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use serde_json::json;
+
+use super::Ctx;
+use super::output::{self, line};
+use crate::board::Board;
+use crate::doc::Region;
+use crate::error::{Error, Result};
+use crate::log::Entry;
+
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// Only entries after this seq, or at/after this time (RFC 3339, a date, or -2h)
+    #[arg(long, value_name = "SEQ|TIME")]
+    pub since: Option<String>,
+    /// Only entries about this document (id, prefix or REGION/ID)
+    #[arg(long, value_name = "ID")]
+    pub doc: Option<String>,
+    /// Only entries by this actor
+    #[arg(long, value_name = "NAME")]
+    pub actor: Option<String>,
+    /// Keep printing entries as they are appended
+    #[arg(long, short)]
+    pub follow: bool,
+    /// Show each entry's diff
+    #[arg(long, short)]
+    pub patch: bool,
+}
+
+enum Since {
+    All,
+    Seq(u64),
+    Time(chrono::DateTime<chrono::Utc>),
+}
+
+struct Filter {
+    since: Since,
+    doc: Option<String>,
+    actor: Option<String>,
+}
+
+impl Filter {
+    fn keep(&self, e: &Entry) -> bool {
+        let since = match self.since {
+            Since::All => true,
+            Since::Seq(n) => e.seq > n,
+            Since::Time(t) => crate::time::parse_time(&e.at, t).is_some_and(|at| at >= t),
+        };
+        since
+            && self.doc.as_ref().is_none_or(|d| &e.doc == d)
+            && self.actor.as_ref().is_none_or(|a| &e.actor == a)
+    }
+}
+
+/// The log path (`tasks/x.md`) of a document reference, even for a deleted document.
+fn doc_path(board: &Board, reference: &str) -> Result<String> {
+    match crate::ops::resolve::resolve(board, reference, &Region::ALL) {
+        Ok((region, id)) => Ok(format!("{}/{id}.md", region.dir())),
+        Err(Error::NotFound { .. }) => {
+            crate::id::validate(reference.rsplit('/').next().unwrap_or(reference))?;
+            let (entries, _, _) = crate::log::read_from(board, 0)?;
+            let wanted = format!("/{}.md", reference.trim_end_matches(".md"));
+            entries
+                .iter()
+                .find(|e| e.doc.ends_with(&wanted) || e.doc == reference)
+                .map(|e| e.doc.clone())
+                .ok_or_else(|| Error::NotFound {
+                    what: format!("document '{reference}'"),
+                    hint: "the log has no entry about it either".into(),
+                })
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn summary(e: &Entry) -> String {
+    let mut s = format!("{} {} {} {} {}", e.seq, e.at, e.actor, e.op, e.doc);
+    if let Some(t) = &e.transition {
+        s.push_str(&format!(" {t}"));
+    }
+    if let (Some(from), Some(to)) = (&e.from, &e.to) {
+        s.push_str(&format!(" {from} -> {to}"));
+    }
+    if let Some(rev) = e.rev {
+        s.push_str(&format!(" rev {rev}"));
+    }
+    if e.force {
+        s.push_str(" (forced)");
+    }
+    if let Some(note) = &e.note {
+        s.push_str(&format!(" — {note}"));
+    }
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+fn print_entry(ctx: &Ctx, e: &Entry, patch: bool) -> Result<()> {
+    if ctx.global.json {
+        return output::json_line(&serde_json::to_value(e).unwrap_or_default());
+    }
+    line(&summary(e))?;
+    if patch && let Some(d) = &e.diff {
+        for l in d.lines() {
+            line(&format!("    {l}"))?;
+        }
+    }
+    Ok(())
+}
+
+pub fn log(ctx: &Ctx, a: LogArgs) -> Result<ExitCode> {
+    let board = ctx.board()?;
+    let since = match a.since.as_deref() {
+        None => Since::All,
+        Some(s) => match s.parse::<u64>() {
+            Ok(n) => Since::Seq(n),
+            Err(_) => {
+                let now = crate::time::now();
+                let t = crate::time::parse_time(s, now)
+                    .or_else(|| crate::time::parse_duration(s).map(|d| now - d))
+                    .ok_or_else(|| Error::usage(format!("--since '{s}': expected a seq number, an RFC 3339 time, a date, or a relative time like -2h")))?;
+                Since::Time(t)
+            }
+        },
+    };
+    let doc = a.doc.as_deref().map(|d| doc_path(&board, d)).transpose()?;
+    let filter = Filter {
+        since,
+        doc,
+        actor: a.actor,
+    };
+    let (entries, mut offset, unreadable) = crate::log::read_from(&board, 0)?;
+    for u in &unreadable {
+        eprintln!(
+            "warning: skipped log.yaml line {}: entry cannot be parsed",
+            u.line
+        );
+    }
+    for e in entries.iter().filter(|e| filter.keep(e)) {
+        print_entry(ctx, e, a.patch)?;
+    }
+    if a.follow {
+        loop {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            let (entries, next, _) = crate::log::read_from(&board, offset)?;
+            offset = next;
+            for e in entries.iter().filter(|e| filter.keep(e)) {
+                print_entry(ctx, e, a.patch)?;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The document (id, prefix or REGION/ID)
+    pub id: String,
+}
+
+pub fn diff(ctx: &Ctx, a: DiffArgs) -> Result<ExitCode> {
+    let board = ctx.board()?;
+    let path = doc_path(&board, &a.id)?;
+    let (entries, _, _) = crate::log::read_from(&board, 0)?;
+    let mine: Vec<&Entry> = entries.iter().filter(|e| e.doc == path).collect();
+    if ctx.global.json {
+        output::json_line(&json!({"doc": path, "entries": mine}))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for e in mine {
+        line(&summary(e))?;
+        if let Some(d) = &e.diff {
+            output::out(d)?;
+            if !d.ends_with('\n') {
+                line("")?;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,168 @@
+//! The command line: clap definitions, and one module per group of commands. Every
+//! command has `--json`; human output is for reading, JSON output is for agents.
+
+mod admin;
+mod docs;
+mod history;
+mod output;
+mod tasks;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::board::Board;
+use crate::error::{Error, Result};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "tavern",
+    version,
+    about = "A blackboard made of plain files for teams of AI coding agents and the humans who watch them",
+    after_help = "Exit codes: 0 ok, 2 usage, 3 conflict (lost a race, not the owner, rev mismatch, transition not allowed), 4 not found, 5 paused, 6 invalid document or input, 1 anything else."
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct Global {
+    /// The board: its .tavern directory or the project holding it [default: found by walking up from the working directory]
+    #[arg(long, global = true, env = "TAVERN_BOARD", value_name = "DIR")]
+    pub board: Option<PathBuf>,
+    /// Who is acting, for claims and the log [default: $TAVERN_AGENT, else $USER]
+    #[arg(long = "as", global = true, value_name = "NAME")]
+    pub actor: Option<String>,
+    /// Print machine-readable JSON instead of text
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+/// Flags shared by every transition.
+#[derive(Debug, Args, Clone)]
+pub struct TransitionArgs {
+    /// The task: its id or a unique prefix of it
+    pub id: String,
+    /// Move a task claimed by someone else (for humans; the log says so)
+    #[arg(long)]
+    pub force: bool,
+    /// Only if the task's rev is still N (compare-and-swap)
+    #[arg(long, value_name = "N")]
+    pub if_rev: Option<u64>,
+    /// A note for the log entry
+    #[arg(long, value_name = "TEXT")]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create a board (.tavern/) in the current or given directory
+    Init(admin::InitArgs),
+    /// Create a task, observation or question from the board's template
+    New(docs::NewArgs),
+    /// Print a document (by id or unique id prefix)
+    Show(docs::ShowArgs),
+    /// List documents matching a query, best first
+    #[command(alias = "ls")]
+    List(docs::ListArgs),
+    /// Change fields or the body of a document
+    Edit(docs::EditArgs),
+    /// Claim a task, or the best claimable one with --next
+    Claim(tasks::ClaimArgs),
+    /// Move a task to STATE by whichever transition leads there
+    Move(tasks::MoveArgs),
+    /// Give a claimed task back to the pool (transition `release`)
+    Release(TransitionArgs),
+    /// Start working on a claimed task (transition `start`)
+    Start(TransitionArgs),
+    /// Submit a task for review (transition `submit`)
+    Submit(TransitionArgs),
+    /// Approve a task in review (transition `approve`)
+    Approve(TransitionArgs),
+    /// Send a task in review back to work (transition `reject`)
+    Reject(TransitionArgs),
+    /// Mark a task blocked (transition `block`)
+    Block(TransitionArgs),
+    /// Unblock a blocked task (transition `unblock`)
+    Unblock(TransitionArgs),
+    /// Mark a task done without review (transition `done`)
+    Done(TransitionArgs),
+    /// Mark a task failed (transition `fail`)
+    Fail(TransitionArgs),
+    /// Cancel a task (transition `cancel`)
+    Cancel(TransitionArgs),
+    /// Read the audit log
+    Log(history::LogArgs),
+    /// Show what changed in a document, from its log entries
+    Diff(history::DiffArgs),
+    /// Validate the whole board; exit 6 listing every problem, 0 when clean
+    Check,
+    /// Print shell completions
+    Completions(admin::CompletionsArgs),
+    /// Any other transition defined in board.yaml: `tavern NAME ID`
+    #[command(external_subcommand)]
+    Custom(Vec<String>),
+}
+
+/// What every command gets: the global flags, and the board once it is needed.
+pub struct Ctx {
+    pub global: Global,
+    pub cwd: PathBuf,
+}
+
+impl Ctx {
+    pub fn board(&self) -> Result<Board> {
+        Board::discover(self.global.board.as_deref(), &self.cwd)
+    }
+
+    /// The acting agent: --as, else TAVERN_AGENT, else the user.
+    pub fn actor(&self) -> Result<String> {
+        let actor = self
+            .global
+            .actor
+            .clone()
+            .or_else(|| std::env::var("TAVERN_AGENT").ok().filter(|s| !s.is_empty()))
+            .or_else(|| std::env::var("USER").ok().filter(|s| !s.is_empty()))
+            .or_else(|| std::env::var("LOGNAME").ok().filter(|s| !s.is_empty()))
+            .unwrap_or_else(|| "unknown".to_string());
+        crate::ops::validate_actor(&actor)?;
+        Ok(actor)
+    }
+}
+
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    let cwd =
+        std::env::current_dir().map_err(|e| Error::io(".", "read the working directory", e))?;
+    let ctx = Ctx {
+        global: cli.global,
+        cwd,
+    };
+    match cli.command {
+        Command::Init(a) => admin::init(&ctx, a),
+        Command::New(a) => docs::new(&ctx, a),
+        Command::Show(a) => docs::show(&ctx, a),
+        Command::List(a) => docs::list(&ctx, a),
+        Command::Edit(a) => docs::edit(&ctx, a),
+        Command::Claim(a) => tasks::claim(&ctx, a),
+        Command::Move(a) => tasks::move_cmd(&ctx, a),
+        Command::Release(a) => tasks::run_transition(&ctx, "release", a),
+        Command::Start(a) => tasks::run_transition(&ctx, "start", a),
+        Command::Submit(a) => tasks::run_transition(&ctx, "submit", a),
+        Command::Approve(a) => tasks::run_transition(&ctx, "approve", a),
+        Command::Reject(a) => tasks::run_transition(&ctx, "reject", a),
+        Command::Block(a) => tasks::run_transition(&ctx, "block", a),
+        Command::Unblock(a) => tasks::run_transition(&ctx, "unblock", a),
+        Command::Done(a) => tasks::run_transition(&ctx, "done", a),
+        Command::Fail(a) => tasks::run_transition(&ctx, "fail", a),
+        Command::Cancel(a) => tasks::run_transition(&ctx, "cancel", a),
+        Command::Log(a) => history::log(&ctx, a),
+        Command::Diff(a) => history::diff(&ctx, a),
+        Command::Check => admin::check(&ctx),
+        Command::Completions(a) => admin::completions(a),
+        Command::Custom(args) => tasks::custom(&ctx, args),
+    }
+}

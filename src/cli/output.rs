@@ -1,0 +1,100 @@
+//! Writing to stdout and stderr: JSON for agents, aligned text for humans. Every write
+//! returns an error so that a closed pipe (`tavern list | head`) ends the command quietly.
+
+use std::io::Write;
+
+use serde_json::{Value, json};
+
+use crate::doc::Document;
+use crate::error::{Error, Result};
+use crate::scan::Skipped;
+
+pub fn out(text: &str) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|_| stdout.flush())
+        .map_err(|e| Error::io("stdout", "write to", e))
+}
+
+pub fn line(text: &str) -> Result<()> {
+    out(&format!("{text}\n"))
+}
+
+pub fn json_line(v: &Value) -> Result<()> {
+    line(&v.to_string())
+}
+
+pub fn warn_skipped(skipped: &[Skipped]) {
+    for s in skipped {
+        eprintln!("warning: skipped {}: {}", s.path, s.problem);
+    }
+}
+
+pub fn skipped_json(skipped: &[Skipped]) -> Value {
+    Value::Array(
+        skipped
+            .iter()
+            .map(|s| json!({"path": s.path, "problem": s.problem}))
+            .collect(),
+    )
+}
+
+/// A document as JSON: where it is, its fields in file order, and optionally its body.
+pub fn doc_json(doc: &Document, with_body: bool) -> Value {
+    let mut v = json!({
+        "id": doc.id(),
+        "region": doc.region.dir(),
+        "path": doc.rel_path(),
+        "rev": doc.rev(),
+        "fields": Value::Object(doc.fields.clone()),
+    });
+    if with_body {
+        v["body"] = Value::String(doc.body().to_string());
+    }
+    v
+}
+
+/// Text for one table cell: control characters (a hostile title) never reach the terminal.
+fn cell(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// The human table of `list` and `ready`.
+pub fn doc_table(docs: &[Document]) -> String {
+    let rows: Vec<[String; 5]> = docs
+        .iter()
+        .map(|d| {
+            let pri = d
+                .text("priority")
+                .or_else(|| d.text("severity"))
+                .unwrap_or_else(|| "-".into());
+            let owner = d.str("claimed_by").unwrap_or("-").to_string();
+            [
+                cell(d.id()),
+                cell(d.status().unwrap_or("-")),
+                cell(&pri),
+                cell(&owner),
+                cell(d.title()),
+            ]
+        })
+        .collect();
+    let header = ["ID", "STATUS", "PRI", "OWNER", "TITLE"].map(String::from);
+    let mut widths = [0usize; 4];
+    for row in std::iter::once(&header).chain(&rows) {
+        for (w, c) in widths.iter_mut().zip(row.iter()) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut text = String::new();
+    for row in std::iter::once(&header).chain(&rows) {
+        for (i, w) in widths.iter().enumerate() {
+            text.push_str(&format!("{:<w$}  ", row[i], w = *w));
+        }
+        text.push_str(&row[4]);
+        text.push('\n');
+    }
+    text
+}

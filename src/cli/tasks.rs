@@ -1,0 +1,166 @@
+//! `claim`, `move`, and the named transitions.
+
+use std::process::ExitCode;
+
+use clap::{Args, FromArgMatches};
+use serde_json::json;
+
+use super::output::{self, line};
+use super::{Ctx, TransitionArgs};
+use crate::doc::Region;
+use crate::error::{Error, Result};
+use crate::ops::{self, Outcome, transition::Options};
+use crate::query::Query;
+
+/// Prints what a mutation did: `VERB ID (rev N)` or a JSON object.
+pub fn report(ctx: &Ctx, outcome: &Outcome, verb: &str) -> Result<ExitCode> {
+    let doc = &outcome.doc;
+    if ctx.global.json {
+        let mut v = json!({
+            "ok": true,
+            "changed": outcome.changed(),
+            "id": doc.id(),
+            "path": doc.rel_path(),
+            "rev": doc.rev(),
+            "status": doc.status(),
+            "claimed_by": doc.str("claimed_by"),
+            "title": doc.title(),
+        });
+        if let Some(e) = &outcome.entry {
+            v["seq"] = e.seq.into();
+        }
+        output::json_line(&v)?;
+    } else {
+        let status = doc.status().map(|s| format!(", {s}")).unwrap_or_default();
+        line(&format!("{verb} {} (rev {}{status})", doc.id(), doc.rev()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn options(a: &TransitionArgs) -> Options {
+    Options {
+        force: a.force,
+        if_rev: a.if_rev,
+        note: a.note.clone(),
+    }
+}
+
+fn task_id(ctx: &Ctx, board: &crate::board::Board, reference: &str) -> Result<String> {
+    let _ = ctx;
+    Ok(ops::resolve::resolve(board, reference, &[Region::Tasks])?.1)
+}
+
+/// Past tense for the human report of a transition.
+fn verb(name: &str) -> String {
+    match name {
+        "claim" => "claimed".into(),
+        "release" => "released".into(),
+        "start" => "started".into(),
+        "submit" => "submitted".into(),
+        "approve" => "approved".into(),
+        "reject" => "rejected".into(),
+        "block" => "blocked".into(),
+        "unblock" => "unblocked".into(),
+        "done" => "done".into(),
+        "fail" => "failed".into(),
+        "cancel" => "cancelled".into(),
+        other => format!("{other}:"),
+    }
+}
+
+pub fn run_transition(ctx: &Ctx, name: &str, a: TransitionArgs) -> Result<ExitCode> {
+    let board = ctx.board()?;
+    let actor = ctx.actor()?;
+    let id = task_id(ctx, &board, &a.id)?;
+    let outcome = ops::transition::transition(&board, &actor, &id, name, &options(&a))?;
+    report(ctx, &outcome, &verb(name))
+}
+
+/// `tavern NAME ID …` for a transition that only this board's workflow defines.
+pub fn custom(ctx: &Ctx, args: Vec<String>) -> Result<ExitCode> {
+    let name = args.first().cloned().unwrap_or_default();
+    let board = ctx.board()?;
+    if board.config.workflow.transition(&name).is_none() {
+        return Err(Error::usage(format!(
+            "unrecognized command '{name}'\nhint: `tavern --help` lists the commands; this board's transitions are: {}",
+            board
+                .config
+                .workflow
+                .transitions
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    let cmd = TransitionArgs::augment_args(clap::Command::new("transition").no_binary_name(true));
+    let matches = cmd
+        .try_get_matches_from(&args[1..])
+        .map_err(|e| Error::usage(e.to_string()))?;
+    let a = TransitionArgs::from_arg_matches(&matches).map_err(|e| Error::usage(e.to_string()))?;
+    run_transition(ctx, &name, a)
+}
+
+#[derive(Debug, Args)]
+pub struct ClaimArgs {
+    /// The task to claim (id or unique prefix); with --next, query terms that the task must match
+    #[arg(value_name = "ID | QUERY")]
+    pub args: Vec<String>,
+    /// Claim the best claimable task (priority, then age, dependencies done)
+    #[arg(long)]
+    pub next: bool,
+    /// Only if the task's rev is still N (compare-and-swap)
+    #[arg(long, value_name = "N", conflicts_with = "next")]
+    pub if_rev: Option<u64>,
+}
+
+pub fn claim(ctx: &Ctx, a: ClaimArgs) -> Result<ExitCode> {
+    let board = ctx.board()?;
+    let actor = ctx.actor()?;
+    if a.next {
+        let query = Query::parse(&a.args)?;
+        let (outcome, skipped) = ops::transition::claim_next(&board, &actor, &query)?;
+        output::warn_skipped(&skipped);
+        return match outcome {
+            Some(o) => report(ctx, &o, "claimed"),
+            None => Err(Error::NotFound {
+                what: "a claimable task".into(),
+                hint: "every task is claimed, done, or waiting for its dependencies; `tavern list tasks` shows them".into(),
+            }),
+        };
+    }
+    let [reference] = a.args.as_slice() else {
+        return Err(Error::usage("claim takes one task id, or --next [QUERY…]"));
+    };
+    let id = task_id(ctx, &board, reference)?;
+    let opts = Options {
+        if_rev: a.if_rev,
+        ..Options::default()
+    };
+    let outcome = ops::transition::transition(&board, &actor, &id, crate::workflow::CLAIM, &opts)?;
+    report(
+        ctx,
+        &outcome,
+        if outcome.changed() {
+            "claimed"
+        } else {
+            "already yours:"
+        },
+    )
+}
+
+#[derive(Debug, Args)]
+pub struct MoveArgs {
+    #[command(flatten)]
+    pub t: TransitionArgs,
+    /// The state to move to
+    pub state: String,
+}
+
+pub fn move_cmd(ctx: &Ctx, a: MoveArgs) -> Result<ExitCode> {
+    let board = ctx.board()?;
+    let actor = ctx.actor()?;
+    let id = task_id(ctx, &board, &a.t.id)?;
+    let outcome = ops::transition::move_to(&board, &actor, &id, &a.state, &options(&a.t))?;
+    report(ctx, &outcome, "moved")
+}

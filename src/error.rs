@@ -1,0 +1,222 @@
+//! One error type for the whole library, and the one place that maps it to an exit code.
+//!
+//! Every variant carries the context a user needs to act on it: the file, the line, the
+//! current owner, the allowed transitions. The exit codes are part of the interface
+//! (README, "Exit codes"): agents branch on them.
+
+use std::fmt;
+use std::path::PathBuf;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What kind of failure, which decides the exit code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Anything else: I/O failures, a broken environment.
+    Other,
+    /// Bad command-line usage: unknown flag, malformed query, ambiguous id prefix.
+    Usage,
+    /// Lost a race, not the owner, rev mismatch, transition not allowed now.
+    Conflict,
+    /// No board, no such document.
+    NotFound,
+    /// The board is paused (control/PAUSE exists).
+    Paused,
+    /// A document or input that is malformed, over a limit, or hostile.
+    Invalid,
+}
+
+impl Kind {
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Kind::Other => 1,
+            Kind::Usage => 2,
+            Kind::Conflict => 3,
+            Kind::NotFound => 4,
+            Kind::Paused => 5,
+            Kind::Invalid => 6,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Other => "error",
+            Kind::Usage => "usage",
+            Kind::Conflict => "conflict",
+            Kind::NotFound => "not-found",
+            Kind::Paused => "paused",
+            Kind::Invalid => "invalid",
+        }
+    }
+}
+
+#[derive(Debug)]
+pub enum Error {
+    Io {
+        path: PathBuf,
+        action: &'static str,
+        source: std::io::Error,
+    },
+    NoBoard {
+        start: PathBuf,
+    },
+    BoardNotADir {
+        path: PathBuf,
+    },
+    NotFound {
+        what: String,
+        hint: String,
+    },
+    Ambiguous {
+        prefix: String,
+        candidates: Vec<String>,
+    },
+    InvalidId {
+        id: String,
+        reason: &'static str,
+    },
+    InvalidDoc {
+        path: PathBuf,
+        problem: String,
+    },
+    InvalidInput {
+        message: String,
+    },
+    Usage {
+        message: String,
+    },
+    Conflict {
+        path: PathBuf,
+        message: String,
+    },
+    Paused {
+        reason: String,
+    },
+}
+
+impl Error {
+    pub fn io(path: impl Into<PathBuf>, action: &'static str, source: std::io::Error) -> Error {
+        Error::Io {
+            path: path.into(),
+            action,
+            source,
+        }
+    }
+
+    pub fn invalid_doc(path: impl Into<PathBuf>, problem: impl Into<String>) -> Error {
+        Error::InvalidDoc {
+            path: path.into(),
+            problem: problem.into(),
+        }
+    }
+
+    pub fn conflict(path: impl Into<PathBuf>, message: impl Into<String>) -> Error {
+        Error::Conflict {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+
+    pub fn usage(message: impl Into<String>) -> Error {
+        Error::Usage {
+            message: message.into(),
+        }
+    }
+
+    pub fn input(message: impl Into<String>) -> Error {
+        Error::InvalidInput {
+            message: message.into(),
+        }
+    }
+
+    pub fn kind(&self) -> Kind {
+        match self {
+            Error::Io { .. } | Error::BoardNotADir { .. } => Kind::Other,
+            Error::NoBoard { .. } | Error::NotFound { .. } => Kind::NotFound,
+            Error::Ambiguous { .. } | Error::Usage { .. } => Kind::Usage,
+            Error::InvalidId { .. } | Error::InvalidDoc { .. } | Error::InvalidInput { .. } => {
+                Kind::Invalid
+            }
+            Error::Conflict { .. } => Kind::Conflict,
+            Error::Paused { .. } => Kind::Paused,
+        }
+    }
+
+    pub fn exit_code(&self) -> u8 {
+        self.kind().exit_code()
+    }
+
+    /// The file the error is about, when there is one (for `--json` output).
+    pub fn path(&self) -> Option<&std::path::Path> {
+        match self {
+            Error::Io { path, .. }
+            | Error::BoardNotADir { path }
+            | Error::InvalidDoc { path, .. }
+            | Error::Conflict { path, .. } => Some(path),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io {
+                path,
+                action,
+                source,
+            } => {
+                write!(f, "cannot {action} {}: {source}", path.display())
+            }
+            Error::NoBoard { start } => write!(
+                f,
+                "no tavern board found in {} or any parent directory\n\
+                 hint: create one with `tavern init`, or point at one with --board DIR or TAVERN_BOARD",
+                start.display()
+            ),
+            Error::BoardNotADir { path } => {
+                write!(
+                    f,
+                    "{} is not a tavern board (no board.yaml inside)",
+                    path.display()
+                )
+            }
+            Error::NotFound { what, hint } => {
+                write!(f, "{what} not found")?;
+                if !hint.is_empty() {
+                    write!(f, "\nhint: {hint}")?;
+                }
+                Ok(())
+            }
+            Error::Ambiguous { prefix, candidates } => {
+                write!(f, "id prefix '{prefix}' is ambiguous; it matches:")?;
+                for c in candidates {
+                    write!(f, "\n  {c}")?;
+                }
+                Ok(())
+            }
+            Error::InvalidId { id, reason } => {
+                write!(f, "invalid id '{}': {reason}", id.escape_debug())?;
+                write!(f, "\nhint: ids match [a-z0-9][a-z0-9._-]{{0,63}}")
+            }
+            Error::InvalidDoc { path, problem } => write!(f, "{}: {problem}", path.display()),
+            Error::InvalidInput { message } | Error::Usage { message } => f.write_str(message),
+            Error::Conflict { path, message } => write!(f, "{}: {message}", path.display()),
+            Error::Paused { reason } => {
+                write!(
+                    f,
+                    "the board is paused: {reason}\nhint: `tavern resume` lifts the pause"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}

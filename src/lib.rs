@@ -1,0 +1,23 @@
+//! tavern: a blackboard made of plain files for teams of AI coding agents.
+//!
+//! The library holds everything; the `tavern` binary is a thin layer over [`cli`].
+//! Layers, bottom up: [`yaml`] and [`doc`] (byte-exact documents), [`store`] and [`log`]
+//! (the mutation protocol), [`board`], [`workflow`] and [`query`] (the model), [`ops`]
+//! (the operations), [`cli`] (the commands).
+
+pub mod board;
+pub mod check;
+pub mod cli;
+pub mod doc;
+pub mod error;
+pub mod id;
+pub mod log;
+pub mod ops;
+pub mod query;
+pub mod scan;
+pub mod store;
+pub mod time;
+pub mod workflow;
+pub mod yaml;
+
+pub use error::{Error, Kind, Result};

@@ -1,0 +1,323 @@
+//! The audit log, `log.yaml`: a top-level YAML sequence with one item per mutation.
+//!
+//! Appends happen under the log lock, as one write followed by fsync, so the file is valid
+//! YAML after every append and two branches merge with git's union driver. A torn last
+//! entry (a crash in the middle of a write) is detected on the next append and cut off;
+//! readers skip any entry they cannot parse and say so.
+
+use std::fs::OpenOptions;
+use std::io::{Read, Seek, SeekFrom, Write};
+
+use serde::{Deserialize, Serialize};
+
+use crate::board::Board;
+use crate::error::{Error, Result};
+use crate::store;
+use crate::yaml::{self, YamlLimits};
+
+/// The most diff text one entry holds; the rest is summarised in a last line.
+const MAX_DIFF_BYTES: usize = 8 * 1024;
+
+/// How much of the end of log.yaml we read to find the last seq.
+const TAIL_BYTES: u64 = 64 * 1024;
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Entry {
+    pub seq: u64,
+    pub at: String,
+    pub actor: String,
+    pub op: String,
+    pub doc: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transition: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rev: Option<u64>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub force: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+}
+
+/// A unified diff of two versions of a document, without file headers, bounded in size.
+pub fn diff(old: &str, new: &str) -> String {
+    let text = similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(1)
+        .to_string();
+    if text.len() <= MAX_DIFF_BYTES {
+        return text;
+    }
+    let mut cut = MAX_DIFF_BYTES;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let cut = text[..cut].rfind('\n').map_or(0, |i| i + 1);
+    let rest = text[cut..].lines().count();
+    format!("{}… diff truncated: {rest} more lines\n", &text[..cut])
+}
+
+/// Can `s` go into a literal block scalar unchanged? (No control characters but tab, no
+/// CR, which YAML would fold into a line break, and it must not start with a space.)
+fn block_safe(s: &str) -> bool {
+    !s.starts_with([' ', '\n'])
+        && s.chars().all(|c| c == '\n' || c == '\t' || !c.is_control())
+        && !s.contains('\u{feff}')
+}
+
+/// The YAML text of one entry, ending with a newline.
+pub fn render(e: &Entry) -> String {
+    let mut out = format!("- seq: {}\n", e.seq);
+    let mut field = |k: &str, v: &str| out.push_str(&format!("  {k}: {}\n", yaml::render_str(v)));
+    field("at", &e.at);
+    field("actor", &e.actor);
+    field("op", &e.op);
+    field("doc", &e.doc);
+    for (k, v) in [
+        ("transition", &e.transition),
+        ("from", &e.from),
+        ("to", &e.to),
+    ] {
+        if let Some(v) = v {
+            field(k, v);
+        }
+    }
+    if let Some(rev) = e.rev {
+        out.push_str(&format!("  rev: {rev}\n"));
+    }
+    if e.force {
+        out.push_str("  force: true\n");
+    }
+    if let Some(note) = &e.note {
+        out.push_str(&format!("  note: {}\n", yaml::render_str(note)));
+    }
+    if let Some(diff) = &e.diff {
+        if block_safe(diff) {
+            out.push_str("  diff: |\n");
+            for line in diff.lines() {
+                out.push_str("    ");
+                out.push_str(line);
+                out.push('\n');
+            }
+        } else {
+            out.push_str(&format!(
+                "  diff: {}\n",
+                serde_json::to_string(diff).unwrap_or_default()
+            ));
+        }
+    }
+    out
+}
+
+/// Parses one chunk of log text (`- seq: …` and its indented lines).
+fn parse_chunk(chunk: &str) -> Option<Entry> {
+    let limits = YamlLimits {
+        max_events: 100_000,
+        max_aliases: 0,
+    };
+    match yaml::parse_value(chunk, limits).ok()? {
+        serde_json::Value::Array(mut items) if items.len() == 1 => {
+            serde_json::from_value(items.remove(0)).ok()
+        }
+        _ => None,
+    }
+}
+
+/// Splits log text into entry chunks: each starts at a line beginning with `- `.
+fn chunks(text: &str) -> Vec<(usize, &str)> {
+    let mut starts: Vec<usize> = Vec::new();
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        if line.starts_with("- ") || line == "-\n" {
+            starts.push(offset);
+        }
+        offset += line.len();
+    }
+    let mut out = Vec::with_capacity(starts.len());
+    for (i, &s) in starts.iter().enumerate() {
+        let end = starts.get(i + 1).copied().unwrap_or(text.len());
+        out.push((s, &text[s..end]));
+    }
+    out
+}
+
+/// Appends an entry (its `seq` is assigned here) and returns it as written.
+pub fn append(board: &Board, mut entry: Entry) -> Result<Entry> {
+    let _lock = store::lock(board, "log")?;
+    let path = board.log_path();
+    let mut file = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .open(&path)
+        .map_err(|e| Error::io(&path, "open", e))?;
+    let len = file
+        .metadata()
+        .map_err(|e| Error::io(&path, "read", e))?
+        .len();
+    let (last_seq, cut_at) = scan_tail(&mut file, len).map_err(|e| Error::io(&path, "read", e))?;
+    if let Some(cut) = cut_at {
+        // A torn entry from a crash: drop it so the file is valid YAML again.
+        file.set_len(cut)
+            .map_err(|e| Error::io(&path, "repair", e))?;
+        eprintln!(
+            "warning: {}: cut a torn last entry left by an interrupted write",
+            board.rel(&path)
+        );
+    }
+    entry.seq = last_seq + 1;
+    let text = render(&entry);
+    file.seek(SeekFrom::End(0))
+        .map_err(|e| Error::io(&path, "append to", e))?;
+    file.write_all(text.as_bytes())
+        .and_then(|_| file.sync_data())
+        .map_err(|e| Error::io(&path, "append to", e))?;
+    Ok(entry)
+}
+
+/// Reads the end of the log: the highest seq among complete entries, and where to cut the
+/// file if its last entry is torn.
+fn scan_tail(file: &mut std::fs::File, len: u64) -> std::io::Result<(u64, Option<u64>)> {
+    if len == 0 {
+        return Ok((0, None));
+    }
+    let mut start = len.saturating_sub(TAIL_BYTES);
+    loop {
+        file.seek(SeekFrom::Start(start))?;
+        let mut buf = Vec::new();
+        Read::by_ref(file).take(len - start).read_to_end(&mut buf)?;
+        let text = String::from_utf8_lossy(&buf);
+        // Skip a partial first line when we started mid-file.
+        let skip = if start == 0 {
+            0
+        } else {
+            text.find('\n').map_or(text.len(), |i| i + 1)
+        };
+        let body = &text[skip..];
+        let parts = chunks(body);
+        if parts.is_empty() && start > 0 {
+            start = 0;
+            continue;
+        }
+        let mut max_seq = 0;
+        let mut cut = None;
+        for (i, (offset, chunk)) in parts.iter().enumerate() {
+            let last = i + 1 == parts.len();
+            match parse_chunk(chunk) {
+                Some(e) if !last || chunk.ends_with('\n') => max_seq = max_seq.max(e.seq),
+                _ if last => cut = Some(start + (skip + offset) as u64),
+                _ => {}
+            }
+        }
+        // A complete entry may precede the window; if we saw none at all, look at it all.
+        if max_seq == 0 && start > 0 {
+            start = 0;
+            continue;
+        }
+        return Ok((max_seq, cut));
+    }
+}
+
+/// One entry that could not be parsed, for warnings.
+#[derive(Debug)]
+pub struct Unreadable {
+    pub offset: usize,
+    pub line: usize,
+}
+
+/// Reads every entry from byte `from` on. Returns the entries, the offset just past the
+/// last complete entry, and the chunks that could not be read.
+pub fn read_from(board: &Board, from: u64) -> Result<(Vec<Entry>, u64, Vec<Unreadable>)> {
+    let path = board.log_path();
+    let mut file = match std::fs::File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok((Vec::new(), 0, Vec::new()));
+        }
+        Err(e) => return Err(Error::io(&path, "read", e)),
+    };
+    file.seek(SeekFrom::Start(from))
+        .map_err(|e| Error::io(&path, "read", e))?;
+    let mut buf = Vec::new();
+    file.read_to_end(&mut buf)
+        .map_err(|e| Error::io(&path, "read", e))?;
+    let text = String::from_utf8_lossy(&buf);
+    let mut entries = Vec::new();
+    let mut bad = Vec::new();
+    let mut done = 0usize;
+    let parts = chunks(&text);
+    for (i, (offset, chunk)) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        match parse_chunk(chunk) {
+            Some(e) if chunk.ends_with('\n') => {
+                entries.push(e);
+                done = offset + chunk.len();
+            }
+            // The last entry may still be being written: leave it for the next read.
+            _ if last => {}
+            _ => {
+                let line = text[..*offset].matches('\n').count() + 1;
+                bad.push(Unreadable {
+                    offset: from as usize + offset,
+                    line,
+                });
+                done = offset + chunk.len();
+            }
+        }
+    }
+    Ok((entries, from + done as u64, bad))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rendered_entry_parses_back() {
+        let e = Entry {
+            seq: 7,
+            at: "2026-11-22T10:04:05.123Z".into(),
+            actor: "coder: 1".into(),
+            op: "transition".into(),
+            doc: "tasks/task-7k2m.md".into(),
+            transition: Some("start".into()),
+            from: Some("claimed".into()),
+            to: Some("working".into()),
+            rev: Some(3),
+            force: true,
+            note: Some("yes".into()),
+            diff: Some(diff(
+                "a\nstatus: claimed\n---\n",
+                "a\nstatus: working\n---\n",
+            )),
+        };
+        let text = render(&e);
+        assert!(text.contains("  diff: |\n    @@ -1,3 +1,3 @@\n     a\n    -status: claimed\n    +status: working\n     ---\n"), "{text}");
+        assert_eq!(parse_chunk(&text), Some(e));
+    }
+
+    #[test]
+    fn crlf_diff_is_quoted() {
+        let e = Entry {
+            seq: 1,
+            diff: Some(diff("a\r\n", "b\r\n")),
+            ..Default::default()
+        };
+        let text = render(&e);
+        assert!(text.contains("diff: \"@@"), "{text}");
+        assert_eq!(parse_chunk(&text).unwrap().diff, e.diff);
+    }
+
+    #[test]
+    fn big_diffs_are_bounded() {
+        let old: String = (0..5000).map(|i| format!("line {i}\n")).collect();
+        let d = diff(&old, "");
+        assert!(d.len() < MAX_DIFF_BYTES + 100);
+        assert!(d.ends_with("more lines\n"));
+    }
+}

@@ -1,0 +1,155 @@
+//! `tavern edit`: field and body changes through the mutation protocol.
+
+use serde_json::Value;
+
+use crate::board::Board;
+use crate::doc::Region;
+use crate::doc::edit::FieldEdit;
+use crate::error::{Error, Result};
+use crate::log::Entry;
+
+use super::{Change, Outcome, mutate};
+
+#[derive(Clone, Debug, Default)]
+pub struct EditSpec {
+    pub sets: Vec<(String, Value)>,
+    pub unsets: Vec<String>,
+    pub adds: Vec<(String, Value)>,
+    pub removes: Vec<(String, Value)>,
+    pub body: Option<String>,
+    pub if_rev: Option<u64>,
+    pub force: bool,
+}
+
+/// Fields only tavern writes: changing them by hand would break the file name or the rev.
+const MANAGED: [&str; 2] = ["id", "rev"];
+/// Fields that transitions own: changing them with `edit` would skip the workflow.
+const WORKFLOW_OWNED: [&str; 3] = ["status", "claimed_by", "claimed_at"];
+
+fn check_keys(spec: &EditSpec, region: Region) -> Result<()> {
+    let keys = spec
+        .sets
+        .iter()
+        .map(|(k, _)| k)
+        .chain(spec.unsets.iter())
+        .chain(spec.adds.iter().map(|(k, _)| k))
+        .chain(spec.removes.iter().map(|(k, _)| k));
+    for key in keys {
+        if MANAGED.contains(&key.as_str()) {
+            return Err(Error::usage(format!(
+                "'{key}' is managed by tavern and cannot be edited"
+            )));
+        }
+        if region == Region::Tasks && WORKFLOW_OWNED.contains(&key.as_str()) && !spec.force {
+            return Err(Error::usage(format!(
+                "'{key}' of a task changes through its workflow: use `tavern move ID STATE`, `tavern claim` or `tavern release` (or --force to override, which is logged)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The list value of a field after adding or removing items.
+fn edited_list(
+    current: Option<&Value>,
+    key: &str,
+    add: &[&Value],
+    remove: &[&Value],
+) -> Result<Value> {
+    let mut items = match current {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items.clone(),
+        Some(other) => {
+            return Err(Error::input(format!(
+                "--add/--remove need '{key}' to be a list, but it is {}",
+                crate::yaml::kind_name(other)
+            )));
+        }
+    };
+    for v in add {
+        if !items.contains(v) {
+            items.push((*v).clone());
+        }
+    }
+    items.retain(|i| !remove.contains(&i));
+    Ok(Value::Array(items))
+}
+
+pub fn edit(
+    board: &Board,
+    actor: &str,
+    region: Region,
+    id: &str,
+    spec: &EditSpec,
+) -> Result<Outcome> {
+    check_keys(spec, region)?;
+    mutate(board, region, id, |doc| {
+        if let Some(want) = spec.if_rev
+            && doc.rev() != want
+        {
+            return Err(Error::conflict(
+                doc.rel_path(),
+                format!(
+                    "rev is {}, not {want} (--if-rev): it changed since you read it; re-read and retry",
+                    doc.rev()
+                ),
+            ));
+        }
+        let mut edits = Vec::new();
+        for (k, v) in &spec.sets {
+            edits.push(FieldEdit::Set(k.clone(), v.clone()));
+        }
+        for k in &spec.unsets {
+            if doc.get(k).is_some() {
+                edits.push(FieldEdit::Unset(k.clone()));
+            }
+        }
+        let mut list_keys: Vec<&String> = spec
+            .adds
+            .iter()
+            .chain(&spec.removes)
+            .map(|(k, _)| k)
+            .collect();
+        list_keys.dedup();
+        let mut seen = std::collections::HashSet::new();
+        for key in list_keys {
+            if !seen.insert(key) {
+                continue;
+            }
+            let add: Vec<&Value> = spec
+                .adds
+                .iter()
+                .filter(|(k, _)| k == key)
+                .map(|(_, v)| v)
+                .collect();
+            let remove: Vec<&Value> = spec
+                .removes
+                .iter()
+                .filter(|(k, _)| k == key)
+                .map(|(_, v)| v)
+                .collect();
+            let new = edited_list(doc.get(key), key, &add, &remove)?;
+            edits.push(FieldEdit::Set(key.clone(), new));
+        }
+        // Leave out sets that change nothing, so a repeated edit is a no-op and logs nothing.
+        edits.retain(|e| match e {
+            FieldEdit::Set(k, v) => doc.get(k) != Some(v),
+            FieldEdit::Unset(_) => true,
+        });
+        let body = spec
+            .body
+            .as_deref()
+            .map(super::new::normalize_body)
+            .filter(|b| b != doc.body());
+        if edits.is_empty() && body.is_none() {
+            return Ok(None);
+        }
+        let entry = Entry {
+            actor: actor.to_string(),
+            op: "edit".into(),
+            force: spec.force,
+            ..Entry::default()
+        };
+        Ok(Some(Change { edits, body, entry }))
+    })
+}

@@ -1,0 +1,161 @@
+//! Creating documents from the board's templates.
+
+use serde_json::Value;
+
+use crate::board::Board;
+use crate::doc::edit::FieldEdit;
+use crate::doc::{Document, Region};
+use crate::error::{Error, Result};
+use crate::log::{self, Entry};
+use crate::store;
+
+/// Everything `tavern new` can say about a new document.
+#[derive(Clone, Debug, Default)]
+pub struct NewDoc {
+    pub id: Option<String>,
+    pub title: String,
+    pub body: Option<String>,
+    pub tags: Vec<String>,
+    pub priority: Option<i64>,
+    pub depends_on: Vec<String>,
+    /// `--set key=value`, applied last.
+    pub sets: Vec<(String, Value)>,
+}
+
+/// Fields that tavern owns: setting them by hand would break the file name or the rev.
+const RESERVED: [&str; 2] = ["id", "rev"];
+
+/// A body as it goes after the closing `---`: a blank line first, a newline last.
+pub fn normalize_body(body: &str) -> String {
+    let mut out = String::with_capacity(body.len() + 2);
+    if !body.starts_with('\n') && !body.starts_with("\r\n") {
+        out.push('\n');
+    }
+    out.push_str(body);
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out
+}
+
+pub fn create(
+    board: &Board,
+    actor: &str,
+    region: Region,
+    spec: &NewDoc,
+) -> Result<(Document, Entry)> {
+    if spec.title.trim().is_empty() {
+        return Err(Error::usage("a title is required: --title \"…\""));
+    }
+    for (key, _) in &spec.sets {
+        if RESERVED.contains(&key.as_str()) {
+            return Err(Error::usage(format!(
+                "--set {key}=… is not allowed: tavern manages '{key}' (use --id to choose an id)"
+            )));
+        }
+    }
+    if let Some(id) = &spec.id {
+        crate::id::validate(id)?;
+    }
+    if region == Region::Tasks {
+        for dep in &spec.depends_on {
+            crate::id::validate(dep)?;
+            if Some(dep) == spec.id.as_ref() {
+                return Err(Error::input(format!("task {dep} cannot depend on itself")));
+            }
+            if !board.doc_path(Region::Tasks, dep).exists() {
+                return Err(Error::NotFound {
+                    what: format!("task '{dep}' (named in --depends-on)"),
+                    hint: "`tavern list tasks` shows the tasks on the board".into(),
+                });
+            }
+        }
+    }
+    let template_path = board
+        .root
+        .join("templates")
+        .join(format!("{}.md", region.kind()));
+    let template = Document::parse(
+        region,
+        "template",
+        board.template(region),
+        board.config.yaml_limits(),
+    )
+    .map_err(|e| {
+        Error::invalid_doc(
+            board.rel(&template_path),
+            format!("template is broken: {e}"),
+        )
+    })?;
+
+    let now = crate::time::stamp(crate::time::now());
+    let mut edits = vec![
+        FieldEdit::Set("title".into(), spec.title.clone().into()),
+        FieldEdit::Set("created_at".into(), now.clone().into()),
+        FieldEdit::Set("created_by".into(), actor.into()),
+        FieldEdit::Set("updated_at".into(), now.into()),
+        FieldEdit::Set("rev".into(), 1.into()),
+    ];
+    if region == Region::Questions {
+        edits.push(FieldEdit::Set("asked_by".into(), actor.into()));
+    }
+    if !spec.tags.is_empty() {
+        edits.push(FieldEdit::Set("tags".into(), spec.tags.clone().into()));
+    }
+    if let Some(p) = spec.priority {
+        edits.push(FieldEdit::Set("priority".into(), p.into()));
+    }
+    if !spec.depends_on.is_empty() {
+        edits.push(FieldEdit::Set(
+            "depends_on".into(),
+            spec.depends_on.clone().into(),
+        ));
+    }
+    for (k, v) in &spec.sets {
+        edits.push(FieldEdit::Set(k.clone(), v.clone()));
+    }
+    let body = spec.body.as_deref().map(normalize_body);
+
+    // Try the chosen id once; generated ids grow a character on every collision.
+    let mut len = crate::id::INITIAL_RANDOM_LEN;
+    for attempt in 0u64.. {
+        let id = match &spec.id {
+            Some(id) => id.clone(),
+            None => crate::id::generate(board.config.prefix(region), len, attempt),
+        };
+        let mut all = vec![FieldEdit::Set("id".into(), id.clone().into())];
+        all.extend(edits.iter().cloned());
+        let mut doc = template
+            .with_edits(&all, body.as_deref(), board.config.yaml_limits())
+            .map_err(|e| Error::input(format!("the new document would not be readable: {e}")))?;
+        doc.file_id = id.clone();
+        let path = board.doc_path(region, &id);
+        if store::create_new(&path, doc.raw.as_bytes())? {
+            let entry = Entry {
+                actor: actor.to_string(),
+                op: "create".into(),
+                at: crate::time::stamp_millis(crate::time::now()),
+                doc: doc.rel_path(),
+                rev: Some(1),
+                diff: Some(log::diff("", &doc.raw)),
+                ..Entry::default()
+            };
+            let entry = log::append(board, entry)?;
+            return Ok((doc, entry));
+        }
+        if spec.id.is_some() {
+            return Err(Error::conflict(
+                board.rel(&path),
+                format!("a {} with id '{id}' already exists", region.kind()),
+            ));
+        }
+        len += 1;
+        if len > 24 {
+            break;
+        }
+    }
+    Err(Error::conflict(
+        board.rel(&board.region_dir(region)),
+        "could not find a free id",
+    ))
+}

@@ -1,0 +1,273 @@
+//! Workflow transitions, claims included: the one place that decides whether a task may
+//! move, under its lock.
+
+use crate::board::Board;
+use crate::doc::edit::FieldEdit;
+use crate::doc::{Document, Region};
+use crate::error::{Error, Result};
+use crate::log::Entry;
+use crate::query::Query;
+use crate::scan;
+use crate::store;
+use crate::workflow::CLAIM;
+
+use super::{Change, Outcome, mutate};
+
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    pub force: bool,
+    pub if_rev: Option<u64>,
+    pub note: Option<String>,
+}
+
+/// Why a task's dependencies keep it from being claimed, or None when they are all done.
+fn unmet_dependencies(board: &Board, doc: &Document) -> Option<String> {
+    let mut waiting = Vec::new();
+    for dep in doc.list("depends_on") {
+        let state = crate::id::validate(&dep)
+            .ok()
+            .and_then(|_| store::read_doc(board, Region::Tasks, &dep).ok())
+            .map(|d| d.status().unwrap_or("no status").to_string());
+        match state {
+            Some(s) if board.config.workflow.is_success(&s) => {}
+            Some(s) => waiting.push(format!("{dep} ({s})")),
+            None => waiting.push(format!("{dep} (missing)")),
+        }
+    }
+    if waiting.is_empty() {
+        None
+    } else {
+        Some(waiting.join(", "))
+    }
+}
+
+/// Runs transition `name` on task `id` as `actor`.
+pub fn transition(
+    board: &Board,
+    actor: &str,
+    id: &str,
+    name: &str,
+    opts: &Options,
+) -> Result<Outcome> {
+    let workflow = &board.config.workflow;
+    let Some(t) = workflow.transition(name) else {
+        let names: Vec<&str> = workflow.transitions.keys().map(String::as_str).collect();
+        return Err(Error::usage(format!(
+            "unknown transition '{name}'; this board's workflow has: {}",
+            names.join(", ")
+        )));
+    };
+    if name == CLAIM
+        && let Some(reason) = board.paused()
+    {
+        return Err(Error::Paused { reason });
+    }
+    mutate(board, Region::Tasks, id, |doc| {
+        let path = doc.rel_path();
+        let status = doc.status().unwrap_or("");
+        if !workflow.is_state(status) {
+            return Err(Error::invalid_doc(
+                &path,
+                format!(
+                    "status '{status}' is not a state of the workflow ({})",
+                    workflow.states.join(", ")
+                ),
+            ));
+        }
+        let owner = doc.str("claimed_by").filter(|s| !s.is_empty());
+        if name == CLAIM {
+            if owner == Some(actor)
+                && !workflow.is_claimable(status)
+                && !workflow.is_terminal(status)
+            {
+                return Ok(None); // Re-claiming what you hold is a no-op success.
+            }
+            if let Some(owner) = owner
+                && !workflow.is_claimable(status)
+            {
+                return Err(Error::conflict(
+                    &path,
+                    format!("already claimed by {owner} (status {status})"),
+                ));
+            }
+        }
+        if let Some(want) = opts.if_rev
+            && doc.rev() != want
+        {
+            return Err(Error::conflict(
+                &path,
+                format!(
+                    "rev is {}, not {want} (--if-rev); re-read and retry",
+                    doc.rev()
+                ),
+            ));
+        }
+        if !workflow.allows_from(t, status) {
+            let allowed = workflow.allowed_from(status);
+            let allowed = if allowed.is_empty() {
+                "none (it is final)".to_string()
+            } else {
+                allowed.join(", ")
+            };
+            return Err(Error::conflict(
+                &path,
+                format!("cannot {name}: the task is {status}; allowed from {status}: {allowed}"),
+            ));
+        }
+        let mut forced = false;
+        if let Some(owner) = owner
+            && owner != actor
+            && name != CLAIM
+        {
+            if !opts.force {
+                return Err(Error::conflict(
+                    &path,
+                    format!(
+                        "claimed by {owner}; only the claimant may move it (you are {actor}; a human may override with --force)"
+                    ),
+                ));
+            }
+            forced = true;
+        }
+        if name == CLAIM
+            && let Some(waiting) = unmet_dependencies(board, doc)
+        {
+            return Err(Error::conflict(
+                &path,
+                format!("not claimable yet: waits for {waiting}"),
+            ));
+        }
+        let mut edits = vec![FieldEdit::Set("status".into(), t.to.clone().into())];
+        if name == CLAIM {
+            edits.push(FieldEdit::Set("claimed_by".into(), actor.into()));
+            edits.push(FieldEdit::Set(
+                "claimed_at".into(),
+                crate::time::stamp(crate::time::now()).into(),
+            ));
+        } else if workflow.is_claimable(&t.to) {
+            // Back in the pool: the claim is gone.
+            edits.push(FieldEdit::Unset("claimed_by".into()));
+            edits.push(FieldEdit::Unset("claimed_at".into()));
+        }
+        let op = match name {
+            CLAIM => "claim",
+            "release" => "release",
+            _ => "transition",
+        };
+        let note = match (forced, owner, &opts.note) {
+            (true, Some(o), Some(n)) => Some(format!("forced over {o}: {n}")),
+            (true, Some(o), None) => Some(format!("forced over {o}")),
+            (_, _, n) => n.clone(),
+        };
+        let entry = Entry {
+            actor: actor.to_string(),
+            op: op.into(),
+            transition: (op == "transition").then(|| name.to_string()),
+            from: Some(status.to_string()),
+            to: Some(t.to.clone()),
+            force: forced,
+            note,
+            ..Entry::default()
+        };
+        Ok(Some(Change {
+            edits,
+            body: None,
+            entry,
+        }))
+    })
+}
+
+/// `move ID STATE`: whichever transition leads from the current state to STATE.
+pub fn move_to(
+    board: &Board,
+    actor: &str,
+    id: &str,
+    target: &str,
+    opts: &Options,
+) -> Result<Outcome> {
+    let workflow = &board.config.workflow;
+    if !workflow.is_state(target) {
+        return Err(Error::usage(format!(
+            "unknown state '{target}'; this board's states are: {}",
+            workflow.states.join(", ")
+        )));
+    }
+    let doc = store::read_doc(board, Region::Tasks, id)?;
+    let status = doc.status().unwrap_or("");
+    match workflow.transition_to(status, target) {
+        Some(name) => transition(board, actor, id, name, opts),
+        None => {
+            let allowed: Vec<String> = workflow
+                .allowed_from(status)
+                .into_iter()
+                .filter_map(|n| workflow.transition(n).map(|t| format!("{} ({n})", t.to)))
+                .collect();
+            Err(Error::conflict(
+                doc.rel_path(),
+                format!(
+                    "no transition leads from {status} to {target}; from {status} it can go to: {}",
+                    if allowed.is_empty() {
+                        "nothing (it is final)".to_string()
+                    } else {
+                        allowed.join(", ")
+                    }
+                ),
+            ))
+        }
+    }
+}
+
+/// The tasks that are claimable now, best first: claimable state, no live claim, every
+/// dependency done, matching `query`.
+pub fn ready(board: &Board, query: &Query) -> Result<(Vec<Document>, Vec<scan::Skipped>)> {
+    let scan = scan::scan(board, &[Region::Tasks])?;
+    let workflow = &board.config.workflow;
+    let done: std::collections::HashSet<&str> = scan
+        .docs
+        .iter()
+        .filter(|d| d.status().is_some_and(|s| workflow.is_success(s)))
+        .map(|d| d.id())
+        .collect();
+    let now = crate::time::now();
+    let mut ready: Vec<Document> = scan
+        .docs
+        .iter()
+        .filter(|d| d.status().is_some_and(|s| workflow.is_claimable(s)))
+        .filter(|d| {
+            d.list("depends_on")
+                .iter()
+                .all(|dep| done.contains(dep.as_str()))
+        })
+        .filter(|d| query.matches(d, now))
+        .cloned()
+        .collect();
+    scan::sort_best_first(&mut ready);
+    Ok((ready, scan.skipped))
+}
+
+/// `claim --next`: claims the best ready task, moving on to the next if another agent
+/// wins the race for it. Returns None when nothing is claimable.
+pub fn claim_next(
+    board: &Board,
+    actor: &str,
+    query: &Query,
+) -> Result<(Option<Outcome>, Vec<scan::Skipped>)> {
+    if let Some(reason) = board.paused() {
+        return Err(Error::Paused { reason });
+    }
+    let (candidates, skipped) = ready(board, query)?;
+    for doc in candidates {
+        match transition(board, actor, doc.id(), CLAIM, &Options::default()) {
+            Ok(outcome) => return Ok((Some(outcome), skipped)),
+            // Lost the race (or the task changed since the scan): try the next one.
+            Err(e)
+                if e.kind() == crate::error::Kind::Conflict
+                    || e.kind() == crate::error::Kind::NotFound =>
+            {
+                continue;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok((None, skipped))
+}

@@ -1,0 +1,201 @@
+//! Reading documents safely and writing them by the mutation protocol (DESIGN §5):
+//! a lock per document under `.state/locks/`, a temp file in the same directory, fsync,
+//! rename over the old file, fsync the directory. Readers take no lock: a rename makes
+//! every read see the old or the new file, never half of one.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::board::Board;
+use crate::doc::{Document, Region};
+use crate::error::{Error, Result};
+
+/// An exclusive advisory lock (flock); released when dropped.
+#[derive(Debug)]
+pub struct Lock {
+    _file: File,
+}
+
+/// Takes the lock named `name` under `.state/locks/`, waiting for it if another process
+/// holds it. The lock file is never the document itself, because documents are replaced
+/// by rename and a lock on a replaced inode protects nothing.
+pub fn lock(board: &Board, name: &str) -> Result<Lock> {
+    let dir = board.state_dir().join("locks");
+    let path = dir.join(format!("{name}.lock"));
+    let open = || {
+        OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+    };
+    let file = match open() {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // A fresh clone has no .state/ (it is git-ignored): make it on first use.
+            fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, "create directory", e))?;
+            open().map_err(|e| Error::io(&path, "open lock file", e))?
+        }
+        Err(e) => return Err(Error::io(&path, "open lock file", e)),
+    };
+    file.lock().map_err(|e| Error::io(&path, "lock", e))?;
+    Ok(Lock { _file: file })
+}
+
+/// The lock name of a document: one per region and id.
+pub fn doc_lock_name(region: Region, id: &str) -> String {
+    format!("{}.{id}", region.dir())
+}
+
+/// Reads a file that must be a regular file inside the board, within the size limit and
+/// valid UTF-8. Symlinks are refused: a document is never read through one, since it could
+/// point anywhere outside the board.
+pub fn read_text(path: &Path, max_bytes: u64) -> Result<String> {
+    let meta = fs::symlink_metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::NotFound {
+            what: path.display().to_string(),
+            hint: String::new(),
+        },
+        _ => Error::io(path, "read", e),
+    })?;
+    if meta.file_type().is_symlink() {
+        return Err(Error::invalid_doc(
+            path,
+            "is a symbolic link; documents must be regular files inside the board (not followed)",
+        ));
+    }
+    if !meta.is_file() {
+        return Err(Error::invalid_doc(path, "is not a regular file"));
+    }
+    if meta.len() > max_bytes {
+        return Err(Error::invalid_doc(
+            path,
+            format!(
+                "is {} bytes, over the limit of {max_bytes} (limits.max_doc_bytes in board.yaml); skipped",
+                meta.len()
+            ),
+        ));
+    }
+    let file = File::open(path).map_err(|e| Error::io(path, "read", e))?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    // Read at most one byte past the limit in case the file grew since the stat.
+    file.take(max_bytes + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, "read", e))?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(Error::invalid_doc(
+            path,
+            format!(
+                "is over the limit of {max_bytes} bytes (limits.max_doc_bytes in board.yaml); skipped"
+            ),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        Error::invalid_doc(
+            path,
+            format!(
+                "is not valid UTF-8 (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ),
+        )
+    })
+}
+
+/// Reads and parses a document, checking that its `id` agrees with its file name.
+pub fn read_doc(board: &Board, region: Region, id: &str) -> Result<Document> {
+    let path = board.doc_path(region, id);
+    let text = read_text(&path, board.config.limits.max_doc_bytes).map_err(|e| match e {
+        Error::NotFound { .. } => Error::NotFound {
+            what: format!("{} '{id}' ({})", region.kind(), board.rel(&path)),
+            hint: format!("`tavern list {}` shows what exists", region.dir()),
+        },
+        e => e,
+    })?;
+    parse_doc(board, region, id, text, &path)
+}
+
+pub fn parse_doc(
+    board: &Board,
+    region: Region,
+    id: &str,
+    text: String,
+    path: &Path,
+) -> Result<Document> {
+    let doc = Document::parse(region, id, text, board.config.yaml_limits())
+        .map_err(|e| Error::invalid_doc(board.rel(path), e.to_string()))?;
+    match doc.get("id") {
+        Some(serde_json::Value::String(s)) if s == id => Ok(doc),
+        Some(v) => Err(Error::invalid_doc(
+            board.rel(path),
+            format!(
+                "its id {} does not match its file name (expected '{id}')",
+                crate::yaml::render_inline(v)
+            ),
+        )),
+        None => Err(Error::invalid_doc(board.rel(path), "has no id field")),
+    }
+}
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A dot-prefixed temp file next to `path`: readers and watchers ignore dot files.
+fn temp_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    path.with_file_name(format!(".{name}.{}.{n}.tmp", std::process::id()))
+}
+
+fn write_temp(path: &Path, content: &[u8]) -> Result<PathBuf> {
+    let tmp = temp_path(path);
+    let result = (|| {
+        let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        f.write_all(content)?;
+        f.sync_all()
+    })();
+    if let Err(e) = result {
+        let _ = fs::remove_file(&tmp);
+        return Err(Error::io(&tmp, "write", e));
+    }
+    Ok(tmp)
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    // Directories cannot be opened for fsync on every platform; where they can, we must.
+    match File::open(dir) {
+        Ok(d) => d.sync_all().or(Ok(())),
+        Err(_) => Ok(()),
+    }
+}
+
+/// Replaces `path` with `content` atomically: temp file, fsync, rename, fsync directory.
+pub fn write_atomic(path: &Path, content: &[u8]) -> Result<()> {
+    let tmp = write_temp(path, content)?;
+    if let Err(e) = fs::rename(&tmp, path) {
+        let _ = fs::remove_file(&tmp);
+        return Err(Error::io(path, "replace", e));
+    }
+    sync_dir(path.parent().unwrap_or(Path::new(".")))
+}
+
+/// Creates `path` with `content` unless it exists. The content is complete before the name
+/// appears (hard link of a finished temp file), so no reader sees a half-written document
+/// and two creators cannot clobber each other. Returns false if the path was taken.
+pub fn create_new(path: &Path, content: &[u8]) -> Result<bool> {
+    let tmp = write_temp(path, content)?;
+    let linked = fs::hard_link(&tmp, path);
+    let _ = fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => {
+            sync_dir(path.parent().unwrap_or(Path::new(".")))?;
+            Ok(true)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(Error::io(path, "create", e)),
+    }
+}

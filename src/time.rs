@@ -1,0 +1,90 @@
+//! Times: RFC 3339 in UTC everywhere, durations like `5m`, and relative times like `-2h`.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+
+pub fn now() -> DateTime<Utc> {
+    Utc::now()
+}
+
+/// Document timestamps: seconds precision, `Z` suffix (`2026-11-22T10:04:05Z`).
+pub fn stamp(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+/// Log timestamps: milliseconds, so entries of one second stay ordered for humans.
+pub fn stamp_millis(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// Parses `30s`, `5m`, `2h`, `7d`, `1w` (a number and a unit).
+pub fn parse_duration(s: &str) -> Option<chrono::Duration> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit())?;
+    let (n, unit) = s.split_at(split);
+    let n: i64 = n.parse().ok()?;
+    let secs = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 604_800,
+        _ => return None,
+    };
+    n.checked_mul(secs).and_then(chrono::Duration::try_seconds)
+}
+
+/// Parses an absolute RFC 3339 time, a date (`2026-11-22`, midnight UTC), or a time
+/// relative to `now` (`-2h` = two hours ago, `+1d` = in a day).
+pub fn parse_time(s: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    if let Some(rest) = s.strip_prefix('-') {
+        return parse_duration(rest).map(|d| now - d);
+    }
+    if let Some(rest) = s.strip_prefix('+') {
+        return parse_duration(rest).map(|d| now + d);
+    }
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return Some(t.with_timezone(&Utc));
+    }
+    let date = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").ok()?;
+    Some(date.and_hms_opt(0, 0, 0)?.and_utc())
+}
+
+/// "2m ago", "3h ago", for humans.
+pub fn ago(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
+    let secs = (now - t).num_seconds().max(0);
+    match secs {
+        0..60 => format!("{secs}s ago"),
+        60..3600 => format!("{}m ago", secs / 60),
+        3600..86_400 => format!("{}h ago", secs / 3600),
+        _ => format!("{}d ago", secs / 86_400),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_relative_times() {
+        assert_eq!(parse_duration("5m"), Some(chrono::Duration::minutes(5)));
+        assert_eq!(parse_duration("2h").unwrap().num_seconds(), 7200);
+        assert_eq!(parse_duration("5"), None);
+        assert_eq!(parse_duration("m"), None);
+        let now = DateTime::parse_from_rfc3339("2026-11-22T10:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        assert_eq!(
+            stamp(parse_time("-2h", now).unwrap()),
+            "2026-11-22T08:00:00Z"
+        );
+        assert_eq!(
+            stamp(parse_time("2026-11-20", now).unwrap()),
+            "2026-11-20T00:00:00Z"
+        );
+        assert_eq!(
+            stamp(parse_time("2026-11-20T01:02:03+01:00", now).unwrap()),
+            "2026-11-20T00:02:03Z"
+        );
+        assert!(parse_time("yesterday", now).is_none());
+    }
+}
