@@ -21,9 +21,18 @@ pub struct Scan {
     pub skipped: Vec<Skipped>,
 }
 
+/// A document file found in a region directory.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct DocFile {
+    pub id: String,
+    pub path: PathBuf,
+    /// From the directory entry, so no extra stat is needed to refuse it.
+    pub is_symlink: bool,
+}
+
 /// The document files of a region: `*.md`, not dot files (temp files and editors' swap
 /// files are dot files or do not end in `.md`).
-pub fn region_files(board: &Board, region: Region) -> Result<Vec<(String, PathBuf)>> {
+pub fn region_files(board: &Board, region: Region) -> Result<Vec<DocFile>> {
     let dir = board.region_dir(region);
     let entries = match std::fs::read_dir(&dir) {
         Ok(e) => e,
@@ -39,7 +48,12 @@ pub fn region_files(board: &Board, region: Region) -> Result<Vec<(String, PathBu
             continue;
         }
         if let Some(stem) = name.strip_suffix(".md") {
-            out.push((stem.to_string(), entry.path()));
+            let is_symlink = entry.file_type().is_ok_and(|t| t.is_symlink());
+            out.push(DocFile {
+                id: stem.to_string(),
+                path: entry.path(),
+                is_symlink,
+            });
         }
     }
     out.sort();
@@ -49,19 +63,22 @@ pub fn region_files(board: &Board, region: Region) -> Result<Vec<(String, PathBu
 fn read_one(
     board: &Board,
     region: Region,
-    id: &str,
-    path: &std::path::Path,
+    file: &DocFile,
 ) -> std::result::Result<Document, Skipped> {
+    let path = &file.path;
     let skipped = |e: Error| Skipped {
         path: board.rel(path),
         problem: problem_text(board, &e),
     };
-    crate::id::validate(id).map_err(|_| Skipped {
+    crate::id::validate(&file.id).map_err(|_| Skipped {
         path: board.rel(path),
         problem: "file name is not a valid id ([a-z0-9][a-z0-9._-]{0,63}.md)".into(),
     })?;
-    let text = store::read_text(path, board.config.limits.max_doc_bytes).map_err(skipped)?;
-    store::parse_doc(board, region, id, text, path).map_err(skipped)
+    if file.is_symlink {
+        return Err(skipped(store::symlink_refused(path)));
+    }
+    let text = store::read_regular(path, board.config.limits.max_doc_bytes).map_err(skipped)?;
+    store::parse_doc(board, region, &file.id, text, path).map_err(skipped)
 }
 
 /// The problem part of an error about a file (its message without the path prefix).
@@ -78,46 +95,54 @@ fn problem_text(board: &Board, e: &Error) -> String {
 
 /// Reads every document of `regions`.
 pub fn scan(board: &Board, regions: &[Region]) -> Result<Scan> {
+    scan_matching(board, regions, |_| true)
+}
+
+/// Reads every document of `regions` and keeps those `keep` accepts. Filtering while
+/// reading keeps memory small on big boards; the reading is spread over the cores.
+pub fn scan_matching(
+    board: &Board,
+    regions: &[Region],
+    keep: impl Fn(&Document) -> bool + Sync,
+) -> Result<Scan> {
     let mut files = Vec::new();
     for &region in regions {
-        for (id, path) in region_files(board, region)? {
-            files.push((region, id, path));
+        for file in region_files(board, region)? {
+            files.push((region, file));
         }
     }
+    let read_part = |part: &[(Region, DocFile)]| {
+        let mut scan = Scan::default();
+        for (region, file) in part {
+            match read_one(board, *region, file) {
+                Ok(d) if keep(&d) => scan.docs.push(d),
+                Ok(_) => {}
+                Err(s) => scan.skipped.push(s),
+            }
+        }
+        scan
+    };
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(8);
-    let results: Vec<std::result::Result<Document, Skipped>> = if threads <= 1 || files.len() < 256
-    {
-        files
-            .iter()
-            .map(|(r, id, p)| read_one(board, *r, id, p))
+    if threads <= 1 || files.len() < 512 {
+        return Ok(read_part(&files));
+    }
+    let chunk = files.len().div_ceil(threads);
+    let parts: Vec<Scan> = std::thread::scope(|s| {
+        let handles: Vec<_> = files
+            .chunks(chunk)
+            .map(|part| s.spawn(move || read_part(part)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
             .collect()
-    } else {
-        let chunk = files.len().div_ceil(threads);
-        std::thread::scope(|s| {
-            let handles: Vec<_> = files
-                .chunks(chunk)
-                .map(|part| {
-                    s.spawn(move || {
-                        part.iter()
-                            .map(|(r, id, p)| read_one(board, *r, id, p))
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap_or_default())
-                .collect()
-        })
-    };
+    });
     let mut scan = Scan::default();
-    for r in results {
-        match r {
-            Ok(d) => scan.docs.push(d),
-            Err(s) => scan.skipped.push(s),
-        }
+    for part in parts {
+        scan.docs.extend(part.docs);
+        scan.skipped.extend(part.skipped);
     }
     Ok(scan)
 }

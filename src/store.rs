@@ -62,11 +62,29 @@ pub fn read_text(path: &Path, max_bytes: u64) -> Result<String> {
         _ => Error::io(path, "read", e),
     })?;
     if meta.file_type().is_symlink() {
-        return Err(Error::invalid_doc(
-            path,
-            "is a symbolic link; documents must be regular files inside the board (not followed)",
-        ));
+        return Err(symlink_refused(path));
     }
+    read_regular(path, max_bytes)
+}
+
+pub fn symlink_refused(path: &Path) -> Error {
+    Error::invalid_doc(
+        path,
+        "is a symbolic link; documents must be regular files inside the board (not followed)",
+    )
+}
+
+/// Like [`read_text`] for a path already known not to be a symlink (a directory listing
+/// said so): one open and one fstat, which matters when a listing reads 100k files.
+pub fn read_regular(path: &Path, max_bytes: u64) -> Result<String> {
+    let file = File::open(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::NotFound {
+            what: path.display().to_string(),
+            hint: String::new(),
+        },
+        _ => Error::io(path, "read", e),
+    })?;
+    let meta = file.metadata().map_err(|e| Error::io(path, "read", e))?;
     if !meta.is_file() {
         return Err(Error::invalid_doc(path, "is not a regular file"));
     }
@@ -79,9 +97,8 @@ pub fn read_text(path: &Path, max_bytes: u64) -> Result<String> {
             ),
         ));
     }
-    let file = File::open(path).map_err(|e| Error::io(path, "read", e))?;
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    // Read at most one byte past the limit in case the file grew since the stat.
+    let mut bytes = Vec::with_capacity(meta.len() as usize + 1);
+    // Read at most one byte past the limit in case the file grew since the fstat.
     file.take(max_bytes + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| Error::io(path, "read", e))?;

@@ -2,6 +2,7 @@
 //! parsed fields. Edits go through [`edit`] so that only changed lines change.
 
 pub mod edit;
+pub mod fast;
 pub mod split;
 
 use serde_json::{Map, Value};
@@ -103,11 +104,14 @@ impl Document {
                 }
             },
         })?;
-        let fields = yaml::parse_mapping(parts.frontmatter, limits).map_err(|e| DocError {
-            // The frontmatter starts on line 2 of the file.
-            line: Some(e.line.max(1) + 1),
-            message: e.message,
-        })?;
+        let fields = match fast::parse(parts.frontmatter) {
+            Some(fields) => fields,
+            None => yaml::parse_mapping(parts.frontmatter, limits).map_err(|e| DocError {
+                // The frontmatter starts on line 2 of the file.
+                line: Some(e.line.max(1) + 1),
+                message: e.message,
+            })?,
+        };
         let fm_start = parts.frontmatter_start();
         let fm_end = fm_start + parts.frontmatter.len();
         let body_start = fm_end + parts.close.len();

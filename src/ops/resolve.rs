@@ -35,9 +35,9 @@ pub fn resolve(board: &Board, reference: &str, regions: &[Region]) -> Result<(Re
         candidates = exact.into_iter().map(|r| (r, wanted.to_string())).collect();
     } else {
         for &r in &regions {
-            for (id, _) in region_files(board, r)? {
-                if id.starts_with(wanted) {
-                    candidates.push((r, id));
+            for file in region_files(board, r)? {
+                if file.id.starts_with(wanted) {
+                    candidates.push((r, file.id));
                 }
             }
         }
