@@ -131,8 +131,10 @@ impl Error {
 
     pub fn kind(&self) -> Kind {
         match self {
-            Error::Io { .. } | Error::BoardNotADir { .. } => Kind::Other,
-            Error::NoBoard { .. } | Error::NotFound { .. } => Kind::NotFound,
+            Error::Io { .. } => Kind::Other,
+            Error::NoBoard { .. } | Error::BoardNotADir { .. } | Error::NotFound { .. } => {
+                Kind::NotFound
+            }
             Error::Ambiguous { .. } | Error::Usage { .. } => Kind::Usage,
             Error::InvalidId { .. } | Error::InvalidDoc { .. } | Error::InvalidInput { .. } => {
                 Kind::Invalid
