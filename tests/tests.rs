@@ -4,6 +4,8 @@
 mod util;
 
 mod cmd_basics;
+mod contention;
+mod kill;
 
 #[test]
 fn every_test_file_is_included() {
