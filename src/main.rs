@@ -13,12 +13,14 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            if json {
+            let text = if json {
                 let v = serde_json::json!({"error": {"kind": e.kind().name(), "code": e.exit_code(), "message": e.to_string(), "path": e.path()}});
-                eprintln!("{v}");
+                format!("{v}\n")
             } else {
-                eprintln!("error: {e}");
-            }
+                format!("error: {e}\n")
+            };
+            // One write, so messages of concurrent agents sharing a terminal do not interleave.
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes());
             ExitCode::from(e.exit_code())
         }
     }
