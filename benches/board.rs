@@ -27,17 +27,25 @@ fn ms(d: Duration) -> f64 {
 
 /// Runs a command once and returns how long it took; panics if it fails.
 fn timed(cmd: &mut Command) -> Duration {
-    cmd.stdout(Stdio::null()).stderr(Stdio::piped()).stdin(Stdio::null());
+    cmd.stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .stdin(Stdio::null());
     let start = Instant::now();
     let out = cmd.output().expect("spawn");
     let took = start.elapsed();
-    assert!(out.status.success(), "{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     took
 }
 
 fn tavern(board: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(BIN);
-    c.args(args).env("TAVERN_BOARD", board).env("TAVERN_AGENT", "bench");
+    c.args(args)
+        .env("TAVERN_BOARD", board)
+        .env("TAVERN_AGENT", "bench");
     c
 }
 
@@ -46,7 +54,12 @@ const STATUSES: [&str; 5] = ["pending", "pending", "claimed", "working", "done"]
 /// Writes `n` task files directly (building a 100k board through the CLI would take
 /// minutes and measure nothing we report).
 fn build_board(dir: &Path, n: usize) -> PathBuf {
-    let out = Command::new(BIN).arg("init").arg(dir).stdout(Stdio::null()).status().unwrap();
+    let out = Command::new(BIN)
+        .arg("init")
+        .arg(dir)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
     assert!(out.success());
     let board = dir.join(".tavern");
     let tasks = board.join("tasks");
@@ -106,36 +119,106 @@ fn main() {
         let dir = tempfile::tempdir().unwrap();
         let build = Instant::now();
         let board = build_board(dir.path(), n);
-        eprintln!("board of {n} tasks built in {:.1} s", build.elapsed().as_secs_f64());
+        eprintln!(
+            "board of {n} tasks built in {:.1} s",
+            build.elapsed().as_secs_f64()
+        );
         let scan_runs = if n >= 100_000 { 3 } else { 7 };
         read_raw(&board); // warm the page cache, as any real board in use is
-        let raw = median((0..scan_runs).map(|_| {
-            let t = Instant::now();
-            std::hint::black_box(read_raw(&board));
-            t.elapsed()
-        }).collect());
+        let raw = median(
+            (0..scan_runs)
+                .map(|_| {
+                    let t = Instant::now();
+                    std::hint::black_box(read_raw(&board));
+                    t.elapsed()
+                })
+                .collect(),
+        );
 
         let pending: Vec<String> = (0..n)
-            .filter(|i| std::fs::read_to_string(board.join(format!("tasks/task-{i:06}.md"))).unwrap().contains("status: pending"))
+            .filter(|i| {
+                std::fs::read_to_string(board.join(format!("tasks/task-{i:06}.md")))
+                    .unwrap()
+                    .contains("status: pending")
+            })
             .take(runs)
             .map(|i| format!("task-{i:06}"))
             .collect();
-        let show = median((0..runs).map(|i| timed(&mut tavern(&board, &["show", &format!("task-{:06}", i * 7 % n)]))).collect());
-        let claim = median(pending.iter().map(|id| timed(&mut tavern(&board, &["claim", id]))).collect());
-        let new = median((0..runs).map(|i| timed(&mut tavern(&board, &["new", "task", "--title", &format!("New {i}")]))).collect());
-        let list = median((0..scan_runs).map(|_| timed(&mut tavern(&board, &["list", "tasks", "status=pending", "priority<=1"]))).collect());
-        let next = median((0..scan_runs).map(|_| timed(&mut tavern(&board, &["claim", "--next"]))).collect());
+        let show = median(
+            (0..runs)
+                .map(|i| {
+                    timed(&mut tavern(
+                        &board,
+                        &["show", &format!("task-{:06}", i * 7 % n)],
+                    ))
+                })
+                .collect(),
+        );
+        let claim = median(
+            pending
+                .iter()
+                .map(|id| timed(&mut tavern(&board, &["claim", id])))
+                .collect(),
+        );
+        let new = median(
+            (0..runs)
+                .map(|i| {
+                    timed(&mut tavern(
+                        &board,
+                        &["new", "task", "--title", &format!("New {i}")],
+                    ))
+                })
+                .collect(),
+        );
+        let list = median(
+            (0..scan_runs)
+                .map(|_| {
+                    timed(&mut tavern(
+                        &board,
+                        &["list", "tasks", "status=pending", "priority<=1"],
+                    ))
+                })
+                .collect(),
+        );
+        let next = median(
+            (0..scan_runs)
+                .map(|_| timed(&mut tavern(&board, &["claim", "--next"])))
+                .collect(),
+        );
 
-        let small = |op: &str, d: Duration, target: Option<f64>| Row { op: op.into(), size: n, median: d, baseline: "start `true`", base: spawn, target };
+        let small = |op: &str, d: Duration, target: Option<f64>| Row {
+            op: op.into(),
+            size: n,
+            median: d,
+            baseline: "start `true`",
+            base: spawn,
+            target,
+        };
         let three_x = if n == 10_000 { Some(3.0) } else { None };
         rows.push(small("show ID", show, three_x));
         rows.push(small("claim ID", claim, three_x));
         rows.push(small("new task", new, None));
-        rows.push(Row { op: "list tasks status=pending priority<=1".into(), size: n, median: list, baseline: "read all raw", base: raw, target: if n == 100_000 { Some(2.0) } else { None } });
-        rows.push(Row { op: "claim --next".into(), size: n, median: next, baseline: "read all raw", base: raw, target: None });
+        rows.push(Row {
+            op: "list tasks status=pending priority<=1".into(),
+            size: n,
+            median: list,
+            baseline: "read all raw",
+            base: raw,
+            target: if n == 100_000 { Some(2.0) } else { None },
+        });
+        rows.push(Row {
+            op: "claim --next".into(),
+            size: n,
+            median: next,
+            baseline: "read all raw",
+            base: raw,
+            target: None,
+        });
     }
 
-    let mut report = String::from("| operation | tasks | median ms | baseline | baseline ms | ratio | target | |\n|---|---:|---:|---|---:|---:|---:|---|\n");
+    let mut report = String::from(
+        "| operation | tasks | median ms | baseline | baseline ms | ratio | target | |\n|---|---:|---:|---|---:|---:|---:|---|\n",
+    );
     for r in &rows {
         let ratio = r.median.as_secs_f64() / r.base.as_secs_f64();
         let (target, verdict) = match r.target {
@@ -144,7 +227,14 @@ fn main() {
         };
         report.push_str(&format!(
             "| {} | {} | {:.2} | {} | {:.2} | {:.2}x | {} | {} |\n",
-            r.op, r.size, ms(r.median), r.baseline, ms(r.base), ratio, target, verdict
+            r.op,
+            r.size,
+            ms(r.median),
+            r.baseline,
+            ms(r.base),
+            ratio,
+            target,
+            verdict
         ));
     }
     println!("{report}");

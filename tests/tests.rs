@@ -3,6 +3,8 @@
 
 mod util;
 
+mod cli_docs;
+mod cli_init;
 mod cmd_basics;
 mod contention;
 mod kill;

@@ -199,3 +199,80 @@ pub fn output(mut c: Command) -> Out {
         stderr: String::from_utf8_lossy(&o.stderr).into(),
     }
 }
+
+/// Replaces every RFC 3339 UTC timestamp (`2026-11-22T10:04:05Z`, with optional millis)
+/// by `<TIME>`, so outputs with real times can be compared exactly.
+pub fn redact_times(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    let digits =
+        |r: std::ops::Range<usize>| r.clone().all(|k| k < b.len() && b[k].is_ascii_digit());
+    while i < b.len() {
+        if i + 20 <= b.len()
+            && digits(i..i + 4)
+            && b[i + 4] == b'-'
+            && digits(i + 5..i + 7)
+            && b[i + 7] == b'-'
+            && digits(i + 8..i + 10)
+            && b[i + 10] == b'T'
+            && digits(i + 11..i + 13)
+            && b[i + 13] == b':'
+            && digits(i + 14..i + 16)
+            && b[i + 16] == b':'
+            && digits(i + 17..i + 19)
+        {
+            let mut j = i + 19;
+            if j < b.len() && b[j] == b'.' {
+                j += 1;
+                while j < b.len() && b[j].is_ascii_digit() {
+                    j += 1;
+                }
+            }
+            if j < b.len() && b[j] == b'Z' {
+                out.push_str("<TIME>");
+                i = j + 1;
+                continue;
+            }
+        }
+        let ch = s[i..].chars().next().unwrap();
+        out.push(ch);
+        i += ch.len_utf8();
+    }
+    out
+}
+
+/// Every file under `.tavern/` except runtime state, with its bytes: to prove that a
+/// refused command touched nothing.
+pub fn snapshot(b: &TestBoard) -> std::collections::BTreeMap<String, Vec<u8>> {
+    fn walk(dir: &Path, root: &Path, out: &mut std::collections::BTreeMap<String, Vec<u8>>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            if rel == ".state" {
+                continue;
+            }
+            let t = e.file_type().unwrap();
+            if t.is_dir() {
+                walk(&p, root, out);
+            } else if t.is_symlink() {
+                out.insert(
+                    rel,
+                    std::fs::read_link(&p)
+                        .unwrap()
+                        .to_string_lossy()
+                        .into_owned()
+                        .into_bytes(),
+                );
+            } else {
+                out.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(&b.board(), &b.board(), &mut out);
+    out
+}
