@@ -5,6 +5,8 @@ mod util;
 
 mod cli_docs;
 mod cli_init;
+mod cli_log;
+mod cli_workflow;
 mod cmd_basics;
 mod contention;
 mod kill;

@@ -15,7 +15,7 @@ use crate::log::Entry;
 #[derive(Debug, Args)]
 pub struct LogArgs {
     /// Only entries after this seq, or at/after this time (RFC 3339, a date, or -2h)
-    #[arg(long, value_name = "SEQ|TIME")]
+    #[arg(long, value_name = "SEQ|TIME", allow_hyphen_values = true)]
     pub since: Option<String>,
     /// Only entries about this document (id, prefix or REGION/ID)
     #[arg(long, value_name = "ID")]
