@@ -3,6 +3,7 @@
 
 mod util;
 
+mod bad_input;
 mod cli_docs;
 mod cli_init;
 mod cli_log;
@@ -10,6 +11,7 @@ mod cli_workflow;
 mod cmd_basics;
 mod contention;
 mod kill;
+mod roundtrip;
 
 #[test]
 fn every_test_file_is_included() {

@@ -1,0 +1,232 @@
+//! Hostile and broken input: each is refused or reported with its exit code, names the
+//! file, never panics, and leaves every other document and the log untouched.
+
+use crate::util::{Out, TestBoard, snapshot};
+
+fn no_panic(out: &Out) {
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+}
+
+/// A board with one good task and one bad file; `check` names the file, `list` skips it,
+/// the good task still works, and nothing changes on disk.
+fn refused(rel: &str, content: &[u8], expected_problem: &str) {
+    let b = TestBoard::new();
+    b.task("Good", &["--id", "t-good"]);
+    b.write(rel, content);
+    let before = snapshot(&b);
+    let id = rel.rsplit('/').next().unwrap().trim_end_matches(".md");
+
+    let out = b.run(&["check"]);
+    no_panic(&out);
+    out.code(6);
+    assert!(
+        out.stderr.contains(&format!("{rel}: {expected_problem}")),
+        "check:\n{}",
+        out.stderr
+    );
+
+    let out = b.run(&["list"]);
+    no_panic(&out);
+    out.ok();
+    assert!(
+        out.stderr
+            .starts_with(&format!("warning: skipped {rel}: {expected_problem}")),
+        "list:\n{}",
+        out.stderr
+    );
+    assert!(out.stdout.contains("t-good"));
+
+    for args in [
+        vec!["show", id],
+        vec!["edit", id, "--set", "x=1"],
+        vec!["claim", id],
+    ] {
+        let out = b.run(&args);
+        no_panic(&out);
+        assert_eq!(out.code, 6, "{args:?}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(rel) && out.stderr.contains(expected_problem),
+            "{args:?}: {}",
+            out.stderr
+        );
+    }
+    b.run(&["show", "t-good"]).ok();
+    assert_eq!(snapshot(&b), before, "a refused command changed the board");
+}
+
+#[test]
+fn malformed_yaml_names_file_and_line() {
+    refused(
+        "tasks/t-bad.md",
+        b"---\nid: t-bad\ntitle: ok\nstatus: [pending\n---\n",
+        "line 4: unclosed bracket '['",
+    );
+}
+
+#[test]
+fn alias_bomb_is_refused() {
+    let bomb = "---\nid: t-bomb\na: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: [*e,*e,*e,*e,*e,*e,*e,*e,*e]\n---\n";
+    refused("tasks/t-bomb.md", bomb.as_bytes(), "line ");
+}
+
+#[test]
+fn huge_document_is_skipped_not_read() {
+    let mut big = b"---\nid: t-big\ntitle: big\nstatus: pending\n---\n".to_vec();
+    big.resize(50 * 1024 * 1024, b'x');
+    refused(
+        "tasks/t-big.md",
+        &big,
+        "is 52428800 bytes, over the limit of 1048576",
+    );
+}
+
+#[test]
+fn non_utf8_is_refused() {
+    refused(
+        "tasks/t-bin.md",
+        b"---\nid: t-bin\ntitle: \xff\xfe\n---\n",
+        "is not valid UTF-8 (invalid byte at offset 21)",
+    );
+}
+
+#[test]
+fn id_that_disagrees_with_the_file_name() {
+    refused(
+        "tasks/t-name.md",
+        b"---\nid: t-other\ntitle: x\nstatus: pending\n---\n",
+        "its id t-other does not match its file name (expected 't-name')",
+    );
+}
+
+#[test]
+fn missing_frontmatter() {
+    refused("tasks/t-plain.md", b"just text\n", "line 1: no frontmatter");
+}
+
+#[cfg(unix)]
+#[test]
+fn symlink_out_of_the_board_is_never_followed() {
+    let b = TestBoard::new();
+    let outside = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        outside.path(),
+        "---\nid: t-link\ntitle: secret outside\nstatus: pending\n---\nsecret\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(outside.path(), b.board().join("tasks/t-link.md")).unwrap();
+    let before = snapshot(&b);
+    for args in [
+        vec!["show", "t-link"],
+        vec!["claim", "t-link"],
+        vec!["edit", "t-link", "--set", "x=1"],
+    ] {
+        let out = b.run(&args);
+        no_panic(&out);
+        out.code(6)
+            .stderr_has("tasks/t-link.md: is a symbolic link");
+        assert!(!out.stdout.contains("secret"));
+    }
+    let out = b.run(&["list"]);
+    out.ok()
+        .stderr_has("warning: skipped tasks/t-link.md: is a symbolic link");
+    assert!(!out.stdout.contains("secret"));
+    b.run(&["check"])
+        .code(6)
+        .stderr_has("tasks/t-link.md: is a symbolic link");
+    assert_eq!(snapshot(&b), before);
+    assert_eq!(
+        std::fs::read_to_string(outside.path()).unwrap(),
+        "---\nid: t-link\ntitle: secret outside\nstatus: pending\n---\nsecret\n"
+    );
+}
+
+#[test]
+fn hostile_ids_on_every_command() {
+    let b = TestBoard::new();
+    b.task("Good", &["--id", "t-good"]);
+    let before = snapshot(&b);
+    for bad in [
+        "../../etc/passwd",
+        "/etc/passwd",
+        "UPPER",
+        "a b",
+        "",
+        "tasks/../../x",
+    ] {
+        for cmd in [
+            vec!["show", bad],
+            vec!["claim", bad],
+            vec!["edit", bad, "--set", "x=1"],
+            vec!["start", bad],
+            vec!["diff", bad],
+        ] {
+            let out = b.run(&cmd);
+            no_panic(&out);
+            assert_eq!(out.code, 6, "{cmd:?}: {}", out.stderr);
+            assert!(out.stderr.contains("invalid id"), "{cmd:?}: {}", out.stderr);
+        }
+    }
+    assert_eq!(snapshot(&b), before);
+}
+
+#[test]
+fn unknown_state_is_refused_by_transitions_and_reported_by_check() {
+    let b = TestBoard::new();
+    b.write(
+        "tasks/t-odd.md",
+        "---\nid: t-odd\ntitle: odd\nstatus: limbo\n---\n",
+    );
+    let before = snapshot(&b);
+    b.run(&["start", "t-odd"]).code(6).stderr_is("error: tasks/t-odd.md: status 'limbo' is not a state of the workflow (pending, claimed, working, review, blocked, done, failed, cancelled)\n");
+    b.run(&["claim", "t-odd"]).code(6);
+    b.run(&["check"])
+        .code(6)
+        .stderr_has("tasks/t-odd.md: status 'limbo' is not a state of the workflow");
+    assert_eq!(snapshot(&b), before);
+}
+
+#[test]
+fn check_lists_every_problem_at_once() {
+    let b = TestBoard::new();
+    b.task("Fine", &["--id", "t-fine"]);
+    b.write(
+        "tasks/t-a.md",
+        "---\nid: t-a\ntitle: a\nstatus: pending\ndepends_on: [t-b]\n---\n",
+    );
+    b.write(
+        "tasks/t-b.md",
+        "---\nid: t-b\ntitle: b\nstatus: pending\ndepends_on: [t-a, t-ghost]\n---\n",
+    );
+    b.write("tasks/t-c.md", "---\nid: t-c\ntitle: c\n---\n");
+    b.write("tasks/Bad Name.md", "---\nid: x\n---\n");
+    let out = b.run(&["check"]);
+    out.code(6);
+    assert_eq!(
+        out.stderr,
+        format!(
+            "tasks/Bad Name.md: file name is not a valid id ([a-z0-9][a-z0-9._-]{{0,63}}.md)\ntasks/t-a.md: dependency cycle: t-a -> t-b -> t-a\ntasks/t-b.md: depends_on names 't-ghost', which is not a task on this board\ntasks/t-c.md: has no status\n4 problems in {}\n",
+            b.board().display()
+        )
+    );
+    let v = b.run(&["check", "--json"]).json();
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["problems"].as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn a_torn_log_entry_is_cut_and_reported() {
+    let b = TestBoard::new();
+    b.task("One", &["--id", "t-1"]);
+    let mut log = b.read("log.yaml");
+    log.push_str("- seq: 2\n  at: 2026-11-22T10:00:00.000Z\n  actor: \"half");
+    b.write("log.yaml", &log);
+    b.run(&["log"]).ok();
+    let out = b.run(&["claim", "t-1", "--as", "a"]);
+    out.ok()
+        .stderr_is("warning: log.yaml: cut a torn last entry left by an interrupted write\n");
+    let entries = b.log();
+    assert_eq!(entries.len(), 2);
+    assert_eq!(entries[1]["seq"], 2);
+    assert_eq!(entries[1]["op"], "claim");
+    b.run(&["check"]).ok();
+}

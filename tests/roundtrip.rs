@@ -1,0 +1,64 @@
+//! Byte-exact round trips: a hand-written document keeps every byte but the changed
+//! fields' lines through claims and edits.
+
+use crate::util::TestBoard;
+
+const HAND_WRITTEN: &str = "---\r\n# written by hand\r\ntitle: 'Hand: written'\r\nid: t-hand\r\nstatus: pending   # where it stands\r\nweird_key: {a: 1, b: [x, \"y\"]}\r\npriority: 2\r\nnotes:\r\n  - one\r\n  - two\r\n---\r\n\r\n\r\nBody line\r\n---\r\na rule above, and no final newline";
+
+#[test]
+fn claim_and_edit_change_only_their_lines() {
+    let b = TestBoard::new();
+    b.write("tasks/t-hand.md", HAND_WRITTEN);
+    b.run(&["show", "t-hand"]).ok().stdout_is(HAND_WRITTEN);
+    b.run(&["claim", "t-hand", "--as", "coder-1"]).ok();
+    b.run(&[
+        "edit",
+        "t-hand",
+        "--set",
+        "priority=0",
+        "--add",
+        "notes=three",
+        "--as",
+        "coder-1",
+    ])
+    .ok();
+    let after = b.read("tasks/t-hand.md");
+    let old: Vec<&str> = HAND_WRITTEN.split_inclusive('\n').collect();
+    let new: Vec<&str> = after.split_inclusive('\n').collect();
+    let changed = ["status:", "priority:", "notes:", "  - "];
+    let added = ["updated_at:", "rev:", "claimed_by:", "claimed_at:"];
+    let kept_old: Vec<&&str> = old
+        .iter()
+        .filter(|l| !changed.iter().any(|c| l.starts_with(c)))
+        .collect();
+    let kept_new: Vec<&&str> = new
+        .iter()
+        .filter(|l| !changed.iter().chain(&added).any(|c| l.starts_with(c)))
+        .collect();
+    assert_eq!(
+        kept_old, kept_new,
+        "unchanged lines must stay byte-identical\n{after}"
+    );
+    assert!(
+        after.contains("status: claimed   # where it stands\r\n"),
+        "{after}"
+    );
+    assert!(
+        after.contains("priority: 0\r\n") && after.contains("notes: [one, two, three]\r\n"),
+        "{after}"
+    );
+    assert!(
+        after.ends_with("---\r\n\r\n\r\nBody line\r\n---\r\na rule above, and no final newline")
+    );
+    // The log's diff of the claim is just the changed lines.
+    let claim = b.log().into_iter().find(|e| e["op"] == "claim").unwrap();
+    let diff = claim["diff"].as_str().unwrap();
+    let changes: Vec<&str> = diff.lines().filter(|l| l.starts_with(['+', '-'])).collect();
+    // status out and in; claimed_by, claimed_at, updated_at and rev (absent before) added.
+    assert_eq!(changes.len(), 6, "{diff}");
+    assert!(
+        changes.contains(&"-status: pending   # where it stands")
+            && changes.contains(&"+status: claimed   # where it stands"),
+        "{diff:?}"
+    );
+}
