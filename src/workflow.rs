@@ -12,10 +12,23 @@ pub enum FromStates {
     List(Vec<String>),
 }
 
+/// Who may run a transition on a claimed task.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum By {
+    /// Only the claimant (others need --force, which is logged).
+    #[default]
+    Claimant,
+    /// Anyone, e.g. a reviewer approving someone else's work.
+    Any,
+}
+
 #[derive(Clone, Debug, Deserialize)]
 pub struct Transition {
     pub from: FromStates,
     pub to: String,
+    #[serde(default)]
+    pub by: By,
 }
 
 #[derive(Clone, Debug, Deserialize)]

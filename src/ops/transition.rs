@@ -118,6 +118,7 @@ pub fn transition(
         if let Some(owner) = owner
             && owner != actor
             && name != CLAIM
+            && t.by == crate::workflow::By::Claimant
         {
             if !opts.force {
                 return Err(Error::conflict(
