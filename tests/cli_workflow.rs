@@ -211,3 +211,28 @@ fn if_rev_makes_transitions_compare_and_swap() {
     b.run(&["start", "t-cas", "--if-rev", "2", "--as", "a"])
         .ok();
 }
+
+#[test]
+fn a_reviewer_approves_and_rejects_without_force() {
+    let b = TestBoard::new();
+    b.task("Reviewed", &["--id", "t-rev"]);
+    for step in ["claim", "start", "submit"] {
+        b.run(&[step, "t-rev", "--as", "coder-1"]).ok();
+    }
+    b.run(&["reject", "t-rev", "--as", "reviewer", "--note", "add tests"])
+        .ok()
+        .stdout_is("rejected t-rev (rev 5, working)\n");
+    let e = b.log().last().unwrap().clone();
+    assert_eq!(e["actor"], "reviewer");
+    assert!(e.get("force").is_none(), "{e}");
+    assert_eq!(e["note"], "add tests");
+    // The claim stays with the coder, who resubmits; the reviewer approves.
+    b.run(&["submit", "t-rev", "--as", "coder-1"]).ok();
+    b.run(&["approve", "t-rev", "--as", "reviewer"])
+        .ok()
+        .stdout_is("approved t-rev (rev 7, done)\n");
+    // A transition that is the claimant's stays the claimant's.
+    b.task("Other", &["--id", "t-o"]);
+    b.run(&["claim", "t-o", "--as", "coder-1"]).ok();
+    b.run(&["start", "t-o", "--as", "reviewer"]).code(3);
+}
