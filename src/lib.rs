@@ -5,6 +5,7 @@
 //! (the mutation protocol), [`board`], [`workflow`] and [`query`] (the model), [`ops`]
 //! (the operations), [`cli`] (the commands).
 
+pub mod agents;
 pub mod board;
 pub mod check;
 pub mod cli;

@@ -124,7 +124,7 @@ fn check_key(k: &str, flag: &str) -> Result<()> {
 
 pub fn new(ctx: &Ctx, a: NewArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
-    let actor = ctx.actor()?;
+    let actor = ctx.actor(&board)?;
     let sets = a
         .sets
         .iter()
@@ -238,7 +238,7 @@ pub struct EditArgs {
 
 pub fn edit(ctx: &Ctx, a: EditArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
-    let actor = ctx.actor()?;
+    let actor = ctx.actor(&board)?;
     let parse = |items: &[String], flag: &str| {
         items
             .iter()

@@ -2,6 +2,7 @@
 //! command has `--json`; human output is for reading, JSON output is for agents.
 
 mod admin;
+mod agents;
 mod docs;
 mod history;
 mod output;
@@ -103,6 +104,13 @@ pub enum Command {
     Check,
     /// Print shell completions
     Completions(admin::CompletionsArgs),
+    /// Tasks that are claimable now (dependencies done), best first
+    Ready(agents::ReadyArgs),
+    /// Register, heartbeat, deregister and list agents
+    #[command(subcommand)]
+    Agent(agents::AgentCommand),
+    /// Give the claims of agents whose lease expired back to the pool
+    Sweep,
     /// Any other transition defined in board.yaml: `tavern NAME ID`
     #[command(external_subcommand)]
     Custom(Vec<String>),
@@ -119,8 +127,15 @@ impl Ctx {
         Board::discover(self.global.board.as_deref(), &self.cwd)
     }
 
-    /// The acting agent: --as, else TAVERN_AGENT, else the user.
-    pub fn actor(&self) -> Result<String> {
+    /// The acting agent: --as, else TAVERN_AGENT, else the user. A command run as a
+    /// registered agent counts as its heartbeat.
+    pub fn actor(&self, board: &Board) -> Result<String> {
+        let actor = self.actor_name()?;
+        crate::agents::heartbeat_if_registered(board, &actor);
+        Ok(actor)
+    }
+
+    fn actor_name(&self) -> Result<String> {
         let actor = self
             .global
             .actor
@@ -163,6 +178,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Diff(a) => history::diff(&ctx, a),
         Command::Check => admin::check(&ctx),
         Command::Completions(a) => admin::completions(a),
+        Command::Ready(a) => agents::ready(&ctx, a),
+        Command::Agent(a) => agents::agent(&ctx, a),
+        Command::Sweep => agents::sweep(&ctx),
         Command::Custom(args) => tasks::custom(&ctx, args),
     }
 }

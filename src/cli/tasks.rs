@@ -70,7 +70,7 @@ fn verb(name: &str) -> String {
 
 pub fn run_transition(ctx: &Ctx, name: &str, a: TransitionArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
-    let actor = ctx.actor()?;
+    let actor = ctx.actor(&board)?;
     let id = task_id(ctx, &board, &a.id)?;
     let outcome = ops::transition::transition(&board, &actor, &id, name, &options(&a))?;
     report(ctx, &outcome, &verb(name))
@@ -116,7 +116,7 @@ pub struct ClaimArgs {
 
 pub fn claim(ctx: &Ctx, a: ClaimArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
-    let actor = ctx.actor()?;
+    let actor = ctx.actor(&board)?;
     if a.next {
         let query = Query::parse(&a.args)?;
         let (outcome, skipped) = ops::transition::claim_next(&board, &actor, &query)?;
@@ -159,7 +159,7 @@ pub struct MoveArgs {
 
 pub fn move_cmd(ctx: &Ctx, a: MoveArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
-    let actor = ctx.actor()?;
+    let actor = ctx.actor(&board)?;
     let id = task_id(ctx, &board, &a.t.id)?;
     let outcome = ops::transition::move_to(&board, &actor, &id, &a.state, &options(&a.t))?;
     report(ctx, &outcome, "moved")

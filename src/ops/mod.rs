@@ -4,6 +4,7 @@
 pub mod edit;
 pub mod new;
 pub mod resolve;
+pub mod sweep;
 pub mod transition;
 
 use crate::board::Board;

@@ -57,10 +57,12 @@ pub fn transition(
             names.join(", ")
         )));
     };
-    if name == CLAIM
-        && let Some(reason) = board.paused()
-    {
-        return Err(Error::Paused { reason });
+    if name == CLAIM {
+        if let Some(reason) = board.paused() {
+            return Err(Error::Paused { reason });
+        }
+        // A claim is a lease: give stale agents' claims back before deciding.
+        super::sweep::sweep(board)?;
     }
     mutate(board, Region::Tasks, id, |doc| {
         let path = doc.rel_path();
@@ -104,11 +106,15 @@ pub fn transition(
         }
         if !workflow.allows_from(t, status) {
             let allowed = workflow.allowed_from(status);
-            let allowed = if allowed.is_empty() {
+            let mut allowed = if allowed.is_empty() {
                 "none (it is final)".to_string()
             } else {
                 allowed.join(", ")
             };
+            // Fencing: tell a former claimant who holds the task now.
+            if let Some(o) = owner.filter(|o| *o != actor && name != CLAIM) {
+                allowed.push_str(&format!("; it is held by {o}, not you"));
+            }
             return Err(Error::conflict(
                 &path,
                 format!("cannot {name}: the task is {status}; allowed from {status}: {allowed}"),
@@ -221,6 +227,7 @@ pub fn move_to(
 /// The tasks that are claimable now, best first: claimable state, no live claim, every
 /// dependency done, matching `query`.
 pub fn ready(board: &Board, query: &Query) -> Result<(Vec<Document>, Vec<scan::Skipped>)> {
+    super::sweep::sweep(board)?;
     let scan = scan::scan(board, &[Region::Tasks])?;
     let workflow = &board.config.workflow;
     let done: std::collections::HashSet<&str> = scan
@@ -257,7 +264,14 @@ pub fn claim_next(
         return Err(Error::Paused { reason });
     }
     let (candidates, skipped) = ready(board, query)?;
-    for doc in candidates {
+    // A registered agent only gets tasks whose `needs` its capabilities cover.
+    let capabilities = crate::agents::read(board, actor)?.map(|a| a.capabilities());
+    let capable = |doc: &Document| {
+        capabilities
+            .as_ref()
+            .is_none_or(|caps| doc.list("needs").iter().all(|n| caps.contains(n)))
+    };
+    for doc in candidates.into_iter().filter(|d| capable(d)) {
         match transition(board, actor, doc.id(), CLAIM, &Options::default()) {
             Ok(outcome) => return Ok((Some(outcome), skipped)),
             // Lost the race (or the task changed since the scan): try the next one.

@@ -1,0 +1,294 @@
+//! Agents: cards under `control/agents/<id>.md` (tracked, human-readable) and heartbeats
+//! under `.state/heartbeats/<id>` (runtime only, so liveness does not churn git). A
+//! heartbeat is the file's modification time; every command run `--as` a registered agent
+//! touches it.
+
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use chrono::{DateTime, Utc};
+
+use crate::board::Board;
+use crate::doc::Document;
+use crate::doc::edit::FieldEdit;
+use crate::error::{Error, Result};
+use crate::log::{self, Entry};
+use crate::store;
+use crate::yaml;
+
+/// The directory of agent cards.
+pub fn cards_dir(board: &Board) -> PathBuf {
+    board.root.join("control").join("agents")
+}
+
+pub fn card_path(board: &Board, id: &str) -> PathBuf {
+    cards_dir(board).join(format!("{id}.md"))
+}
+
+fn heartbeat_path(board: &Board, id: &str) -> PathBuf {
+    board.state_dir().join("heartbeats").join(id)
+}
+
+/// This machine's name, to tell whether an agent's recorded pid can be checked here.
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "localhost".to_string())
+}
+
+/// Is process `pid` alive on this machine?
+pub fn pid_alive(pid: u32) -> bool {
+    if std::path::Path::new("/proc/self").exists() {
+        return std::path::Path::new(&format!("/proc/{pid}")).exists();
+    }
+    std::process::Command::new("kill")
+        .args(["-0", &pid.to_string()])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A registered agent as read from its card and heartbeat.
+#[derive(Clone, Debug)]
+pub struct Agent {
+    pub card: Document,
+    pub last_seen: DateTime<Utc>,
+}
+
+impl Agent {
+    pub fn id(&self) -> &str {
+        &self.card.file_id
+    }
+    pub fn gone(&self) -> bool {
+        self.card.status() == Some("gone")
+    }
+    pub fn host(&self) -> Option<&str> {
+        self.card.str("host")
+    }
+    pub fn pid(&self) -> Option<u32> {
+        self.card
+            .get("pid")
+            .and_then(|v| v.as_u64())
+            .and_then(|p| u32::try_from(p).ok())
+    }
+    pub fn capabilities(&self) -> Vec<String> {
+        self.card.list("capabilities")
+    }
+    /// Not seen within the lease and, if it runs on this host, its process is gone.
+    pub fn stale(&self, board: &Board, now: DateTime<Utc>) -> bool {
+        let lease = lease(board);
+        if now - self.last_seen <= lease {
+            return false;
+        }
+        match (self.host(), self.pid()) {
+            (Some(h), Some(pid)) if h == host_name() => !pid_alive(pid),
+            _ => true,
+        }
+    }
+}
+
+pub fn lease(board: &Board) -> chrono::Duration {
+    crate::time::parse_duration(&board.config.lease).unwrap_or_else(|| chrono::Duration::minutes(5))
+}
+
+fn parse_card(board: &Board, id: &str, text: String) -> Result<Document> {
+    let path = card_path(board, id);
+    let doc = Document::parse(
+        crate::doc::Region::Tasks,
+        id,
+        text,
+        board.config.yaml_limits(),
+    )
+    .map_err(|e| Error::invalid_doc(board.rel(&path), e.to_string()))?;
+    Ok(doc)
+}
+
+/// Reads one agent, or None if it has no card.
+pub fn read(board: &Board, id: &str) -> Result<Option<Agent>> {
+    let path = card_path(board, id);
+    let text = match store::read_text(&path, board.config.limits.max_doc_bytes) {
+        Ok(t) => t,
+        Err(Error::NotFound { .. }) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let card = parse_card(board, id, text)?;
+    let from_card = card
+        .str("updated_at")
+        .and_then(|t| crate::time::parse_time(t, Utc::now()))
+        .unwrap_or(DateTime::<Utc>::MIN_UTC);
+    let beat = std::fs::metadata(heartbeat_path(board, id))
+        .and_then(|m| m.modified())
+        .ok()
+        .map(DateTime::<Utc>::from);
+    let last_seen = beat.map_or(from_card, |b| b.max(from_card));
+    Ok(Some(Agent { card, last_seen }))
+}
+
+/// Every registered agent (cards that cannot be read are skipped with a warning).
+pub fn all(board: &Board) -> Result<Vec<Agent>> {
+    let dir = cards_dir(board);
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(out);
+    };
+    let mut ids: Vec<String> = entries
+        .flatten()
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(|n| n.strip_suffix(".md"))
+                .map(str::to_string)
+        })
+        .filter(|n| !n.starts_with('.') && crate::id::validate(n).is_ok())
+        .collect();
+    ids.sort();
+    for id in ids {
+        match read(board, &id) {
+            Ok(Some(a)) => out.push(a),
+            Ok(None) => {}
+            Err(e) => eprintln!("warning: skipped agent card: {e}"),
+        }
+    }
+    Ok(out)
+}
+
+/// Touches the heartbeat of `id` if it is a registered agent. Cheap: one stat, one open.
+pub fn heartbeat_if_registered(board: &Board, id: &str) {
+    if crate::id::validate(id).is_ok() && card_path(board, id).is_file() {
+        let _ = heartbeat(board, id);
+    }
+}
+
+pub fn heartbeat(board: &Board, id: &str) -> Result<()> {
+    let path = heartbeat_path(board, id);
+    let open = || {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+    };
+    let file = match open() {
+        Ok(f) => f,
+        Err(_) => {
+            let dir = path.parent().unwrap_or(&path).to_path_buf();
+            std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, "create directory", e))?;
+            open().map_err(|e| Error::io(&path, "write", e))?
+        }
+    };
+    file.set_modified(SystemTime::now())
+        .map_err(|e| Error::io(&path, "touch", e))
+}
+
+/// Writes or refreshes an agent card.
+pub fn register(
+    board: &Board,
+    actor: &str,
+    name: &str,
+    capabilities: &[String],
+    pid: u32,
+) -> Result<(Document, Entry)> {
+    crate::id::validate(name)?;
+    let path = card_path(board, name);
+    let _lock = store::lock(board, &format!("agents.{name}"))?;
+    let now = crate::time::stamp(crate::time::now());
+    let existing = match store::read_text(&path, board.config.limits.max_doc_bytes) {
+        Ok(t) => Some(parse_card(board, name, t)?),
+        Err(Error::NotFound { .. }) => None,
+        Err(e) => return Err(e),
+    };
+    let base = match &existing {
+        Some(d) => d.clone(),
+        None => parse_card(board, name, format!("---\nid: {name}\nname: {name}\n---\n"))?,
+    };
+    let rev = base.rev() + 1;
+    let mut edits = vec![
+        FieldEdit::Set("capabilities".into(), capabilities.to_vec().into()),
+        FieldEdit::Set("status".into(), "active".into()),
+        FieldEdit::Set("host".into(), host_name().into()),
+        FieldEdit::Set("pid".into(), pid.into()),
+    ];
+    if existing.is_none() {
+        edits.push(FieldEdit::Set("registered_at".into(), now.clone().into()));
+        edits.push(FieldEdit::Set("created_by".into(), actor.into()));
+    }
+    edits.push(FieldEdit::Set("updated_at".into(), now.into()));
+    edits.push(FieldEdit::Set("rev".into(), rev.into()));
+    let after = base
+        .with_edits(&edits, None, board.config.yaml_limits())
+        .map_err(|e| Error::input(e.to_string()))?;
+    let dir = cards_dir(board);
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, "create directory", e))?;
+    store::write_atomic(&path, after.raw.as_bytes())?;
+    heartbeat(board, name)?;
+    let entry = log::append(
+        board,
+        Entry {
+            at: crate::time::stamp_millis(crate::time::now()),
+            actor: actor.into(),
+            op: "agent".into(),
+            doc: board.rel(&path),
+            rev: Some(rev),
+            note: Some(if existing.is_some() {
+                "registered again".into()
+            } else {
+                "registered".into()
+            }),
+            diff: Some(log::diff(
+                existing.as_ref().map_or("", |d| &d.raw),
+                &after.raw,
+            )),
+            ..Entry::default()
+        },
+    )?;
+    Ok((after, entry))
+}
+
+/// Marks an agent gone (its claims are released by the caller first).
+pub fn mark_gone(board: &Board, actor: &str, id: &str) -> Result<Entry> {
+    let path = card_path(board, id);
+    let _lock = store::lock(board, &format!("agents.{id}"))?;
+    let text = store::read_text(&path, board.config.limits.max_doc_bytes).map_err(|e| match e {
+        Error::NotFound { .. } => Error::NotFound {
+            what: format!("agent '{id}'"),
+            hint: "`tavern agent list` shows the registered agents".into(),
+        },
+        e => e,
+    })?;
+    let card = parse_card(board, id, text)?;
+    let rev = card.rev() + 1;
+    let edits = vec![
+        FieldEdit::Set("status".into(), "gone".into()),
+        FieldEdit::Set(
+            "updated_at".into(),
+            crate::time::stamp(crate::time::now()).into(),
+        ),
+        FieldEdit::Set("rev".into(), rev.into()),
+    ];
+    let after = card
+        .with_edits(&edits, None, board.config.yaml_limits())
+        .map_err(|e| Error::input(e.to_string()))?;
+    store::write_atomic(&path, after.raw.as_bytes())?;
+    let _ = std::fs::remove_file(heartbeat_path(board, id));
+    log::append(
+        board,
+        Entry {
+            at: crate::time::stamp_millis(crate::time::now()),
+            actor: actor.into(),
+            op: "agent".into(),
+            doc: board.rel(&path),
+            rev: Some(rev),
+            note: Some("deregistered".into()),
+            diff: Some(log::diff(&card.raw, &after.raw)),
+            ..Entry::default()
+        },
+    )
+}
+
+/// `name: value` for messages, quoted when YAML would need it.
+pub fn show_value(v: &str) -> String {
+    yaml::render_str(v)
+}

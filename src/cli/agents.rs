@@ -1,0 +1,198 @@
+//! `agent register|heartbeat|deregister|list`, `sweep`, `ready`.
+
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use super::Ctx;
+use super::output::{self, line};
+use crate::agents;
+use crate::error::{Error, Result};
+use crate::ops;
+use crate::query::Query;
+
+#[derive(Debug, Subcommand)]
+pub enum AgentCommand {
+    /// Register (or re-register) an agent: writes control/agents/NAME.md
+    Register(RegisterArgs),
+    /// Say the agent is alive (any command run --as a registered agent does too)
+    Heartbeat,
+    /// Deregister the acting agent and release what it holds
+    Deregister,
+    /// Agents, their status (active, idle, stale, gone), what they hold, when last seen
+    List,
+}
+
+#[derive(Debug, Args)]
+pub struct RegisterArgs {
+    /// The agent's name, which is also its id
+    #[arg(long)]
+    pub name: String,
+    /// What it can do, matched against tasks' `needs`
+    #[arg(long, value_delimiter = ',')]
+    pub capabilities: Vec<String>,
+    /// The agent's long-lived process; a sweep on this host releases its claims only once
+    /// it is gone [default: the process that ran this command]
+    #[arg(long)]
+    pub pid: Option<u32>,
+}
+
+pub fn agent(ctx: &Ctx, cmd: AgentCommand) -> Result<ExitCode> {
+    let board = ctx.board()?;
+    match cmd {
+        AgentCommand::Register(a) => {
+            let actor = ctx.global.actor.clone().unwrap_or_else(|| a.name.clone());
+            crate::ops::validate_actor(&actor)?;
+            let pid = a.pid.unwrap_or_else(std::os::unix::process::parent_id);
+            let (card, entry) = agents::register(&board, &actor, &a.name, &a.capabilities, pid)?;
+            if ctx.global.json {
+                let mut v = output::doc_json(&card, false);
+                v["region"] = "control/agents".into();
+                v["path"] = board.rel(&agents::card_path(&board, &a.name)).into();
+                v["seq"] = entry.seq.into();
+                output::json_line(&v)?;
+            } else {
+                line(&format!(
+                    "registered {} (pid {pid}, lease {})",
+                    a.name, board.config.lease
+                ))?;
+            }
+        }
+        AgentCommand::Heartbeat => {
+            let actor = ctx.actor(&board)?;
+            if agents::read(&board, &actor)?.is_none() {
+                return Err(not_registered(&actor));
+            }
+            agents::heartbeat(&board, &actor)?;
+            if ctx.global.json {
+                output::json_line(&json!({"ok": true, "agent": actor}))?;
+            }
+        }
+        AgentCommand::Deregister => {
+            let actor = ctx.actor(&board)?;
+            if agents::read(&board, &actor)?.is_none() {
+                return Err(not_registered(&actor));
+            }
+            let released = ops::sweep::release_claims_of(
+                &board,
+                &actor,
+                &actor,
+                &format!("{actor} deregistered"),
+            )?;
+            agents::mark_gone(&board, &actor, &actor)?;
+            if ctx.global.json {
+                output::json_line(&json!({"ok": true, "agent": actor, "released": released}))?;
+            } else {
+                line(&format!(
+                    "deregistered {actor}; released {}",
+                    if released.is_empty() {
+                        "nothing".into()
+                    } else {
+                        released.join(", ")
+                    }
+                ))?;
+            }
+        }
+        AgentCommand::List => {
+            ops::sweep::sweep(&board)?;
+            let list = agents::all(&board)?;
+            let held = crate::scan::scan_matching(&board, &[crate::doc::Region::Tasks], |d| {
+                d.str("claimed_by").is_some()
+                    && !d
+                        .status()
+                        .is_some_and(|s| board.config.workflow.is_terminal(s))
+            })?;
+            let now = chrono::Utc::now();
+            let mut rows = Vec::new();
+            for a in &list {
+                let holds: Vec<&str> = held
+                    .docs
+                    .iter()
+                    .filter(|d| d.str("claimed_by") == Some(a.id()))
+                    .map(|d| d.id())
+                    .collect();
+                let status = if a.gone() {
+                    "gone"
+                } else if a.stale(&board, now) {
+                    "stale"
+                } else if holds.is_empty() {
+                    "idle"
+                } else {
+                    "active"
+                };
+                rows.push((a, status, holds));
+            }
+            if ctx.global.json {
+                let items: Vec<_> = rows
+                    .iter()
+                    .map(|(a, status, holds)| json!({"id": a.id(), "status": status, "holds": holds, "last_seen": crate::time::stamp(a.last_seen), "capabilities": a.capabilities(), "host": a.host(), "pid": a.pid()}))
+                    .collect();
+                output::json_line(&json!({"agents": items}))?;
+            } else {
+                let mut text = format!(
+                    "{:<16} {:<7} {:<10} {:<20} {}\n",
+                    "AGENT", "STATUS", "SEEN", "HOLDS", "CAPABILITIES"
+                );
+                for (a, status, holds) in &rows {
+                    let holds = if holds.is_empty() {
+                        "-".to_string()
+                    } else {
+                        holds.join(",")
+                    };
+                    text.push_str(&format!(
+                        "{:<16} {:<7} {:<10} {:<20} {}\n",
+                        a.id(),
+                        status,
+                        crate::time::ago(a.last_seen, now),
+                        holds,
+                        a.capabilities().join(",")
+                    ));
+                }
+                output::out(&text)?;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn not_registered(actor: &str) -> Error {
+    Error::NotFound {
+        what: format!("agent '{actor}'"),
+        hint: format!("register it with `tavern agent register --name {actor}`"),
+    }
+}
+
+pub fn sweep(ctx: &Ctx) -> Result<ExitCode> {
+    let board = ctx.board()?;
+    let released = ops::sweep::sweep(&board)?;
+    if ctx.global.json {
+        output::json_line(&json!({"released": released}))?;
+    } else {
+        for r in &released {
+            line(&format!("released {}: {}", r.task, r.reason))?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Debug, Args)]
+pub struct ReadyArgs {
+    /// Query terms the tasks must match
+    #[arg(value_name = "QUERY")]
+    pub query: Vec<String>,
+}
+
+pub fn ready(ctx: &Ctx, a: ReadyArgs) -> Result<ExitCode> {
+    let board = ctx.board()?;
+    let query = Query::parse(&a.query)?;
+    let (docs, skipped) = ops::transition::ready(&board, &query)?;
+    output::warn_skipped(&skipped);
+    if ctx.global.json {
+        let items: Vec<_> = docs.iter().map(|d| output::doc_json(d, false)).collect();
+        output::json_line(&json!({"documents": items, "skipped": output::skipped_json(&skipped)}))?;
+    } else if !docs.is_empty() {
+        output::out(&output::doc_table(&docs))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

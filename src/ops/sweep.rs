@@ -1,0 +1,130 @@
+//! Sweeps: a claim is a lease. A task claimed by a registered agent that has not been seen
+//! within the board's lease (and whose process, on this host, is gone) goes back to the
+//! pool, and the log says which agent, since when, and why.
+//!
+//! Cheap on big boards: it looks at the agent cards (a handful of files) first, and only
+//! scans the tasks when an agent has gone stale since its last sweep.
+
+use chrono::Utc;
+
+use crate::agents::{self, Agent};
+use crate::board::Board;
+use crate::doc::Region;
+use crate::doc::edit::FieldEdit;
+use crate::error::Result;
+use crate::log::Entry;
+use crate::scan;
+
+use super::{Change, mutate};
+
+/// The actor the log names for releases made by a sweep.
+pub const SWEEPER: &str = "tavern-sweep";
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Released {
+    pub task: String,
+    pub agent: String,
+    pub last_seen: String,
+    pub reason: String,
+}
+
+fn marker_path(board: &Board, agent: &str) -> std::path::PathBuf {
+    board.state_dir().join("swept").join(agent)
+}
+
+fn why(agent: &Agent, board: &Board) -> String {
+    let lease = &board.config.lease;
+    let seen = crate::time::stamp(agent.last_seen);
+    match (agent.host(), agent.pid()) {
+        (Some(h), Some(pid)) if h == agents::host_name() => {
+            format!(
+                "lease expired: {} not seen since {seen} (lease {lease}) and its pid {pid} on {h} is gone",
+                agent.id()
+            )
+        }
+        _ => format!(
+            "lease expired: {} not seen since {seen} (lease {lease})",
+            agent.id()
+        ),
+    }
+}
+
+/// Releases every claim of `agent` (from the states the workflow lets `release` leave).
+pub fn release_claims_of(
+    board: &Board,
+    actor: &str,
+    agent: &str,
+    reason: &str,
+) -> Result<Vec<String>> {
+    let workflow = &board.config.workflow;
+    let Some(release) = workflow.transition("release") else {
+        return Ok(Vec::new());
+    };
+    let held = scan::scan_matching(board, &[Region::Tasks], |d| {
+        d.str("claimed_by") == Some(agent)
+            && d.status().is_some_and(|s| workflow.allows_from(release, s))
+    })?;
+    let mut released = Vec::new();
+    for doc in held.docs {
+        let id = doc.file_id.clone();
+        let outcome = mutate(board, Region::Tasks, &id, |doc| {
+            // Re-checked under the lock: the agent may have come back or moved on.
+            let status = doc.status().unwrap_or("");
+            if doc.str("claimed_by") != Some(agent) || !workflow.allows_from(release, status) {
+                return Ok(None);
+            }
+            let entry = Entry {
+                actor: actor.into(),
+                op: "release".into(),
+                from: Some(status.into()),
+                to: Some(release.to.clone()),
+                note: Some(reason.into()),
+                ..Entry::default()
+            };
+            let edits = vec![
+                FieldEdit::Set("status".into(), release.to.clone().into()),
+                FieldEdit::Unset("claimed_by".into()),
+                FieldEdit::Unset("claimed_at".into()),
+            ];
+            Ok(Some(Change {
+                edits,
+                body: None,
+                entry,
+            }))
+        })?;
+        if outcome.changed() {
+            released.push(id);
+        }
+    }
+    Ok(released)
+}
+
+/// Runs a sweep and returns what it released.
+pub fn sweep(board: &Board) -> Result<Vec<Released>> {
+    let now = Utc::now();
+    let mut out = Vec::new();
+    for agent in agents::all(board)? {
+        if agent.gone() || !agent.stale(board, now) {
+            continue;
+        }
+        let seen = crate::time::stamp(agent.last_seen);
+        let marker = marker_path(board, agent.id());
+        if std::fs::read_to_string(&marker).is_ok_and(|m| m == seen) {
+            continue; // Already swept for this silence.
+        }
+        let reason = why(&agent, board);
+        for task in release_claims_of(board, SWEEPER, agent.id(), &reason)? {
+            out.push(Released {
+                task,
+                agent: agent.id().to_string(),
+                last_seen: seen.clone(),
+                reason: reason.clone(),
+            });
+        }
+        if let Some(dir) = marker.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let _ = std::fs::write(&marker, &seen);
+    }
+    Ok(out)
+}
