@@ -55,6 +55,7 @@ pub fn pid_alive(pid: u32) -> bool {
 #[derive(Clone, Debug)]
 pub struct Agent {
     pub card: Document,
+    /// The later of its heartbeat and its card's updated_at; the epoch if neither exists.
     pub last_seen: DateTime<Utc>,
 }
 
@@ -118,7 +119,7 @@ pub fn read(board: &Board, id: &str) -> Result<Option<Agent>> {
     let from_card = card
         .str("updated_at")
         .and_then(|t| crate::time::parse_time(t, Utc::now()))
-        .unwrap_or(DateTime::<Utc>::MIN_UTC);
+        .unwrap_or(DateTime::<Utc>::UNIX_EPOCH);
     let beat = std::fs::metadata(heartbeat_path(board, id))
         .and_then(|m| m.modified())
         .ok()

@@ -114,6 +114,18 @@ pub fn render(e: &Entry) -> String {
     out
 }
 
+/// Parses the text of one rendered entry.
+pub fn parse_entry(text: &str) -> Option<Entry> {
+    parse_chunk(text)
+}
+
+/// Does the log hold an entry about `doc` at `rev`? Reads the whole log: only the
+/// recovery of an interrupted write asks.
+pub fn contains(board: &Board, doc: &str, rev: u64) -> Result<bool> {
+    let (entries, _, _) = read_from(board, 0)?;
+    Ok(entries.iter().any(|e| e.doc == doc && e.rev == Some(rev)))
+}
+
 /// Parses one chunk of log text (`- seq: …` and its indented lines).
 fn parse_chunk(chunk: &str) -> Option<Entry> {
     let limits = YamlLimits {

@@ -81,11 +81,11 @@ fn diff_shows_one_documents_history() {
     let out = redact_times(&b.run(&["diff", "t-log"]).ok().stdout);
     assert!(
         out.starts_with(
-            "1 <TIME> planner create tasks/t-log.md rev 1\n@@ -0,0 +1,17 @@\n+---\n+id: t-log\n"
+            "1 <TIME> planner create tasks/t-log.md rev 1\n    @@ -0,0 +1,17 @@\n    +---\n    +id: t-log\n"
         ),
         "{out}"
     );
-    assert!(out.contains("3 <TIME> coder-1 claim tasks/t-log.md pending -> claimed rev 2\n@@ -3,3 +3,3 @@\n title: Logged\n-status: pending\n+status: claimed\n"), "{out}");
+    assert!(out.contains("    +\n\n3 <TIME> coder-1 claim tasks/t-log.md pending -> claimed rev 2\n    @@ -3,3 +3,3 @@\n     title: Logged\n    -status: pending\n    +status: claimed\n"), "{out}");
     assert!(!out.contains("t-other"));
     let v = b.run(&["diff", "t-log", "--json"]).ok().json();
     assert_eq!(v["entries"].as_array().unwrap().len(), 2);

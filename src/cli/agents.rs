@@ -144,7 +144,11 @@ pub fn agent(ctx: &Ctx, cmd: AgentCommand) -> Result<ExitCode> {
                         "{:<16} {:<7} {:<10} {:<20} {}\n",
                         a.id(),
                         status,
-                        crate::time::ago(a.last_seen, now),
+                        if a.last_seen == chrono::DateTime::<chrono::Utc>::UNIX_EPOCH {
+                            "never".to_string()
+                        } else {
+                            crate::time::ago(a.last_seen, now)
+                        },
                         holds,
                         a.capabilities().join(",")
                     ));

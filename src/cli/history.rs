@@ -171,14 +171,11 @@ pub fn diff(ctx: &Ctx, a: DiffArgs) -> Result<ExitCode> {
         output::json_line(&json!({"doc": path, "entries": mine}))?;
         return Ok(ExitCode::SUCCESS);
     }
-    for e in mine {
-        line(&summary(e))?;
-        if let Some(d) = &e.diff {
-            output::out(d)?;
-            if !d.ends_with('\n') {
-                line("")?;
-            }
+    for (i, e) in mine.iter().enumerate() {
+        if i > 0 {
+            line("")?;
         }
+        print_entry(ctx, e, true)?;
     }
     Ok(ExitCode::SUCCESS)
 }

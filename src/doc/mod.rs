@@ -173,12 +173,20 @@ impl Document {
         self.fields.get("rev").and_then(Value::as_u64).unwrap_or(0)
     }
 
-    /// Priority, 0 = critical … 4 = backlog; absent sorts after every set one.
+    /// Priority, 0 = critical … 4 = backlog; absent sorts after every set one. An
+    /// observation's severity ranks it the same way (critical = 0 … info = 4).
     pub fn priority(&self) -> i64 {
-        self.fields
-            .get("priority")
-            .and_then(Value::as_i64)
-            .unwrap_or(i64::MAX)
+        if let Some(p) = self.fields.get("priority").and_then(Value::as_i64) {
+            return p;
+        }
+        match self.str("severity") {
+            Some("critical") => 0,
+            Some("high") => 1,
+            Some("medium") => 2,
+            Some("low") => 3,
+            Some("info") => 4,
+            _ => i64::MAX,
+        }
     }
 
     pub fn created_at(&self) -> &str {

@@ -2,6 +2,7 @@
 //! watcher and other front ends) share.
 
 pub mod edit;
+pub mod intent;
 pub mod new;
 pub mod resolve;
 pub mod sweep;
@@ -42,8 +43,10 @@ pub fn mutate(
     id: &str,
     decide: impl FnOnce(&Document) -> Result<Option<Change>>,
 ) -> Result<Outcome> {
-    let _lock = store::lock(board, &store::doc_lock_name(region, id))?;
+    let lock_name = store::doc_lock_name(region, id);
+    let _lock = store::lock(board, &lock_name)?;
     let before = store::read_doc(board, region, id)?;
+    intent::recover(board, &lock_name, before.rev())?;
     let Some(mut change) = decide(&before)? else {
         return Ok(Outcome {
             doc: before,
@@ -69,18 +72,37 @@ pub fn mutate(
                 before.rel_path()
             ))
         })?;
+    check_size(board, &after)?;
     let path = board.doc_path(region, id);
-    store::write_atomic(&path, after.raw.as_bytes())?;
     let mut entry = change.entry;
     entry.at = crate::time::stamp_millis(now);
     entry.doc = after.rel_path();
     entry.rev = Some(rev);
     entry.diff = Some(log::diff(&before.raw, &after.raw));
+    intent::write(board, &lock_name, &entry)?;
+    if let Err(e) = store::write_atomic(&path, after.raw.as_bytes()) {
+        intent::clear(board, &lock_name);
+        return Err(e);
+    }
     let entry = log::append(board, entry)?;
+    intent::clear(board, &lock_name);
     Ok(Outcome {
         doc: after,
         entry: Some(entry),
     })
+}
+
+/// Refuses to write a document that every reader would skip as over the size limit.
+pub fn check_size(board: &Board, doc: &Document) -> Result<()> {
+    let max = board.config.limits.max_doc_bytes;
+    if doc.raw.len() as u64 > max {
+        return Err(Error::input(format!(
+            "{}: the document would be {} bytes, over the limit of {max} (limits.max_doc_bytes in board.yaml); nothing written",
+            doc.rel_path(),
+            doc.raw.len()
+        )));
+    }
+    Ok(())
 }
 
 /// Checks the actor name given by `--as`, `TAVERN_AGENT` or the user.

@@ -9,6 +9,8 @@ use crate::error::{Error, Result};
 use crate::log::{self, Entry};
 use crate::store;
 
+use super::intent;
+
 /// Everything `tavern new` can say about a new document.
 #[derive(Clone, Debug, Default)]
 pub struct NewDoc {
@@ -129,20 +131,38 @@ pub fn create(
             .with_edits(&all, body.as_deref(), board.config.yaml_limits())
             .map_err(|e| Error::input(format!("the new document would not be readable: {e}")))?;
         doc.file_id = id.clone();
+        super::check_size(board, &doc)?;
         let path = board.doc_path(region, &id);
+        let lock_name = store::doc_lock_name(region, &id);
+        let entry = Entry {
+            actor: actor.to_string(),
+            op: "create".into(),
+            at: crate::time::stamp_millis(crate::time::now()),
+            doc: doc.rel_path(),
+            rev: Some(1),
+            diff: Some(log::diff("", &doc.raw)),
+            ..Entry::default()
+        };
+        // The document's lock keeps the intent of a lost creation race from being cleared
+        // by the winner's writes, and lets the next write recover an unlogged creation.
+        let _lock = store::lock(board, &lock_name)?;
+        if board.doc_path(region, &id).exists() {
+            if spec.id.is_some() {
+                return Err(Error::conflict(
+                    board.rel(&path),
+                    format!("a {} with id '{id}' already exists", region.kind()),
+                ));
+            }
+            len += 1;
+            continue;
+        }
+        intent::write(board, &lock_name, &entry)?;
         if store::create_new(&path, doc.raw.as_bytes())? {
-            let entry = Entry {
-                actor: actor.to_string(),
-                op: "create".into(),
-                at: crate::time::stamp_millis(crate::time::now()),
-                doc: doc.rel_path(),
-                rev: Some(1),
-                diff: Some(log::diff("", &doc.raw)),
-                ..Entry::default()
-            };
             let entry = log::append(board, entry)?;
+            intent::clear(board, &lock_name);
             return Ok((doc, entry));
         }
+        intent::clear(board, &lock_name);
         if spec.id.is_some() {
             return Err(Error::conflict(
                 board.rel(&path),

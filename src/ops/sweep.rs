@@ -34,7 +34,11 @@ fn marker_path(board: &Board, agent: &str) -> std::path::PathBuf {
 
 fn why(agent: &Agent, board: &Board) -> String {
     let lease = &board.config.lease;
-    let seen = crate::time::stamp(agent.last_seen);
+    let seen = if agent.last_seen == chrono::DateTime::<Utc>::UNIX_EPOCH {
+        "ever (no heartbeat)".to_string()
+    } else {
+        crate::time::stamp(agent.last_seen)
+    };
     match (agent.host(), agent.pid()) {
         (Some(h), Some(pid)) if h == agents::host_name() => {
             format!(
