@@ -28,6 +28,9 @@ pub struct DocFile {
     pub path: PathBuf,
     /// From the directory entry, so no extra stat is needed to refuse it.
     pub is_symlink: bool,
+    /// A FIFO, socket, device or directory (from the directory entry): never opened, since
+    /// opening a FIFO waits for a writer forever.
+    pub is_special: bool,
 }
 
 /// The document files of a region: `*.md`, not dot files (temp files and editors' swap
@@ -48,11 +51,14 @@ pub fn region_files(board: &Board, region: Region) -> Result<Vec<DocFile>> {
             continue;
         }
         if let Some(stem) = name.strip_suffix(".md") {
-            let is_symlink = entry.file_type().is_ok_and(|t| t.is_symlink());
+            let file_type = entry.file_type().ok();
+            let is_symlink = file_type.is_some_and(|t| t.is_symlink());
+            let is_special = file_type.is_some_and(|t| !t.is_file() && !t.is_symlink());
             out.push(DocFile {
                 id: stem.to_string(),
                 path: entry.path(),
                 is_symlink,
+                is_special,
             });
         }
     }
@@ -76,6 +82,9 @@ fn read_one(
     })?;
     if file.is_symlink {
         return Err(skipped(store::symlink_refused(path)));
+    }
+    if file.is_special {
+        return Err(skipped(store::not_regular(path)));
     }
     let text = store::read_regular(path, board.config.limits.max_doc_bytes).map_err(skipped)?;
     store::parse_doc(board, region, &file.id, text, path).map_err(skipped)

@@ -64,6 +64,10 @@ pub fn read_text(path: &Path, max_bytes: u64) -> Result<String> {
     if meta.file_type().is_symlink() {
         return Err(symlink_refused(path));
     }
+    if !meta.is_file() {
+        // Never opened: opening a FIFO would wait for a writer forever.
+        return Err(not_regular(path));
+    }
     read_regular(path, max_bytes)
 }
 
@@ -72,6 +76,10 @@ pub fn symlink_refused(path: &Path) -> Error {
         path,
         "is a symbolic link; documents must be regular files inside the board (not followed)",
     )
+}
+
+pub fn not_regular(path: &Path) -> Error {
+    Error::invalid_doc(path, "is not a regular file")
 }
 
 /// Like [`read_text`] for a path already known not to be a symlink (a directory listing
@@ -86,7 +94,7 @@ pub fn read_regular(path: &Path, max_bytes: u64) -> Result<String> {
     })?;
     let meta = file.metadata().map_err(|e| Error::io(path, "read", e))?;
     if !meta.is_file() {
-        return Err(Error::invalid_doc(path, "is not a regular file"));
+        return Err(not_regular(path));
     }
     if meta.len() > max_bytes {
         return Err(Error::invalid_doc(
@@ -129,6 +137,8 @@ pub fn read_doc(board: &Board, region: Region, id: &str) -> Result<Document> {
             what: format!("{} '{id}' ({})", region.kind(), board.rel(&path)),
             hint: format!("`tavern list {}` shows what exists", region.dir()),
         },
+        // Name the file as every other message does: relative to the board.
+        Error::InvalidDoc { problem, .. } => Error::invalid_doc(board.rel(&path), problem),
         e => e,
     })?;
     parse_doc(board, region, id, text, &path)

@@ -76,9 +76,45 @@ pub fn run_transition(ctx: &Ctx, name: &str, a: TransitionArgs) -> Result<ExitCo
     report(ctx, &outcome, &verb(name))
 }
 
-/// `tavern NAME ID …` for a transition that only this board's workflow defines.
+/// A clap error as a usage error, without clap's own `error: ` prefix (main adds one).
+fn clap_usage(e: clap::Error) -> Error {
+    let text = e.render().to_string();
+    Error::usage(text.trim_start_matches("error: ").trim_end())
+}
+
+/// `tavern NAME ID …` for a transition that only this board's workflow defines. The global
+/// flags may follow NAME (`tavern shelve T --as me --json`), as they may follow any
+/// built-in command.
 pub fn custom(ctx: &Ctx, args: Vec<String>) -> Result<ExitCode> {
     let name = args.first().cloned().unwrap_or_default();
+    let cmd = TransitionArgs::augment_args(super::Global::augment_args(
+        clap::Command::new("transition")
+            .bin_name(format!("tavern {name}"))
+            .no_binary_name(true),
+    ));
+    let parsed = cmd.try_get_matches_from(&args[1..]);
+    let given = |m: &clap::ArgMatches, id: &str| {
+        m.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+    };
+    let mut global = super::Global {
+        board: ctx.global.board.clone(),
+        actor: ctx.global.actor.clone(),
+        json: ctx.global.json,
+    };
+    if let Ok(m) = &parsed {
+        let g = super::Global::from_arg_matches(m).map_err(clap_usage)?;
+        if given(m, "board") {
+            global.board = g.board;
+        }
+        if given(m, "actor") {
+            global.actor = g.actor;
+        }
+        global.json |= g.json;
+    }
+    let ctx = Ctx {
+        global,
+        cwd: ctx.cwd.clone(),
+    };
     let board = ctx.board()?;
     if board.config.workflow.transition(&name).is_none() {
         return Err(Error::usage(format!(
@@ -93,12 +129,8 @@ pub fn custom(ctx: &Ctx, args: Vec<String>) -> Result<ExitCode> {
                 .join(", ")
         )));
     }
-    let cmd = TransitionArgs::augment_args(clap::Command::new("transition").no_binary_name(true));
-    let matches = cmd
-        .try_get_matches_from(&args[1..])
-        .map_err(|e| Error::usage(e.to_string()))?;
-    let a = TransitionArgs::from_arg_matches(&matches).map_err(|e| Error::usage(e.to_string()))?;
-    run_transition(ctx, &name, a)
+    let a = TransitionArgs::from_arg_matches(&parsed.map_err(clap_usage)?).map_err(clap_usage)?;
+    run_transition(&ctx, &name, a)
 }
 
 #[derive(Debug, Args)]

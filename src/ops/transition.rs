@@ -84,8 +84,10 @@ pub fn transition(
             {
                 return Ok(None); // Re-claiming what you hold is a no-op success.
             }
+            // A finished task is not "claimed": the workflow check below says it is final.
             if let Some(owner) = owner
                 && !workflow.is_claimable(status)
+                && !workflow.is_terminal(status)
             {
                 return Err(Error::conflict(
                     &path,
