@@ -229,6 +229,9 @@ fn listing_board() -> TestBoard {
         "obs-slow",
         "--set",
         "severity=high",
+        // High severity ranks with priority 1; a later time puts it after t-later.
+        "--set",
+        "created_at=2099-01-01T00:00:00Z",
     ])
     .ok();
     b
@@ -250,7 +253,7 @@ fn list_sorts_by_priority_then_age_and_prints_a_table() {
     );
     assert_eq!(
         ids(&b.run(&["list"])),
-        ["t-crash", "t-parse", "t-later", "t-docs", "obs-slow"]
+        ["t-crash", "t-parse", "t-later", "obs-slow", "t-docs"]
     );
     b.run(&["list", "tasks", "status=done"]).ok().stdout_is("");
 }
@@ -279,7 +282,7 @@ fn list_queries() {
         ),
         (
             vec!["parser"],
-            vec!["t-parse", "t-later", "t-docs", "obs-slow"],
+            vec!["t-parse", "t-later", "obs-slow", "t-docs"],
         ),
         (vec!["region:observations"], vec!["obs-slow"]),
         (

@@ -1,0 +1,204 @@
+//! `tavern check`: exit 0 with one summary line on a clean board, exit 6 listing every
+//! problem (each with its file) on a broken one, and never a change to the board.
+
+use crate::util::{TestBoard, snapshot};
+
+#[test]
+fn a_clean_board_passes() {
+    let b = TestBoard::new();
+    b.task("Base", &["--id", "t-base"]);
+    b.task("Top", &["--id", "t-top", "--depends-on", "t-base"]);
+    b.run(&["claim", "t-base", "--as", "a"]).ok();
+    b.run(&["new", "observation", "--title", "o", "--id", "o-1"])
+        .ok();
+    b.run(&["new", "question", "--title", "q", "--id", "q-1"])
+        .ok();
+    // Unknown fields and hand-written documents are fine.
+    b.write(
+        "tasks/t-hand.md",
+        "---\r\nid: t-hand\r\nstatus: pending\r\ncustom: {a: 1}\r\n---\r\nbody",
+    );
+    // Files that are not documents are not checked.
+    b.write("tasks/.t-base.md.1.tmp", "half");
+    b.write("tasks/README.txt", "notes");
+    let before = snapshot(&b);
+    b.run(&["check"])
+        .ok()
+        .stdout_is("ok: 5 documents and 5 log entries checked, no problems\n")
+        .stderr_is("");
+    assert_eq!(
+        b.run(&["check", "--json"]).ok().json(),
+        serde_json::json!({"ok": true, "documents": 5, "log_entries": 5, "problems": []})
+    );
+    assert_eq!(snapshot(&b), before, "check wrote something");
+}
+
+/// Every kind of problem `check` knows, each in its own file, next to good documents.
+#[cfg(unix)]
+fn broken_board() -> (TestBoard, tempfile::TempDir) {
+    let b = TestBoard::new();
+    b.task("Good", &["--id", "t-good"]);
+    b.write(
+        "tasks/t-yaml.md",
+        "---\nid: t-yaml\nstatus: pending\ntitle: [unclosed\n---\n",
+    );
+    b.write(
+        "tasks/t-mis.md",
+        "---\nid: t-other\ntitle: x\nstatus: pending\n---\n",
+    );
+    b.write(
+        "tasks/t-limbo.md",
+        "---\nid: t-limbo\ntitle: x\nstatus: limbo\n---\n",
+    );
+    b.write(
+        "tasks/t-nostatus.md",
+        "---\nid: t-nostatus\ntitle: x\n---\n",
+    );
+    b.write(
+        "tasks/t-dangle.md",
+        "---\nid: t-dangle\nstatus: pending\ndepends_on: [t-good, t-ghost]\n---\n",
+    );
+    b.write(
+        "tasks/t-cyc-b.md",
+        "---\nid: t-cyc-b\nstatus: pending\ndepends_on: [t-cyc-a]\n---\n",
+    );
+    b.write(
+        "tasks/t-cyc-a.md",
+        "---\nid: t-cyc-a\nstatus: pending\ndepends_on: [t-good, t-cyc-b]\n---\n",
+    );
+    b.write(
+        "tasks/t-self.md",
+        "---\nid: t-self\nstatus: pending\ndepends_on: t-self\n---\n",
+    );
+    let mut big = String::from("---\nid: t-big\nstatus: pending\n---\n");
+    big.push_str(&"x".repeat(1024 * 1024));
+    b.write("tasks/t-big.md", &big);
+    b.write("tasks/t-nofm.md", "no frontmatter here\n");
+    b.write("tasks/Bad_Name.md", "---\nid: bad\n---\n");
+    b.write(
+        "observations/o-bin.md",
+        b"---\nid: o-bin\ntitle: caf\xe9\n---\n".as_slice(),
+    );
+    b.write("observations/dup.md", "---\nid: dup\n---\n");
+    b.write("questions/dup.md", "---\nid: dup\n---\n");
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("secret.md");
+    std::fs::write(&secret, "---\nid: q-link\n---\nsecret\n").unwrap();
+    std::os::unix::fs::symlink(&secret, b.board().join("questions/q-link.md")).unwrap();
+    let log = b.read("log.yaml");
+    b.write("log.yaml", format!("- seq: [torn\n  at: x\n{log}"));
+    (b, outside)
+}
+
+const STATES: &str = "pending, claimed, working, review, blocked, done, failed, cancelled";
+
+#[cfg(unix)]
+#[test]
+fn a_broken_board_lists_every_problem_and_exits_6() {
+    let (b, _outside) = broken_board();
+    let before = snapshot(&b);
+    let big = 1024 * 1024 + "---\nid: t-big\nstatus: pending\n---\n".len();
+    let problems = [
+        ("log.yaml", "line 1: entry cannot be parsed".to_string()),
+        (
+            "observations/o-bin.md",
+            "is not valid UTF-8 (invalid byte at offset 24)".into(),
+        ),
+        (
+            "questions/dup.md",
+            "id 'dup' is also used by observations/dup.md".into(),
+        ),
+        (
+            "questions/q-link.md",
+            "is a symbolic link; documents must be regular files inside the board".into(),
+        ),
+        (
+            "tasks/Bad_Name.md",
+            "file name is not a valid id ([a-z0-9][a-z0-9._-]{0,63}.md)".into(),
+        ),
+        (
+            "tasks/t-big.md",
+            format!(
+                "is {big} bytes, over the limit of 1048576 (limits.max_doc_bytes in board.yaml); skipped"
+            ),
+        ),
+        (
+            "tasks/t-cyc-a.md",
+            "dependency cycle: t-cyc-a -> t-cyc-b -> t-cyc-a".into(),
+        ),
+        (
+            "tasks/t-dangle.md",
+            "depends_on names 't-ghost', which is not a task on this board".into(),
+        ),
+        (
+            "tasks/t-limbo.md",
+            format!("status 'limbo' is not a state of the workflow ({STATES})"),
+        ),
+        (
+            "tasks/t-mis.md",
+            "its id t-other does not match its file name (expected 't-mis')".into(),
+        ),
+        (
+            "tasks/t-nofm.md",
+            "line 1: no frontmatter: the first line must be exactly `---`".into(),
+        ),
+        ("tasks/t-nostatus.md", "has no status".into()),
+        (
+            "tasks/t-self.md",
+            "dependency cycle: t-self -> t-self".into(),
+        ),
+        ("tasks/t-yaml.md", "line 4: unclosed bracket '['".into()),
+    ];
+    let mut expected: String = problems
+        .iter()
+        .map(|(path, problem)| format!("{path}: {problem}\n"))
+        .collect();
+    expected.push_str(&format!(
+        "{} problems in {}\n",
+        problems.len(),
+        b.board().display()
+    ));
+    b.run(&["check"]).code(6).stdout_is("").stderr_is(&expected);
+
+    let v = b.run(&["check", "--json"]).code(6).json();
+    assert_eq!(v["ok"], false);
+    // Parsed: t-good, t-limbo, t-nostatus, t-dangle, t-cyc-a, t-cyc-b, t-self, both dups.
+    assert_eq!(v["documents"], 9);
+    assert_eq!(v["log_entries"], 1);
+    let listed: Vec<(String, String)> = v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["path"].as_str().unwrap().to_string(),
+                p["problem"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, String)> = problems
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.clone()))
+        .collect();
+    assert_eq!(listed, want);
+    assert_eq!(snapshot(&b), before, "check changed the board");
+}
+
+#[test]
+fn fixing_the_problems_makes_the_board_clean_again() {
+    let b = TestBoard::new();
+    b.task("A", &["--id", "t-a"]);
+    b.write(
+        "tasks/t-b.md",
+        "---\nid: t-b\nstatus: pending\ndepends_on: [t-a, t-gone]\n---\n",
+    );
+    b.run(&["check"]).code(6).stderr_is(&format!(
+        "tasks/t-b.md: depends_on names 't-gone', which is not a task on this board\n1 problem in {}\n",
+        b.board().display()
+    ));
+    b.run(&["edit", "t-b", "--remove", "depends_on=t-gone"])
+        .ok();
+    b.run(&["check"])
+        .ok()
+        .stdout_is("ok: 2 documents and 2 log entries checked, no problems\n");
+}
