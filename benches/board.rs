@@ -1,22 +1,33 @@
-//! The board benchmark: boards of 1k, 10k and 100k tasks, real `tavern` processes, and
-//! baselines measured in the same run, reported as ratios.
+//! The board benchmark: boards of 1k, 10k and 100k tasks, the real `tavern` binary run as
+//! a process (as agents run it), and baselines measured in the same run, reported as ratios.
 //!
-//!     cargo bench --bench board                       # 1k, 10k, 100k
+//!     cargo build --release && cargo bench --bench board
 //!     TAVERN_BENCH_SIZES=1000,10000 cargo bench --bench board
 //!
-//! Baselines: starting a trivial process (`true`), which bounds what any CLI call can cost,
-//! and reading every task file raw in this process (read_dir + read), which bounds what any
-//! full scan can cost. Targets (from the project's issue): `claim` and `show` on 10k
-//! within 3x of starting a trivial process; `list` with a query on 100k within 2x of
-//! reading every file raw. The report is printed and written to target/bench-report.md.
+//! `cargo bench` builds the tavern binary with the bench profile (= release) before this
+//! runs, and tells us its path (CARGO_BIN_EXE_tavern), so what is timed is always the
+//! current code. `TAVERN_BENCH_BIN=PATH` times another binary. `TAVERN_BENCH_RUNS=N` sets
+//! the number of timed runs of the per-document commands (default 15).
+//! `TAVERN_BENCH_KEEP=1` keeps the boards (in the temp dir) and prints where they are.
+//!
+//! Baselines:
+//! - `/bin/true` as a process: what any CLI call costs at least. Target: `claim ID` and
+//!   `show ID` on 10k tasks within 3x of it.
+//! - `cat` of one task file as a process: the cheapest way to read a document.
+//! - reading every task file raw in this process (read_dir + read each file): what any
+//!   full scan costs at least. Target: `list` with a query on 100k within 2x of it.
+//!
+//! Each command is timed in rounds interleaved with its baselines, so that on a shared
+//! machine whose load drifts both see the same conditions; the first round is a warm-up.
+//! The report is printed and written to target/bench-report.md.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_tavern");
-
 fn median(mut v: Vec<Duration>) -> Duration {
+    assert!(!v.is_empty());
     v.sort();
     v[v.len() / 2]
 }
@@ -25,7 +36,7 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-/// Runs a command once and returns how long it took; panics if it fails.
+/// Runs a command once, output discarded, and returns how long it took; panics if it fails.
 fn timed(cmd: &mut Command) -> Duration {
     cmd.stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -41,48 +52,140 @@ fn timed(cmd: &mut Command) -> Duration {
     took
 }
 
-fn tavern(board: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(BIN);
-    c.args(args)
-        .env("TAVERN_BOARD", board)
-        .env("TAVERN_AGENT", "bench");
-    c
+/// The tavern binary to time.
+fn tavern_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("TAVERN_BENCH_BIN") {
+        return PathBuf::from(p);
+    }
+    let built = PathBuf::from(env!("CARGO_BIN_EXE_tavern"));
+    if built.exists() {
+        return built;
+    }
+    let release = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/tavern");
+    if release.exists() {
+        return release;
+    }
+    eprintln!(
+        "error: no tavern binary at {} nor {}\nhint: run `cargo build --release && cargo bench --bench board`, or set TAVERN_BENCH_BIN",
+        built.display(),
+        release.display()
+    );
+    std::process::exit(1);
 }
 
-const STATUSES: [&str; 5] = ["pending", "pending", "claimed", "working", "done"];
+struct Bench {
+    bin: PathBuf,
+    board: PathBuf,
+}
 
-/// Writes `n` task files directly (building a 100k board through the CLI would take
-/// minutes and measure nothing we report).
-fn build_board(dir: &Path, n: usize) -> PathBuf {
-    let out = Command::new(BIN)
+impl Bench {
+    fn tavern(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(&self.bin);
+        c.args(args)
+            .env("TAVERN_BOARD", &self.board)
+            .env("TAVERN_AGENT", "bench");
+        c
+    }
+
+    fn time(&self, args: &[&str]) -> Duration {
+        timed(&mut self.tavern(args))
+    }
+}
+
+/// What the board builder knows about each task, to pick ids for the timed commands.
+struct Built {
+    board: PathBuf,
+    /// Pending tasks without dependencies: claimable by id.
+    claimable: Vec<String>,
+}
+
+/// A small deterministic PRNG (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+const STATUSES: [&str; 8] = [
+    "pending", "pending", "pending", "claimed", "working", "review", "done", "done",
+];
+const TAGS: [&str; 10] = [
+    "parser", "cli", "docs", "perf", "bug", "log", "query", "store", "ci", "ux",
+];
+const AGENTS: [&str; 4] = ["coder-1", "coder-2", "reviewer", "claude-7"];
+
+/// `tavern init`, then `n` task files written directly (building a 100k board through the
+/// CLI would take minutes and measure nothing we report). The files look like the ones
+/// tavern writes from templates/task.md: same keys and order, varied values, a short body.
+fn build_board(bin: &Path, dir: &Path, n: usize) -> Built {
+    let ok = Command::new(bin)
         .arg("init")
         .arg(dir)
         .stdout(Stdio::null())
         .status()
-        .unwrap();
-    assert!(out.success());
+        .expect("run tavern init");
+    assert!(ok.success(), "tavern init failed");
     let board = dir.join(".tavern");
     let tasks = board.join("tasks");
-    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut claimable = Vec::new();
+    let mut text = String::with_capacity(1024);
     for i in 0..n {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let status = STATUSES[(x % 5) as usize];
-        let priority = (x >> 8) % 5;
-        let claim = if status == "claimed" || status == "working" {
-            "claimed_by: coder-1\nclaimed_at: 2026-11-20T10:00:00Z\n"
+        let id = format!("task-{i:06}");
+        let status = STATUSES[rng.below(STATUSES.len() as u64) as usize];
+        let priority = rng.below(5);
+        let tags: Vec<&str> = (0..rng.below(4))
+            .map(|_| TAGS[rng.below(TAGS.len() as u64) as usize])
+            .collect();
+        // One task in ten waits for an earlier one.
+        let depends_on = if i > 0 && rng.below(10) == 0 {
+            format!("[task-{:06}]", rng.below(i as u64))
         } else {
-            ""
+            "[]".to_string()
         };
-        let text = format!(
-            "---\nid: task-{i:06}\ntitle: Task {i} of the benchmark board\nstatus: {status}\npriority: {priority}\ntags: [bench, t{}]\ndepends_on: []\ncreated_at: 2026-11-{:02}T10:00:00Z\ncreated_by: planner\nupdated_at: 2026-11-20T10:00:00Z\nrev: 1\n{claim}---\n\n## Goal\n\nMake task {i} pass. This body is about as long as a short real one.\n",
-            i % 17,
-            1 + i % 20
-        );
-        std::fs::write(tasks.join(format!("task-{i:06}.md")), text).unwrap();
+        let day = 1 + i * 20 / n.max(1);
+        text.clear();
+        write!(
+            text,
+            "---\nid: {id}\ntitle: Make part {i} of the pipeline handle {} input\nstatus: {status}\npriority: {priority}\ntags: [{}]\ndepends_on: {depends_on}\n",
+            TAGS[i % TAGS.len()],
+            tags.join(", "),
+        )
+        .unwrap();
+        if matches!(status, "claimed" | "working" | "review") {
+            let agent = AGENTS[rng.below(AGENTS.len() as u64) as usize];
+            write!(
+                text,
+                "claimed_by: {agent}\nclaimed_at: 2026-11-{day:02}T11:00:00Z\n"
+            )
+            .unwrap();
+        }
+        let rev = if status == "pending" {
+            1
+        } else {
+            2 + rng.below(6)
+        };
+        write!(
+            text,
+            "created_at: 2026-11-{day:02}T10:{:02}:00Z\ncreated_by: planner\nupdated_at: 2026-11-{day:02}T12:00:00Z\nrev: {rev}\n---\n\n## Goal\n\nPart {i} drops records with an empty key; it must keep them and say so in the log.\n\n## Done when\n\n- the failing case from the report passes\n- `cargo test` is green\n",
+            i % 60
+        )
+        .unwrap();
+        std::fs::write(tasks.join(format!("{id}.md")), &text).unwrap();
+        if status == "pending" && depends_on == "[]" {
+            claimable.push(id);
+        }
     }
-    board
+    Built { board, claimable }
 }
 
 /// The baseline for full scans: read every task file raw, in this process.
@@ -100,133 +203,162 @@ struct Row {
     median: Duration,
     baseline: &'static str,
     base: Duration,
+    /// The target ratio, when this row has one.
     target: Option<f64>,
 }
 
+fn sizes() -> Vec<usize> {
+    let Ok(s) = std::env::var("TAVERN_BENCH_SIZES") else {
+        return vec![1_000, 10_000, 100_000];
+    };
+    s.split(',')
+        .map(|n| {
+            n.trim().parse().unwrap_or_else(|_| {
+                eprintln!("error: TAVERN_BENCH_SIZES={s}: '{n}' is not a number");
+                std::process::exit(2)
+            })
+        })
+        .collect()
+}
+
 fn main() {
-    // `cargo bench` passes --bench; ignore arguments.
-    let sizes: Vec<usize> = std::env::var("TAVERN_BENCH_SIZES")
+    // `cargo bench` passes --bench (and maybe a filter); there is nothing to filter.
+    let bin = tavern_bin();
+    let sizes = sizes();
+    let runs: usize = std::env::var("TAVERN_BENCH_RUNS")
         .ok()
-        .map(|s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect())
-        .unwrap_or_else(|| vec![1_000, 10_000, 100_000]);
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(15)
+        .max(1);
+    eprintln!("timing {}", bin.display());
+
+    let true_bin = if Path::new("/bin/true").exists() {
+        "/bin/true"
+    } else {
+        "true"
+    };
+
     let mut rows = Vec::new();
-    let runs = 15;
-
-    let spawn = median((0..30).map(|_| timed(&mut Command::new("true"))).collect());
-    eprintln!("baseline: starting `true` takes {:.2} ms", ms(spawn));
-
     for &n in &sizes {
         let dir = tempfile::tempdir().unwrap();
-        let build = Instant::now();
-        let board = build_board(dir.path(), n);
+        let keep = std::env::var_os("TAVERN_BENCH_KEEP").is_some();
+        let t = Instant::now();
+        let built = build_board(&bin, dir.path(), n);
         eprintln!(
-            "board of {n} tasks built in {:.1} s",
-            build.elapsed().as_secs_f64()
+            "{n} tasks: board built in {:.1} s",
+            t.elapsed().as_secs_f64()
         );
-        let scan_runs = if n >= 100_000 { 3 } else { 7 };
-        read_raw(&board); // warm the page cache, as any real board in use is
-        let raw = median(
-            (0..scan_runs)
-                .map(|_| {
-                    let t = Instant::now();
-                    std::hint::black_box(read_raw(&board));
-                    t.elapsed()
-                })
-                .collect(),
-        );
-
-        let pending: Vec<String> = (0..n)
-            .filter(|i| {
-                std::fs::read_to_string(board.join(format!("tasks/task-{i:06}.md")))
-                    .unwrap()
-                    .contains("status: pending")
-            })
-            .take(runs)
-            .map(|i| format!("task-{i:06}"))
-            .collect();
-        let show = median(
-            (0..runs)
-                .map(|i| {
-                    timed(&mut tavern(
-                        &board,
-                        &["show", &format!("task-{:06}", i * 7 % n)],
-                    ))
-                })
-                .collect(),
-        );
-        let claim = median(
-            pending
-                .iter()
-                .map(|id| timed(&mut tavern(&board, &["claim", id])))
-                .collect(),
-        );
-        let new = median(
-            (0..runs)
-                .map(|i| {
-                    timed(&mut tavern(
-                        &board,
-                        &["new", "task", "--title", &format!("New {i}")],
-                    ))
-                })
-                .collect(),
-        );
-        let list = median(
-            (0..scan_runs)
-                .map(|_| {
-                    timed(&mut tavern(
-                        &board,
-                        &["list", "tasks", "status=pending", "priority<=1"],
-                    ))
-                })
-                .collect(),
-        );
-        let next = median(
-            (0..scan_runs)
-                .map(|_| timed(&mut tavern(&board, &["claim", "--next"])))
-                .collect(),
-        );
-
-        let small = |op: &str, d: Duration, target: Option<f64>| Row {
-            op: op.into(),
-            size: n,
-            median: d,
-            baseline: "start `true`",
-            base: spawn,
-            target,
+        let b = Bench {
+            bin: bin.clone(),
+            board: built.board.clone(),
         };
-        let three_x = if n == 10_000 { Some(3.0) } else { None };
-        rows.push(small("show ID", show, three_x));
-        rows.push(small("claim ID", claim, three_x));
-        rows.push(small("new task", new, None));
-        rows.push(Row {
-            op: "list tasks status=pending priority<=1".into(),
-            size: n,
-            median: list,
-            baseline: "read all raw",
-            base: raw,
-            target: if n == 100_000 { Some(2.0) } else { None },
-        });
-        rows.push(Row {
-            op: "claim --next".into(),
-            size: n,
-            median: next,
-            baseline: "read all raw",
-            base: raw,
-            target: None,
-        });
+        assert!(
+            built.claimable.len() > runs + 1,
+            "board of {n} has too few claimable tasks"
+        );
+        let t = Instant::now();
+
+        // Commands that touch one document, interleaved with their baselines so that all
+        // see the same machine (a shared machine's load drifts); round 0 warms up.
+        let mut samples: [Vec<Duration>; 5] = Default::default();
+        for i in 0..=runs {
+            let doc = format!("task-{:06}", i * 7919 % n);
+            let round = [
+                timed(&mut Command::new(true_bin)),
+                timed(Command::new("cat").arg(built.board.join(format!("tasks/{doc}.md")))),
+                b.time(&["show", &doc]),
+                b.time(&["claim", &built.claimable[i]]),
+                b.time(&["new", "task", "--title", &format!("New task {i}")]),
+            ];
+            if i > 0 {
+                for (s, d) in samples.iter_mut().zip(round) {
+                    s.push(d);
+                }
+            }
+        }
+        let [spawn, cat, show, claim, new] = samples.map(median);
+
+        // Commands that read the whole board, interleaved with reading it raw in-process
+        // (the first read warms the page cache, as on a board in use).
+        let scan_runs = if n >= 100_000 { 5 } else { 9 };
+        let mut samples: [Vec<Duration>; 3] = Default::default();
+        for i in 0..=scan_runs {
+            let raw = Instant::now();
+            std::hint::black_box(read_raw(&built.board));
+            let round = [
+                raw.elapsed(),
+                b.time(&["list", "tasks", "status=pending", "priority<=1"]),
+                b.time(&["claim", "--next"]),
+            ];
+            if i > 0 {
+                for (s, d) in samples.iter_mut().zip(round) {
+                    s.push(d);
+                }
+            }
+        }
+        let [raw, list, next] = samples.map(median);
+        eprintln!("{n} tasks: timed in {:.1} s", t.elapsed().as_secs_f64());
+        if keep {
+            eprintln!("{n} tasks: board kept in {}", dir.keep().display());
+        }
+
+        let at = |size: usize, ratio: f64| (n == size).then_some(ratio);
+        let mut row = |op: &str, median: Duration, baseline, base, target| {
+            rows.push(Row {
+                op: op.into(),
+                size: n,
+                median,
+                baseline,
+                base,
+                target,
+            })
+        };
+        row("show ID", show, "/bin/true", spawn, at(10_000, 3.0));
+        row("claim ID", claim, "/bin/true", spawn, at(10_000, 3.0));
+        row("new task", new, "/bin/true", spawn, None);
+        row("cat FILE", cat, "/bin/true", spawn, None);
+        row("show ID", show, "cat FILE", cat, None);
+        row(
+            "list tasks status=pending priority<=1",
+            list,
+            "read all raw",
+            raw,
+            at(100_000, 2.0),
+        );
+        row("claim --next", next, "read all raw", raw, None);
+        row("read all raw (in-process)", raw, "/bin/true", spawn, None);
     }
 
-    let mut report = String::from(
-        "| operation | tasks | median ms | baseline | baseline ms | ratio | target | |\n|---|---:|---:|---|---:|---:|---:|---|\n",
+    let report = render(&rows, &bin);
+    println!("{report}");
+    let target_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
+    let _ = std::fs::create_dir_all(&target_dir);
+    let path = target_dir.join("bench-report.md");
+    match std::fs::write(&path, &report) {
+        Ok(()) => eprintln!("report written to {}", path.display()),
+        Err(e) => eprintln!("warning: cannot write {}: {e}", path.display()),
+    }
+}
+
+fn render(rows: &[Row], bin: &Path) -> String {
+    let mut out = format!(
+        "# tavern benchmark\n\nBinary: `{}`; {} cores; medians of real process runs, baselines measured in the same run.\n\n",
+        bin.display(),
+        std::thread::available_parallelism().map_or(1, |n| n.get())
     );
-    for r in &rows {
+    out.push_str(
+        "| operation | tasks | median ms | baseline | baseline ms | ratio | target | result |\n",
+    );
+    out.push_str("|---|---:|---:|---|---:|---:|---:|---|\n");
+    for r in rows {
         let ratio = r.median.as_secs_f64() / r.base.as_secs_f64();
         let (target, verdict) = match r.target {
             Some(t) => (format!("≤ {t}x"), if ratio <= t { "PASS" } else { "MISS" }),
             None => (String::new(), ""),
         };
-        report.push_str(&format!(
-            "| {} | {} | {:.2} | {} | {:.2} | {:.2}x | {} | {} |\n",
+        writeln!(
+            out,
+            "| {} | {} | {:.2} | {} | {:.2} | {:.2}x | {} | {} |",
             r.op,
             r.size,
             ms(r.median),
@@ -235,10 +367,8 @@ fn main() {
             ratio,
             target,
             verdict
-        ));
+        )
+        .unwrap();
     }
-    println!("{report}");
-    let target_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
-    let _ = std::fs::create_dir_all(&target_dir);
-    let _ = std::fs::write(target_dir.join("bench-report.md"), &report);
+    out
 }
