@@ -3,14 +3,26 @@
 
 mod util;
 
+mod agents;
 mod bad_input;
 mod cli_docs;
 mod cli_init;
 mod cli_log;
 mod cli_workflow;
 mod cmd_basics;
-mod contention;
-mod kill;
+mod cmd_check;
+mod cmd_claim;
+mod cmd_diff;
+mod cmd_edit;
+mod cmd_init;
+mod cmd_list;
+mod cmd_log;
+mod cmd_new;
+mod cmd_show;
+mod cmd_transitions;
+mod concurrency;
+mod crash;
+mod hostile_input;
 mod roundtrip;
 
 #[test]

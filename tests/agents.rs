@@ -1,0 +1,181 @@
+//! Agents, heartbeats, leases and sweeps, with real agent processes that die.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::util::{TestBoard, redact_times};
+
+/// A board whose lease is one second, so a test can outlive it.
+fn short_lease_board() -> TestBoard {
+    let b = TestBoard::new();
+    b.write(
+        "board.yaml",
+        b.read("board.yaml").replace("lease: 5m", "lease: 1s"),
+    );
+    b
+}
+
+#[test]
+fn register_list_heartbeat_deregister() {
+    let b = TestBoard::new();
+    let me = std::process::id().to_string();
+    b.run(&[
+        "agent",
+        "register",
+        "--name",
+        "coder-1",
+        "--capabilities",
+        "rust,parser",
+        "--pid",
+        &me,
+    ])
+    .ok()
+    .stdout_is(&format!("registered coder-1 (pid {me}, lease 5m)\n"));
+    let card = b.read("control/agents/coder-1.md");
+    assert!(
+        card.contains("\ncapabilities: [rust, parser]\nstatus: active\n")
+            && card.contains(&format!("\npid: {me}\n")),
+        "{card}"
+    );
+    b.task("Work", &["--id", "t-w"]);
+    b.run(&["claim", "t-w", "--as", "coder-1"]).ok();
+    b.run(&["agent", "register", "--name", "idler", "--pid", &me])
+        .ok();
+    let out = b.run(&["agent", "list"]);
+    out.ok();
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(
+        lines[0].split_whitespace().collect::<Vec<_>>(),
+        ["AGENT", "STATUS", "SEEN", "HOLDS", "CAPABILITIES"]
+    );
+    assert_eq!(
+        lines[1].split_whitespace().collect::<Vec<_>>(),
+        ["coder-1", "active", "0s", "ago", "t-w", "rust,parser"]
+    );
+    assert_eq!(
+        lines[2].split_whitespace().collect::<Vec<_>>(),
+        ["idler", "idle", "0s", "ago", "-"]
+    );
+    b.run(&["agent", "heartbeat", "--as", "coder-1"])
+        .ok()
+        .stdout_is("");
+    b.run(&["agent", "heartbeat", "--as", "nobody"])
+        .code(4)
+        .stderr_has("register it with `tavern agent register --name nobody`");
+    b.run(&["agent", "deregister", "--as", "coder-1"])
+        .ok()
+        .stdout_is("deregistered coder-1; released t-w\n");
+    assert!(b.read("tasks/t-w.md").contains("\nstatus: pending\n"));
+    let v = b.run(&["agent", "list", "--json"]).ok().json();
+    assert_eq!(v["agents"][0]["status"], "gone");
+    let notes: Vec<String> = b
+        .log()
+        .iter()
+        .filter(|e| e["op"] == "agent")
+        .map(|e| e["note"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(notes, ["registered", "registered", "deregistered"]);
+}
+
+#[test]
+fn a_killed_agents_task_returns_after_the_lease_and_its_late_submit_is_refused() {
+    let b = short_lease_board();
+    b.task("Crashy", &["--id", "t-crash"]);
+    // The "agent": a real process whose pid the card records.
+    let mut agent = Command::new("sleep")
+        .arg("30")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = agent.id().to_string();
+    b.run(&["agent", "register", "--name", "coder-1", "--pid", &pid])
+        .ok();
+    b.run(&[
+        "agent",
+        "register",
+        "--name",
+        "coder-2",
+        "--pid",
+        &std::process::id().to_string(),
+    ])
+    .ok();
+    b.run(&["claim", "t-crash", "--as", "coder-1"]).ok();
+    b.run(&["start", "t-crash", "--as", "coder-1"]).ok();
+
+    // Within the lease, or while its process lives, nothing is released.
+    std::thread::sleep(Duration::from_millis(1300));
+    b.run(&["sweep"]).ok().stdout_is("");
+    b.run(&["claim", "--next", "--as", "coder-2"]).code(4);
+
+    agent.kill().unwrap();
+    agent.wait().unwrap();
+    let out = b.run(&["claim", "--next", "--as", "coder-2"]);
+    out.ok().stdout_is("claimed t-crash (rev 5, claimed)\n");
+    let log = b.log();
+    let release = log.iter().find(|e| e["op"] == "release").unwrap();
+    assert_eq!(release["actor"], "tavern-sweep");
+    assert_eq!(release["from"], "working");
+    assert_eq!(release["to"], "pending");
+    let note = redact_times(release["note"].as_str().unwrap());
+    assert!(
+        note.starts_with("lease expired: coder-1 not seen since <TIME> (lease 1s) and its pid ")
+            && note.ends_with(" is gone"),
+        "{note}"
+    );
+
+    // Fencing: the first agent comes back and submits late.
+    b.run(&["submit", "t-crash", "--as", "coder-1"]).code(3).stderr_is(
+        "error: tasks/t-crash.md: cannot submit: the task is claimed; allowed from claimed: release, start, fail, cancel; it is held by coder-2, not you\n",
+    );
+    b.run(&["edit", "t-crash", "--set", "note=late", "--as", "coder-1"])
+        .ok();
+    assert!(b.read("tasks/t-crash.md").contains("claimed_by: coder-2\n"));
+    // A second sweep for the same silence releases nothing more.
+    b.run(&["sweep"]).ok().stdout_is("");
+}
+
+#[test]
+fn claim_next_respects_capabilities_and_ready_lists_claimable_tasks() {
+    let b = TestBoard::new();
+    b.task(
+        "Needs rust",
+        &["--id", "t-rust", "-p", "0", "--set", "needs=[rust]"],
+    );
+    b.task(
+        "Needs js",
+        &["--id", "t-js", "-p", "0", "--set", "needs=[js]"],
+    );
+    b.task("Anyone", &["--id", "t-any", "-p", "1"]);
+    b.task("Waits", &["--id", "t-wait", "--depends-on", "t-any"]);
+    let ids = |out: &crate::util::Out| {
+        out.stdout
+            .lines()
+            .skip(1)
+            .map(|l| l.split(' ').next().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ids(b.run(&["ready"]).ok()), ["t-js", "t-rust", "t-any"]);
+    assert_eq!(ids(b.run(&["ready", "priority>0"]).ok()), ["t-any"]);
+    b.run(&[
+        "agent",
+        "register",
+        "--name",
+        "rustacean",
+        "--capabilities",
+        "rust",
+        "--pid",
+        &std::process::id().to_string(),
+    ])
+    .ok();
+    b.run(&["claim", "--next", "--as", "rustacean"])
+        .ok()
+        .stdout_is("claimed t-rust (rev 2, claimed)\n");
+    b.run(&["claim", "--next", "--as", "rustacean"])
+        .ok()
+        .stdout_is("claimed t-any (rev 2, claimed)\n");
+    b.run(&["claim", "--next", "--as", "rustacean"]).code(4);
+    // An unregistered actor is not filtered.
+    b.run(&["claim", "--next", "--as", "human"])
+        .ok()
+        .stdout_is("claimed t-js (rev 2, claimed)\n");
+}
