@@ -223,28 +223,20 @@ pub fn register(
         .map_err(|e| Error::input(e.to_string()))?;
     let dir = cards_dir(board);
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, "create directory", e))?;
-    store::write_atomic(&path, after.raw.as_bytes())?;
-    heartbeat(board, name)?;
-    let entry = log::append(
+    let note = if existing.is_some() {
+        "registered again"
+    } else {
+        "registered"
+    };
+    let entry = write_card(
         board,
-        Entry {
-            at: crate::time::stamp_millis(crate::time::now()),
-            actor: actor.into(),
-            op: "agent".into(),
-            doc: board.rel(&path),
-            rev: Some(rev),
-            note: Some(if existing.is_some() {
-                "registered again".into()
-            } else {
-                "registered".into()
-            }),
-            diff: Some(log::diff(
-                existing.as_ref().map_or("", |d| &d.raw),
-                &after.raw,
-            )),
-            ..Entry::default()
-        },
+        actor,
+        &path,
+        existing.as_ref().map_or("", |d| &d.raw),
+        &after,
+        note,
     )?;
+    heartbeat(board, name)?;
     Ok((after, entry))
 }
 
@@ -272,18 +264,31 @@ pub fn mark_gone(board: &Board, actor: &str, id: &str) -> Result<Entry> {
     let after = card
         .with_edits(&edits, None, board.config.yaml_limits())
         .map_err(|e| Error::input(e.to_string()))?;
-    store::write_atomic(&path, after.raw.as_bytes())?;
+    let entry = write_card(board, actor, &path, &card.raw, &after, "deregistered")?;
     let _ = std::fs::remove_file(heartbeat_path(board, id));
+    Ok(entry)
+}
+
+/// Replaces a card (under its lock) and logs the change as an `agent` entry.
+fn write_card(
+    board: &Board,
+    actor: &str,
+    path: &std::path::Path,
+    before: &str,
+    after: &Document,
+    note: &str,
+) -> Result<Entry> {
+    store::write_atomic(path, after.raw.as_bytes())?;
     log::append(
         board,
         Entry {
             at: crate::time::stamp_millis(crate::time::now()),
             actor: actor.into(),
             op: "agent".into(),
-            doc: board.rel(&path),
-            rev: Some(rev),
-            note: Some("deregistered".into()),
-            diff: Some(log::diff(&card.raw, &after.raw)),
+            doc: board.rel(path),
+            rev: Some(after.rev()),
+            note: Some(note.into()),
+            diff: Some(log::diff(before, &after.raw)),
             ..Entry::default()
         },
     )
