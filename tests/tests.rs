@@ -22,6 +22,7 @@ mod cmd_show;
 mod cmd_transitions;
 mod concurrency;
 mod crash;
+mod graph;
 mod hostile_input;
 mod roundtrip;
 

@@ -4,6 +4,7 @@
 mod admin;
 mod agents;
 mod docs;
+mod graph;
 mod history;
 mod output;
 mod tasks;
@@ -106,6 +107,10 @@ pub enum Command {
     Completions(admin::CompletionsArgs),
     /// Tasks that are claimable now (dependencies done), best first
     Ready(agents::ReadyArgs),
+    /// What a task waits for (depends_on, transitively) and what waits for it
+    Deps(graph::GraphArgs),
+    /// A task and its subtasks (tasks whose `parent` is it)
+    Tree(graph::GraphArgs),
     /// Register, heartbeat, deregister and list agents
     #[command(subcommand)]
     Agent(agents::AgentCommand),
@@ -180,6 +185,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Completions(a) => admin::completions(a),
         Command::Ready(a) => agents::ready(&ctx, a),
         Command::Agent(a) => agents::agent(&ctx, a),
+        Command::Deps(a) => graph::deps(&ctx, a),
+        Command::Tree(a) => graph::tree(&ctx, a),
         Command::Sweep => agents::sweep(&ctx),
         Command::Custom(args) => tasks::custom(&ctx, args),
     }

@@ -141,6 +141,24 @@ pub fn edit(
             .as_deref()
             .map(super::new::normalize_body)
             .filter(|b| b != doc.body());
+        // A new depends_on must not close a dependency cycle.
+        if region == Region::Tasks {
+            for e in &edits {
+                if let FieldEdit::Set(k, v) = e
+                    && k == "depends_on"
+                {
+                    let deps: Vec<String> = match v {
+                        Value::Array(items) => items
+                            .iter()
+                            .filter_map(|i| i.as_str().map(str::to_string))
+                            .collect(),
+                        Value::String(s) => vec![s.clone()],
+                        _ => Vec::new(),
+                    };
+                    super::graph::refuse_cycle(board, id, &deps)?;
+                }
+            }
+        }
         if edits.is_empty() && body.is_none() {
             return Ok(None);
         }

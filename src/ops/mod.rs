@@ -2,6 +2,7 @@
 //! watcher and other front ends) share.
 
 pub mod edit;
+pub mod graph;
 pub mod intent;
 pub mod new;
 pub mod resolve;

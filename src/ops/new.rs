@@ -73,6 +73,12 @@ pub fn create(
             }
         }
     }
+    if region == Region::Tasks
+        && !spec.depends_on.is_empty()
+        && let Some(id) = &spec.id
+    {
+        super::graph::refuse_cycle(board, id, &spec.depends_on)?;
+    }
     let template_path = board
         .root
         .join("templates")

@@ -1,0 +1,78 @@
+//! The task graph: cycles refused on write, `deps` and `tree`.
+
+use crate::util::{TestBoard, snapshot};
+
+fn chain() -> TestBoard {
+    let b = TestBoard::new();
+    b.task("Base", &["--id", "a"]);
+    b.task("Middle", &["--id", "b", "--depends-on", "a"]);
+    b.task(
+        "Top",
+        &["--id", "c", "--depends-on", "b", "--depends-on", "a"],
+    );
+    b
+}
+
+#[test]
+fn a_cycle_is_refused_when_it_would_be_written() {
+    let b = chain();
+    let before = snapshot(&b);
+    b.run(&["edit", "a", "--add", "depends_on=c"]).code(6).stderr_is("error: tasks/a.md: depends_on would make a dependency cycle: a -> c -> b -> a; nothing written\n");
+    b.run(&["edit", "a", "--set", "depends_on=[b]"])
+        .code(6)
+        .stderr_has("a -> b -> a");
+    b.run(&["edit", "a", "--set", "depends_on=a"])
+        .code(6)
+        .stderr_has("a -> a");
+    assert_eq!(snapshot(&b), before);
+    // A dangling reference that a new task would close is caught too.
+    b.write(
+        "tasks/d.md",
+        "---\nid: d\ntitle: D\nstatus: pending\ndepends_on: [e]\n---\n",
+    );
+    b.run(&[
+        "new",
+        "task",
+        "--title",
+        "E",
+        "--id",
+        "e",
+        "--depends-on",
+        "d",
+    ])
+    .code(6)
+    .stderr_has("e -> d -> e");
+    assert!(!b.board().join("tasks/e.md").exists());
+    // Edges that make no cycle are fine.
+    b.run(&["edit", "c", "--remove", "depends_on=a"]).ok();
+    b.run(&["check"])
+        .code(6)
+        .stderr_has("depends_on names 'e', which is not a task on this board");
+}
+
+#[test]
+fn deps_shows_both_directions() {
+    let b = chain();
+    b.run(&["deps", "b"]).ok().stdout_is(
+        "b [pending] Middle\nwaits for:\n  a [pending] Base\nwaited on by:\n  c [pending] Top\n",
+    );
+    b.run(&["deps", "a"]).ok().stdout_is("a [pending] Base\nwaits for: nothing\nwaited on by:\n  b [pending] Middle\n    c [pending] Top\n  c [pending] Top (see above)\n");
+    let v = b.run(&["deps", "c", "--json"]).ok().json();
+    assert_eq!(v["waits_for"][0]["id"], "b");
+    assert_eq!(v["waits_for"][0]["children"][0]["id"], "a");
+    assert_eq!(v["waited_on_by"], serde_json::json!([]));
+    b.run(&["deps", "zzz"]).code(4);
+}
+
+#[test]
+fn tree_shows_subtasks() {
+    let b = TestBoard::new();
+    b.task("Epic", &["--id", "epic"]);
+    b.task("Part one", &["--id", "p1", "--set", "parent=epic"]);
+    b.task("Part two", &["--id", "p2", "--set", "parent=epic"]);
+    b.task("Detail", &["--id", "p1a", "--set", "parent=p1"]);
+    b.run(&["start", "p1"]).code(3);
+    b.run(&["tree", "epic"]).ok().stdout_is("epic [pending] Epic\n  p1 [pending] Part one\n    p1a [pending] Detail\n  p2 [pending] Part two\n");
+    let v = b.run(&["tree", "epic", "--json"]).ok().json();
+    assert_eq!(v["children"].as_array().unwrap().len(), 2);
+}
