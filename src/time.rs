@@ -60,6 +60,17 @@ pub fn ago(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
     }
 }
 
+/// A duration as the shortest of `90s`, `5m`, `2h`, `3d`.
+pub fn format_duration(d: chrono::Duration) -> String {
+    let s = d.num_seconds();
+    match s {
+        s if s % 86_400 == 0 && s > 0 => format!("{}d", s / 86_400),
+        s if s % 3600 == 0 && s > 0 => format!("{}h", s / 3600),
+        s if s % 60 == 0 && s > 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

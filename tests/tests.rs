@@ -20,6 +20,7 @@ mod cmd_log;
 mod cmd_new;
 mod cmd_show;
 mod cmd_transitions;
+mod completion;
 mod concurrency;
 mod crash;
 mod graph;

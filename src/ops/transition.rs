@@ -64,7 +64,36 @@ pub fn transition(
         // A claim is a lease: give stale agents' claims back before deciding.
         super::sweep::sweep(board)?;
     }
+    // Completion checks may run commands for minutes: they run before the lock, and the
+    // write below happens only if the task is still the version that was checked.
+    let checked_rev = if workflow.is_success(&t.to) {
+        let doc = store::read_doc(board, Region::Tasks, id)?;
+        let status = doc.status().unwrap_or("");
+        let owner = doc.str("claimed_by").filter(|o| !o.is_empty());
+        let may =
+            opts.force || t.by == crate::workflow::By::Any || owner.is_none_or(|o| o == actor);
+        // Run nobody's checks for a transition that will be refused anyway.
+        if workflow.allows_from(t, status) && may {
+            super::completion::check(board, &doc, name)?;
+            Some(doc.rev())
+        } else {
+            None
+        }
+    } else {
+        None
+    };
     mutate(board, Region::Tasks, id, |doc| {
+        if let Some(rev) = checked_rev
+            && doc.rev() != rev
+        {
+            return Err(Error::conflict(
+                doc.rel_path(),
+                format!(
+                    "changed while its completion checks ran (rev {rev} -> {}); retry",
+                    doc.rev()
+                ),
+            ));
+        }
         let path = doc.rel_path();
         let status = doc.status().unwrap_or("");
         if !workflow.is_state(status) {
