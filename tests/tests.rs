@@ -26,6 +26,7 @@ mod crash;
 mod graph;
 mod hostile_input;
 mod roundtrip;
+mod teamwork;
 
 #[test]
 fn every_test_file_is_included() {
