@@ -23,6 +23,7 @@ mod cmd_transitions;
 mod completion;
 mod concurrency;
 mod crash;
+mod events;
 mod graph;
 mod hostile_input;
 mod roundtrip;

@@ -112,9 +112,9 @@ fn print_entry(ctx: &Ctx, e: &Entry, patch: bool) -> Result<()> {
     Ok(())
 }
 
-pub fn log(ctx: &Ctx, a: LogArgs) -> Result<ExitCode> {
-    let board = ctx.board()?;
-    let since = match a.since.as_deref() {
+/// Reads `--since SEQ|TIME`.
+fn parse_since(since: Option<&str>) -> Result<Since> {
+    Ok(match since {
         None => Since::All,
         Some(s) => match s.parse::<u64>() {
             Ok(n) => Since::Seq(n),
@@ -126,7 +126,61 @@ pub fn log(ctx: &Ctx, a: LogArgs) -> Result<ExitCode> {
                 Since::Time(t)
             }
         },
+    })
+}
+
+#[derive(Debug, Args)]
+pub struct EventsArgs {
+    /// Start after this seq or at this time instead of at the agent's cursor
+    #[arg(long, value_name = "SEQ|TIME", allow_hyphen_values = true)]
+    pub since: Option<String>,
+    /// Show each entry's diff
+    #[arg(long, short)]
+    pub patch: bool,
+}
+
+/// `events`: what changed since the acting agent last looked. The cursor (the last seq
+/// shown) lives in `.state/cursors/<agent>` and advances after every call.
+pub fn events(ctx: &Ctx, a: EventsArgs) -> Result<ExitCode> {
+    let board = ctx.board()?;
+    let actor = ctx.actor(&board)?;
+    crate::id::validate(&actor).map_err(|_| {
+        Error::usage(format!(
+            "events keeps a cursor per agent, so the actor must be a valid id; '{actor}' is not"
+        ))
+    })?;
+    let cursor = board.state_dir().join("cursors").join(&actor);
+    let since = match a.since.as_deref() {
+        Some(s) => parse_since(Some(s))?,
+        None => Since::Seq(
+            std::fs::read_to_string(&cursor)
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .unwrap_or(0),
+        ),
     };
+    let filter = Filter {
+        since,
+        doc: None,
+        actor: None,
+    };
+    let (entries, _, _) = crate::log::read_from(&board, 0)?;
+    let mut last = None;
+    for e in entries.iter().filter(|e| filter.keep(e)) {
+        print_entry(ctx, e, a.patch)?;
+        last = Some(e.seq);
+    }
+    if let Some(seq) = last {
+        let dir = cursor.parent().unwrap_or(&cursor).to_path_buf();
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, "create directory", e))?;
+        crate::store::write_atomic(&cursor, format!("{seq}\n").as_bytes())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn log(ctx: &Ctx, a: LogArgs) -> Result<ExitCode> {
+    let board = ctx.board()?;
+    let since = parse_since(a.since.as_deref())?;
     let doc = a.doc.as_deref().map(|d| doc_path(&board, d)).transpose()?;
     let filter = Filter {
         since,

@@ -99,6 +99,8 @@ pub enum Command {
     Cancel(TransitionArgs),
     /// Read the audit log
     Log(history::LogArgs),
+    /// What changed since the acting agent last looked (then remembers where it stopped)
+    Events(history::EventsArgs),
     /// Show what changed in a document, from its log entries
     Diff(history::DiffArgs),
     /// Validate the whole board; exit 6 listing every problem, 0 when clean
@@ -180,6 +182,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Fail(a) => tasks::run_transition(&ctx, "fail", a),
         Command::Cancel(a) => tasks::run_transition(&ctx, "cancel", a),
         Command::Log(a) => history::log(&ctx, a),
+        Command::Events(a) => history::events(&ctx, a),
         Command::Diff(a) => history::diff(&ctx, a),
         Command::Check => admin::check(&ctx),
         Command::Completions(a) => admin::completions(a),
