@@ -27,6 +27,7 @@ mod events;
 mod graph;
 mod hostile_input;
 mod roundtrip;
+mod summary;
 mod teamwork;
 
 #[test]

@@ -97,3 +97,38 @@ pub fn completions(a: CompletionsArgs) -> Result<ExitCode> {
     output::out(&String::from_utf8_lossy(&buf))?;
     Ok(ExitCode::SUCCESS)
 }
+
+#[derive(Debug, Args)]
+pub struct SummaryArgs {
+    /// Only tasks, findings and questions of this context
+    #[arg(long)]
+    pub context: Option<String>,
+    /// How long without change before a claimed task or an unacknowledged finding looks stuck
+    #[arg(long, default_value = "1h", value_name = "DURATION")]
+    pub stuck_after: String,
+}
+
+pub fn summary(ctx: &Ctx, a: SummaryArgs) -> Result<ExitCode> {
+    let board = ctx.board()?;
+    let stuck = crate::time::parse_duration(&a.stuck_after).ok_or_else(|| {
+        Error::usage(format!(
+            "--stuck-after '{}': expected a duration like 30m or 2h",
+            a.stuck_after
+        ))
+    })?;
+    crate::ops::sweep::sweep(&board)?;
+    let v = crate::ops::summary::summary(&board, a.context.as_deref(), stuck)?;
+    for s in v["skipped"].as_array().into_iter().flatten() {
+        eprintln!(
+            "warning: skipped {}: {}",
+            s["path"].as_str().unwrap_or(""),
+            s["problem"].as_str().unwrap_or("")
+        );
+    }
+    if ctx.global.json {
+        output::json_line(&v)?;
+    } else {
+        output::out(&crate::ops::summary::render(&v))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -87,6 +87,9 @@ pub struct NewArgs {
     /// Priority, 0 = critical … 4 = backlog
     #[arg(long, short, value_name = "N")]
     pub priority: Option<i64>,
+    /// Group it with others of this context (see `tavern summary --context`)
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
     /// A task this one waits for (repeatable, or comma-separated)
     #[arg(long = "depends-on", value_name = "ID", value_delimiter = ',')]
     pub depends_on: Vec<String>,
@@ -125,11 +128,14 @@ fn check_key(k: &str, flag: &str) -> Result<()> {
 pub fn new(ctx: &Ctx, a: NewArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
     let actor = ctx.actor(&board)?;
-    let sets = a
+    let mut sets = a
         .sets
         .iter()
         .map(|s| key_value(s, "--set", &board))
         .collect::<Result<Vec<_>>>()?;
+    if let Some(c) = a.context {
+        sets.push(("context".into(), c.into()));
+    }
     let spec = NewDoc {
         id: a.id,
         title: a.title,

@@ -103,6 +103,8 @@ pub enum Command {
     Events(history::EventsArgs),
     /// Show what changed in a document, from its log entries
     Diff(history::DiffArgs),
+    /// What an agent needs after a context reset: agents, findings, tasks, questions, what looks stuck (markdown)
+    Summary(admin::SummaryArgs),
     /// Validate the whole board; exit 6 listing every problem, 0 when clean
     Check,
     /// Print shell completions
@@ -185,6 +187,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Events(a) => history::events(&ctx, a),
         Command::Diff(a) => history::diff(&ctx, a),
         Command::Check => admin::check(&ctx),
+        Command::Summary(a) => admin::summary(&ctx, a),
         Command::Completions(a) => admin::completions(a),
         Command::Ready(a) => agents::ready(&ctx, a),
         Command::Agent(a) => agents::agent(&ctx, a),

@@ -7,6 +7,7 @@ pub mod graph;
 pub mod intent;
 pub mod new;
 pub mod resolve;
+pub mod summary;
 pub mod sweep;
 pub mod transition;
 
