@@ -124,6 +124,11 @@ impl Board {
         self.region_dir(region).join(format!("{id}.md"))
     }
 
+    /// Where archived documents of a region live: `archive/<region>/`.
+    pub fn archive_dir(&self, region: Region) -> PathBuf {
+        self.root.join("archive").join(region.dir())
+    }
+
     pub fn state_dir(&self) -> PathBuf {
         self.root.join(".state")
     }

@@ -36,7 +36,15 @@ pub struct DocFile {
 /// The document files of a region: `*.md`, not dot files (temp files and editors' swap
 /// files are dot files or do not end in `.md`).
 pub fn region_files(board: &Board, region: Region) -> Result<Vec<DocFile>> {
-    let dir = board.region_dir(region);
+    files_in(board.region_dir(region))
+}
+
+/// The archived document files of a region (`archive/<region>/`).
+pub fn archive_files(board: &Board, region: Region) -> Result<Vec<DocFile>> {
+    files_in(board.archive_dir(region))
+}
+
+fn files_in(dir: PathBuf) -> Result<Vec<DocFile>> {
     let entries = match std::fs::read_dir(&dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -114,16 +122,42 @@ pub fn scan_matching(
     regions: &[Region],
     keep: impl Fn(&Document) -> bool + Sync,
 ) -> Result<Scan> {
+    scan_where(board, regions, false, keep)
+}
+
+/// Like [`scan_matching`] over the archive (`archive/<region>/`).
+pub fn scan_archive(
+    board: &Board,
+    regions: &[Region],
+    keep: impl Fn(&Document) -> bool + Sync,
+) -> Result<Scan> {
+    scan_where(board, regions, true, keep)
+}
+
+fn scan_where(
+    board: &Board,
+    regions: &[Region],
+    archived: bool,
+    keep: impl Fn(&Document) -> bool + Sync,
+) -> Result<Scan> {
     let mut files = Vec::new();
     for &region in regions {
-        for file in region_files(board, region)? {
+        let found = if archived {
+            archive_files(board, region)?
+        } else {
+            region_files(board, region)?
+        };
+        for file in found {
             files.push((region, file));
         }
     }
     let read_part = |part: &[(Region, DocFile)]| {
         let mut scan = Scan::default();
         for (region, file) in part {
-            match read_one(board, *region, file) {
+            match read_one(board, *region, file).map(|mut d| {
+                d.archived = archived;
+                d
+            }) {
                 Ok(d) if keep(&d) => scan.docs.push(d),
                 Ok(_) => {}
                 Err(s) => scan.skipped.push(s),

@@ -4,6 +4,7 @@
 mod util;
 
 mod agents;
+mod archive;
 mod bad_input;
 mod cli_docs;
 mod cli_init;

@@ -132,3 +132,39 @@ pub fn summary(ctx: &Ctx, a: SummaryArgs) -> Result<ExitCode> {
     }
     Ok(ExitCode::SUCCESS)
 }
+
+#[derive(Debug, Args)]
+pub struct ArchiveArgs {
+    /// Query terms the documents must match (they must also be finished)
+    #[arg(value_name = "QUERY")]
+    pub query: Vec<String>,
+    /// Only documents not updated for this long (e.g. 30d)
+    #[arg(long, value_name = "DURATION")]
+    pub older_than: Option<String>,
+}
+
+/// `archive`: moves finished documents (terminal tasks, resolved or rejected findings,
+/// decided questions) to archive/.
+pub fn archive(ctx: &Ctx, a: ArchiveArgs) -> Result<ExitCode> {
+    let board = ctx.board()?;
+    let actor = ctx.actor(&board)?;
+    let query = crate::query::Query::parse(&a.query)?;
+    let older = a
+        .older_than
+        .as_deref()
+        .map(|d| {
+            crate::time::parse_duration(d).ok_or_else(|| {
+                Error::usage(format!("--older-than '{d}': expected a duration like 30d"))
+            })
+        })
+        .transpose()?;
+    let moved = crate::ops::archive::archive(&board, &actor, &query, older)?;
+    if ctx.global.json {
+        output::json_line(&json!({"moved": moved}))?;
+    } else {
+        for e in &moved {
+            line(&format!("{}: {}", e.doc, e.note.as_deref().unwrap_or("")))?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

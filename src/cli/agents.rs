@@ -170,11 +170,15 @@ fn not_registered(actor: &str) -> Error {
 pub fn sweep(ctx: &Ctx) -> Result<ExitCode> {
     let board = ctx.board()?;
     let released = ops::sweep::sweep(&board)?;
+    let expired = ops::archive::expire_observations(&board, ops::sweep::SWEEPER)?;
     if ctx.global.json {
-        output::json_line(&json!({"released": released}))?;
+        output::json_line(&json!({"released": released, "expired": expired}))?;
     } else {
         for r in &released {
             line(&format!("released {}: {}", r.task, r.reason))?;
+        }
+        for e in &expired {
+            line(&format!("{}: {}", e.doc, e.note.as_deref().unwrap_or("")))?;
         }
     }
     Ok(ExitCode::SUCCESS)

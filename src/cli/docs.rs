@@ -164,8 +164,17 @@ pub struct ShowArgs {
 
 pub fn show(ctx: &Ctx, a: ShowArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
-    let (region, id) = ops::resolve::resolve(&board, &a.id, &Region::ALL)?;
-    let doc = crate::store::read_doc(&board, region, &id)?;
+    // Archived documents stay readable: look there when the board has no such document.
+    let doc = match ops::resolve::resolve(&board, &a.id, &Region::ALL) {
+        Ok((region, id)) => crate::store::read_doc(&board, region, &id)?,
+        Err(e @ crate::error::Error::NotFound { .. }) => {
+            match ops::archive::resolve_archived(&board, &a.id)? {
+                Some((region, id)) => ops::archive::read_archived(&board, region, &id)?,
+                None => return Err(e),
+            }
+        }
+        Err(e) => return Err(e),
+    };
     if ctx.global.json {
         output::json_line(&doc_json(&doc, true))?;
     } else {
@@ -179,6 +188,9 @@ pub struct ListArgs {
     /// A region (tasks, observations, questions) and/or query terms: status=pending priority<=1 tag:parser …
     #[arg(value_name = "[REGION] QUERY")]
     pub terms: Vec<String>,
+    /// Include archived documents
+    #[arg(long)]
+    pub archived: bool,
 }
 
 pub fn list(ctx: &Ctx, a: ListArgs) -> Result<ExitCode> {
@@ -196,13 +208,15 @@ pub fn list(ctx: &Ctx, a: ListArgs) -> Result<ExitCode> {
     }
     regions.sort();
     regions.dedup();
-    let scanned = scan::scan(&board, &regions)?;
     let now = crate::time::now();
-    let mut docs: Vec<_> = scanned
-        .docs
-        .into_iter()
-        .filter(|d| query.matches(d, now))
-        .collect();
+    // Filter while reading: a big board is never held in memory whole.
+    let mut scanned = scan::scan_matching(&board, &regions, |d| query.matches(d, now))?;
+    if a.archived {
+        let old = scan::scan_archive(&board, &regions, |d| query.matches(d, now))?;
+        scanned.docs.extend(old.docs);
+        scanned.skipped.extend(old.skipped);
+    }
+    let mut docs = scanned.docs;
     scan::sort_best_first(&mut docs);
     output::warn_skipped(&scanned.skipped);
     if ctx.global.json {

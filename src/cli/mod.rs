@@ -103,6 +103,8 @@ pub enum Command {
     Events(history::EventsArgs),
     /// Show what changed in a document, from its log entries
     Diff(history::DiffArgs),
+    /// Move finished documents to archive/ (still readable with show and list --archived)
+    Archive(admin::ArchiveArgs),
     /// What an agent needs after a context reset: agents, findings, tasks, questions, what looks stuck (markdown)
     Summary(admin::SummaryArgs),
     /// Validate the whole board; exit 6 listing every problem, 0 when clean
@@ -118,7 +120,7 @@ pub enum Command {
     /// Register, heartbeat, deregister and list agents
     #[command(subcommand)]
     Agent(agents::AgentCommand),
-    /// Give the claims of agents whose lease expired back to the pool
+    /// Give the claims of agents whose lease expired back to the pool, and archive expired session findings
     Sweep,
     /// Any other transition defined in board.yaml: `tavern NAME ID`
     #[command(external_subcommand)]
@@ -188,6 +190,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Diff(a) => history::diff(&ctx, a),
         Command::Check => admin::check(&ctx),
         Command::Summary(a) => admin::summary(&ctx, a),
+        Command::Archive(a) => admin::archive(&ctx, a),
         Command::Completions(a) => admin::completions(a),
         Command::Ready(a) => agents::ready(&ctx, a),
         Command::Agent(a) => agents::agent(&ctx, a),

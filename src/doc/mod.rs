@@ -63,6 +63,8 @@ pub struct Document {
     pub file_id: String,
     pub raw: String,
     pub fields: Map<String, Value>,
+    /// Lives under `archive/<region>/` rather than in its region.
+    pub archived: bool,
     /// Byte offsets of the frontmatter inside `raw`.
     fm_start: usize,
     fm_end: usize,
@@ -118,6 +120,7 @@ impl Document {
         Ok(Document {
             region,
             file_id: file_id.to_string(),
+            archived: false,
             raw,
             fields,
             fm_start,
@@ -128,7 +131,8 @@ impl Document {
 
     /// Path relative to the board, e.g. `tasks/task-7k2m.md`.
     pub fn rel_path(&self) -> String {
-        format!("{}/{}.md", self.region.dir(), self.file_id)
+        let prefix = if self.archived { "archive/" } else { "" };
+        format!("{prefix}{}/{}.md", self.region.dir(), self.file_id)
     }
 
     pub fn frontmatter(&self) -> &str {

@@ -1,6 +1,7 @@
 //! The operations behind the commands: each one a library call the CLI (and later the
 //! watcher and other front ends) share.
 
+pub mod archive;
 pub mod completion;
 pub mod edit;
 pub mod graph;

@@ -1,0 +1,162 @@
+//! Archiving: finished documents move to `archive/<region>/<id>.md`, where `show` and
+//! `list --archived` still find them, and the log records each move.
+
+use crate::board::Board;
+use crate::doc::{Document, Region};
+use crate::error::{Error, Result};
+use crate::log::{self, Entry};
+use crate::query::Query;
+use crate::scan;
+use crate::store;
+
+/// Is a document finished, so that archiving it loses nothing in progress?
+pub fn finished(board: &Board, doc: &Document) -> bool {
+    let status = doc.status().unwrap_or("");
+    match doc.region {
+        Region::Tasks => board.config.workflow.is_terminal(status),
+        Region::Observations => matches!(status, "resolved" | "rejected" | "expired"),
+        Region::Questions => !matches!(status, "open" | ""),
+    }
+}
+
+/// Moves one document to the archive under its lock and logs the move.
+pub fn archive_one(
+    board: &Board,
+    actor: &str,
+    region: Region,
+    id: &str,
+    why: &str,
+    must_be_finished: bool,
+) -> Result<Option<Entry>> {
+    let _lock = store::lock(board, &store::doc_lock_name(region, id))?;
+    let doc = store::read_doc(board, region, id)?;
+    if must_be_finished && !finished(board, &doc) {
+        return Ok(None); // It moved on since the scan.
+    }
+    let from = board.doc_path(region, id);
+    let dir = board.archive_dir(region);
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, "create directory", e))?;
+    let to = dir.join(format!("{id}.md"));
+    if to.exists() {
+        return Err(Error::conflict(
+            board.rel(&to),
+            format!(
+                "cannot archive {}: the archive already holds this id",
+                board.rel(&from)
+            ),
+        ));
+    }
+    std::fs::rename(&from, &to).map_err(|e| Error::io(&from, "move to the archive", e))?;
+    for d in [board.region_dir(region), dir] {
+        if let Ok(f) = std::fs::File::open(&d) {
+            let _ = f.sync_all();
+        }
+    }
+    let entry = Entry {
+        at: crate::time::stamp_millis(crate::time::now()),
+        actor: actor.into(),
+        op: "move".into(),
+        doc: board.rel(&from),
+        rev: Some(doc.rev()),
+        note: Some(format!("{why}: moved to {}", board.rel(&to))),
+        ..Entry::default()
+    };
+    log::append(board, entry).map(Some)
+}
+
+/// `archive [QUERY…] [--older-than D]`: every finished document matching the query.
+pub fn archive(
+    board: &Board,
+    actor: &str,
+    query: &Query,
+    older_than: Option<chrono::Duration>,
+) -> Result<Vec<Entry>> {
+    let now = chrono::Utc::now();
+    let mut regions = query.regions();
+    if regions.is_empty() {
+        regions = Region::ALL.to_vec();
+    }
+    let old_enough = |d: &Document| match older_than {
+        None => true,
+        Some(age) => d
+            .str("updated_at")
+            .and_then(|t| crate::time::parse_time(t, now))
+            .is_some_and(|t| now - t > age),
+    };
+    let found = scan::scan_matching(board, &regions, |d| {
+        finished(board, d) && old_enough(d) && query.matches(d, now)
+    })?;
+    let mut moved = Vec::new();
+    for doc in found.docs {
+        if let Some(e) = archive_one(board, actor, doc.region, &doc.file_id, "archived", true)? {
+            moved.push(e);
+        }
+    }
+    Ok(moved)
+}
+
+/// Session-scoped observations past their `expires_at` go to the archive (run by `sweep`).
+pub fn expire_observations(board: &Board, actor: &str) -> Result<Vec<Entry>> {
+    let now = chrono::Utc::now();
+    let expired = scan::scan_matching(board, &[Region::Observations], |d| {
+        d.str("scope") == Some("session")
+            && d.str("expires_at")
+                .and_then(|t| crate::time::parse_time(t, now))
+                .is_some_and(|t| t <= now)
+    })?;
+    let mut moved = Vec::new();
+    for doc in expired.docs {
+        if let Some(e) = archive_one(
+            board,
+            actor,
+            Region::Observations,
+            &doc.file_id,
+            "expired",
+            false,
+        )? {
+            moved.push(e);
+        }
+    }
+    Ok(moved)
+}
+
+/// Reads an archived document.
+pub fn read_archived(board: &Board, region: Region, id: &str) -> Result<Document> {
+    let path = board.archive_dir(region).join(format!("{id}.md"));
+    let text = store::read_text(&path, board.config.limits.max_doc_bytes)?;
+    let mut doc = store::parse_doc(board, region, id, text, &path)?;
+    doc.archived = true;
+    Ok(doc)
+}
+
+/// Finds an archived document by id or unique prefix.
+pub fn resolve_archived(board: &Board, reference: &str) -> Result<Option<(Region, String)>> {
+    let wanted = reference
+        .rsplit('/')
+        .next()
+        .unwrap_or(reference)
+        .trim_end_matches(".md");
+    crate::id::validate(wanted)?;
+    let mut found = Vec::new();
+    for region in Region::ALL {
+        for f in scan::archive_files(board, region)? {
+            if f.id == wanted {
+                return Ok(Some((region, f.id)));
+            }
+            if f.id.starts_with(wanted) {
+                found.push((region, f.id));
+            }
+        }
+    }
+    match found.len() {
+        0 => Ok(None),
+        1 => Ok(found.pop()),
+        _ => Err(Error::Ambiguous {
+            prefix: wanted.to_string(),
+            candidates: found
+                .into_iter()
+                .map(|(r, id)| format!("archive/{}/{id}.md", r.dir()))
+                .collect(),
+        }),
+    }
+}
