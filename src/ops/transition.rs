@@ -259,26 +259,25 @@ pub fn move_to(
 /// dependency done, matching `query`.
 pub fn ready(board: &Board, query: &Query) -> Result<(Vec<Document>, Vec<scan::Skipped>)> {
     super::sweep::sweep(board)?;
-    let scan = scan::scan(board, &[Region::Tasks])?;
     let workflow = &board.config.workflow;
-    let done: std::collections::HashSet<&str> = scan
-        .docs
-        .iter()
-        .filter(|d| d.status().is_some_and(|s| workflow.is_success(s)))
-        .map(|d| d.id())
-        .collect();
     let now = crate::time::now();
+    // Keep only the candidates while reading; their dependencies are read one by one
+    // afterwards (with a cache), so a big board of finished work is never held in memory.
+    let scan = scan::scan_matching(board, &[Region::Tasks], |d| {
+        d.status().is_some_and(|s| workflow.is_claimable(s)) && query.matches(d, now)
+    })?;
+    let mut done: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
+    let mut is_done = |dep: &str| {
+        *done.entry(dep.to_string()).or_insert_with(|| {
+            crate::id::validate(dep).is_ok()
+                && store::read_doc(board, Region::Tasks, dep)
+                    .is_ok_and(|d| d.status().is_some_and(|s| workflow.is_success(s)))
+        })
+    };
     let mut ready: Vec<Document> = scan
         .docs
-        .iter()
-        .filter(|d| d.status().is_some_and(|s| workflow.is_claimable(s)))
-        .filter(|d| {
-            d.list("depends_on")
-                .iter()
-                .all(|dep| done.contains(dep.as_str()))
-        })
-        .filter(|d| query.matches(d, now))
-        .cloned()
+        .into_iter()
+        .filter(|d| d.list("depends_on").iter().all(|dep| is_done(dep)))
         .collect();
     scan::sort_best_first(&mut ready);
     Ok((ready, scan.skipped))
