@@ -27,6 +27,8 @@ mod crash;
 mod events;
 mod graph;
 mod hostile_input;
+mod observations;
+mod questions;
 mod roundtrip;
 mod summary;
 mod teamwork;

@@ -6,7 +6,9 @@ mod agents;
 mod docs;
 mod graph;
 mod history;
+mod observations;
 mod output;
+mod questions;
 mod tasks;
 
 use std::path::PathBuf;
@@ -66,6 +68,12 @@ pub enum Command {
     Init(admin::InitArgs),
     /// Create a task, observation or question from the board's template
     New(docs::NewArgs),
+    /// Post an observation (a finding): --topic T --severity info|low|medium|high|critical
+    Post(observations::PostArgs),
+    /// Acknowledge an open observation
+    Ack(observations::AckArgs),
+    /// Resolve an open or acknowledged observation: --resolution "…"
+    Resolve(observations::ResolveArgs),
     /// Print a document (by id or unique id prefix)
     Show(docs::ShowArgs),
     /// List documents matching a query, best first
@@ -83,9 +91,17 @@ pub enum Command {
     Start(TransitionArgs),
     /// Submit a task for review (transition `submit`)
     Submit(TransitionArgs),
-    /// Approve a task in review (transition `approve`)
+    /// Approve a task in review (transition `approve`), or a permission request (humans only)
     Approve(TransitionArgs),
-    /// Send a task in review back to work (transition `reject`)
+    /// Deny a permission request (humans only, at a terminal)
+    Deny(questions::DenyArgs),
+    /// Ask a question (or, with --permission, request a permission); --blocks TASK waits for it
+    Ask(questions::AskArgs),
+    /// Answer an open question: text, or --choice OPTION; unblocks the tasks waiting only on it
+    Answer(questions::AnswerArgs),
+    /// Open questions, oldest first
+    Questions,
+    /// Send a task in review back to work (transition `reject`), or reject an observation
     Reject(TransitionArgs),
     /// Mark a task blocked (transition `block`)
     Block(TransitionArgs),
@@ -170,6 +186,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Init(a) => admin::init(&ctx, a),
         Command::New(a) => docs::new(&ctx, a),
+        Command::Post(a) => observations::post(&ctx, a),
+        Command::Ack(a) => observations::ack(&ctx, a),
+        Command::Resolve(a) => observations::resolve(&ctx, a),
         Command::Show(a) => docs::show(&ctx, a),
         Command::List(a) => docs::list(&ctx, a),
         Command::Edit(a) => docs::edit(&ctx, a),
@@ -178,8 +197,12 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Release(a) => tasks::run_transition(&ctx, "release", a),
         Command::Start(a) => tasks::run_transition(&ctx, "start", a),
         Command::Submit(a) => tasks::run_transition(&ctx, "submit", a),
-        Command::Approve(a) => tasks::run_transition(&ctx, "approve", a),
-        Command::Reject(a) => tasks::run_transition(&ctx, "reject", a),
+        Command::Approve(a) => questions::approve(&ctx, a),
+        Command::Deny(a) => questions::deny(&ctx, a),
+        Command::Ask(a) => questions::ask(&ctx, a),
+        Command::Answer(a) => questions::answer(&ctx, a),
+        Command::Questions => questions::list(&ctx),
+        Command::Reject(a) => observations::reject(&ctx, a),
         Command::Block(a) => tasks::run_transition(&ctx, "block", a),
         Command::Unblock(a) => tasks::run_transition(&ctx, "unblock", a),
         Command::Done(a) => tasks::run_transition(&ctx, "done", a),

@@ -7,6 +7,8 @@ pub mod edit;
 pub mod graph;
 pub mod intent;
 pub mod new;
+pub mod observations;
+pub mod questions;
 pub mod resolve;
 pub mod summary;
 pub mod sweep;

@@ -1,0 +1,162 @@
+//! `post`, `ack`, `resolve`, and `reject` (for observations; tasks go to the transition).
+
+use std::io::Read;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use super::docs::BodyArgs;
+use super::output::{self, doc_json, line};
+use super::{Ctx, TransitionArgs};
+use crate::doc::Region;
+use crate::error::{Error, Result};
+use crate::ops::observations::{self, Action, Post};
+
+#[derive(Debug, Args)]
+pub struct PostArgs {
+    /// The title
+    pub title: String,
+    /// What the observation is about (a subsystem, a module, …)
+    #[arg(long)]
+    pub topic: String,
+    /// info, low, medium, high or critical
+    #[arg(long)]
+    pub severity: String,
+    /// How sure you are, from 0 to 1
+    #[arg(long, value_name = "0..1")]
+    pub confidence: Option<String>,
+    /// A document this observation is about (repeatable, or comma-separated)
+    #[arg(long, value_name = "ID", value_delimiter = ',')]
+    pub about: Vec<String>,
+    /// The document this one follows up on
+    #[arg(long, value_name = "ID")]
+    pub parent: Option<String>,
+    /// session or persistent [default: persistent]
+    #[arg(long)]
+    pub scope: Option<String>,
+    /// With --scope session: how long it lives, like 1h (sets expires_at)
+    #[arg(long, value_name = "DURATION")]
+    pub ttl: Option<String>,
+    /// Free text: where or under which circumstances it was seen
+    #[arg(long, value_name = "TEXT")]
+    pub context: Option<String>,
+    #[command(flatten)]
+    pub body: BodyArgs,
+    /// Choose the id instead of generating one
+    #[arg(long)]
+    pub id: Option<String>,
+    /// Add a tag (repeatable)
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Vec<String>,
+}
+
+/// The body from --body or --body-file (`-` is standard input), as `new` reads it.
+fn read_body(b: &BodyArgs) -> Result<Option<String>> {
+    let from_stdin = || {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .map_err(|e| Error::input(format!("cannot read the body from standard input: {e}")))?;
+        Ok(Some(s))
+    };
+    match (&b.body, &b.body_file) {
+        (Some(t), _) if t == "-" => from_stdin(),
+        (Some(t), _) => Ok(Some(t.clone())),
+        (None, Some(p)) if p.as_os_str() == "-" => from_stdin(),
+        (None, Some(p)) => {
+            let bytes = std::fs::read(p).map_err(|e| Error::io(p, "read", e))?;
+            String::from_utf8(bytes)
+                .map(Some)
+                .map_err(|_| Error::input(format!("{}: the body is not valid UTF-8", p.display())))
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+pub fn post(ctx: &Ctx, a: PostArgs) -> Result<ExitCode> {
+    let board = ctx.board()?;
+    let actor = ctx.actor(&board)?;
+    let spec = Post {
+        id: a.id,
+        title: a.title,
+        body: read_body(&a.body)?,
+        tags: a.tags,
+        topic: a.topic,
+        severity: a.severity,
+        confidence: a.confidence,
+        about: a.about,
+        parent: a.parent,
+        scope: a.scope,
+        ttl: a.ttl,
+        context: a.context,
+    };
+    let (doc, entry) = observations::post(&board, &actor, &spec)?;
+    if ctx.global.json {
+        let mut v = doc_json(&doc, false);
+        v["seq"] = entry.seq.into();
+        output::json_line(&v)?;
+    } else {
+        line(doc.id())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(Debug, Args)]
+pub struct AckArgs {
+    /// The observation: its id or a unique prefix of it
+    pub id: String,
+    /// Only if the observation's rev is still N (compare-and-swap)
+    #[arg(long, value_name = "N")]
+    pub if_rev: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct ResolveArgs {
+    /// The observation: its id or a unique prefix of it
+    pub id: String,
+    /// What was done about it
+    #[arg(long, value_name = "TEXT")]
+    pub resolution: String,
+    /// Only if the observation's rev is still N (compare-and-swap)
+    #[arg(long, value_name = "N")]
+    pub if_rev: Option<u64>,
+}
+
+fn run(
+    ctx: &Ctx,
+    reference: &str,
+    action: Action,
+    if_rev: Option<u64>,
+    verb: &str,
+) -> Result<ExitCode> {
+    let board = ctx.board()?;
+    let actor = ctx.actor(&board)?;
+    let (_, id) = crate::ops::resolve::resolve(&board, reference, &[Region::Observations])?;
+    let outcome = observations::act(&board, &actor, &id, &action, if_rev)?;
+    super::tasks::report(ctx, &outcome, verb)
+}
+
+pub fn ack(ctx: &Ctx, a: AckArgs) -> Result<ExitCode> {
+    run(ctx, &a.id, Action::Ack, a.if_rev, "acknowledged")
+}
+
+pub fn resolve(ctx: &Ctx, a: ResolveArgs) -> Result<ExitCode> {
+    let action = Action::Resolve {
+        resolution: a.resolution,
+    };
+    run(ctx, &a.id, action, a.if_rev, "resolved")
+}
+
+/// `tavern reject ID`: an observation is rejected; a task takes its `reject` transition.
+pub fn reject(ctx: &Ctx, a: TransitionArgs) -> Result<ExitCode> {
+    let board = ctx.board()?;
+    let (region, _) =
+        crate::ops::resolve::resolve(&board, &a.id, &[Region::Tasks, Region::Observations])?;
+    if region == Region::Tasks {
+        return super::tasks::run_transition(ctx, "reject", a);
+    }
+    let action = Action::Reject {
+        note: a.note.clone(),
+    };
+    run(ctx, &a.id, action, a.if_rev, "rejected")
+}

@@ -1,0 +1,427 @@
+//! Questions for a human, and permission requests: asking one (which blocks the tasks that
+//! wait for it), answering it (which unblocks the tasks that waited only for it), and
+//! deciding a permission request, which only a human at a terminal may do.
+
+use serde_json::Value;
+
+use crate::board::Board;
+use crate::doc::edit::FieldEdit;
+use crate::doc::{Document, Region};
+use crate::error::{Error, Result};
+use crate::log::{self, Entry};
+use crate::store;
+
+use super::new::NewDoc;
+use super::transition::{self, Options};
+use super::{Change, Outcome, mutate};
+
+/// A permission request: who may do what on which resource, and why.
+#[derive(Clone, Debug, Default)]
+pub struct Permission {
+    pub capability: String,
+    pub resource: String,
+    pub reason: String,
+}
+
+/// Everything `tavern ask` can say about a new question.
+#[derive(Clone, Debug, Default)]
+pub struct Ask {
+    pub id: Option<String>,
+    /// The question itself (the title); unused for a permission request.
+    pub text: String,
+    pub body: Option<String>,
+    pub options: Vec<String>,
+    pub blocks: Vec<String>,
+    pub context: Option<String>,
+    pub permission: Option<Permission>,
+}
+
+/// What `ask` did: the new question, and a warning for each listed task it could not block.
+#[derive(Debug)]
+pub struct Asked {
+    pub doc: Document,
+    pub entry: Entry,
+    pub warnings: Vec<String>,
+}
+
+/// `tavern ask`: a new open question; the tasks in `blocks` move to blocked when they can.
+pub fn ask(board: &Board, actor: &str, a: &Ask) -> Result<Asked> {
+    let mut sets: Vec<(String, Value)> = vec![("status".into(), "open".into())];
+    let title = match &a.permission {
+        None => {
+            if a.text.trim().is_empty() {
+                return Err(Error::usage(
+                    "the question is required: tavern ask \"text\" (or --permission CAPABILITY)",
+                ));
+            }
+            sets.push(("kind".into(), "question".into()));
+            a.text.clone()
+        }
+        Some(p) => {
+            for (flag, v) in [
+                ("--permission", &p.capability),
+                ("--resource", &p.resource),
+                ("--reason", &p.reason),
+            ] {
+                if v.trim().is_empty() {
+                    return Err(Error::usage(format!(
+                        "a permission request needs {flag}: tavern ask --permission CAPABILITY --resource R --reason \"…\""
+                    )));
+                }
+            }
+            sets.push(("kind".into(), "permission".into()));
+            sets.push(("capability".into(), p.capability.clone().into()));
+            sets.push(("resource".into(), p.resource.clone().into()));
+            sets.push(("reason".into(), p.reason.clone().into()));
+            format!("Permission: {} on {}", p.capability, p.resource)
+        }
+    };
+    let options: Vec<String> = a
+        .options
+        .iter()
+        .map(|o| o.trim().to_string())
+        .filter(|o| !o.is_empty())
+        .collect();
+    let mut blocks: Vec<String> = Vec::new();
+    for t in &a.blocks {
+        crate::id::validate(t)?;
+        if !board.doc_path(Region::Tasks, t).exists() {
+            return Err(Error::NotFound {
+                what: format!("task '{t}' (named in --blocks)"),
+                hint: "`tavern list tasks` shows the tasks on the board".into(),
+            });
+        }
+        if !blocks.contains(t) {
+            blocks.push(t.clone());
+        }
+    }
+    if !options.is_empty() {
+        sets.push(("options".into(), options.into()));
+    }
+    if !blocks.is_empty() {
+        sets.push(("blocks".into(), blocks.clone().into()));
+    }
+    if let Some(c) = &a.context {
+        sets.push(("context".into(), c.clone().into()));
+    }
+    let spec = NewDoc {
+        id: a.id.clone(),
+        title,
+        body: a.body.clone(),
+        sets,
+        ..NewDoc::default()
+    };
+    let (doc, entry) = super::new::create(board, actor, Region::Questions, &spec)?;
+    let blocked_state = board
+        .config
+        .workflow
+        .transition("block")
+        .map(|t| t.to.clone());
+    let mut warnings = Vec::new();
+    for t in &blocks {
+        // Already blocked (by another question, say): it is where it should be.
+        if let (Ok(task), Some(state)) = (
+            store::read_doc(board, Region::Tasks, t),
+            blocked_state.as_deref(),
+        ) && task.status() == Some(state)
+        {
+            continue;
+        }
+        let opts = Options {
+            note: Some(format!("blocked by {}", doc.id())),
+            ..Options::default()
+        };
+        if let Err(e) = transition::transition(board, actor, t, "block", &opts) {
+            warnings.push(format!(
+                "task {t} is listed in blocks but was not blocked: {e}"
+            ));
+        }
+    }
+    Ok(Asked {
+        doc,
+        entry,
+        warnings,
+    })
+}
+
+/// What `answer` did: the answered question, the tasks it unblocked, and a warning for
+/// each task it should have unblocked but could not.
+#[derive(Debug)]
+pub struct Answered {
+    pub outcome: Outcome,
+    pub unblocked: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+/// `tavern answer`: records the answer (free text, or one of the question's options) and
+/// unblocks the tasks that waited only for this question.
+pub fn answer(
+    board: &Board,
+    actor: &str,
+    id: &str,
+    text: Option<&str>,
+    choice: Option<&str>,
+) -> Result<Answered> {
+    let value = match (text, choice) {
+        (Some(_), Some(_)) => {
+            return Err(Error::usage(
+                "give either the answer text or --choice, not both",
+            ));
+        }
+        (None, None) => {
+            return Err(Error::usage(
+                "an answer is required: tavern answer ID \"text\" or --choice OPTION",
+            ));
+        }
+        (Some(t), None) if t.trim().is_empty() => {
+            return Err(Error::usage("the answer is empty"));
+        }
+        (Some(t), None) => t.to_string(),
+        (None, Some(c)) => c.to_string(),
+    };
+    let outcome = mutate(board, Region::Questions, id, |doc| {
+        if doc.str("kind") == Some("permission") {
+            return Err(Error::conflict(
+                doc.rel_path(),
+                format!(
+                    "{} is a permission request: a human decides it with `tavern approve {0}` or `tavern deny {0}`",
+                    doc.id()
+                ),
+            ));
+        }
+        if let Some(c) = choice {
+            let options = doc.list("options");
+            if options.is_empty() {
+                return Err(Error::usage(format!(
+                    "question {} has no options; answer it with text: tavern answer {} \"…\"",
+                    doc.id(),
+                    doc.id()
+                )));
+            }
+            if !options.iter().any(|o| o == c) {
+                return Err(Error::usage(format!(
+                    "'{c}' is not an option of question {}; its options are: {}",
+                    doc.id(),
+                    options.join(", ")
+                )));
+            }
+        }
+        let status = doc.status().unwrap_or("");
+        if status != "open" {
+            return Err(Error::conflict(
+                doc.rel_path(),
+                format!(
+                    "cannot answer question {}: it is {}, not open",
+                    doc.id(),
+                    if status.is_empty() {
+                        "without status"
+                    } else {
+                        status
+                    }
+                ),
+            ));
+        }
+        let edits = vec![
+            FieldEdit::Set("answer".into(), value.clone().into()),
+            FieldEdit::Set("answered_by".into(), actor.into()),
+            FieldEdit::Set(
+                "answered_at".into(),
+                crate::time::stamp(crate::time::now()).into(),
+            ),
+            FieldEdit::Set("status".into(), "answered".into()),
+        ];
+        Ok(Some(Change {
+            edits,
+            body: None,
+            entry: Entry {
+                actor: actor.to_string(),
+                op: "edit".into(),
+                from: Some(status.to_string()),
+                to: Some("answered".into()),
+                note: Some("answered".into()),
+                ..Entry::default()
+            },
+        }))
+    })?;
+    let (unblocked, warnings) = unblock_waiting(board, actor, &outcome.doc)?;
+    Ok(Answered {
+        outcome,
+        unblocked,
+        warnings,
+    })
+}
+
+/// Unblocks the blocked tasks in `question`'s `blocks` that no other open question blocks.
+fn unblock_waiting(
+    board: &Board,
+    actor: &str,
+    question: &Document,
+) -> Result<(Vec<String>, Vec<String>)> {
+    let blocks = question.list("blocks");
+    let mut unblocked = Vec::new();
+    let mut warnings = Vec::new();
+    if blocks.is_empty() {
+        return Ok((unblocked, warnings));
+    }
+    let qid = question.id().to_string();
+    let others = crate::scan::scan_matching(board, &[Region::Questions], |d| {
+        d.id() != qid && d.status() == Some("open")
+    })?;
+    for t in blocks {
+        let Ok(task) =
+            crate::id::validate(&t).and_then(|_| store::read_doc(board, Region::Tasks, &t))
+        else {
+            warnings.push(format!("task {t} (in blocks) is not on the board; skipped"));
+            continue;
+        };
+        if task.status() != Some("blocked") {
+            continue;
+        }
+        if let Some(other) = others.docs.iter().find(|q| q.list("blocks").contains(&t)) {
+            warnings.push(format!(
+                "task {t} stays blocked: open question {} blocks it too",
+                other.id()
+            ));
+            continue;
+        }
+        let opts = Options {
+            force: true,
+            note: Some(format!("unblocked: {qid} answered")),
+            ..Options::default()
+        };
+        match transition::transition(board, actor, &t, "unblock", &opts) {
+            Ok(_) => unblocked.push(t),
+            Err(e) => warnings.push(format!("task {t} was not unblocked: {e}")),
+        }
+    }
+    Ok((unblocked, warnings))
+}
+
+/// Open questions, oldest first (created_at, then id).
+pub fn open_questions(board: &Board) -> Result<crate::scan::Scan> {
+    let mut scan =
+        crate::scan::scan_matching(board, &[Region::Questions], |d| d.status() == Some("open"))?;
+    scan.docs.sort_by(|a, b| {
+        a.created_at()
+            .cmp(b.created_at())
+            .then_with(|| a.id().cmp(b.id()))
+    });
+    Ok(scan)
+}
+
+/// How a human confirms a decision: None when standard input is not a terminal, else a
+/// prompt that returns the line the human typed.
+pub type Confirm<'a> = Option<&'a mut dyn FnMut(&str) -> std::io::Result<String>>;
+
+/// `tavern approve ID` / `tavern deny ID` on a permission request. Only an actor listed
+/// under `humans:` in board.yaml, at a terminal, who types the question's id, may decide;
+/// every refusal is logged as an `alert`.
+pub fn decide(
+    board: &Board,
+    actor: &str,
+    id: &str,
+    approve: bool,
+    if_rev: Option<u64>,
+    confirm: Confirm<'_>,
+) -> Result<Outcome> {
+    let verb = if approve { "approve" } else { "deny" };
+    let to = if approve { "approved" } else { "denied" };
+    let doc = store::read_doc(board, Region::Questions, id)?;
+    check_decidable(&doc, verb)?;
+    let refuse = |why: String| -> Result<Outcome> {
+        let entry = Entry {
+            actor: actor.to_string(),
+            op: "alert".into(),
+            at: crate::time::stamp_millis(crate::time::now()),
+            doc: doc.rel_path(),
+            note: Some(format!("refused: {actor} may not {verb} {id}: {why}")),
+            ..Entry::default()
+        };
+        log::append(board, entry)?;
+        Err(Error::conflict(
+            doc.rel_path(),
+            format!("{actor} may not {verb} permission request {id}: {why} (logged)"),
+        ))
+    };
+    if !board.config.humans.iter().any(|h| h == actor) {
+        return refuse("not a human (only actors listed under humans: in board.yaml may decide permission requests)".into());
+    }
+    let Some(confirm) = confirm else {
+        return refuse(
+            "no terminal (standard input is not a terminal; a human confirms at a prompt)".into(),
+        );
+    };
+    let typed = match confirm(&format!("type {id} to {verb}: ")) {
+        Ok(line) => line,
+        Err(e) => return refuse(format!("could not read the confirmation: {e}")),
+    };
+    if typed.trim() != id {
+        return refuse(format!(
+            "the confirmation did not match (typed '{}', expected '{id}')",
+            typed.trim().escape_debug()
+        ));
+    }
+    mutate(board, Region::Questions, id, |doc| {
+        check_decidable(doc, verb)?;
+        if let Some(want) = if_rev
+            && doc.rev() != want
+        {
+            return Err(Error::conflict(
+                doc.rel_path(),
+                format!(
+                    "rev is {}, not {want} (--if-rev); re-read and retry",
+                    doc.rev()
+                ),
+            ));
+        }
+        let edits = vec![
+            FieldEdit::Set("status".into(), to.into()),
+            FieldEdit::Set("decided_by".into(), actor.into()),
+            FieldEdit::Set(
+                "decided_at".into(),
+                crate::time::stamp(crate::time::now()).into(),
+            ),
+        ];
+        Ok(Some(Change {
+            edits,
+            body: None,
+            entry: Entry {
+                actor: actor.to_string(),
+                op: "edit".into(),
+                from: Some("open".into()),
+                to: Some(to.into()),
+                note: Some(format!("permission {to}")),
+                ..Entry::default()
+            },
+        }))
+    })
+}
+
+/// A permission request that is still open, or why it cannot be decided.
+fn check_decidable(doc: &Document, verb: &str) -> Result<()> {
+    if doc.str("kind") != Some("permission") {
+        return Err(Error::conflict(
+            doc.rel_path(),
+            format!(
+                "{} is a question, not a permission request: answer it with `tavern answer {0} \"…\"`",
+                doc.id()
+            ),
+        ));
+    }
+    let status = doc.status().unwrap_or("");
+    if status != "open" {
+        return Err(Error::conflict(
+            doc.rel_path(),
+            format!(
+                "cannot {verb} permission request {}: it is already {}",
+                doc.id(),
+                if status.is_empty() {
+                    "without status"
+                } else {
+                    status
+                }
+            ),
+        ));
+    }
+    Ok(())
+}
