@@ -157,7 +157,7 @@ fn choice_must_be_one_of_the_options() {
     let before = snapshot(&b);
     b.run(&["answer", "q-1", "--choice", "mysql"])
         .code(2)
-        .stderr_has("'mysql' is not an option of question q-1; its options are: pg, sqlite");
+        .stderr_has("'mysql' is not an option of question q-1; its options are: 'pg', 'sqlite'");
     b.run(&["answer", "q-1"]).code(2);
     assert_eq!(snapshot(&b), before);
     b.run(&["answer", "q-1", "--choice", "sqlite", "--json"])

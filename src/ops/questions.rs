@@ -202,7 +202,12 @@ pub fn answer(
                 return Err(Error::usage(format!(
                     "'{c}' is not an option of question {}; its options are: {}",
                     doc.id(),
-                    options.join(", ")
+                    // Quoted, since an option may itself contain a comma.
+                    options
+                        .iter()
+                        .map(|o| format!("'{o}'"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 )));
             }
         }
