@@ -43,7 +43,7 @@ pub struct BodyArgs {
 }
 
 impl BodyArgs {
-    fn read(&self) -> Result<Option<String>> {
+    pub(crate) fn read(&self) -> Result<Option<String>> {
         let from_stdin = || {
             let mut s = String::new();
             std::io::stdin().read_to_string(&mut s).map_err(|e| {

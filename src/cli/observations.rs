@@ -1,6 +1,5 @@
 //! `post`, `ack`, `resolve`, and `reject` (for observations; tasks go to the transition).
 
-use std::io::Read;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -9,7 +8,7 @@ use super::docs::BodyArgs;
 use super::output::{self, doc_json, line};
 use super::{Ctx, TransitionArgs};
 use crate::doc::Region;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ops::observations::{self, Action, Post};
 
 #[derive(Debug, Args)]
@@ -50,36 +49,13 @@ pub struct PostArgs {
     pub tags: Vec<String>,
 }
 
-/// The body from --body or --body-file (`-` is standard input), as `new` reads it.
-fn read_body(b: &BodyArgs) -> Result<Option<String>> {
-    let from_stdin = || {
-        let mut s = String::new();
-        std::io::stdin()
-            .read_to_string(&mut s)
-            .map_err(|e| Error::input(format!("cannot read the body from standard input: {e}")))?;
-        Ok(Some(s))
-    };
-    match (&b.body, &b.body_file) {
-        (Some(t), _) if t == "-" => from_stdin(),
-        (Some(t), _) => Ok(Some(t.clone())),
-        (None, Some(p)) if p.as_os_str() == "-" => from_stdin(),
-        (None, Some(p)) => {
-            let bytes = std::fs::read(p).map_err(|e| Error::io(p, "read", e))?;
-            String::from_utf8(bytes)
-                .map(Some)
-                .map_err(|_| Error::input(format!("{}: the body is not valid UTF-8", p.display())))
-        }
-        (None, None) => Ok(None),
-    }
-}
-
 pub fn post(ctx: &Ctx, a: PostArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
     let actor = ctx.actor(&board)?;
     let spec = Post {
         id: a.id,
         title: a.title,
-        body: read_body(&a.body)?,
+        body: a.body.read()?,
         tags: a.tags,
         topic: a.topic,
         severity: a.severity,

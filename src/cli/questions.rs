@@ -1,7 +1,7 @@
 //! `ask`, `answer`, `questions`, and the permission decisions `approve` (for questions;
 //! tasks go to the transition) and `deny`.
 
-use std::io::{BufRead, IsTerminal, Read, Write};
+use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 
 use clap::Args;
@@ -63,29 +63,6 @@ pub struct DenyArgs {
     pub if_rev: Option<u64>,
 }
 
-/// The body from --body or --body-file (`-` is standard input), as `new` reads it.
-fn read_body(b: &BodyArgs) -> Result<Option<String>> {
-    let from_stdin = || {
-        let mut s = String::new();
-        std::io::stdin()
-            .read_to_string(&mut s)
-            .map_err(|e| Error::input(format!("cannot read the body from standard input: {e}")))?;
-        Ok(Some(s))
-    };
-    match (&b.body, &b.body_file) {
-        (Some(t), _) if t == "-" => from_stdin(),
-        (Some(t), _) => Ok(Some(t.clone())),
-        (None, Some(p)) if p.as_os_str() == "-" => from_stdin(),
-        (None, Some(p)) => {
-            let bytes = std::fs::read(p).map_err(|e| Error::io(p, "read", e))?;
-            String::from_utf8(bytes)
-                .map(Some)
-                .map_err(|_| Error::input(format!("{}: the body is not valid UTF-8", p.display())))
-        }
-        (None, None) => Ok(None),
-    }
-}
-
 pub fn ask(ctx: &Ctx, a: AskArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
     let actor = ctx.actor(&board)?;
@@ -107,7 +84,7 @@ pub fn ask(ctx: &Ctx, a: AskArgs) -> Result<ExitCode> {
     let spec = Ask {
         id: a.id,
         text: a.text.unwrap_or_default(),
-        body: read_body(&a.body)?,
+        body: a.body.read()?,
         options: a.options,
         blocks: a.blocks,
         context: a.context,
