@@ -76,3 +76,14 @@ fn tree_shows_subtasks() {
     let v = b.run(&["tree", "epic", "--json"]).ok().json();
     assert_eq!(v["children"].as_array().unwrap().len(), 2);
 }
+
+#[test]
+fn a_new_dependency_must_exist() {
+    let b = chain();
+    b.run(&["edit", "a", "--add", "depends_on=ghost"]).code(4).stderr_is(
+        "error: task 'ghost' (named in depends_on) not found\nhint: `tavern list tasks` shows the tasks on the board\n",
+    );
+    b.run(&["edit", "a", "--add", "depends_on=../x"]).code(6);
+    b.task("Other", &["--id", "o"]);
+    b.run(&["edit", "a", "--add", "depends_on=o"]).ok();
+}

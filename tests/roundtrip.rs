@@ -62,3 +62,23 @@ fn claim_and_edit_change_only_their_lines() {
         "{diff:?}"
     );
 }
+
+#[test]
+fn a_new_body_in_a_crlf_document_stays_crlf() {
+    let b = TestBoard::new();
+    b.write(
+        "tasks/t-crlf.md",
+        "---\r\nid: t-crlf\r\ntitle: CRLF\r\nstatus: pending\r\n---\r\nold\r\n",
+    );
+    b.run(&["edit", "t-crlf", "--body", "line one\nline two\n"])
+        .ok();
+    let text = b.read("tasks/t-crlf.md");
+    assert!(
+        text.ends_with("---\r\n\r\nline one\r\nline two\r\n"),
+        "{text:?}"
+    );
+    assert!(
+        !text.replace("\r\n", "").contains('\n'),
+        "every line ends with CRLF: {text:?}"
+    );
+}

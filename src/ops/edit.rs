@@ -136,10 +136,19 @@ pub fn edit(
             FieldEdit::Set(k, v) => doc.get(k) != Some(v),
             FieldEdit::Unset(_) => true,
         });
+        // A new body takes the document's line ending, so a CRLF file stays CRLF.
+        let crlf = crate::doc::edit::line_ending(&doc.raw) == "\r\n";
         let body = spec
             .body
             .as_deref()
             .map(super::new::normalize_body)
+            .map(|b| {
+                if crlf {
+                    b.replace("\r\n", "\n").replace('\n', "\r\n")
+                } else {
+                    b
+                }
+            })
             .filter(|b| b != doc.body());
         // A new depends_on must not close a dependency cycle.
         if region == Region::Tasks {
@@ -155,6 +164,17 @@ pub fn edit(
                         Value::String(s) => vec![s.clone()],
                         _ => Vec::new(),
                     };
+                    // Only new entries must exist; one already dangling is `check`'s to report.
+                    let had = doc.list("depends_on");
+                    for dep in deps.iter().filter(|d| !had.contains(d)) {
+                        crate::id::validate(dep)?;
+                        if !board.doc_path(Region::Tasks, dep).exists() {
+                            return Err(Error::NotFound {
+                                what: format!("task '{dep}' (named in depends_on)"),
+                                hint: "`tavern list tasks` shows the tasks on the board".into(),
+                            });
+                        }
+                    }
                     super::graph::refuse_cycle(board, id, &deps)?;
                 }
             }
