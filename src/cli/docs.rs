@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 
 use super::Ctx;
-use super::output::{self, doc_json, line};
+use super::output::{self, doc_json};
 use crate::doc::Region;
 use crate::error::{Error, Result};
 use crate::ops::{self, edit::EditSpec, new::NewDoc};
@@ -146,14 +146,7 @@ pub fn new(ctx: &Ctx, a: NewArgs) -> Result<ExitCode> {
         sets,
     };
     let (doc, entry) = ops::new::create(&board, &actor, a.kind.region(), &spec)?;
-    if ctx.global.json {
-        let mut v = doc_json(&doc, false);
-        v["seq"] = entry.seq.into();
-        output::json_line(&v)?;
-    } else {
-        line(doc.id())?;
-    }
-    Ok(ExitCode::SUCCESS)
+    output::created(ctx.global.json, &doc, &entry)
 }
 
 #[derive(Debug, Args)]

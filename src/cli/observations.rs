@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::docs::BodyArgs;
-use super::output::{self, doc_json, line};
+use super::output;
 use super::{Ctx, TransitionArgs};
 use crate::doc::Region;
 use crate::error::Result;
@@ -67,14 +67,7 @@ pub fn post(ctx: &Ctx, a: PostArgs) -> Result<ExitCode> {
         context: a.context,
     };
     let (doc, entry) = observations::post(&board, &actor, &spec)?;
-    if ctx.global.json {
-        let mut v = doc_json(&doc, false);
-        v["seq"] = entry.seq.into();
-        output::json_line(&v)?;
-    } else {
-        line(doc.id())?;
-    }
-    Ok(ExitCode::SUCCESS)
+    output::created(ctx.global.json, &doc, &entry)
 }
 
 #[derive(Debug, Args)]

@@ -55,6 +55,23 @@ pub fn doc_json(doc: &Document, with_body: bool) -> Value {
     v
 }
 
+/// What a command that created a document prints: its id (so `id=$(tavern new …)` works),
+/// or with `--json` the document and the seq of its log entry.
+pub fn created(
+    json: bool,
+    doc: &Document,
+    entry: &crate::log::Entry,
+) -> Result<std::process::ExitCode> {
+    if json {
+        let mut v = doc_json(doc, false);
+        v["seq"] = entry.seq.into();
+        json_line(&v)?;
+    } else {
+        line(doc.id())?;
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
 /// Text for one table cell: control characters (a hostile title) never reach the terminal.
 fn cell(s: &str) -> String {
     s.chars()

@@ -94,14 +94,7 @@ pub fn ask(ctx: &Ctx, a: AskArgs) -> Result<ExitCode> {
     for w in &asked.warnings {
         eprintln!("warning: {w}");
     }
-    if ctx.global.json {
-        let mut v = doc_json(&asked.doc, false);
-        v["seq"] = asked.entry.seq.into();
-        output::json_line(&v)?;
-    } else {
-        line(asked.doc.id())?;
-    }
-    Ok(ExitCode::SUCCESS)
+    output::created(ctx.global.json, &asked.doc, &asked.entry)
 }
 
 pub fn answer(ctx: &Ctx, a: AnswerArgs) -> Result<ExitCode> {
