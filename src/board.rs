@@ -38,6 +38,28 @@ pub struct Limits {
     pub max_aliases: usize,
 }
 
+/// Watch mode's loop guard (optional in board.yaml: boards made before watch mode have no
+/// `watch:` section).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WatchConfig {
+    /// An activation caused by a change an activation made, caused by …: deeper is an alert.
+    pub max_chain: u32,
+    /// Activations one document may start within `rate_window`; more is an alert.
+    pub max_per_doc: usize,
+    pub rate_window: String,
+}
+
+impl Default for WatchConfig {
+    fn default() -> Self {
+        WatchConfig {
+            max_chain: 8,
+            max_per_doc: 20,
+            rate_window: "10m".into(),
+        }
+    }
+}
+
 #[derive(Clone, Debug, Deserialize)]
 pub struct Config {
     pub schema: u32,
@@ -47,6 +69,8 @@ pub struct Config {
     #[serde(default)]
     pub humans: Vec<String>,
     pub workflow: Workflow,
+    #[serde(default)]
+    pub watch: WatchConfig,
 }
 
 impl Config {
@@ -189,6 +213,17 @@ pub fn parse_config(text: &str) -> std::result::Result<Config, String> {
     let problems = config.workflow.problems();
     if !problems.is_empty() {
         return Err(problems.join("; "));
+    }
+    if crate::time::parse_duration(&config.watch.rate_window)
+        .is_none_or(|d| d <= chrono::Duration::zero())
+    {
+        return Err(format!(
+            "watch.rate_window '{}' is not a duration like 10m or 1h",
+            config.watch.rate_window
+        ));
+    }
+    if config.watch.max_chain == 0 || config.watch.max_per_doc == 0 {
+        return Err("watch.max_chain and watch.max_per_doc must be at least 1".into());
     }
     if crate::time::parse_duration(&config.lease).is_none() {
         return Err(format!(

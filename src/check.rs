@@ -103,6 +103,9 @@ pub fn check(board: &Board) -> Result<Report> {
             format!("line {}: entry cannot be parsed", u.line),
         );
     }
+    // Knowledge sources: a broken one would silently never run, so it is a board problem.
+    let (_, source_problems) = crate::watch::sources::load_all(board);
+    report.problems.extend(source_problems);
     report.documents = scan.docs.len();
     report.log_entries = entries.len();
     report

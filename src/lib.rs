@@ -14,10 +14,12 @@ pub mod error;
 pub mod id;
 pub mod log;
 pub mod ops;
+pub mod process;
 pub mod query;
 pub mod scan;
 pub mod store;
 pub mod time;
+pub mod watch;
 pub mod workflow;
 pub mod yaml;
 

@@ -36,6 +36,18 @@ pub struct Entry {
     pub to: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rev: Option<u64>,
+    /// Watch mode: the event that started an activation (`created`, `transition:review`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
+    /// Watch mode: the seq of the entry whose change started an activation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<u64>,
+    /// Watch mode: an activation's exit code (absent when a signal ended it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit: Option<i32>,
+    /// Watch mode: how long an activation ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub force: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -89,6 +101,18 @@ pub fn render(e: &Entry) -> String {
     }
     if let Some(rev) = e.rev {
         out.push_str(&format!("  rev: {rev}\n"));
+    }
+    if let Some(event) = &e.event {
+        out.push_str(&format!("  event: {}\n", yaml::render_str(event)));
+    }
+    if let Some(cause) = e.cause {
+        out.push_str(&format!("  cause: {cause}\n"));
+    }
+    if let Some(exit) = e.exit {
+        out.push_str(&format!("  exit: {exit}\n"));
+    }
+    if let Some(ms) = e.duration_ms {
+        out.push_str(&format!("  duration_ms: {ms}\n"));
     }
     if e.force {
         out.push_str("  force: true\n");
@@ -220,10 +244,19 @@ fn scan_tail(file: &mut std::fs::File, len: u64) -> std::io::Result<(u64, Option
         let mut cut = None;
         for (i, (offset, chunk)) in parts.iter().enumerate() {
             let last = i + 1 == parts.len();
-            match parse_chunk(chunk) {
-                Some(e) if !last || chunk.ends_with('\n') => max_seq = max_seq.max(e.seq),
-                _ if last => cut = Some(start + (skip + offset) as u64),
-                _ => {}
+            // Only the last entry can be torn: the others need their seq, read from their
+            // first line (a full parse of 64 KiB of entries on every append is the cost
+            // of every mutation otherwise).
+            let seq = match (last, leading_seq(chunk)) {
+                (false, Some(seq)) => Some(seq),
+                _ => parse_chunk(chunk)
+                    .filter(|_| !last || chunk.ends_with('\n'))
+                    .map(|e| e.seq),
+            };
+            match seq {
+                Some(seq) => max_seq = max_seq.max(seq),
+                None if last => cut = Some(start + (skip + offset) as u64),
+                None => {}
             }
         }
         // A complete entry may precede the window; if we saw none at all, look at it all.
@@ -233,6 +266,13 @@ fn scan_tail(file: &mut std::fs::File, len: u64) -> std::io::Result<(u64, Option
         }
         return Ok((max_seq, cut));
     }
+}
+
+/// The seq of an entry as tavern renders it (`- seq: 41` on its first line).
+fn leading_seq(chunk: &str) -> Option<u64> {
+    let rest = chunk.strip_prefix("- seq: ")?;
+    let digits = rest.split('\n').next()?;
+    digits.parse().ok()
 }
 
 /// One entry that could not be parsed, for warnings.
@@ -301,6 +341,10 @@ mod tests {
             from: Some("claimed".into()),
             to: Some("working".into()),
             rev: Some(3),
+            event: Some("transition:review".into()),
+            cause: Some(40),
+            exit: Some(-1),
+            duration_ms: Some(1234),
             force: true,
             note: Some("yes".into()),
             diff: Some(diff(

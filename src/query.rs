@@ -84,7 +84,13 @@ impl Query {
     }
 
     pub fn matches(&self, doc: &Document, now: DateTime<Utc>) -> bool {
-        self.terms.iter().all(|t| term_matches(t, doc, now))
+        self.matches_in(doc, Some(doc.region), now)
+    }
+
+    /// Like [`Query::matches`] for a file that may live outside the three document
+    /// regions (a solution file, a control file): `region:` terms hold only for `region`.
+    pub fn matches_in(&self, doc: &Document, region: Option<Region>, now: DateTime<Utc>) -> bool {
+        self.terms.iter().all(|t| term_matches(t, doc, region, now))
     }
 }
 
@@ -176,16 +182,16 @@ fn present(doc: &Document, field: &str) -> bool {
     }
 }
 
-fn term_matches(term: &Term, doc: &Document, now: DateTime<Utc>) -> bool {
+fn term_matches(term: &Term, doc: &Document, region: Option<Region>, now: DateTime<Utc>) -> bool {
     match term {
         Term::Has(f) => present(doc, f),
         Term::No(f) => !present(doc, f),
         Term::Tag(t) => doc.list("tags").iter().any(|x| x == t),
-        Term::Region(r) => doc.region == *r,
+        Term::Region(r) => region == Some(*r),
         Term::Text(w) => contains_ci(doc.title(), w) || contains_ci(doc.body(), w),
         Term::Compare { field, op, values } => {
             let have = match field.as_str() {
-                "region" => vec![doc.region.dir().to_string()],
+                "region" => region.map(|r| r.dir().to_string()).into_iter().collect(),
                 _ => doc.get(field).map(scalars).unwrap_or_default(),
             };
             match op {

@@ -30,8 +30,10 @@ mod hostile_input;
 mod observations;
 mod questions;
 mod roundtrip;
+mod sources;
 mod summary;
 mod teamwork;
+mod watch;
 
 #[test]
 fn every_test_file_is_included() {

@@ -82,8 +82,17 @@ fn summary(e: &Entry) -> String {
     if let Some(t) = &e.transition {
         s.push_str(&format!(" {t}"));
     }
-    if let (Some(from), Some(to)) = (&e.from, &e.to) {
-        s.push_str(&format!(" {from} -> {to}"));
+    match (&e.from, &e.to) {
+        (Some(from), Some(to)) => s.push_str(&format!(" {from} -> {to}")),
+        // An activation: started, then ok / failed / timed-out / killed.
+        (None, Some(to)) => s.push_str(&format!(" {to}")),
+        _ => {}
+    }
+    if let Some(event) = &e.event {
+        s.push_str(&format!(" on {event}"));
+    }
+    if let Some(cause) = e.cause {
+        s.push_str(&format!(" (seq {cause})"));
     }
     if let Some(rev) = e.rev {
         s.push_str(&format!(" rev {rev}"));

@@ -9,7 +9,9 @@ mod history;
 mod observations;
 mod output;
 mod questions;
+mod sources;
 mod tasks;
+mod watch;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -138,6 +140,15 @@ pub enum Command {
     Agent(agents::AgentCommand),
     /// Give the claims of agents whose lease expired back to the pool, and archive expired session findings
     Sweep,
+    /// Watch the board: log hand edits and start the knowledge sources that react to changes
+    Watch(watch::WatchArgs),
+    /// Stop new claims and new activations: writes control/PAUSE with the reason
+    Pause(watch::PauseArgs),
+    /// Lift a pause: removes control/PAUSE
+    Resume,
+    /// List or validate the knowledge sources (control/sources/*.md)
+    #[command(subcommand)]
+    Sources(sources::SourcesCommand),
     /// Any other transition defined in board.yaml: `tavern NAME ID`
     #[command(external_subcommand)]
     Custom(Vec<String>),
@@ -220,6 +231,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Deps(a) => graph::deps(&ctx, a),
         Command::Tree(a) => graph::tree(&ctx, a),
         Command::Sweep => agents::sweep(&ctx),
+        Command::Watch(a) => watch::watch(&ctx, a),
+        Command::Pause(a) => watch::pause(&ctx, a),
+        Command::Resume => watch::resume(&ctx),
+        Command::Sources(a) => sources::run(&ctx, a),
         Command::Custom(args) => tasks::custom(&ctx, args),
     }
 }

@@ -73,7 +73,7 @@ pub fn created(
 }
 
 /// Text for one table cell: control characters (a hostile title) never reach the terminal.
-fn cell(s: &str) -> String {
+pub fn cell(s: &str) -> String {
     s.chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect()

@@ -129,6 +129,26 @@ impl Document {
         })
     }
 
+    /// A file read only to be queried: its frontmatter when it has a readable one, else no
+    /// fields and the whole text as the body (a solution file may be any markdown).
+    pub fn loose(region: Region, file_id: &str, raw: String, limits: YamlLimits) -> Document {
+        if split::split(&raw).is_ok()
+            && let Ok(doc) = Document::parse(region, file_id, raw.clone(), limits)
+        {
+            return doc;
+        }
+        Document {
+            region,
+            file_id: file_id.to_string(),
+            archived: false,
+            raw,
+            fields: Map::new(),
+            fm_start: 0,
+            fm_end: 0,
+            body_start: 0,
+        }
+    }
+
     /// Path relative to the board, e.g. `tasks/task-7k2m.md`.
     pub fn rel_path(&self) -> String {
         let prefix = if self.archived { "archive/" } else { "" };

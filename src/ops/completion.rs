@@ -190,8 +190,7 @@ fn check_run(
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(err);
-    #[cfg(unix)]
-    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    crate::process::own_group(&mut command);
     let mut child = command
         .spawn()
         .map_err(|e| Error::io(project, "run a completion check in", e))?;
@@ -212,9 +211,7 @@ fn check_run(
             }
             None if start.elapsed() > limit => {
                 // The whole process group: the command's children too.
-                let _ = Command::new("kill")
-                    .args(["-KILL", "--", &format!("-{}", child.id())])
-                    .status();
+                crate::process::kill_group(child.id());
                 let _ = child.kill();
                 let _ = child.wait();
                 return Ok(Some(format!(

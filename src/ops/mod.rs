@@ -8,6 +8,7 @@ pub mod graph;
 pub mod intent;
 pub mod new;
 pub mod observations;
+pub mod pause;
 pub mod questions;
 pub mod resolve;
 pub mod summary;

@@ -1,0 +1,111 @@
+//! `watch`, `pause`, `resume`.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::json;
+
+use super::Ctx;
+use super::output::{self, line};
+use crate::error::{Error, Kind, Result};
+
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// Handle what changed since the last run, wait for the activations it starts (and
+    /// what they change), then exit: 1 if one failed, 5 if the pause holds some back
+    #[arg(long)]
+    pub once: bool,
+    /// Activations running at once, in all
+    #[arg(long, short, default_value_t = 4, value_name = "N")]
+    pub jobs: usize,
+    /// Poll the board every DUR (e.g. 500ms, 2s) instead of using file-system events
+    #[arg(long, value_name = "DUR")]
+    pub poll: Option<String>,
+    /// On SIGINT/SIGTERM, how long running activations may finish before they are killed
+    #[arg(long, default_value = "10s", value_name = "DUR")]
+    pub grace: String,
+}
+
+#[derive(Debug, Args)]
+pub struct PauseArgs {
+    /// Why (the text of control/PAUSE, shown to every refused claim)
+    #[arg(value_name = "REASON")]
+    pub reason: Vec<String>,
+}
+
+/// `500ms`, or any duration `parse_duration` reads (`30s`, `5m`, …).
+fn duration(flag: &str, text: &str) -> Result<Duration> {
+    let parsed = match text.strip_suffix("ms") {
+        Some(ms) => ms.parse::<u64>().ok().map(Duration::from_millis),
+        None => crate::time::parse_duration(text).and_then(|d| d.to_std().ok()),
+    };
+    parsed.ok_or_else(|| {
+        Error::usage(format!(
+            "{flag} '{text}': expected a duration like 500ms, 2s or 1m"
+        ))
+    })
+}
+
+pub fn watch(ctx: &Ctx, a: WatchArgs) -> Result<ExitCode> {
+    let board = ctx.board()?;
+    if a.jobs == 0 {
+        return Err(Error::usage("--jobs must be at least 1"));
+    }
+    let poll = a
+        .poll
+        .as_deref()
+        .map(|p| duration("--poll", p))
+        .transpose()?;
+    if poll.is_some_and(|p| p.is_zero()) {
+        return Err(Error::usage("--poll must be longer than 0"));
+    }
+    let opts = crate::watch::Options {
+        once: a.once,
+        jobs: a.jobs,
+        poll,
+        grace: duration("--grace", &a.grace)?,
+        json: ctx.global.json,
+    };
+    let summary = crate::watch::run(board, opts)?;
+    Ok(if !a.once {
+        ExitCode::SUCCESS
+    } else if summary.failed > 0 {
+        ExitCode::from(Kind::Other.exit_code())
+    } else if summary.held > 0 {
+        ExitCode::from(Kind::Paused.exit_code())
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+pub fn pause(ctx: &Ctx, a: PauseArgs) -> Result<ExitCode> {
+    let board = ctx.board()?;
+    let actor = ctx.actor(&board)?;
+    let entry = crate::ops::pause::pause(&board, &actor, &a.reason.join(" "))?;
+    let reason = board.paused().unwrap_or_default();
+    if ctx.global.json {
+        output::json_line(
+            &json!({"paused": true, "reason": reason, "seq": entry.as_ref().map(|e| e.seq)}),
+        )?;
+    } else if entry.is_some() {
+        line(&format!("paused: {reason}"))?;
+    } else {
+        line(&format!("already paused: {reason}"))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn resume(ctx: &Ctx) -> Result<ExitCode> {
+    let board = ctx.board()?;
+    let actor = ctx.actor(&board)?;
+    let entry = crate::ops::pause::resume(&board, &actor)?;
+    if ctx.global.json {
+        output::json_line(&json!({"paused": false, "seq": entry.as_ref().map(|e| e.seq)}))?;
+    } else if entry.is_some() {
+        line("resumed: claims and activations start again")?;
+    } else {
+        line("not paused; nothing changed")?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,71 @@
+//! `pause` and `resume`: `control/PAUSE` stops new claims and new activations; its text is
+//! the reason. Both are logged like any change (ops `pause` and `resume`).
+
+use crate::board::Board;
+use crate::error::{Error, Result};
+use crate::log::{self, Entry};
+use crate::store;
+use crate::watch::areas::PAUSE_LOCK;
+
+const DOC: &str = "control/PAUSE";
+
+/// Pauses the board (or changes the reason of a pause). None if it was already paused for
+/// exactly this reason.
+pub fn pause(board: &Board, actor: &str, reason: &str) -> Result<Option<Entry>> {
+    let reason = reason.trim();
+    let reason = if reason.is_empty() {
+        format!("paused by {actor}")
+    } else {
+        reason.to_string()
+    };
+    if reason
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
+    {
+        return Err(Error::usage("the reason must be printable text"));
+    }
+    let path = board.pause_path();
+    let _lock = store::lock(board, PAUSE_LOCK)?;
+    let before = std::fs::read_to_string(&path).ok();
+    let after = format!("{reason}\n");
+    if before.as_deref() == Some(after.as_str()) {
+        return Ok(None);
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
+    }
+    store::write_atomic(&path, after.as_bytes())?;
+    let entry = Entry {
+        at: crate::time::stamp_millis(crate::time::now()),
+        actor: actor.into(),
+        op: "pause".into(),
+        doc: DOC.into(),
+        note: Some(reason),
+        diff: Some(log::diff(before.as_deref().unwrap_or(""), &after)),
+        ..Entry::default()
+    };
+    log::append(board, entry).map(Some)
+}
+
+/// Lifts the pause. None if the board was not paused.
+pub fn resume(board: &Board, actor: &str) -> Result<Option<Entry>> {
+    let path = board.pause_path();
+    let _lock = store::lock(board, PAUSE_LOCK)?;
+    let before = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        // Not a readable file (a directory, say): remove what can be removed.
+        Err(_) => String::new(),
+    };
+    std::fs::remove_file(&path).map_err(|e| Error::io(&path, "remove", e))?;
+    let entry = Entry {
+        at: crate::time::stamp_millis(crate::time::now()),
+        actor: actor.into(),
+        op: "resume".into(),
+        doc: DOC.into(),
+        note: Some(format!("was paused: {}", before.trim())),
+        diff: Some(log::diff(&before, "")),
+        ..Entry::default()
+    };
+    log::append(board, entry).map(Some)
+}

@@ -1,0 +1,148 @@
+//! File-system events, as hints. The native watcher (inotify, FSEvents, …) says roughly
+//! where to look; what changed is decided by comparing with the snapshot, so lost, merged
+//! or repeated events cost a rescan, never a wrong answer.
+//!
+//! Events reach the main loop through a channel. The watcher's callback drops events when
+//! too many wait (a burst the loop has not caught up with) and raises a flag instead; the
+//! loop then rescans everything, as it does when the kernel's own queue overflows.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::Sender;
+
+use notify::event::{AccessKind, AccessMode, EventKind};
+use notify::{RecursiveMode, Watcher};
+
+use super::areas;
+use crate::board::Board;
+
+/// How many events may wait in the channel before the callback starts dropping them.
+pub const CHANNEL_CAPACITY: usize = 8192;
+
+/// What the watcher threads send the main loop.
+pub enum Msg {
+    /// Paths something happened to (absolute).
+    Paths(Vec<PathBuf>),
+    /// Everything must be rescanned (the kernel's queue overflowed).
+    Rescan,
+    /// The native watcher failed (for instance, the inotify watch limit was reached).
+    Failed(notify::Error),
+    /// An activation's command ended.
+    Exited {
+        id: u64,
+        status: std::io::Result<std::process::ExitStatus>,
+    },
+    /// SIGINT or SIGTERM.
+    Signal(i32),
+}
+
+/// Shared between the watcher's callback and the main loop.
+#[derive(Clone, Default)]
+pub struct Backlog {
+    waiting: Arc<AtomicUsize>,
+    overflowed: Arc<AtomicBool>,
+}
+
+impl Backlog {
+    /// The loop took one path message off the channel.
+    pub fn taken(&self) {
+        self.waiting.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Did the callback drop events since the last call?
+    pub fn take_overflow(&self) -> bool {
+        self.overflowed.swap(false, Ordering::Relaxed)
+    }
+}
+
+/// Events that can mean a change of content or of the set of files. Opens and reads (our
+/// own included) are not: without this filter, reading a file would trigger a rescan.
+fn relevant(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) => false,
+        _ => true,
+    }
+}
+
+/// The directories watched, and how.
+fn watches(board: &Board) -> Vec<(PathBuf, RecursiveMode)> {
+    let mut out = vec![(board.root.clone(), RecursiveMode::NonRecursive)];
+    for dir in areas::FLAT_DIRS {
+        out.push((board.root.join(dir), RecursiveMode::NonRecursive));
+    }
+    for dir in areas::RECURSIVE_DIRS {
+        out.push((board.root.join(dir), RecursiveMode::Recursive));
+    }
+    out
+}
+
+/// The directories watch mode needs, created if missing (as `tavern init` would).
+pub fn ensure_dirs(board: &Board) {
+    for (dir, _) in watches(board) {
+        let _ = std::fs::create_dir_all(dir);
+    }
+}
+
+pub struct Native {
+    watcher: notify::RecommendedWatcher,
+}
+
+impl Native {
+    /// Starts the native watcher on the board's directories.
+    pub fn start(
+        board: &Board,
+        tx: Sender<Msg>,
+        backlog: Backlog,
+    ) -> Result<Native, notify::Error> {
+        let handler = move |res: notify::Result<notify::Event>| {
+            let msg = match res {
+                Ok(ev) if ev.need_rescan() => Msg::Rescan,
+                Ok(ev) if !relevant(&ev.kind) || ev.paths.is_empty() => return,
+                Ok(ev) => {
+                    if backlog.waiting.load(Ordering::Relaxed) >= CHANNEL_CAPACITY {
+                        backlog.overflowed.store(true, Ordering::Relaxed);
+                        return;
+                    }
+                    backlog.waiting.fetch_add(1, Ordering::Relaxed);
+                    Msg::Paths(ev.paths)
+                }
+                Err(e) => Msg::Failed(e),
+            };
+            let _ = tx.send(msg);
+        };
+        let mut watcher = notify::recommended_watcher(handler)?;
+        for (dir, mode) in watches(board) {
+            watcher.watch(&dir, mode)?;
+        }
+        Ok(Native { watcher })
+    }
+
+    /// Watches a directory again (it was removed and created anew).
+    pub fn rewatch(&mut self, board: &Board, dir: &std::path::Path) {
+        if let Some((path, mode)) = watches(board).into_iter().find(|(p, _)| p == dir) {
+            let _ = self.watcher.unwatch(&path);
+            let _ = self.watcher.watch(&path, mode);
+        }
+    }
+
+    /// Is `dir` one of the watched directories?
+    pub fn is_watched_dir(board: &Board, dir: &std::path::Path) -> bool {
+        watches(board).iter().any(|(p, _)| p == dir)
+    }
+}
+
+/// What to tell a user whose native watcher failed, and what happens next.
+pub fn explain(e: &notify::Error) -> String {
+    match &e.kind {
+        notify::ErrorKind::MaxFilesWatch => "the limit of inotify watches is reached (one is needed per directory watched, and solutions/ has one per task).\n\
+             hint: raise it with `sudo sysctl fs.inotify.max_user_watches=524288` (and add `fs.inotify.max_user_watches=524288` to /etc/sysctl.d/99-inotify.conf to keep it),\n\
+             or run `tavern watch --poll 2s`"
+            .to_string(),
+        notify::ErrorKind::Io(io) if io.raw_os_error() == Some(24) => format!(
+            "too many open files ({io}).\nhint: raise the limit (`ulimit -n 4096`, or fs.inotify.max_user_instances), or run `tavern watch --poll 2s`"
+        ),
+        _ => format!("{e}\nhint: on file systems without change notification (some network or container mounts), run `tavern watch --poll 2s`"),
+    }
+}

@@ -1,0 +1,877 @@
+//! Watch mode (DESIGN §9): notice every change to the board, hand edits included, log what
+//! did not come through tavern, and start the knowledge sources that registered for it.
+//!
+//! The pieces, in the order a change goes through them:
+//! [`fsevents`] (where to look) → [`reconcile`] (what changed, by whom; external edits
+//! logged) → [`scheduler`] (which sources, loop guard, queue) → [`runner`] (the commands)
+//! → [`report`] (schedule.md, metrics.md). [`areas`] says what is tracked, [`snapshot`]
+//! what was last seen, [`patch`] replays logged diffs, [`sources`] reads the sources.
+
+pub mod areas;
+pub mod fsevents;
+pub mod patch;
+pub mod reconcile;
+pub mod report;
+pub mod runner;
+pub mod scheduler;
+pub mod snapshot;
+pub mod sources;
+
+use std::collections::HashSet;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::board::Board;
+use crate::error::{Error, Result};
+use crate::log::Entry;
+use fsevents::{Backlog, Msg, Native};
+use reconcile::{Change, Outcome, Reconciler, WATCHER};
+use scheduler::{Activation, Guard, Offer, Running, Scheduler};
+use sources::Source;
+
+/// How long a burst of events may keep arriving before the watcher looks (the first
+/// event of a quiet board is handled after at most this long).
+const DEBOUNCE: Duration = Duration::from_millis(10);
+/// The longest a continuing burst delays handling.
+const DEBOUNCE_MAX: Duration = Duration::from_millis(50);
+/// How often schedule.md and metrics.md may be rewritten.
+const REPORT_EVERY: Duration = Duration::from_millis(250);
+/// How often the snapshot and log cursor are saved while changes come in.
+const SAVE_EVERY: Duration = Duration::from_secs(1);
+/// The poll interval when the native watcher fails and no --poll was given.
+const FALLBACK_POLL: Duration = Duration::from_secs(2);
+/// After killing the activations at shutdown, how long to wait for them to be reaped.
+const REAP_WAIT: Duration = Duration::from_secs(5);
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Handle what is pending, wait for the activations, and return.
+    pub once: bool,
+    /// Activations running at once, in all.
+    pub jobs: usize,
+    /// Poll every DUR instead of using the native watcher.
+    pub poll: Option<Duration>,
+    /// At SIGINT/SIGTERM, how long running activations may finish before they are killed.
+    pub grace: Duration,
+    /// JSON lines instead of text.
+    pub json: bool,
+}
+
+/// How a run of the watcher ended.
+#[derive(Debug, Default)]
+pub struct Summary {
+    /// Activations that failed, timed out or were killed.
+    pub failed: usize,
+    /// Activations that ran.
+    pub ran: usize,
+    /// Activations left waiting because the board is paused.
+    pub held: usize,
+}
+
+/// Runs the watcher until SIGINT/SIGTERM (or, with `once`, until nothing is pending).
+pub fn run(board: Board, opts: Options) -> Result<Summary> {
+    let _lock = exclusive(&board)?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    listen_for_signals(tx.clone());
+    let mut w = Watch::open(board, opts, tx)?;
+    w.run(rx)?;
+    Ok(w.summary)
+}
+
+/// One watcher per board: two would log every hand edit twice.
+fn exclusive(board: &Board) -> Result<std::fs::File> {
+    let dir = board.state_dir().join("locks");
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, "create directory", e))?;
+    let path = dir.join("watch.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error::io(&path, "open lock file", e))?;
+    let pid_path = snapshot::dir(board).join("pid");
+    match file.try_lock() {
+        Ok(()) => {
+            let _ =
+                snapshot::write_state(&pid_path, format!("{}\n", std::process::id()).as_bytes());
+            Ok(file)
+        }
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let pid = std::fs::read_to_string(&pid_path).unwrap_or_default();
+            Err(Error::conflict(
+                board.rel(&path),
+                format!(
+                    "another `tavern watch` is running on this board (pid {}); one watcher per board",
+                    pid.trim()
+                ),
+            ))
+        }
+        Err(std::fs::TryLockError::Error(e)) => Err(Error::io(&path, "lock", e)),
+    }
+}
+
+fn listen_for_signals(tx: Sender<Msg>) {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        for sig in signals.forever() {
+            if tx.send(Msg::Signal(sig)).is_err() {
+                break;
+            }
+        }
+    });
+}
+
+struct Watch {
+    board: Board,
+    opts: Options,
+    rec: Reconciler,
+    sched: Scheduler,
+    sources: Vec<Source>,
+    metrics: report::Metrics,
+    guard: Guard,
+    tx: Sender<Msg>,
+    backlog: Backlog,
+    native: Option<Native>,
+    /// Poll mode: the interval and the next rescan.
+    poll: Option<(Duration, Instant)>,
+    /// Paths to look at again later (written half a moment ago and invalid).
+    deferred: Vec<(String, Instant)>,
+    paused: Option<String>,
+    /// When stopping: the end of the grace period, and whether the rest was killed.
+    stopping: Option<(Instant, bool)>,
+    report_dirty: bool,
+    last_report: Instant,
+    state_dirty: bool,
+    last_save: Instant,
+    summary: Summary,
+}
+
+impl Watch {
+    fn open(board: Board, opts: Options, tx: Sender<Msg>) -> Result<Watch> {
+        fsevents::ensure_dirs(&board);
+        let guard = Guard {
+            max_chain: board.config.watch.max_chain,
+            max_per_doc: board.config.watch.max_per_doc,
+            rate_window: crate::time::parse_duration(&board.config.watch.rate_window)
+                .and_then(|d| d.to_std().ok())
+                .unwrap_or(Duration::from_secs(600)),
+        };
+        let backlog = Backlog::default();
+        let mut w = Watch {
+            rec: Reconciler::open(board.clone())?,
+            sched: Scheduler::load(&board),
+            sources: Vec::new(),
+            metrics: report::Metrics::load(&board),
+            guard,
+            tx: tx.clone(),
+            backlog: backlog.clone(),
+            native: None,
+            poll: None,
+            deferred: Vec::new(),
+            paused: board.paused(),
+            stopping: None,
+            report_dirty: true,
+            last_report: Instant::now() - REPORT_EVERY,
+            state_dirty: false,
+            last_save: Instant::now(),
+            summary: Summary::default(),
+            board,
+            opts,
+        };
+        w.load_sources(true);
+        // The watcher starts before the first scan, so nothing written meanwhile is missed.
+        let mode = if w.opts.once {
+            "once".to_string()
+        } else if let Some(every) = w.opts.poll {
+            w.poll = Some((every, Instant::now() + every));
+            format!("polling every {}", human_duration(every))
+        } else {
+            match Native::start(&w.board, tx, backlog) {
+                Ok(n) => {
+                    w.native = Some(n);
+                    "native file events".to_string()
+                }
+                Err(e) => {
+                    w.warn(format!(
+                        "the native file watcher failed: {}\npolling every {} instead",
+                        fsevents::explain(&e),
+                        human_duration(FALLBACK_POLL)
+                    ));
+                    w.poll = Some((FALLBACK_POLL, Instant::now() + FALLBACK_POLL));
+                    format!("polling every {}", human_duration(FALLBACK_POLL))
+                }
+            }
+        };
+        let names: Vec<&str> = w.sources.iter().map(|s| s.name.as_str()).collect();
+        w.say(
+            "watching",
+            json!({"board": w.board.root, "mode": mode, "sources": names, "waiting": w.sched.queue.len()}),
+            format!(
+                "watching {} ({mode}; {} source{}{})",
+                w.board.root.display(),
+                names.len(),
+                if names.len() == 1 { "" } else { "s" },
+                if names.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", names.join(", "))
+                }
+            ),
+        );
+        Ok(w)
+    }
+
+    fn run(&mut self, rx: Receiver<Msg>) -> Result<()> {
+        // What changed while no watcher ran: handled now, once.
+        self.rec.rescan();
+        self.rec.catch_up()?;
+        self.rec.mark_catching_up();
+        self.process()?;
+        loop {
+            self.start_ready()?;
+            self.tick()?;
+            if self.done() {
+                break;
+            }
+            let wait = self.next_wake().saturating_duration_since(Instant::now());
+            match rx.recv_timeout(wait) {
+                Ok(msg) => {
+                    let mut msgs = vec![msg];
+                    if matches!(msgs[0], Msg::Paths(_)) {
+                        collect_burst(&rx, &mut msgs);
+                    }
+                    for msg in msgs {
+                        self.handle(msg)?;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            self.tick()?;
+            if !self.rec.hints.is_empty() {
+                self.process()?;
+            }
+        }
+        self.shutdown()
+    }
+
+    /// Nothing left to do: stopping and nothing runs, or (`--once`) nothing pending.
+    fn done(&self) -> bool {
+        let idle = self.sched.running.is_empty();
+        match self.stopping {
+            Some((grace_end, _)) => idle || Instant::now() > grace_end + REAP_WAIT,
+            None => {
+                self.opts.once
+                    && idle
+                    && self.rec.hints.is_empty()
+                    && self.deferred.is_empty()
+                    && (self.sched.queue.is_empty() || self.paused.is_some())
+            }
+        }
+    }
+
+    fn next_wake(&self) -> Instant {
+        let now = Instant::now();
+        let mut wake = now + Duration::from_secs(3600);
+        let mut at = |t: Option<Instant>| {
+            if let Some(t) = t {
+                wake = wake.min(t);
+            }
+        };
+        at(self.sched.next_deadline());
+        at(self.sched.next_cooldown_end(&self.sources, now));
+        at(self.deferred.iter().map(|(_, t)| *t).min());
+        at(self.poll.map(|(_, t)| t));
+        at(self
+            .stopping
+            .map(|(t, killed)| if killed { t + REAP_WAIT } else { t }));
+        if self.report_dirty {
+            at(Some(self.last_report + REPORT_EVERY));
+        }
+        if self.state_dirty {
+            at(Some(self.last_save + SAVE_EVERY));
+        }
+        wake
+    }
+
+    fn handle(&mut self, msg: Msg) -> Result<()> {
+        match msg {
+            Msg::Paths(paths) => {
+                self.backlog.taken();
+                for p in paths {
+                    self.hint(p);
+                }
+            }
+            Msg::Rescan => self.rec.rescan(),
+            Msg::Failed(e) => {
+                self.warn(format!(
+                    "the native file watcher failed: {}\npolling every {} from now on",
+                    fsevents::explain(&e),
+                    human_duration(FALLBACK_POLL)
+                ));
+                self.native = None;
+                self.poll = Some((FALLBACK_POLL, Instant::now()));
+            }
+            Msg::Exited { id, status } => self.finished(id, status)?,
+            Msg::Signal(_) => match self.stopping {
+                None => {
+                    let n = self.sched.running.len();
+                    self.say(
+                        "stopping",
+                        json!({"running": n, "grace_ms": self.opts.grace.as_millis() as u64}),
+                        format!(
+                            "stopping: no new activations; {n} running may finish within {}",
+                            human_duration(self.opts.grace)
+                        ),
+                    );
+                    self.stopping = Some((Instant::now() + self.opts.grace, false));
+                }
+                // A second signal: do not wait for the grace period.
+                Some(_) => self.stopping = Some((Instant::now(), false)),
+            },
+        }
+        Ok(())
+    }
+
+    /// A path the native watcher named: the file, or everything under a directory.
+    fn hint(&mut self, path: PathBuf) {
+        let Some(rel) = areas::relative(&self.board, &path) else {
+            return;
+        };
+        if rel.is_empty() {
+            return;
+        }
+        if areas::classify(&rel).is_some() {
+            self.rec.hints.insert(rel);
+            return;
+        }
+        let name = rel.rsplit('/').next().unwrap_or(&rel);
+        if areas::is_noise(name) {
+            return;
+        }
+        let is_dir = path.is_dir();
+        if is_dir && Native::is_watched_dir(&self.board, &path) {
+            // Removed and made again: the old watch went with the old directory.
+            if let Some(n) = &mut self.native {
+                n.rewatch(&self.board, &path);
+            }
+        }
+        let in_solutions = rel.starts_with("solutions/") && rel.matches('/').count() == 1;
+        let region_dir = areas::FLAT_DIRS.contains(&rel.as_str()) || rel == "solutions";
+        if is_dir || in_solutions || region_dir {
+            self.rec.rescan_dir(&rel);
+        }
+    }
+
+    /// Handles every hinted path: logs what was changed outside tavern, offers each change
+    /// to the sources, then records the batch as handled.
+    fn process(&mut self) -> Result<()> {
+        if let Err(e) = self.rec.catch_up() {
+            self.warn(format!("cannot read the log: {e}"));
+        }
+        while let Some(rel) = self.rec.hints.pop_first() {
+            let outcome = self.rec.reconcile(&rel);
+            self.show_notices();
+            if self.rec.sources_changed {
+                self.rec.sources_changed = false;
+                self.load_sources(false);
+            }
+            match outcome {
+                Ok(Outcome::Handled(changes)) => {
+                    for c in changes {
+                        self.offer(c)?;
+                    }
+                }
+                Ok(Outcome::Deferred(after)) => {
+                    self.deferred.push((rel, Instant::now() + after));
+                }
+                Err(e) => self.warn(format!("{rel}: {e}")),
+            }
+        }
+        // The queue first, then the shadows: a crash in between handles the batch again.
+        self.sched.save(&self.board)?;
+        self.rec.commit()?;
+        self.state_dirty = true;
+        self.report_dirty = true;
+        Ok(())
+    }
+
+    fn offer(&mut self, c: Change) -> Result<()> {
+        let events: Vec<String> = c.events.iter().map(|e| e.name()).collect();
+        let by = match &c.actor {
+            Some(actor) => format!("by {actor}"),
+            None => "outside tavern".to_string(),
+        };
+        self.say(
+            "change",
+            json!({"doc": c.tracked.rel, "events": events, "actor": c.actor, "seq": c.seq}),
+            format!(
+                "{}: {} {by} (seq {})",
+                c.tracked.rel,
+                events.join(", "),
+                c.seq
+            ),
+        );
+        let offers = self
+            .sched
+            .offer(&c, &self.sources, &self.guard, Instant::now());
+        for offer in offers {
+            match offer {
+                Offer::Queued(a) => self.say(
+                    "queued",
+                    activation_json(&a),
+                    format!("{}: queued for {} ({})", a.source, a.doc, a.event),
+                ),
+                Offer::Merged(a) => self.say(
+                    "merged",
+                    activation_json(&a),
+                    format!("{}: already waiting for {}", a.source, a.doc),
+                ),
+                Offer::OwnWrite { source } => {
+                    self.metrics.source(&source).own_writes += 1;
+                    self.say(
+                        "skipped",
+                        json!({"source": source, "doc": c.tracked.rel, "why": "own write", "seq": c.seq}),
+                        format!(
+                            "{source}: not started for {}: the change is its own",
+                            c.tracked.rel
+                        ),
+                    );
+                }
+                Offer::Guarded { source, why } => {
+                    self.metrics.source(&source).alerts += 1;
+                    let entry = self.rec.log_own(Entry {
+                        at: crate::time::stamp_millis(crate::time::now()),
+                        actor: WATCHER.into(),
+                        op: "alert".into(),
+                        doc: c.tracked.rel.clone(),
+                        event: c.events.first().map(|e| e.name()),
+                        cause: Some(c.seq),
+                        note: Some(why),
+                        ..Entry::default()
+                    })?;
+                    self.show_entry(&entry);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts what may start now.
+    fn start_ready(&mut self) -> Result<()> {
+        self.paused = self.board.paused();
+        if self.stopping.is_some() || self.paused.is_some() {
+            return Ok(());
+        }
+        let (start, dropped) = self
+            .sched
+            .pick(&self.sources, self.opts.jobs, Instant::now());
+        for a in &dropped {
+            self.warn(format!(
+                "dropped the activation of {} for {}: the source is gone or invalid",
+                a.source, a.doc
+            ));
+        }
+        let any = !start.is_empty() || !dropped.is_empty();
+        for a in start {
+            self.start(a)?;
+        }
+        if any {
+            self.sched.save(&self.board)?;
+            self.report_dirty = true;
+        }
+        Ok(())
+    }
+
+    fn start(&mut self, act: Activation) -> Result<()> {
+        let Some(source) = self.sources.iter().find(|s| s.name == act.source).cloned() else {
+            return Ok(());
+        };
+        let tx = self.tx.clone();
+        let id = act.id;
+        let spawned = runner::spawn(&self.board, &source, &act, move |status| {
+            let _ = tx.send(Msg::Exited { id, status });
+        });
+        let now = Instant::now();
+        match spawned {
+            Ok(sp) => {
+                let entry = self.rec.log_own(Entry {
+                    at: crate::time::stamp_millis(crate::time::now()),
+                    actor: act.source.clone(),
+                    op: "activation".into(),
+                    doc: act.doc.clone(),
+                    to: Some("started".into()),
+                    event: Some(act.event.clone()),
+                    cause: Some(act.seq),
+                    note: Some(format!(
+                        "pid {}, chain {}, output in {}",
+                        sp.pid, act.depth, sp.output
+                    )),
+                    ..Entry::default()
+                })?;
+                let mut j = activation_json(&act);
+                j["pid"] = sp.pid.into();
+                j["output"] = sp.output.clone().into();
+                j["seq"] = entry.seq.into();
+                self.say(
+                    "started",
+                    j,
+                    format!(
+                        "{}: started for {} (pid {}, output {})",
+                        act.source, act.doc, sp.pid, sp.output
+                    ),
+                );
+                self.sched.started(Running {
+                    pid: sp.pid,
+                    started: now,
+                    started_at: chrono::Utc::now(),
+                    deadline: now + source.timeout,
+                    output: sp.output,
+                    timed_out: false,
+                    killed: false,
+                    act,
+                });
+            }
+            Err(e) => {
+                let note = format!("cannot start `{}`: {e}", source.run);
+                self.record_end(&act, "failed", None, 0, note)?;
+            }
+        }
+        self.report_dirty = true;
+        Ok(())
+    }
+
+    /// An activation's command ended.
+    fn finished(
+        &mut self,
+        id: u64,
+        status: std::io::Result<std::process::ExitStatus>,
+    ) -> Result<()> {
+        let Some(r) = self.sched.finished(id) else {
+            return Ok(());
+        };
+        let ms = r.started.elapsed().as_millis() as u64;
+        let code = status.as_ref().ok().and_then(|s| s.code());
+        let signal = status.as_ref().ok().and_then(signal_of);
+        let took = human_ms(ms);
+        let (result, note) = if r.timed_out {
+            let limit = self
+                .sources
+                .iter()
+                .find(|s| s.name == r.act.source)
+                .map_or_else(String::new, |s| {
+                    format!(" within its timeout of {}", human_duration(s.timeout))
+                });
+            (
+                "timed-out",
+                format!("did not finish{limit}: its process group was killed after {took}"),
+            )
+        } else if r.killed {
+            (
+                "killed",
+                format!("killed after {took}: tavern watch stopped and the grace period ended"),
+            )
+        } else {
+            match (&status, code, signal) {
+                (Ok(s), _, _) if s.success() => ("ok", format!("exit 0 after {took}")),
+                (_, Some(c), _) => ("failed", format!("exit {c} after {took}")),
+                (_, None, Some(sig)) => ("failed", format!("ended by signal {sig} after {took}")),
+                (Err(e), _, _) => ("failed", format!("cannot wait for it: {e}")),
+                _ => ("failed", format!("ended after {took}")),
+            }
+        };
+        let note = format!("{note}; output in {}", r.output);
+        self.record_end(&r.act, result, code, ms, note)?;
+        if self.opts.once {
+            // What the command wrote is looked at before --once decides it is done.
+            self.rec.rescan();
+        }
+        Ok(())
+    }
+
+    fn record_end(
+        &mut self,
+        act: &Activation,
+        result: &str,
+        exit: Option<i32>,
+        ms: u64,
+        note: String,
+    ) -> Result<()> {
+        let entry = self.rec.log_own(Entry {
+            at: crate::time::stamp_millis(crate::time::now()),
+            actor: act.source.clone(),
+            op: "activation".into(),
+            doc: act.doc.clone(),
+            to: Some(result.into()),
+            event: Some(act.event.clone()),
+            cause: Some(act.seq),
+            exit,
+            duration_ms: Some(ms),
+            note: Some(note.clone()),
+            ..Entry::default()
+        })?;
+        self.summary.ran += 1;
+        if result != "ok" {
+            self.summary.failed += 1;
+        }
+        let last = format!("{} {result} {}", entry.at, act.doc);
+        self.metrics.finished(&act.source, result, ms, last);
+        let mut j = activation_json(act);
+        j["result"] = result.into();
+        j["exit"] = exit.into();
+        j["duration_ms"] = ms.into();
+        j["seq"] = entry.seq.into();
+        j["note"] = note.clone().into();
+        self.say(
+            "finished",
+            j,
+            format!("{}: {result} for {}: {note}", act.source, act.doc),
+        );
+        self.report_dirty = true;
+        Ok(())
+    }
+
+    /// Timers: timeouts, the end of the grace period, deferred paths, polling, overflow,
+    /// and the throttled writes of state and reports.
+    fn tick(&mut self) -> Result<()> {
+        let now = Instant::now();
+        let mut timed_out = Vec::new();
+        for r in self.sched.running.values_mut() {
+            if now >= r.deadline && !r.timed_out && !r.killed {
+                r.timed_out = true;
+                crate::process::kill_group(r.pid);
+                timed_out.push((r.act.source.clone(), r.act.doc.clone(), r.pid));
+            }
+        }
+        for (source, doc, pid) in timed_out {
+            self.say(
+                "timeout",
+                json!({"source": source, "doc": doc, "pid": pid}),
+                format!("{source}: timed out for {doc}: killing its process group {pid}"),
+            );
+        }
+        if let Some((grace_end, false)) = self.stopping
+            && now >= grace_end
+        {
+            for r in self.sched.running.values_mut() {
+                if !r.timed_out {
+                    r.killed = true;
+                }
+                crate::process::kill_group(r.pid);
+            }
+            self.stopping = Some((now, true));
+        }
+        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.deferred)
+            .into_iter()
+            .partition(|(_, t)| *t <= now);
+        self.deferred = later;
+        self.rec.hints.extend(due.into_iter().map(|(rel, _)| rel));
+        if let Some((every, next)) = self.poll
+            && now >= next
+        {
+            self.rec.rescan();
+            self.poll = Some((every, now + every));
+        }
+        if self.backlog.take_overflow() {
+            self.rec.rescan();
+        }
+        if !self.rec.hints.is_empty() {
+            self.process()?;
+        }
+        if self.state_dirty && now >= self.last_save + SAVE_EVERY {
+            self.save_state()?;
+        }
+        if self.report_dirty && now >= self.last_report + REPORT_EVERY {
+            self.write_reports(true);
+        }
+        Ok(())
+    }
+
+    fn save_state(&mut self) -> Result<()> {
+        self.rec.save()?;
+        self.metrics.save(&self.board)?;
+        self.state_dirty = false;
+        self.last_save = Instant::now();
+        Ok(())
+    }
+
+    fn write_reports(&mut self, running: bool) {
+        let mode = if self.native.is_some() {
+            "native file events".to_string()
+        } else if let Some((every, _)) = self.poll {
+            format!("polling every {}", human_duration(every))
+        } else {
+            "once".to_string()
+        };
+        let state = report::State {
+            running,
+            paused: self.paused.clone(),
+            jobs: self.opts.jobs,
+            mode: &mode,
+        };
+        let schedule = report::render_schedule(&state, &self.sched, &self.sources, Instant::now());
+        let metrics = report::render_metrics(&self.metrics, &self.sources);
+        if let Err(e) = report::write(&self.board, &schedule, &metrics) {
+            self.warn(format!("cannot write control/schedule.md: {e}"));
+        }
+        self.report_dirty = false;
+        self.last_report = Instant::now();
+    }
+
+    fn shutdown(&mut self) -> Result<()> {
+        self.sched.save(&self.board)?;
+        self.rec.commit()?;
+        self.save_state()?;
+        self.write_reports(false);
+        if self.paused.is_some() {
+            self.summary.held = self.sched.queue.len();
+        }
+        self.say(
+            "stopped",
+            json!({"ran": self.summary.ran, "failed": self.summary.failed, "waiting": self.sched.queue.len(), "paused": self.paused}),
+            format!(
+                "stopped: {} activation{} ran, {} failed, {} waiting{}",
+                self.summary.ran,
+                if self.summary.ran == 1 { "" } else { "s" },
+                self.summary.failed,
+                self.sched.queue.len(),
+                if self.paused.is_some() {
+                    " (the board is paused)"
+                } else {
+                    ""
+                }
+            ),
+        );
+        Ok(())
+    }
+
+    /// Reads the sources again; problems are reported once per change of the files.
+    fn load_sources(&mut self, at_start: bool) {
+        let (sources, problems) = sources::load_all(&self.board);
+        if at_start {
+            for p in &problems {
+                self.warn(format!(
+                    "skipped {}: {} (`tavern sources check` lists every problem)",
+                    p.path, p.problem
+                ));
+            }
+        }
+        let before: HashSet<String> = self.sources.iter().map(|s| s.name.clone()).collect();
+        let after: HashSet<String> = sources.iter().map(|s| s.name.clone()).collect();
+        if !at_start && before != after {
+            let mut names: Vec<&String> = after.iter().collect();
+            names.sort();
+            self.say(
+                "sources",
+                json!({"sources": names}),
+                format!(
+                    "sources now: {}",
+                    names
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            );
+        }
+        self.sources = sources;
+    }
+
+    fn show_notices(&mut self) {
+        for n in std::mem::take(&mut self.rec.notices) {
+            self.show_entry(&n.entry);
+        }
+    }
+
+    /// An external edit or alert the watcher logged.
+    fn show_entry(&self, e: &Entry) {
+        let note = e.note.as_deref().unwrap_or("");
+        let j = json!({"doc": e.doc, "seq": e.seq, "note": note});
+        if e.op == "alert" {
+            let _ = writeln!(std::io::stderr(), "alert: {note} (log seq {})", e.seq);
+            self.say("alert", j, format!("alert: {note} (seq {})", e.seq));
+        } else {
+            self.say(
+                "external-edit",
+                j,
+                format!("{}: {note}; logged as external-edit (seq {})", e.doc, e.seq),
+            );
+        }
+    }
+
+    fn say(&self, event: &str, mut j: Value, text: String) {
+        let now = chrono::Utc::now();
+        let line = if self.opts.json {
+            j["event"] = event.into();
+            j["at"] = crate::time::stamp_millis(now).into();
+            format!("{j}\n")
+        } else {
+            let text: String = text
+                .chars()
+                .map(|c| if c.is_control() && c != '\n' { ' ' } else { c })
+                .collect();
+            format!("{} {text}\n", now.format("%H:%M:%S%.3f"))
+        };
+        // The watcher keeps going when its output is closed (`tavern watch | head`).
+        let _ = std::io::stdout().lock().write_all(line.as_bytes());
+    }
+
+    fn warn(&self, text: String) {
+        let _ = writeln!(std::io::stderr(), "warning: {text}");
+    }
+}
+
+/// Gathers the rest of a burst of events: until it is quiet for DEBOUNCE, at most
+/// DEBOUNCE_MAX.
+fn collect_burst(rx: &Receiver<Msg>, msgs: &mut Vec<Msg>) {
+    let end = Instant::now() + DEBOUNCE_MAX;
+    loop {
+        let wait = DEBOUNCE.min(end.saturating_duration_since(Instant::now()));
+        match rx.recv_timeout(wait) {
+            Ok(m) => msgs.push(m),
+            Err(_) => return,
+        }
+        if Instant::now() >= end {
+            return;
+        }
+    }
+}
+
+fn activation_json(a: &Activation) -> Value {
+    json!({"source": a.source, "doc": a.doc, "id": a.doc_id, "region": a.region, "trigger": a.event, "cause": a.seq, "chain": a.depth})
+}
+
+fn signal_of(s: &std::process::ExitStatus) -> Option<i32> {
+    #[cfg(unix)]
+    {
+        std::os::unix::process::ExitStatusExt::signal(s)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = s;
+        None
+    }
+}
+
+fn human_ms(ms: u64) -> String {
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    }
+}
+
+fn human_duration(d: Duration) -> String {
+    if d.subsec_millis() != 0 || d.as_secs() == 0 {
+        return human_ms(d.as_millis() as u64);
+    }
+    crate::time::format_duration(chrono::Duration::from_std(d).unwrap_or_default())
+}

@@ -1,0 +1,783 @@
+//! Turning "something happened to this file" into what happened, exactly once.
+//!
+//! The watcher treats file-system events as hints. For each hinted path it takes the lock
+//! tavern's own writes of that file take (DESIGN §5), so that no tavern write is half done,
+//! reads the new entries of log.yaml, and compares the file with its shadow (what the
+//! watcher last handled):
+//!
+//! - changes tavern made are explained by their log entries: replaying their diffs on the
+//!   shadow must give the file on disk, and the sources see the entries' events
+//!   (`transition:review` by coder-1, …);
+//! - whatever the log does not explain was changed outside tavern (an agent's `cat >`, an
+//!   editor, `git checkout`): it is validated and logged as an `external-edit` with its
+//!   diff, and an invalid one raises an `alert` (the file is never reverted).
+//!
+//! A change is handled once its content is in the shadow, so a restart handles what changed
+//! while the watcher was down, and nothing twice.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::time::{Duration, SystemTime};
+
+use chrono::{DateTime, Utc};
+
+use super::areas::{self, Area, Tracked};
+use super::patch;
+use super::snapshot::{self, Cursor, Known, Snapshot, StatKey};
+use super::sources::On;
+use crate::board::Board;
+use crate::doc::{Document, Region};
+use crate::error::{Error, Result};
+use crate::log::{self, Entry};
+use crate::store;
+
+/// The actor of the entries watch mode writes itself.
+pub const WATCHER: &str = "tavern-watch";
+
+/// A file that fails validation this soon after it was written may still be in the middle
+/// of a write (`cat > file` truncates first): it is looked at again before it is reported.
+const SETTLE: Duration = Duration::from_millis(300);
+
+/// One noticed change of one file, as the sources see it.
+#[derive(Clone, Debug)]
+pub struct Change {
+    pub tracked: Tracked,
+    pub events: Vec<On>,
+    /// Who made it: the actor of tavern's log entry; None when made outside tavern.
+    pub actor: Option<String>,
+    /// The log entry that records it.
+    pub seq: u64,
+    /// When it was made, as the log says.
+    pub at: DateTime<Utc>,
+    /// The file now (or, once deleted, as it last was), for `when:`.
+    pub doc: Option<Document>,
+}
+
+/// Something the watcher logged on its own account, for its output.
+#[derive(Clone, Debug)]
+pub struct Notice {
+    pub entry: Entry,
+}
+
+/// What looking at one path came to.
+#[derive(Debug)]
+pub enum Outcome {
+    Handled(Vec<Change>),
+    /// Invalid and just written: look again after this long.
+    Deferred(Duration),
+}
+
+/// The file as it is on disk now.
+enum Current {
+    Missing,
+    /// A symlink, FIFO, socket, device or directory where a file should be (never opened),
+    /// or a file that cannot be read: why.
+    Special(StatKey, String),
+    /// Over the size limit: tracked by its stat alone, never read.
+    Big(StatKey),
+    File(StatKey, Vec<u8>),
+}
+
+pub struct Reconciler {
+    pub board: Board,
+    pub snapshot: Snapshot,
+    pub cursor: Cursor,
+    /// Log entries read but not yet matched with their file, by document path.
+    pending: HashMap<String, Vec<Entry>>,
+    /// Seqs of the entries this process appended, skipped when read back.
+    own: HashSet<u64>,
+    /// Paths to look at: from file-system events, rescans and new log entries.
+    pub hints: BTreeSet<String>,
+    /// Paths deferred once already (not deferred again).
+    deferred: HashSet<String>,
+    /// Shadows of this batch, written by [`Reconciler::commit`] once the activations the
+    /// batch queued are saved: a crash in between handles the batch again, never loses it.
+    staged: HashMap<String, Option<Vec<u8>>>,
+    /// What the watcher logged itself since the caller last took them.
+    pub notices: Vec<Notice>,
+    /// A source file changed: the caller reloads the sources.
+    pub sources_changed: bool,
+    /// Paths that changed while no watcher ran (hinted at start), until handled.
+    catching_up: HashSet<String>,
+}
+
+impl Reconciler {
+    /// Opens the watcher's state. On the very first start the board is taken as it is:
+    /// every file becomes the baseline and the log is read from its end.
+    pub fn open(board: Board) -> Result<Reconciler> {
+        let snapshot = Snapshot::load(&board);
+        let first = !snapshot.existed;
+        let cursor = match Cursor::load(&board) {
+            Some(c) if !first => c,
+            _ => {
+                let (entries, offset, _) = log::read_from(&board, 0)?;
+                Cursor {
+                    offset,
+                    seq: entries.iter().map(|e| e.seq).max().unwrap_or(0),
+                }
+            }
+        };
+        let mut r = Reconciler {
+            board,
+            snapshot,
+            cursor,
+            pending: HashMap::new(),
+            own: HashSet::new(),
+            hints: BTreeSet::new(),
+            deferred: HashSet::new(),
+            staged: HashMap::new(),
+            notices: Vec::new(),
+            sources_changed: false,
+            catching_up: HashSet::new(),
+        };
+        if first {
+            r.baseline()?;
+        }
+        Ok(r)
+    }
+
+    /// Records every tracked file as it is, without reporting anything.
+    fn baseline(&mut self) -> Result<()> {
+        for t in areas::walk(&self.board) {
+            let path = areas::abs(&self.board, &t.rel);
+            match read_current(&path, self.max_bytes()) {
+                Current::File(stat, bytes) => {
+                    snapshot::write_shadow(&self.board, &t.rel, Some(&bytes))?;
+                    self.remember(&t.rel, stat, &bytes);
+                }
+                Current::Big(stat) => {
+                    let stand_in = big_stand_in(stat);
+                    snapshot::write_shadow(&self.board, &t.rel, Some(&stand_in))?;
+                    self.remember(&t.rel, stat, &stand_in);
+                }
+                Current::Special(stat, _) => self.remember(&t.rel, stat, b""),
+                Current::Missing => {}
+            }
+        }
+        self.snapshot.existed = true;
+        self.save()
+    }
+
+    fn remember(&mut self, rel: &str, stat: StatKey, bytes: &[u8]) {
+        let known = Known {
+            stat,
+            hash: snapshot::hash(bytes),
+        };
+        self.snapshot.files.insert(rel.to_string(), known);
+    }
+
+    fn max_bytes(&self) -> u64 {
+        self.board.config.limits.max_doc_bytes
+    }
+
+    /// Saves the snapshot and the log cursor.
+    pub fn save(&self) -> Result<()> {
+        self.snapshot.save(&self.board)?;
+        self.cursor.save(&self.board)
+    }
+
+    /// Marks everything hinted now as changed while no watcher ran, for the log's notes.
+    pub fn mark_catching_up(&mut self) {
+        self.catching_up = self.hints.iter().cloned().collect();
+    }
+
+    /// Hints every file whose stat differs from the snapshot, and every file that is gone.
+    pub fn rescan(&mut self) {
+        let now: Vec<Tracked> = areas::walk(&self.board);
+        let present: HashSet<&str> = now.iter().map(|t| t.rel.as_str()).collect();
+        for t in &now {
+            let stat = StatKey::read(&areas::abs(&self.board, &t.rel));
+            if self.snapshot.files.get(&t.rel).map(|k| k.stat) != stat {
+                self.hints.insert(t.rel.clone());
+            }
+        }
+        let gone: Vec<String> = self
+            .snapshot
+            .files
+            .keys()
+            .filter(|rel| !present.contains(rel.as_str()))
+            .cloned()
+            .collect();
+        self.hints.extend(gone);
+    }
+
+    /// Hints every tracked file under a directory (one that appeared, or was moved in).
+    pub fn rescan_dir(&mut self, rel_dir: &str) {
+        let dir = areas::abs(&self.board, rel_dir);
+        for t in areas::walk_dir(&self.board, &dir, true) {
+            self.hints.insert(t.rel);
+        }
+        let prefix = format!("{rel_dir}/");
+        let gone: Vec<String> = self
+            .snapshot
+            .files
+            .keys()
+            .filter(|rel| rel.starts_with(&prefix))
+            .cloned()
+            .collect();
+        self.hints.extend(gone);
+    }
+
+    /// Reads the entries appended to log.yaml since the cursor; each one about a tracked
+    /// file becomes a hint for it.
+    pub fn catch_up(&mut self) -> Result<()> {
+        let path = self.board.log_path();
+        let len = std::fs::metadata(&path).map_or(0, |m| m.len());
+        let rewound = len < self.cursor.offset;
+        if rewound {
+            // log.yaml was replaced (a checkout, a merge): read it again, skipping what
+            // was read before by seq.
+            self.cursor.offset = 0;
+        }
+        let (entries, next, _) = log::read_from(&self.board, self.cursor.offset)?;
+        self.cursor.offset = next;
+        for e in entries {
+            if rewound && e.seq <= self.cursor.seq {
+                continue;
+            }
+            self.cursor.seq = self.cursor.seq.max(e.seq);
+            if self.own.remove(&e.seq) || matches!(e.op.as_str(), "activation" | "alert") {
+                continue;
+            }
+            if areas::classify(&e.doc).is_none() {
+                continue;
+            }
+            self.hints.insert(e.doc.clone());
+            self.pending.entry(e.doc.clone()).or_default().push(e);
+        }
+        Ok(())
+    }
+
+    fn shadow(&self, rel: &str) -> Option<Vec<u8>> {
+        match self.staged.get(rel) {
+            Some(staged) => staged.clone(),
+            None => snapshot::read_shadow(&self.board, rel),
+        }
+    }
+
+    fn stage(&mut self, rel: &str, content: Option<&[u8]>) {
+        self.staged
+            .insert(rel.to_string(), content.map(<[u8]>::to_vec));
+    }
+
+    /// Writes the shadows of the changes handled since the last commit.
+    pub fn commit(&mut self) -> Result<()> {
+        for (rel, content) in std::mem::take(&mut self.staged) {
+            snapshot::write_shadow(&self.board, &rel, content.as_deref())?;
+        }
+        Ok(())
+    }
+
+    /// Appends an entry watch mode writes on its own account (activations, alerts).
+    pub fn log_own(&mut self, entry: Entry) -> Result<Entry> {
+        self.append(entry)
+    }
+
+    fn append(&mut self, entry: Entry) -> Result<Entry> {
+        let entry = log::append(&self.board, entry)?;
+        self.own.insert(entry.seq);
+        Ok(entry)
+    }
+
+    /// Logs an alert about `rel` and keeps it for the watcher's output.
+    pub fn alert(&mut self, rel: &str, actor: &str, note: String) -> Result<Entry> {
+        let entry = self.append(Entry {
+            at: crate::time::stamp_millis(crate::time::now()),
+            actor: actor.to_string(),
+            op: "alert".into(),
+            doc: rel.to_string(),
+            note: Some(note),
+            ..Entry::default()
+        })?;
+        self.notices.push(Notice {
+            entry: entry.clone(),
+        });
+        Ok(entry)
+    }
+
+    /// Looks at one path and reports what changed.
+    pub fn reconcile(&mut self, rel: &str) -> Result<Outcome> {
+        let Some(t) = areas::classify(rel) else {
+            self.pending.remove(rel);
+            return Ok(Outcome::Handled(Vec::new()));
+        };
+        let _lock = match t.lock_name() {
+            Some(name) => Some(store::lock(&self.board, &name)?),
+            None => None,
+        };
+        let path = areas::abs(&self.board, rel);
+        if let (Area::Doc(_), Some(name)) = (t.area, t.lock_name()) {
+            // A write killed between its rename and its log entry: log it now.
+            let rev = match read_current(&path, self.max_bytes()) {
+                Current::File(_, bytes) => rev_of(&bytes),
+                _ => 0,
+            };
+            crate::ops::intent::recover(&self.board, &name, rev)?;
+        }
+        self.catch_up()?;
+        let current = read_current(&path, self.max_bytes());
+        let before = self.shadow(rel);
+        let entries = self.pending.remove(rel).unwrap_or_default();
+        let (stat, bytes, big) = match current {
+            Current::Missing => {
+                let outcome = self.deleted(&t, before, entries)?;
+                return self.settled(&t, outcome);
+            }
+            Current::Special(stat, why) => {
+                let outcome = self.special(&t, stat, before, &why)?;
+                return self.settled(&t, outcome);
+            }
+            Current::Big(stat) => (stat, big_stand_in(stat), true),
+            Current::File(stat, bytes) => (stat, bytes, false),
+        };
+        let outcome = if before.as_deref() == Some(bytes.as_slice()) {
+            self.remember(rel, stat, &bytes);
+            Outcome::Handled(Vec::new())
+        } else {
+            let written = Written {
+                bytes: &bytes,
+                stat,
+                big,
+            };
+            match self.written(&t, before, entries.clone(), written)? {
+                Outcome::Deferred(d) => {
+                    self.pending.insert(rel.to_string(), entries);
+                    Outcome::Deferred(d)
+                }
+                handled => handled,
+            }
+        };
+        self.settled(&t, outcome)
+    }
+
+    fn settled(&mut self, t: &Tracked, outcome: Outcome) -> Result<Outcome> {
+        if matches!(outcome, Outcome::Handled(_)) {
+            self.deferred.remove(&t.rel);
+            if t.area == Area::Source {
+                self.sources_changed = true;
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// The file is gone.
+    fn deleted(
+        &mut self,
+        t: &Tracked,
+        before: Option<Vec<u8>>,
+        entries: Vec<Entry>,
+    ) -> Result<Outcome> {
+        self.snapshot.files.remove(&t.rel);
+        let Some(before) = before else {
+            return Ok(Outcome::Handled(Vec::new()));
+        };
+        let doc = self.parse(t, &before);
+        let by_tavern = entries
+            .iter()
+            .rev()
+            .find(|e| matches!(e.op.as_str(), "move" | "delete" | "resume"));
+        let change = match by_tavern {
+            Some(e) => Some(self.change_from_entry(t, e, vec![On::Deleted], doc)),
+            None => {
+                let diff = text_diff(&before, b"");
+                let note = self.note(&t.rel, "deleted outside tavern");
+                let entry = self.log_external(t, &entries, diff, note, None)?;
+                Some(Change {
+                    tracked: t.clone(),
+                    events: vec![On::Deleted],
+                    actor: None,
+                    seq: entry.seq,
+                    at: Utc::now(),
+                    doc,
+                })
+            }
+        };
+        self.stage(&t.rel, None);
+        Ok(Outcome::Handled(change.into_iter().collect()))
+    }
+
+    /// A symlink or other special file where a document should be: reported once.
+    fn special(
+        &mut self,
+        t: &Tracked,
+        stat: StatKey,
+        before: Option<Vec<u8>>,
+        why: &str,
+    ) -> Result<Outcome> {
+        if self.snapshot.files.get(&t.rel).map(|k| k.stat) != Some(stat) {
+            self.alert(&t.rel, WATCHER, format!("{}: {why}", t.rel))?;
+        }
+        if before.is_some() {
+            self.stage(&t.rel, None);
+        }
+        self.snapshot.files.insert(
+            t.rel.clone(),
+            Known {
+                stat,
+                hash: snapshot::hash(b""),
+            },
+        );
+        Ok(Outcome::Handled(Vec::new()))
+    }
+
+    /// The file was written: by tavern, by someone else, or both.
+    fn written(
+        &mut self,
+        t: &Tracked,
+        before: Option<Vec<u8>>,
+        entries: Vec<Entry>,
+        now: Written<'_>,
+    ) -> Result<Outcome> {
+        let Written { bytes, stat, big } = now;
+        let before_rev = before.as_deref().map_or(0, rev_of);
+        let tavern: Vec<&Entry> = entries
+            .iter()
+            .filter(|e| e.op != "external-edit")
+            .filter(|e| !t.has_rev() || e.rev.is_none_or(|r| r > before_rev))
+            .collect();
+        let doc = if big { None } else { self.parse(t, bytes) };
+        let mut changes: Vec<Change> = Vec::new();
+        for (i, e) in tavern.iter().enumerate() {
+            let mut events = events_of(e);
+            // A file tavern made counts as created only if the watcher did not know it.
+            if events[0] == On::Created && before.is_some() {
+                events[0] = On::Changed;
+            } else if i == 0 && before.is_none() && events[0] == On::Changed {
+                events[0] = On::Created;
+            }
+            changes.push(self.change_from_entry(t, e, events, doc.clone()));
+        }
+
+        // What is left to explain after tavern's own writes, if anything.
+        let before_text = before.as_deref().map(String::from_utf8_lossy);
+        let base = before_text.as_deref().unwrap_or("");
+        let (external_from, around) = if tavern.is_empty() {
+            (Some(base.to_string()), false)
+        } else {
+            match replay(base, &tavern) {
+                Replay::Exact(expected) if expected.as_bytes() == bytes => (None, false),
+                Replay::Exact(expected) => (Some(expected), false),
+                // A truncated diff cannot be replayed: trust the log.
+                Replay::Truncated => (None, false),
+                Replay::Mismatch => (Some(base.to_string()), true),
+            }
+        };
+
+        if let Some(from) = external_from {
+            let valid = if big {
+                match t.area {
+                    Area::Solution => Ok(()),
+                    _ => Err(format!(
+                        "is over the size limit of {} bytes (limits.max_doc_bytes in board.yaml)",
+                        self.max_bytes()
+                    )),
+                }
+            } else {
+                self.validate(t, bytes)
+            };
+            if let Err(problem) = &valid
+                && !self.deferred.contains(&t.rel)
+                && recently_written(stat)
+            {
+                let _ = problem;
+                self.deferred.insert(t.rel.clone());
+                return Ok(Outcome::Deferred(SETTLE));
+            }
+            let created = before.is_none() && tavern.is_empty();
+            let what = match (created, around) {
+                (true, _) => "created outside tavern",
+                (false, false) => "changed outside tavern",
+                (false, true) => {
+                    "changed outside tavern around tavern's own writes (the diff holds both)"
+                }
+            };
+            let note = self.note(&t.rel, what);
+            let diff = if big {
+                Some(format!(
+                    "no diff: the file is over the size limit ({} bytes)\n",
+                    stat.size
+                ))
+            } else {
+                text_diff(from.as_bytes(), bytes)
+            };
+            let rev = t.has_rev().then(|| rev_of(bytes)).filter(|r| *r > 0);
+            let entry = self.log_external(t, &entries, diff, note, rev)?;
+            match valid {
+                Ok(_) => {
+                    let mut events = vec![if created { On::Created } else { On::Changed }];
+                    let old_status = status_of(from.as_bytes());
+                    let new_status = status_of(bytes);
+                    if let Some(s) = new_status
+                        && Some(&s) != old_status.as_ref()
+                        && !created
+                    {
+                        events.push(On::Transition(s));
+                    }
+                    changes.push(Change {
+                        tracked: t.clone(),
+                        events,
+                        actor: None,
+                        seq: entry.seq,
+                        at: Utc::now(),
+                        doc: doc.clone(),
+                    });
+                }
+                Err(problem) => {
+                    self.alert(
+                        &t.rel,
+                        WATCHER,
+                        format!("{}: {problem} (edited outside tavern; not reverted, no source started)", t.rel),
+                    )?;
+                }
+            }
+        }
+        self.stage(&t.rel, Some(bytes));
+        self.remember(&t.rel, stat, bytes);
+        Ok(Outcome::Handled(changes))
+    }
+
+    /// "changed outside tavern", and when it was noticed at start, say so.
+    fn note(&mut self, rel: &str, what: &str) -> String {
+        if self.catching_up.remove(rel) {
+            format!("{what} (noticed when tavern watch started)")
+        } else {
+            what.to_string()
+        }
+    }
+
+    /// Logs an external edit, unless a previous run already logged this very change (it
+    /// stopped before recording it as handled).
+    fn log_external(
+        &mut self,
+        t: &Tracked,
+        entries: &[Entry],
+        diff: Option<String>,
+        note: String,
+        rev: Option<u64>,
+    ) -> Result<Entry> {
+        if let Some(e) = entries
+            .iter()
+            .rev()
+            .find(|e| e.op == "external-edit" && e.diff == diff)
+        {
+            return Ok(e.clone());
+        }
+        let entry = self.append(Entry {
+            at: crate::time::stamp_millis(crate::time::now()),
+            actor: WATCHER.into(),
+            op: "external-edit".into(),
+            doc: t.rel.clone(),
+            rev,
+            note: Some(note),
+            diff: Some(diff.unwrap_or_else(|| "binary file; no diff\n".into())),
+            ..Entry::default()
+        })?;
+        self.notices.push(Notice {
+            entry: entry.clone(),
+        });
+        Ok(entry)
+    }
+
+    fn change_from_entry(
+        &self,
+        t: &Tracked,
+        e: &Entry,
+        events: Vec<On>,
+        doc: Option<Document>,
+    ) -> Change {
+        Change {
+            tracked: t.clone(),
+            events,
+            actor: Some(e.actor.clone()),
+            seq: e.seq,
+            at: crate::time::parse_time(&e.at, Utc::now()).unwrap_or_else(Utc::now),
+            doc,
+        }
+    }
+
+    /// The file as a document for `when:` queries (None if it is not readable as one).
+    fn parse(&self, t: &Tracked, bytes: &[u8]) -> Option<Document> {
+        let text = std::str::from_utf8(bytes).ok()?.to_string();
+        let limits = self.board.config.yaml_limits();
+        match t.area {
+            Area::Doc(region) => Document::parse(region, &t.id, text, limits).ok(),
+            Area::Pause => None,
+            _ => Some(Document::loose(Region::Tasks, &t.id, text, limits)),
+        }
+    }
+
+    /// Why the file is not a valid one of its kind, if it is not.
+    fn validate(&self, t: &Tracked, bytes: &[u8]) -> std::result::Result<(), String> {
+        let limit = self.board.config.limits.max_doc_bytes;
+        if matches!(t.area, Area::Solution | Area::Pause) {
+            return Ok(());
+        }
+        if bytes.len() as u64 > limit {
+            return Err(format!(
+                "is {} bytes, over the limit of {limit} (limits.max_doc_bytes in board.yaml)",
+                bytes.len()
+            ));
+        }
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            format!(
+                "is not valid UTF-8 (invalid byte at offset {})",
+                e.valid_up_to()
+            )
+        })?;
+        crate::id::validate(&t.id).map_err(|_| {
+            "file name is not a valid id ([a-z0-9][a-z0-9._-]{0,63}.md)".to_string()
+        })?;
+        let path = areas::abs(&self.board, &t.rel);
+        let problem = |e: Error| match e {
+            Error::InvalidDoc { problem, .. } => problem,
+            other => other.to_string(),
+        };
+        match t.area {
+            Area::Doc(region) => {
+                let doc = store::parse_doc(&self.board, region, &t.id, text.to_string(), &path)
+                    .map_err(problem)?;
+                if region == Region::Tasks {
+                    let workflow = &self.board.config.workflow;
+                    match doc.status() {
+                        Some(s) if workflow.is_state(s) => {}
+                        Some(s) => {
+                            return Err(format!(
+                                "status '{s}' is not a state of the workflow ({})",
+                                workflow.states.join(", ")
+                            ));
+                        }
+                        None => return Err("has no status".into()),
+                    }
+                }
+                Ok(())
+            }
+            Area::Agent => Document::parse(
+                Region::Tasks,
+                &t.id,
+                text.to_string(),
+                self.board.config.yaml_limits(),
+            )
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
+            Area::Source => super::sources::parse(&self.board, &t.id, text)
+                .map(|_| ())
+                .map_err(|problems| problems.join("; ")),
+            Area::Solution | Area::Pause => Ok(()),
+        }
+    }
+}
+
+/// The events a tavern log entry stands for.
+fn events_of(e: &Entry) -> Vec<On> {
+    let mut events = vec![match e.op.as_str() {
+        "create" | "pause" => On::Created,
+        "move" | "delete" | "resume" => On::Deleted,
+        _ => On::Changed,
+    }];
+    if let Some(to) = &e.to
+        && e.op != "external-edit"
+        && !matches!(e.op.as_str(), "create" | "pause" | "resume")
+    {
+        events.push(On::Transition(to.clone()));
+    }
+    events
+}
+
+enum Replay {
+    Exact(String),
+    /// A diff does not apply to what the watcher last saw: something else changed it.
+    Mismatch,
+    /// A diff was cut to its size limit and cannot be replayed.
+    Truncated,
+}
+
+/// What tavern's logged writes make of `base`.
+fn replay(base: &str, entries: &[&Entry]) -> Replay {
+    let mut text = base.to_string();
+    for e in entries {
+        let Some(diff) = &e.diff else { continue };
+        if diff.contains("… diff truncated:") {
+            return Replay::Truncated;
+        }
+        match patch::apply(&text, diff) {
+            Some(next) => text = next,
+            None => return Replay::Mismatch,
+        }
+    }
+    Replay::Exact(text)
+}
+
+/// What `written` looks at: the file's content (or stand-in) and stat.
+struct Written<'a> {
+    bytes: &'a [u8],
+    stat: StatKey,
+    big: bool,
+}
+
+/// Reads a tracked file without following symlinks or opening anything but a regular file.
+fn read_current(path: &std::path::Path, max_bytes: u64) -> Current {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Current::Missing;
+    };
+    let stat = StatKey::of(&meta);
+    if meta.file_type().is_symlink() {
+        let why =
+            "is a symbolic link; documents must be regular files inside the board (not followed)";
+        return Current::Special(stat, why.into());
+    }
+    if stat.special {
+        return Current::Special(stat, "is not a regular file".into());
+    }
+    if meta.len() > max_bytes {
+        return Current::Big(stat);
+    }
+    match std::fs::read(path) {
+        Ok(bytes) => Current::File(stat, bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Current::Missing,
+        Err(e) => Current::Special(stat, format!("cannot be read: {e}")),
+    }
+}
+
+/// What the shadow holds for a file over the size limit: its stat, so that any change of
+/// the file is a change of the stand-in.
+fn big_stand_in(stat: StatKey) -> Vec<u8> {
+    format!(
+        "over the size limit: {} bytes, mtime {}, ctime {}, inode {}\n",
+        stat.size, stat.mtime_ns, stat.ctime_ns, stat.ino
+    )
+    .into_bytes()
+}
+
+fn recently_written(stat: StatKey) -> bool {
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64);
+    now - stat.mtime_ns < SETTLE.as_nanos() as i64
+}
+
+/// A unified diff when both sides are text.
+fn text_diff(before: &[u8], after: &[u8]) -> Option<String> {
+    let (Ok(a), Ok(b)) = (std::str::from_utf8(before), std::str::from_utf8(after)) else {
+        return None;
+    };
+    Some(log::diff(a, b))
+}
+
+fn frontmatter_field(bytes: &[u8], key: &str) -> Option<serde_json::Value> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let parts = crate::doc::split::split(text).ok()?;
+    let fields = crate::doc::fast::parse(parts.frontmatter).or_else(|| {
+        crate::yaml::parse_mapping(parts.frontmatter, crate::yaml::YamlLimits::default()).ok()
+    })?;
+    fields.get(key).cloned()
+}
+
+/// The `rev` in a file's frontmatter (0 if none).
+fn rev_of(bytes: &[u8]) -> u64 {
+    frontmatter_field(bytes, "rev")
+        .and_then(|v| v.as_u64())
+        .unwrap_or(0)
+}
+
+fn status_of(bytes: &[u8]) -> Option<String> {
+    frontmatter_field(bytes, "status").and_then(|v| v.as_str().map(str::to_string))
+}

@@ -1,0 +1,103 @@
+//! Starting a knowledge source's command for one activation.
+//!
+//! The command runs as `sh -c RUN` in the project root, in its own process group (so a
+//! timeout kills everything it started), with the source's prompt on stdin and its output
+//! in `.state/runs/`. Only `{id}`, `{path}` and `{region}` are substituted into the command
+//! line, quoted when needed; everything else about the change reaches the command through
+//! the environment, so a hostile title never reaches a shell.
+
+use std::io::Write;
+use std::process::{Command, ExitStatus, Stdio};
+
+use super::scheduler::Activation;
+use super::sources::Source;
+use crate::board::Board;
+use crate::error::{Error, Result};
+
+/// A started command.
+pub struct Spawned {
+    pub pid: u32,
+    /// Its output file, board-relative.
+    pub output: String,
+}
+
+/// A file-name-safe form of a value.
+fn file_safe(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// The project directory: the one holding the board.
+pub fn project_dir(board: &Board) -> std::path::PathBuf {
+    board
+        .root
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_else(|| board.root.clone())
+}
+
+/// Starts `source` for `act`; `on_exit` is called from a thread when the command ends.
+pub fn spawn(
+    board: &Board,
+    source: &Source,
+    act: &Activation,
+    on_exit: impl FnOnce(std::io::Result<ExitStatus>) + Send + 'static,
+) -> Result<Spawned> {
+    let runs = board.state_dir().join("runs");
+    std::fs::create_dir_all(&runs).map_err(|e| Error::io(&runs, "create directory", e))?;
+    let stamp = act.queued_at.format("%Y%m%dT%H%M%S%.3fZ");
+    let output = runs.join(format!(
+        "{stamp}-{}-{}-{}.log",
+        file_safe(&act.source),
+        file_safe(&act.doc_id),
+        act.id
+    ));
+    let log = std::fs::File::create(&output).map_err(|e| Error::io(&output, "create", e))?;
+    let err = log
+        .try_clone()
+        .map_err(|e| Error::io(&output, "create", e))?;
+    let doc_path = board.root.join(&act.doc);
+    let doc_path = doc_path.to_string_lossy();
+    let project = project_dir(board);
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg(source.command(&act.doc_id, &doc_path, &act.region))
+        .current_dir(&project)
+        .env("TAVERN_BOARD", &board.root)
+        .env("TAVERN_EVENT", &act.event)
+        .env("TAVERN_DOC", doc_path.as_ref())
+        .env("TAVERN_ID", &act.doc_id)
+        .env("TAVERN_REGION", &act.region)
+        .env("TAVERN_AGENT", &source.name)
+        .env("TAVERN_SEQ", act.seq.to_string())
+        .env("TAVERN_CHAIN", act.depth.to_string())
+        .stdin(Stdio::piped())
+        .stdout(log)
+        .stderr(err);
+    crate::process::own_group(&mut command);
+    let mut child = command
+        .spawn()
+        .map_err(|e| Error::io(&project, "start a source's command in", e))?;
+    let pid = child.id();
+    let stdin = child.stdin.take();
+    let prompt = source.prompt.clone();
+    std::thread::spawn(move || {
+        // The prompt; a command that does not read it just closes the pipe.
+        if let Some(mut stdin) = stdin {
+            let _ = stdin.write_all(prompt.as_bytes());
+        }
+        on_exit(child.wait());
+    });
+    Ok(Spawned {
+        pid,
+        output: board.rel(&output),
+    })
+}

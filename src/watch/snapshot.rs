@@ -1,0 +1,219 @@
+//! What watch mode last saw of every tracked file, kept across restarts under
+//! `.state/watch/`:
+//!
+//! - `snapshot`: per file its stat key (size, mtime, ctime, inode) and a content hash. A
+//!   file whose stat key is unchanged is not read again (as git's index does); ctime is in
+//!   the key because no tool can set it back, so `touch -m` cannot hide a change.
+//! - `shadow/<path>`: the last content seen, the "before" of the next change. A hand edit
+//!   is logged with its diff against it, also when it happened while the watcher was down.
+//! - `cursor`: how far into log.yaml the watcher has read.
+//!
+//! The shadow is the truth about what has been handled: a change is handled once its new
+//! content is in the shadow. The snapshot file only saves reading unchanged files.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::board::Board;
+use crate::error::{Error, Result};
+
+/// The parts of a file's metadata that change whenever its content does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct StatKey {
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+    pub ino: u64,
+    /// A symlink, FIFO, socket or device: never opened.
+    pub special: bool,
+}
+
+impl StatKey {
+    pub fn of(meta: &std::fs::Metadata) -> StatKey {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            StatKey {
+                size: meta.size(),
+                mtime_ns: meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
+                ctime_ns: meta.ctime() * 1_000_000_000 + meta.ctime_nsec(),
+                ino: meta.ino(),
+                special: !meta.file_type().is_file(),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let mtime_ns = meta
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos() as i64);
+            StatKey {
+                size: meta.len(),
+                mtime_ns,
+                ctime_ns: 0,
+                ino: 0,
+                special: !meta.file_type().is_file(),
+            }
+        }
+    }
+
+    /// The stat key of `path` itself (a symlink is not followed), or None if it is gone.
+    pub fn read(path: &Path) -> Option<StatKey> {
+        std::fs::symlink_metadata(path)
+            .ok()
+            .map(|m| StatKey::of(&m))
+    }
+}
+
+/// A stable 64-bit content hash (FNV-1a): the same on every build, since it is stored.
+pub fn hash(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// What the watcher knows of one file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Known {
+    pub stat: StatKey,
+    pub hash: u64,
+}
+
+/// The in-memory index of every tracked file, by board-relative path.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    pub files: HashMap<String, Known>,
+    /// False until a snapshot exists on disk: the first start takes the board as it is.
+    pub existed: bool,
+}
+
+/// Where watch mode keeps its state.
+pub fn dir(board: &Board) -> PathBuf {
+    board.state_dir().join("watch")
+}
+
+fn snapshot_path(board: &Board) -> PathBuf {
+    dir(board).join("snapshot")
+}
+
+fn cursor_path(board: &Board) -> PathBuf {
+    dir(board).join("cursor")
+}
+
+pub fn shadow_path(board: &Board, rel: &str) -> PathBuf {
+    dir(board).join("shadow").join(rel)
+}
+
+/// Writes a state file whole or not at all (temp file and rename; no fsync: this is a
+/// cache whose loss costs a re-read, never a wrong answer).
+pub fn write_state(path: &Path, bytes: &[u8]) -> Result<()> {
+    let parent = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = parent.join(format!(".{name}.tmp"));
+    let write = |tmp: &Path| -> std::io::Result<()> {
+        let mut f = std::fs::File::create(tmp)?;
+        f.write_all(bytes)?;
+        std::fs::rename(tmp, path)
+    };
+    if write(&tmp).is_err() {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, "create directory", e))?;
+        write(&tmp).map_err(|e| Error::io(path, "write", e))?;
+    }
+    Ok(())
+}
+
+impl Snapshot {
+    /// Loads the snapshot written by the last run (an unreadable one is an empty one:
+    /// every file is then compared with its shadow).
+    pub fn load(board: &Board) -> Snapshot {
+        let Ok(text) = std::fs::read_to_string(snapshot_path(board)) else {
+            return Snapshot::default();
+        };
+        let mut files = HashMap::new();
+        for line in text.lines() {
+            if let Ok((rel, known)) = serde_json::from_str::<(String, Known)>(line) {
+                files.insert(rel, known);
+            }
+        }
+        Snapshot {
+            files,
+            existed: true,
+        }
+    }
+
+    pub fn save(&self, board: &Board) -> Result<()> {
+        let mut rels: Vec<&String> = self.files.keys().collect();
+        rels.sort();
+        let mut out = String::with_capacity(rels.len() * 96);
+        for rel in rels {
+            if let Ok(line) = serde_json::to_string(&(rel, &self.files[rel])) {
+                out.push_str(&line);
+                out.push('\n');
+            }
+        }
+        write_state(&snapshot_path(board), out.as_bytes())
+    }
+}
+
+/// The last content the watcher handled of `rel`, or None if it had none.
+pub fn read_shadow(board: &Board, rel: &str) -> Option<Vec<u8>> {
+    std::fs::read(shadow_path(board, rel)).ok()
+}
+
+/// Records `content` as handled (None: the file is gone).
+pub fn write_shadow(board: &Board, rel: &str, content: Option<&[u8]>) -> Result<()> {
+    let path = shadow_path(board, rel);
+    match content {
+        Some(bytes) => write_state(&path, bytes),
+        None => match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::io(&path, "remove", e)),
+        },
+    }
+}
+
+/// How far into log.yaml the watcher has read: a byte offset and the last seq there.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Cursor {
+    pub offset: u64,
+    pub seq: u64,
+}
+
+impl Cursor {
+    pub fn load(board: &Board) -> Option<Cursor> {
+        let text = std::fs::read_to_string(cursor_path(board)).ok()?;
+        let mut parts = text.split_whitespace();
+        let offset = parts.next()?.parse().ok()?;
+        let seq = parts.next()?.parse().ok()?;
+        Some(Cursor { offset, seq })
+    }
+
+    pub fn save(&self, board: &Board) -> Result<()> {
+        write_state(
+            &cursor_path(board),
+            format!("{} {}\n", self.offset, self.seq).as_bytes(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_is_fnv1a() {
+        // Reference values of 64-bit FNV-1a.
+        assert_eq!(hash(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(hash(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_ne!(hash(b"status: done\n"), hash(b"status: dona\n"));
+    }
+}

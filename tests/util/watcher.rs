@@ -1,0 +1,176 @@
+//! A `tavern watch --json` process running on a test board, and what it printed.
+
+use std::io::BufRead;
+use std::process::{Child, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::{Out, TestBoard};
+
+/// How long a test waits for something the watcher should do (generous: shared machines).
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
+pub struct Watcher {
+    child: Child,
+    lines: Receiver<String>,
+    /// Every JSON line printed so far.
+    pub seen: Vec<Value>,
+}
+
+impl Watcher {
+    /// Starts `tavern watch --json ARGS` and waits until it watches.
+    pub fn start(b: &TestBoard, args: &[&str]) -> Watcher {
+        let mut all = vec!["watch", "--json"];
+        all.extend_from_slice(args);
+        let mut cmd = b.cmd(&all);
+        cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
+        let mut child = cmd.spawn().expect("spawn tavern watch");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut w = Watcher {
+            child,
+            lines: rx,
+            seen: Vec::new(),
+        };
+        w.wait_for("the watcher to start", |v| v["event"] == "watching");
+        w
+    }
+
+    /// Reads output until a line matches `pred`; panics with everything seen after
+    /// PATIENCE.
+    #[track_caller]
+    pub fn wait_for(&mut self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        if let Some(v) = self.seen.iter().find(|v| pred(v)) {
+            return v.clone();
+        }
+        let end = Instant::now() + PATIENCE;
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    let v: Value = serde_json::from_str(&line)
+                        .unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+                    self.seen.push(v.clone());
+                    if pred(&v) {
+                        return v;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => {
+                    panic!("waited for {what}; the watcher printed:\n{}", self.dump());
+                }
+            }
+        }
+    }
+
+    /// Reads output until `done` holds for everything seen so far.
+    #[track_caller]
+    pub fn wait_until(&mut self, what: &str, done: impl Fn(&[Value]) -> bool) {
+        let end = Instant::now() + PATIENCE;
+        while !done(&self.seen) {
+            let left = end.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => self.seen.push(
+                    serde_json::from_str(&line)
+                        .unwrap_or_else(|e| panic!("not JSON ({e}): {line}")),
+                ),
+                Err(_) => panic!("waited for {what}; the watcher printed:\n{}", self.dump()),
+            }
+        }
+    }
+
+    /// Waits until `n` activations have finished in all.
+    #[track_caller]
+    pub fn wait_finished(&mut self, n: usize) {
+        self.wait_until(&format!("{n} finished activations"), |seen| {
+            seen.iter().filter(|v| v["event"] == "finished").count() >= n
+        });
+    }
+
+    /// How many lines of this event were printed so far.
+    pub fn count(&self, event: &str) -> usize {
+        self.seen.iter().filter(|v| v["event"] == event).count()
+    }
+
+    pub fn dump(&self) -> String {
+        self.seen
+            .iter()
+            .map(|v| v.to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends SIGTERM and waits for the watcher to exit; returns its exit code.
+    pub fn stop(self) -> (i32, Vec<Value>) {
+        signal(self.child.id(), "TERM");
+        self.stop_after_exit()
+    }
+
+    /// Waits for the watcher to exit (it was told to); returns its exit code.
+    pub fn stop_after_exit(mut self) -> (i32, Vec<Value>) {
+        let status = self.child.wait().expect("wait for tavern watch");
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
+            if let Ok(v) = serde_json::from_str(&line) {
+                self.seen.push(v);
+            }
+        }
+        (status.code().unwrap_or(-1), std::mem::take(&mut self.seen))
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        // A failed test must not leave a watcher running.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sends a signal by name to a process.
+pub fn signal(pid: u32, name: &str) {
+    let ok = std::process::Command::new("kill")
+        .args([&format!("-{name}"), &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(ok.success(), "kill -{name} {pid}");
+}
+
+/// Runs `tavern watch --once --json ARGS` to the end.
+pub fn once(b: &TestBoard, args: &[&str]) -> (Out, Vec<Value>) {
+    let mut all = vec!["watch", "--once", "--json"];
+    all.extend_from_slice(args);
+    let out = b.run(&all);
+    let lines = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    (out, lines)
+}
+
+/// The lines of a file in the project directory (outside the board), empty if missing.
+pub fn lines_of(b: &TestBoard, name: &str) -> Vec<String> {
+    std::fs::read_to_string(b.root().join(name))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// The log entries with this op.
+pub fn ops(log: &[Value], op: &str) -> Vec<Value> {
+    log.iter().filter(|e| e["op"] == op).cloned().collect()
+}

@@ -1,0 +1,915 @@
+//! Watch mode end to end: a real `tavern watch` on a real board, real child processes, and
+//! writes made the ways agents and editors make them (`tavern new`, `cat >`, rename over
+//! the old file, `rm`, `mv`). What is asserted is what a user relies on: each change is
+//! logged once, each matching activation runs once, and the log says what happened.
+
+#![cfg(unix)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::util::watcher::{Watcher, lines_of, once, ops, signal};
+use crate::util::{BIN, TestBoard};
+
+/// Writes a knowledge source.
+fn source(b: &TestBoard, name: &str, front: &str, prompt: &str) {
+    b.write(
+        &format!("control/sources/{name}.md"),
+        format!("---\nname: {name}\n{front}---\n{prompt}"),
+    );
+}
+
+/// Runs a shell command in the project directory, as an agent's shell would.
+fn sh(b: &TestBoard, script: &str) {
+    let ok = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(b.root())
+        .env("T", BIN)
+        .status()
+        .expect("run sh");
+    assert!(ok.success(), "sh -c {script}");
+}
+
+/// Replaces a document the way editors save: a new file renamed over the old one.
+fn save_by_rename(b: &TestBoard, rel: &str, text: &str) {
+    let tmp = b.board().join(format!("{rel}.new~"));
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, b.board().join(rel)).unwrap();
+}
+
+/// A source that appends `$TAVERN_EVENT $TAVERN_ID` to ran.txt in the project.
+fn recorder(b: &TestBoard, name: &str, on: &str) {
+    source(
+        b,
+        name,
+        &format!("watch: [tasks]\non: [{on}]\nrun: echo \"$TAVERN_EVENT $TAVERN_ID\" >> ran.txt\n"),
+        "",
+    );
+}
+
+fn sorted(mut v: Vec<String>) -> Vec<String> {
+    v.sort();
+    v
+}
+
+fn finished(log: &[Value]) -> Vec<Value> {
+    ops(log, "activation")
+        .into_iter()
+        .filter(|e| e["to"] != "started")
+        .collect()
+}
+
+#[test]
+fn each_kind_of_write_is_handled_exactly_once() {
+    let b = TestBoard::new();
+    recorder(&b, "rec", "created, changed");
+    let old = b.task("Written before the first watch", &[]);
+
+    // The first run takes the board as it is: nothing fires for what already exists.
+    let (out, _) = once(&b, &[]);
+    out.ok();
+    assert_eq!(lines_of(&b, "ran.txt"), Vec::<String>::new());
+    let logged_before = b.log().len();
+
+    let by_cli = b.task("Created by tavern new", &[]);
+    sh(
+        &b,
+        "cat > .tavern/tasks/task-cat.md <<'EOF'\n---\nid: task-cat\ntitle: Written by cat\nstatus: pending\n---\nbody\nEOF",
+    );
+    let edited = b.read(&format!("tasks/{old}.md")).replace(
+        "title: Written before the first watch",
+        "title: Saved by an editor",
+    );
+    save_by_rename(&b, &format!("tasks/{old}.md"), &edited);
+
+    let (out, _) = once(&b, &[]);
+    out.ok();
+    assert_eq!(
+        sorted(lines_of(&b, "ran.txt")),
+        sorted(vec![
+            format!("changed {old}"),
+            "created task-cat".to_string(),
+            format!("created {by_cli}"),
+        ])
+    );
+    let log = b.log();
+    let new: Vec<Value> = log[logged_before..].to_vec();
+    let external = ops(&new, "external-edit");
+    assert_eq!(external.len(), 2, "{external:#?}");
+    let cat = external
+        .iter()
+        .find(|e| e["doc"] == "tasks/task-cat.md")
+        .unwrap();
+    assert_eq!(
+        cat["note"],
+        "created outside tavern (noticed when tavern watch started)"
+    );
+    assert_eq!(cat["actor"], "tavern-watch");
+    assert!(
+        cat["diff"]
+            .as_str()
+            .unwrap()
+            .contains("+title: Written by cat\n")
+    );
+    let saved = external
+        .iter()
+        .find(|e| e["doc"] == format!("tasks/{old}.md"))
+        .unwrap();
+    assert_eq!(
+        saved["diff"],
+        "@@ -2,3 +2,3 @@\n id: ".to_string()
+            + &old
+            + "\n-title: Written before the first watch\n+title: Saved by an editor\n status: pending\n"
+    );
+    assert_eq!(saved["rev"], 1);
+    let ends = finished(&new);
+    assert_eq!(ends.len(), 3);
+    assert!(ends.iter().all(|e| e["to"] == "ok" && e["exit"] == 0));
+
+    // A second run finds nothing new: nothing runs, nothing is logged.
+    let (out, _) = once(&b, &[]);
+    out.ok();
+    assert_eq!(lines_of(&b, "ran.txt").len(), 3);
+    assert_eq!(b.log().len(), log.len());
+}
+
+#[test]
+fn a_live_watcher_handles_cli_cat_and_rename_writes_once() {
+    let b = TestBoard::new();
+    recorder(&b, "rec", "created, changed, transition:claimed");
+    let mut w = Watcher::start(&b, &[]);
+
+    let id = b.task("Made by tavern new", &[]);
+    w.wait_finished(1);
+    sh(
+        &b,
+        "cat > .tavern/tasks/task-cat.md <<'EOF'\n---\nid: task-cat\ntitle: Written by cat\nstatus: pending\n---\nbody\nEOF",
+    );
+    w.wait_finished(2);
+    let text = b.read("tasks/task-cat.md").replace("body", "saved body");
+    save_by_rename(&b, "tasks/task-cat.md", &text);
+    w.wait_finished(3);
+    b.run(&["claim", &id, "--as", "coder-1"]).ok();
+    w.wait_finished(4);
+    // A last change: once its activation is done, anything the earlier ones would have
+    // caused twice would have shown up before it.
+    b.task("Sentinel", &[]);
+    w.wait_finished(5);
+    let (code, seen) = w.stop();
+    assert_eq!(code, 0);
+
+    let ran = lines_of(&b, "ran.txt");
+    assert_eq!(ran.len(), 5, "{ran:?}");
+    assert_eq!(ran[0], format!("created {id}"));
+    assert_eq!(ran[1], "created task-cat");
+    assert_eq!(ran[2], "changed task-cat");
+    // The claim matched `changed` first in the change's events; one activation for it.
+    assert_eq!(ran[3], format!("changed {id}"));
+    let claim = seen
+        .iter()
+        .find(|v| v["event"] == "change" && v["actor"] == "coder-1")
+        .unwrap();
+    assert_eq!(
+        claim["events"],
+        serde_json::json!(["changed", "transition:claimed"])
+    );
+    let log = b.log();
+    let external = ops(&log, "external-edit");
+    assert_eq!(external.len(), 2);
+    assert_eq!(external[0]["note"], "created outside tavern");
+    assert_eq!(external[1]["note"], "changed outside tavern");
+    assert_eq!(
+        external[1]["diff"],
+        "@@ -5,2 +5,2 @@\n ---\n-body\n+saved body\n"
+    );
+    assert_eq!(ops(&log, "create").len(), 2);
+    assert_eq!(finished(&log).len(), 5);
+}
+
+#[test]
+fn changes_made_while_the_watcher_was_down_are_handled_once_at_restart() {
+    let b = TestBoard::new();
+    recorder(&b, "rec", "created, changed");
+    let id = b.task("Exists before the watcher", &[]);
+    let (code, _) = Watcher::start(&b, &[]).stop();
+    assert_eq!(code, 0);
+
+    // While no watcher runs: a hand edit and a tavern write of two documents.
+    let text = b
+        .read(&format!("tasks/{id}.md"))
+        .replace("## Goal", "## Goal\n\nHand-written goal.");
+    b.write(&format!("tasks/{id}.md"), text);
+    let other = b.task("Created while down", &[]);
+
+    let mut w = Watcher::start(&b, &[]);
+    w.wait_finished(2);
+    let (code, _) = w.stop();
+    assert_eq!(code, 0);
+    assert_eq!(
+        sorted(lines_of(&b, "ran.txt")),
+        sorted(vec![format!("changed {id}"), format!("created {other}")])
+    );
+    let log = b.log();
+    let external = ops(&log, "external-edit");
+    assert_eq!(external.len(), 1);
+    assert_eq!(
+        external[0]["note"],
+        "changed outside tavern (noticed when tavern watch started)"
+    );
+    assert!(
+        external[0]["diff"]
+            .as_str()
+            .unwrap()
+            .contains("+Hand-written goal.\n")
+    );
+
+    // Restarting again fires nothing and logs nothing.
+    let mut w = Watcher::start(&b, &[]);
+    b.task("Sentinel", &[]);
+    w.wait_finished(1);
+    let (_, seen) = w.stop();
+    assert_eq!(seen.iter().filter(|v| v["event"] == "started").count(), 1);
+    assert_eq!(lines_of(&b, "ran.txt").len(), 3);
+    assert_eq!(ops(&b.log(), "external-edit").len(), 1);
+}
+
+#[test]
+fn a_source_is_not_triggered_by_its_own_writes() {
+    let b = TestBoard::new();
+    source(
+        &b,
+        "toucher",
+        &format!(
+            "watch: [tasks]\non: [created, changed]\nrun: echo \"$TAVERN_ID\" >> ran.txt && {BIN} edit \"$TAVERN_ID\" --set touched=done\n"
+        ),
+        "",
+    );
+    let (out, _) = once(&b, &[]);
+    out.ok();
+    let id = b.task("Touch me", &[]);
+    let (out, lines) = once(&b, &[]);
+    out.ok();
+    assert_eq!(lines_of(&b, "ran.txt"), vec![id.clone()]);
+    assert!(
+        b.read(&format!("tasks/{id}.md"))
+            .contains("touched: done\n")
+    );
+    let edit = ops(&b.log(), "edit");
+    assert_eq!(edit.len(), 1);
+    assert_eq!(edit[0]["actor"], "toucher");
+    let skipped: Vec<&Value> = lines.iter().filter(|v| v["event"] == "skipped").collect();
+    assert_eq!(skipped.len(), 1);
+    assert_eq!(skipped[0]["source"], "toucher");
+    assert_eq!(skipped[0]["why"], "own write");
+    let metrics = b.read("control/metrics.md");
+    assert!(
+        metrics.contains("| toucher | 1 | 1 | 0 | 0 | 0 | 0 | 1 |"),
+        "{metrics}"
+    );
+}
+
+#[test]
+fn a_ping_pong_between_two_sources_is_stopped_by_the_loop_guard() {
+    let b = TestBoard::new();
+    let config = b.read("board.yaml").replace("max_chain: 8", "max_chain: 4");
+    b.write("board.yaml", config);
+    for (me, other) in [("ping", "pong"), ("pong", "ping")] {
+        source(
+            &b,
+            me,
+            &format!(
+                "watch: [tasks]\non: [created, changed]\nwhen: turn={me}\nrun: echo \"{me} $TAVERN_CHAIN\" >> ran.txt && {BIN} edit \"$TAVERN_ID\" --set turn={other}\n"
+            ),
+            "",
+        );
+    }
+    once(&b, &[]).0.ok();
+    let id = b.task("Ball", &["--set", "turn=ping"]);
+    let (out, _) = once(&b, &[]);
+    out.ok();
+    assert_eq!(
+        lines_of(&b, "ran.txt"),
+        vec!["ping 1", "pong 2", "ping 3", "pong 4"]
+    );
+    let log = b.log();
+    let alerts = ops(&log, "alert");
+    assert_eq!(alerts.len(), 1, "{alerts:#?}");
+    assert_eq!(alerts[0]["doc"], format!("tasks/{id}.md"));
+    assert_eq!(
+        alerts[0]["note"],
+        format!(
+            "loop guard: ping not started for tasks/{id}.md: it would be activation 5 of a chain that activations started (limit 4: watch.max_chain in board.yaml)"
+        )
+    );
+    // The alert names the change that would have started it: pong's last edit.
+    let last_edit = ops(&log, "edit").last().cloned().unwrap();
+    assert_eq!(last_edit["actor"], "pong");
+    assert_eq!(alerts[0]["cause"], last_edit["seq"]);
+    assert!(b.read(&format!("tasks/{id}.md")).contains("turn: ping\n"));
+}
+
+#[test]
+fn a_document_triggering_too_often_raises_one_alert() {
+    let b = TestBoard::new();
+    let config = b
+        .read("board.yaml")
+        .replace("max_per_doc: 20", "max_per_doc: 3");
+    b.write("board.yaml", config);
+    recorder(&b, "rec", "changed");
+    let id = b.task("Hot", &[]);
+    let mut w = Watcher::start(&b, &[]);
+    let rel = format!("tasks/{id}.md");
+    for i in 0..5 {
+        b.run(&["edit", &id, "--set", &format!("n={i}")]).ok();
+        // Each edit is seen (and, for the first three, run) before the next one.
+        w.wait_until("the edit to be handled", |seen| {
+            let changes = seen
+                .iter()
+                .filter(|v| v["event"] == "change" && v["doc"] == rel.as_str())
+                .count();
+            let finished = seen.iter().filter(|v| v["event"] == "finished").count();
+            changes > i && finished >= (i + 1).min(3)
+        });
+    }
+    let (_, seen) = w.stop();
+    assert_eq!(lines_of(&b, "ran.txt").len(), 3);
+    let alerts = ops(&b.log(), "alert");
+    assert_eq!(alerts.len(), 1, "{}", serde_json::to_string(&seen).unwrap());
+    assert!(
+        alerts[0]["note"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("loop guard: rec not started for tasks/{id}.md: the document started 3 activations within 10m")),
+        "{}",
+        alerts[0]["note"]
+    );
+}
+
+#[test]
+fn pause_holds_activations_and_resume_releases_them() {
+    let b = TestBoard::new();
+    recorder(&b, "rec", "created");
+    once(&b, &[]).0.ok();
+    let out = b.run(&["pause", "deploy", "in", "progress"]);
+    out.ok().stdout_is("paused: deploy in progress\n");
+    assert_eq!(b.read("control/PAUSE"), "deploy in progress\n");
+    b.run(&["pause", "deploy", "in", "progress"])
+        .ok()
+        .stdout_is("already paused: deploy in progress\n");
+    let id = b.task("Waits for the pause", &[]);
+
+    let (out, lines) = once(&b, &[]);
+    out.code(5);
+    assert_eq!(lines_of(&b, "ran.txt"), Vec::<String>::new());
+    let queued: Vec<&Value> = lines.iter().filter(|v| v["event"] == "queued").collect();
+    assert_eq!(queued.len(), 1);
+    let schedule = b.read("control/schedule.md");
+    assert!(
+        schedule.contains("**Paused**: deploy in progress"),
+        "{schedule}"
+    );
+    assert!(
+        schedule.contains(&format!("| 1 | rec | 0 | tasks/{id}.md | created |")),
+        "{schedule}"
+    );
+    assert!(schedule.contains("| resume |"), "{schedule}");
+
+    b.run(&["resume"])
+        .ok()
+        .stdout_is("resumed: claims and activations start again\n");
+    b.run(&["resume"])
+        .ok()
+        .stdout_is("not paused; nothing changed\n");
+    let (out, _) = once(&b, &[]);
+    out.ok();
+    assert_eq!(lines_of(&b, "ran.txt"), vec![format!("created {id}")]);
+    let log = b.log();
+    let pause = ops(&log, "pause");
+    assert_eq!(pause.len(), 1);
+    assert_eq!(pause[0]["doc"], "control/PAUSE");
+    assert_eq!(pause[0]["note"], "deploy in progress");
+    assert_eq!(pause[0]["actor"], "tester");
+    let resume = ops(&log, "resume");
+    assert_eq!(resume.len(), 1);
+    assert_eq!(resume[0]["note"], "was paused: deploy in progress");
+}
+
+#[test]
+fn a_live_watcher_starts_nothing_while_paused() {
+    let b = TestBoard::new();
+    recorder(&b, "rec", "created");
+    let mut w = Watcher::start(&b, &[]);
+    b.run(&["pause"]).ok();
+    let id = b.task("Held", &[]);
+    w.wait_for("the activation to be queued", |v| v["event"] == "queued");
+    // Paused: the queued activation waits (a resume is what releases it, below).
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(w.count("started"), 0);
+    b.run(&["resume"]).ok();
+    w.wait_finished(1);
+    w.stop();
+    assert_eq!(lines_of(&b, "ran.txt"), vec![format!("created {id}")]);
+}
+
+/// Is process `pid` gone (or a zombie nobody reaped yet)?
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+#[test]
+fn a_timeout_kills_the_whole_process_group() {
+    let b = TestBoard::new();
+    source(
+        &b,
+        "hang",
+        "watch: [tasks]\ntimeout: 1s\nrun: sleep 120 & echo $! > bg.pid; wait\n",
+        "",
+    );
+    once(&b, &[]).0.ok();
+    let id = b.task("Hangs", &[]);
+    let started = Instant::now();
+    let (out, lines) = once(&b, &[]);
+    out.code(1);
+    assert!(started.elapsed() < Duration::from_secs(60));
+    let bg: u32 = lines_of(&b, "bg.pid")[0].parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !gone(bg) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(gone(bg), "the command's background child {bg} survived");
+    assert_eq!(lines.iter().filter(|v| v["event"] == "timeout").count(), 1);
+    let ends = finished(&b.log());
+    assert_eq!(ends.len(), 1);
+    assert_eq!(ends[0]["to"], "timed-out");
+    assert_eq!(ends[0]["doc"], format!("tasks/{id}.md"));
+    assert!(ends[0].get("exit").is_none());
+    assert!(
+        ends[0]["note"].as_str().unwrap().starts_with(
+            "did not finish within its timeout of 1s: its process group was killed after"
+        ),
+        "{}",
+        ends[0]["note"]
+    );
+}
+
+#[test]
+fn sigterm_lets_running_activations_finish_within_the_grace_period() {
+    let b = TestBoard::new();
+    source(
+        &b,
+        "slow",
+        "watch: [tasks]\nrun: sleep 1; echo \"$TAVERN_ID\" >> ran.txt\n",
+        "",
+    );
+    let mut w = Watcher::start(&b, &["--grace", "30s"]);
+    let id = b.task("Slow", &[]);
+    w.wait_for("the activation to start", |v| v["event"] == "started");
+    signal(w.pid(), "TERM");
+    w.wait_for("the watcher to stop", |v| v["event"] == "stopped");
+    let (code, _) = w.stop_after_exit();
+    assert_eq!(code, 0);
+    assert_eq!(lines_of(&b, "ran.txt"), vec![id]);
+    assert_eq!(finished(&b.log())[0]["to"], "ok");
+}
+
+#[test]
+fn sigterm_kills_what_outlives_the_grace_period() {
+    let b = TestBoard::new();
+    source(&b, "stuck", "watch: [tasks]\nrun: sleep 120\n", "");
+    let mut w = Watcher::start(&b, &["--grace", "200ms"]);
+    let id = b.task("Stuck", &[]);
+    w.wait_for("the activation to start", |v| v["event"] == "started");
+    let asked = Instant::now();
+    let (code, seen) = w.stop();
+    assert_eq!(code, 0);
+    assert!(asked.elapsed() < Duration::from_secs(30));
+    let end = seen.iter().find(|v| v["event"] == "finished").unwrap();
+    assert_eq!(end["result"], "killed");
+    let ends = finished(&b.log());
+    assert_eq!(ends.len(), 1);
+    assert_eq!(ends[0]["to"], "killed");
+    assert_eq!(ends[0]["doc"], format!("tasks/{id}.md"));
+    // The stopped watcher says so in schedule.md.
+    assert!(
+        b.read("control/schedule.md")
+            .contains("`tavern watch` is not running")
+    );
+}
+
+#[test]
+fn a_hostile_title_or_file_name_never_reaches_a_shell() {
+    let b = TestBoard::new();
+    source(
+        &b,
+        "echo",
+        "watch: [tasks, solutions]\nrun: printf '%s|%s|%s\\n' {id} {path} \"$TAVERN_DOC\" >> ran.txt\n",
+        "",
+    );
+    once(&b, &[]).0.ok();
+    let id = b.task(
+        "$(touch pwned1)\"; touch pwned2; echo \"`touch pwned3`",
+        &[],
+    );
+    std::fs::create_dir_all(b.board().join(format!("solutions/{id}"))).unwrap();
+    let nasty = "a b'; touch pwned4; echo '$(touch pwned5).md";
+    b.write(&format!("solutions/{id}/{nasty}"), "notes\n");
+    let (out, _) = once(&b, &[]);
+    out.ok();
+    for p in ["pwned1", "pwned2", "pwned3", "pwned4", "pwned5"] {
+        assert!(!b.root().join(p).exists(), "{p} was created");
+    }
+    let board = b.board().display().to_string();
+    let ran = sorted(lines_of(&b, "ran.txt"));
+    assert_eq!(
+        ran,
+        sorted(vec![
+            format!("{id}|{board}/tasks/{id}.md|{board}/tasks/{id}.md"),
+            format!("{id}|{board}/solutions/{id}/{nasty}|{board}/solutions/{id}/{nasty}"),
+        ])
+    );
+}
+
+#[test]
+fn children_get_the_environment_and_the_prompt() {
+    let b = TestBoard::new();
+    source(
+        &b,
+        "env",
+        "watch: [tasks]\non: [transition:review]\nrun: env | grep '^TAVERN_' | sort > env.txt; cat > prompt.txt\n",
+        "Review $TAVERN_ID.\nBe kind.\n",
+    );
+    let id = b.task("Review me", &[]);
+    for t in ["claim", "start"] {
+        b.run(&[t, &id]).ok();
+    }
+    once(&b, &[]).0.ok();
+    b.run(&["submit", &id]).ok();
+    once(&b, &[]).0.ok();
+    let submit = ops(&b.log(), "transition")
+        .into_iter()
+        .find(|e| e["to"] == "review")
+        .unwrap();
+    let board = b.board().display().to_string();
+    assert_eq!(
+        lines_of(&b, "env.txt"),
+        vec![
+            format!("TAVERN_AGENT=env"),
+            format!("TAVERN_BOARD={board}"),
+            "TAVERN_CHAIN=1".to_string(),
+            format!("TAVERN_DOC={board}/tasks/{id}.md"),
+            "TAVERN_EVENT=transition:review".to_string(),
+            format!("TAVERN_ID={id}"),
+            "TAVERN_REGION=tasks".to_string(),
+            format!("TAVERN_SEQ={}", submit["seq"]),
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(b.root().join("prompt.txt")).unwrap(),
+        "Review $TAVERN_ID.\nBe kind.\n"
+    );
+}
+
+#[test]
+fn an_invalid_hand_edit_raises_an_alert_and_nothing_else_stops() {
+    let b = TestBoard::new();
+    recorder(&b, "rec", "created, changed");
+    let good = b.task("Good", &[]);
+    let bad = b.task("Soon broken", &[]);
+    once(&b, &[]).0.ok();
+    let good_text = b.read(&format!("tasks/{good}.md"));
+    b.write(
+        &format!("tasks/{bad}.md"),
+        format!("---\nid: {bad}\ntitle: [unclosed\n---\n"),
+    );
+    let (out, lines) = once(&b, &[]);
+    out.ok();
+    let log = b.log();
+    let alerts = ops(&log, "alert");
+    assert_eq!(alerts.len(), 1);
+    let note = alerts[0]["note"].as_str().unwrap();
+    assert!(
+        note.starts_with(&format!("tasks/{bad}.md: line 3: ")),
+        "{note}"
+    );
+    assert!(
+        note.ends_with("(edited outside tavern; not reverted, no source started)"),
+        "{note}"
+    );
+    assert!(lines.iter().any(|v| v["event"] == "alert"));
+    assert_eq!(ops(&log, "external-edit").len(), 1);
+    // Not reverted; the other document untouched; no source ran for the broken one.
+    assert!(b.read(&format!("tasks/{bad}.md")).contains("[unclosed"));
+    assert_eq!(b.read(&format!("tasks/{good}.md")), good_text);
+    assert_eq!(lines_of(&b, "ran.txt"), Vec::<String>::new());
+    // The watcher goes on: the next change is handled.
+    b.run(&["edit", &good, "--set", "priority=1"]).ok();
+    once(&b, &[]).0.ok();
+    assert_eq!(lines_of(&b, "ran.txt"), vec![format!("changed {good}")]);
+}
+
+#[test]
+fn deletions_and_moves_between_regions_are_reported_once() {
+    let b = TestBoard::new();
+    source(
+        &b,
+        "rec",
+        "watch: [tasks, observations]\non: [created, deleted]\nrun: echo \"$TAVERN_EVENT $TAVERN_REGION $TAVERN_ID\" >> ran.txt\n",
+        "",
+    );
+    let doomed = b.task("Deleted by hand", &[]);
+    let done = b.task("Archived", &[]);
+    let moved = b.task("Moved to observations", &[]);
+    let obs = b
+        .run(&[
+            "post",
+            "Moved to tasks",
+            "--topic",
+            "x",
+            "--severity",
+            "low",
+        ])
+        .text();
+    assert!(obs.starts_with("obs-"), "{obs}");
+    b.run(&["cancel", &done]).ok();
+    once(&b, &[]).0.ok();
+
+    std::fs::remove_file(b.board().join(format!("tasks/{doomed}.md"))).unwrap();
+    b.run(&["archive", "region:tasks"]).ok();
+    sh(
+        &b,
+        &format!(
+            "mv .tavern/tasks/{moved}.md .tavern/observations/ && mv .tavern/observations/{obs}.md .tavern/tasks/"
+        ),
+    );
+    let (out, _) = once(&b, &[]);
+    out.ok();
+    // An observation is no task (its status is not a workflow state): it is an alert, and
+    // no source starts for it as a task.
+    assert_eq!(
+        sorted(lines_of(&b, "ran.txt")),
+        sorted(vec![
+            format!("deleted tasks {doomed}"),
+            format!("deleted tasks {done}"),
+            format!("deleted tasks {moved}"),
+            format!("created observations {moved}"),
+            format!("deleted observations {obs}"),
+        ])
+    );
+    let log = b.log();
+    let notes: BTreeMap<String, String> = ops(&log, "external-edit")
+        .iter()
+        .map(|e| {
+            (
+                e["doc"].as_str().unwrap().to_string(),
+                e["note"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let s = " (noticed when tavern watch started)";
+    assert_eq!(
+        notes,
+        BTreeMap::from([
+            (
+                format!("tasks/{doomed}.md"),
+                format!("deleted outside tavern{s}")
+            ),
+            (
+                format!("tasks/{moved}.md"),
+                format!("deleted outside tavern{s}")
+            ),
+            (
+                format!("observations/{moved}.md"),
+                format!("created outside tavern{s}")
+            ),
+            (
+                format!("observations/{obs}.md"),
+                format!("deleted outside tavern{s}")
+            ),
+            (
+                format!("tasks/{obs}.md"),
+                format!("created outside tavern{s}")
+            ),
+        ])
+    );
+    let alerts = ops(&log, "alert");
+    assert_eq!(alerts.len(), 1);
+    assert_eq!(
+        alerts[0]["note"],
+        format!(
+            "tasks/{obs}.md: status 'open' is not a state of the workflow (pending, claimed, working, review, blocked, done, failed, cancelled) (edited outside tavern; not reverted, no source started)"
+        )
+    );
+    // The deleted document's last content is in the log.
+    let deleted = ops(&log, "external-edit")
+        .into_iter()
+        .find(|e| e["doc"] == format!("tasks/{doomed}.md"))
+        .unwrap();
+    assert!(
+        deleted["diff"]
+            .as_str()
+            .unwrap()
+            .contains("-title: Deleted by hand\n")
+    );
+    // The archive move was tavern's own: logged once, as its move.
+    assert_eq!(ops(&log, "move").len(), 1);
+    once(&b, &[]).0.ok();
+    assert_eq!(lines_of(&b, "ran.txt").len(), 5);
+    assert_eq!(b.log().len(), log.len());
+}
+
+#[test]
+fn a_changed_source_takes_effect_without_a_restart() {
+    let b = TestBoard::new();
+    recorder(&b, "rec", "created");
+    let mut w = Watcher::start(&b, &[]);
+    let first = b.task("Before", &[]);
+    w.wait_finished(1);
+    // Now it listens for changes only, and only to urgent tasks.
+    source(
+        &b,
+        "rec",
+        "watch: [tasks]\non: [changed]\nwhen: priority<=1\nrun: echo \"$TAVERN_EVENT $TAVERN_ID\" >> ran.txt\n",
+        "",
+    );
+    w.wait_for("the new source", |v| {
+        v["event"] == "change" && v["doc"] == "control/sources/rec.md"
+    });
+    b.task("Not urgent, created", &[]);
+    b.run(&["edit", &first, "--set", "priority=0"]).ok();
+    w.wait_finished(2);
+    // A broken source file is an alert; the last good version is gone with it.
+    b.write("control/sources/rec.md", "---\nname: rec\nrun: [\n---\n");
+    w.wait_for("the alert", |v| v["event"] == "alert");
+    let (_, _) = w.stop();
+    assert_eq!(
+        lines_of(&b, "ran.txt"),
+        vec![format!("created {first}"), format!("changed {first}")]
+    );
+    let alerts = ops(&b.log(), "alert");
+    assert_eq!(alerts.len(), 1);
+    assert!(
+        alerts[0]["note"]
+            .as_str()
+            .unwrap()
+            .starts_with("control/sources/rec.md: "),
+        "{}",
+        alerts[0]["note"]
+    );
+}
+
+#[test]
+fn poll_mode_notices_changes() {
+    let b = TestBoard::new();
+    recorder(&b, "rec", "created, changed");
+    let mut w = Watcher::start(&b, &["--poll", "100ms"]);
+    assert_eq!(w.seen[0]["mode"], "polling every 100ms");
+    let id = b.task("Polled", &[]);
+    w.wait_finished(1);
+    sh(&b, &format!("echo 'more' >> .tavern/tasks/{id}.md"));
+    w.wait_finished(2);
+    w.stop();
+    assert_eq!(
+        lines_of(&b, "ran.txt"),
+        vec![format!("created {id}"), format!("changed {id}")]
+    );
+}
+
+#[test]
+fn one_watcher_per_board() {
+    let b = TestBoard::new();
+    let w = Watcher::start(&b, &[]);
+    let out = b.run(&["watch"]);
+    out.code(3).stderr_has(&format!(
+        "another `tavern watch` is running on this board (pid {})",
+        w.pid()
+    ));
+    w.stop();
+    b.run(&["watch", "--once"]).ok();
+}
+
+#[test]
+fn once_exits_1_when_an_activation_fails_and_bad_flags_are_usage_errors() {
+    let b = TestBoard::new();
+    source(
+        &b,
+        "fails",
+        "watch: [tasks]\nrun: echo oops >&2; exit 7\n",
+        "",
+    );
+    once(&b, &[]).0.ok();
+    let id = b.task("Fails", &[]);
+    let (out, lines) = once(&b, &[]);
+    out.code(1);
+    let end = lines.iter().find(|v| v["event"] == "finished").unwrap();
+    assert_eq!(end["result"], "failed");
+    assert_eq!(end["exit"], 7);
+    let output = end["note"]
+        .as_str()
+        .unwrap()
+        .rsplit("output in ")
+        .next()
+        .unwrap()
+        .to_string();
+    assert_eq!(b.read(&output), "oops\n");
+    assert!(
+        b.read("control/metrics.md")
+            .contains("| fails | 1 | 0 | 1 |")
+    );
+    assert_eq!(ops(&b.log(), "activation").len(), 2);
+    assert_eq!(finished(&b.log())[0]["doc"], format!("tasks/{id}.md"));
+    for bad in [
+        &["watch", "--poll", "soon"][..],
+        &["watch", "--jobs", "0"],
+        &["watch", "--grace", "-1s"],
+    ] {
+        b.run(bad).code(2);
+    }
+}
+
+#[test]
+fn a_burst_of_2000_documents_from_4_processes_is_seen_once_each() {
+    let b = TestBoard::new();
+    source(
+        &b,
+        "rec",
+        "watch: [tasks]\non: [created]\nmax_parallel: 8\nrun: echo {id} >> ran.txt\n",
+        "",
+    );
+    let mut w = Watcher::start(&b, &["--jobs", "8"]);
+    let per = 500;
+    let writers: Vec<std::process::Child> = (0..4)
+        .map(|p| {
+            let script = if p < 2 {
+                // Through tavern, as agents do.
+                format!(
+                    "i=0; while [ $i -lt {per} ]; do \"$T\" new task --id burst-{p}-$i --title \"burst {p} $i\" >/dev/null || exit 1; i=$((i+1)); done"
+                )
+            } else {
+                // Straight into the files, as an agent's editor or `cat >` does.
+                format!(
+                    "i=0; while [ $i -lt {per} ]; do printf -- '---\\nid: burst-{p}-%s\\ntitle: burst {p} %s\\nstatus: pending\\n---\\n' $i $i > .tavern/tasks/burst-{p}-$i.md || exit 1; i=$((i+1)); done"
+                )
+            };
+            Command::new("sh")
+                .arg("-c")
+                .arg(script)
+                .current_dir(b.root())
+                .env("T", BIN)
+                .env("USER", "tester")
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut c in writers {
+        assert!(c.wait().unwrap().success());
+    }
+    let total = 4 * per;
+    w.wait_finished(total);
+    let (code, _) = w.stop();
+    assert_eq!(code, 0);
+
+    let expected: BTreeSet<String> = (0..4)
+        .flat_map(|p| (0..per).map(move |i| format!("burst-{p}-{i}")))
+        .collect();
+    let ran = lines_of(&b, "ran.txt");
+    assert_eq!(ran.len(), total, "every document once");
+    assert_eq!(ran.iter().cloned().collect::<BTreeSet<_>>(), expected);
+
+    let log = b.log();
+    let mut per_doc: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for e in &log {
+        per_doc
+            .entry(e["doc"].as_str().unwrap().to_string())
+            .or_default()
+            .push(format!(
+                "{}:{}",
+                e["op"].as_str().unwrap(),
+                e["to"].as_str().unwrap_or("")
+            ));
+    }
+    for id in &expected {
+        let p: usize = id[6..7].parse().unwrap();
+        let made = if p < 2 { "create:" } else { "external-edit:" };
+        assert_eq!(
+            per_doc[&format!("tasks/{id}.md")],
+            vec![
+                made.to_string(),
+                "activation:started".to_string(),
+                "activation:ok".to_string()
+            ],
+            "{id}"
+        );
+    }
+    let seqs: BTreeSet<u64> = log.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs.len(), log.len(), "no seq twice");
+}
