@@ -216,6 +216,23 @@ pub fn append(board: &Board, mut entry: Entry) -> Result<Entry> {
     Ok(entry)
 }
 
+/// Where the log's complete entries end, and the highest seq among them, from its tail
+/// alone (a reader that starts following the log now).
+pub fn end(board: &Board) -> Result<(u64, u64)> {
+    let path = board.log_path();
+    let mut file = match std::fs::File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((0, 0)),
+        Err(e) => return Err(Error::io(&path, "read", e)),
+    };
+    let len = file
+        .metadata()
+        .map_err(|e| Error::io(&path, "read", e))?
+        .len();
+    let (seq, cut) = scan_tail(&mut file, len).map_err(|e| Error::io(&path, "read", e))?;
+    Ok((cut.unwrap_or(len), seq))
+}
+
 /// Reads the end of the log: the highest seq among complete entries, and where to cut the
 /// file if its last entry is torn.
 fn scan_tail(file: &mut std::fs::File, len: u64) -> std::io::Result<(u64, Option<u64>)> {

@@ -913,3 +913,190 @@ fn a_burst_of_2000_documents_from_4_processes_is_seen_once_each() {
     let seqs: BTreeSet<u64> = log.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
     assert_eq!(seqs.len(), log.len(), "no seq twice");
 }
+
+#[test]
+fn solution_files_binary_and_oversized_ones_included_are_logged_once() {
+    let b = TestBoard::new();
+    let config = b
+        .read("board.yaml")
+        .replace("max_doc_bytes: 1048576", "max_doc_bytes: 1000");
+    b.write("board.yaml", config);
+    source(
+        &b,
+        "rec",
+        "watch: [solutions/*/design.md, solutions/**/*.bin, solutions/*/big.txt]\non: [created, changed]\nrun: echo \"$TAVERN_EVENT $TAVERN_REGION $TAVERN_ID\" {path} >> ran.txt\n",
+        "",
+    );
+    once(&b, &[]).0.ok();
+    b.write("solutions/task-x/design.md", "# Design\n\nUse a trie.\n");
+    b.write("solutions/task-x/notes.md", "not watched by rec\n");
+    b.write("solutions/task-x/img/logo.bin", [0xff, 0xfe, 0x00, 0x81]);
+    b.write("solutions/task-x/big.txt", "x".repeat(5000));
+    once(&b, &[]).0.ok();
+    let board = b.board().display().to_string();
+    assert_eq!(
+        sorted(lines_of(&b, "ran.txt")),
+        sorted(vec![
+            format!("created solutions task-x {board}/solutions/task-x/design.md"),
+            format!("created solutions task-x {board}/solutions/task-x/img/logo.bin"),
+            format!("created solutions task-x {board}/solutions/task-x/big.txt"),
+        ])
+    );
+    let log = b.log();
+    let by_doc: BTreeMap<String, Value> = ops(&log, "external-edit")
+        .into_iter()
+        .map(|e| (e["doc"].as_str().unwrap().to_string(), e))
+        .collect();
+    assert_eq!(by_doc.len(), 4, "notes.md is logged too: {by_doc:#?}");
+    let s = " (noticed when tavern watch started)";
+    let design = &by_doc["solutions/task-x/design.md"];
+    assert_eq!(design["note"], format!("created outside tavern{s}"));
+    assert_eq!(
+        design["diff"],
+        "@@ -0,0 +1,3 @@\n+# Design\n+\n+Use a trie.\n"
+    );
+    let bin = &by_doc["solutions/task-x/img/logo.bin"];
+    assert_eq!(
+        bin["note"],
+        format!("created outside tavern (binary: no diff){s}")
+    );
+    assert!(bin.get("diff").is_none());
+    let big = &by_doc["solutions/task-x/big.txt"];
+    assert_eq!(
+        big["note"],
+        format!("created outside tavern (over the size limit: no diff){s}")
+    );
+    assert!(big.get("diff").is_none());
+
+    // A change to the oversized file is seen by its stat alone.
+    sh(&b, "echo more >> .tavern/solutions/task-x/big.txt");
+    once(&b, &[]).0.ok();
+    assert_eq!(lines_of(&b, "ran.txt").len(), 4);
+    let last = ops(&b.log(), "external-edit").pop().unwrap();
+    assert_eq!(last["doc"], "solutions/task-x/big.txt");
+    assert_eq!(
+        last["note"],
+        format!("changed outside tavern (over the size limit: no diff){s}")
+    );
+    // Removing the task's whole folder is each file's deletion, once.
+    std::fs::remove_dir_all(b.board().join("solutions/task-x")).unwrap();
+    once(&b, &[]).0.ok();
+    let deleted: Vec<Value> = ops(&b.log(), "external-edit")
+        .into_iter()
+        .filter(|e| e["note"].as_str().unwrap().starts_with("deleted"))
+        .collect();
+    assert_eq!(deleted.len(), 4);
+}
+
+#[test]
+fn a_wiped_shadow_does_not_replay_the_board() {
+    let b = TestBoard::new();
+    recorder(&b, "rec", "created, changed");
+    for i in 0..3 {
+        b.task(&format!("Task {i}"), &[]);
+    }
+    once(&b, &[]).0.ok();
+    let logged = b.log().len();
+    std::fs::remove_dir_all(b.board().join(".state/watch/shadow")).unwrap();
+    let (out, lines) = once(&b, &[]);
+    out.ok();
+    assert_eq!(b.log().len(), logged);
+    assert_eq!(lines.iter().filter(|v| v["event"] == "change").count(), 0);
+    // The shadows are back: a hand edit now has its diff again.
+    let id = b.task("After", &[]);
+    once(&b, &[]).0.ok();
+    let text = b
+        .read(&format!("tasks/{id}.md"))
+        .replace("title: After", "title: Later");
+    b.write(&format!("tasks/{id}.md"), text);
+    once(&b, &[]).0.ok();
+    let edit = ops(&b.log(), "external-edit").pop().unwrap();
+    assert!(
+        edit["diff"]
+            .as_str()
+            .unwrap()
+            .contains("-title: After\n+title: Later\n")
+    );
+}
+
+/// The `at` of a log entry, in milliseconds since the epoch.
+fn at_ms(e: &Value) -> i64 {
+    chrono::DateTime::parse_from_rfc3339(e["at"].as_str().unwrap())
+        .unwrap()
+        .timestamp_millis()
+}
+
+#[test]
+fn the_queue_runs_higher_priority_first_then_older() {
+    let b = TestBoard::new();
+    for (name, priority) in [("low", 0), ("high", 5)] {
+        source(
+            &b,
+            name,
+            &format!(
+                "watch: [tasks]\non: [created]\npriority: {priority}\nrun: echo \"{name} $TAVERN_ID\" >> ran.txt\n"
+            ),
+            "",
+        );
+    }
+    once(&b, &[]).0.ok();
+    b.task("A", &["--id", "task-a"]);
+    b.task("B", &["--id", "task-b"]);
+    once(&b, &["--jobs", "1"]).0.ok();
+    assert_eq!(
+        lines_of(&b, "ran.txt"),
+        vec!["high task-a", "high task-b", "low task-a", "low task-b"]
+    );
+}
+
+#[test]
+fn max_parallel_bounds_the_activations_of_a_source() {
+    let b = TestBoard::new();
+    source(
+        &b,
+        "par",
+        "watch: [tasks]\non: [created]\nmax_parallel: 2\nrun: sleep 0.5\n",
+        "",
+    );
+    once(&b, &[]).0.ok();
+    for i in 0..4 {
+        b.task(&format!("T{i}"), &[]);
+    }
+    once(&b, &["--jobs", "8"]).0.ok();
+    // The most activations running at once, as the watcher logged their starts and ends.
+    let mut edges: Vec<(i64, i32)> = ops(&b.log(), "activation")
+        .iter()
+        .map(|e| (at_ms(e), if e["to"] == "started" { 1 } else { -1 }))
+        .collect();
+    assert_eq!(edges.len(), 8);
+    edges.sort_by_key(|&(t, d)| (t, d));
+    let (mut now, mut most) = (0, 0);
+    for (_, d) in edges {
+        now += d;
+        most = most.max(now);
+    }
+    assert_eq!(most, 2);
+}
+
+#[test]
+fn a_cooldown_spaces_the_starts_of_a_source() {
+    let b = TestBoard::new();
+    source(
+        &b,
+        "cool",
+        "watch: [tasks]\non: [created]\ncooldown: 1s\nrun: echo \"$TAVERN_ID\" >> ran.txt\n",
+        "",
+    );
+    once(&b, &[]).0.ok();
+    b.task("First", &[]);
+    b.task("Second", &[]);
+    once(&b, &[]).0.ok();
+    assert_eq!(lines_of(&b, "ran.txt").len(), 2);
+    let starts: Vec<i64> = ops(&b.log(), "activation")
+        .iter()
+        .filter(|e| e["to"] == "started")
+        .map(at_ms)
+        .collect();
+    assert_eq!(starts.len(), 2);
+    assert!(starts[1] - starts[0] >= 1000, "{starts:?}");
+}

@@ -146,3 +146,38 @@ pub fn explain(e: &notify::Error) -> String {
         _ => format!("{e}\nhint: on file systems without change notification (some network or container mounts), run `tavern watch --poll 2s`"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_watch_limit_is_explained() {
+        let text = explain(&notify::Error::new(notify::ErrorKind::MaxFilesWatch));
+        assert!(
+            text.contains("the limit of inotify watches is reached"),
+            "{text}"
+        );
+        assert!(
+            text.contains("sudo sysctl fs.inotify.max_user_watches=524288"),
+            "{text}"
+        );
+        assert!(text.contains("tavern watch --poll 2s"), "{text}");
+    }
+
+    #[test]
+    fn reads_are_not_changes() {
+        use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind};
+        assert!(!relevant(&EventKind::Access(AccessKind::Open(
+            AccessMode::Any
+        ))));
+        assert!(!relevant(&EventKind::Access(AccessKind::Close(
+            AccessMode::Read
+        ))));
+        assert!(relevant(&EventKind::Access(AccessKind::Close(
+            AccessMode::Write
+        ))));
+        assert!(relevant(&EventKind::Create(CreateKind::File)));
+        assert!(relevant(&EventKind::Modify(ModifyKind::Any)));
+    }
+}

@@ -236,12 +236,17 @@ impl Watch {
         self.rec.mark_catching_up();
         self.process()?;
         loop {
-            self.start_ready()?;
             self.tick()?;
+            // One instant for deciding what starts and how long to sleep: a cooldown that
+            // ends in between would otherwise be seen by neither.
+            let now = Instant::now();
+            self.start_ready(now)?;
             if self.done() {
                 break;
             }
-            let wait = self.next_wake().saturating_duration_since(Instant::now());
+            let wait = self
+                .next_wake(now)
+                .saturating_duration_since(Instant::now());
             match rx.recv_timeout(wait) {
                 Ok(msg) => {
                     let mut msgs = vec![msg];
@@ -278,8 +283,7 @@ impl Watch {
         }
     }
 
-    fn next_wake(&self) -> Instant {
-        let now = Instant::now();
+    fn next_wake(&self, now: Instant) -> Instant {
         let mut wake = now + Duration::from_secs(3600);
         let mut at = |t: Option<Instant>| {
             if let Some(t) = t {
@@ -466,14 +470,12 @@ impl Watch {
     }
 
     /// Starts what may start now.
-    fn start_ready(&mut self) -> Result<()> {
+    fn start_ready(&mut self, now: Instant) -> Result<()> {
         self.paused = self.board.paused();
         if self.stopping.is_some() || self.paused.is_some() {
             return Ok(());
         }
-        let (start, dropped) = self
-            .sched
-            .pick(&self.sources, self.opts.jobs, Instant::now());
+        let (start, dropped) = self.sched.pick(&self.sources, self.opts.jobs, now);
         for a in &dropped {
             self.warn(format!(
                 "dropped the activation of {} for {}: the source is gone or invalid",

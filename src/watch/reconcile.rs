@@ -108,13 +108,14 @@ impl Reconciler {
         let first = !snapshot.existed;
         let cursor = match Cursor::load(&board) {
             Some(c) if !first => c,
-            _ => {
-                let (entries, offset, _) = log::read_from(&board, 0)?;
-                Cursor {
-                    offset,
-                    seq: entries.iter().map(|e| e.seq).max().unwrap_or(0),
-                }
+            // A first start follows the log from its end.
+            _ if first => {
+                let (offset, seq) = log::end(&board)?;
+                Cursor { offset, seq }
             }
+            // A snapshot without a cursor: read the whole log; the entries already
+            // handled are known by their revs.
+            _ => Cursor::default(),
         };
         let mut r = Reconciler {
             board,
@@ -329,7 +330,20 @@ impl Reconciler {
             Current::Big(stat) => (stat, big_stand_in(stat), true),
             Current::File(stat, bytes) => (stat, bytes, false),
         };
-        let outcome = if before.as_deref() == Some(bytes.as_slice()) {
+        // The shadow may be gone (a cleaned .state/) while the snapshot still knows the
+        // content by its hash: then nothing changed either.
+        let unchanged = match &before {
+            Some(b) => b == &bytes,
+            None => self
+                .snapshot
+                .files
+                .get(rel)
+                .is_some_and(|k| k.hash == snapshot::hash(&bytes)),
+        };
+        let outcome = if unchanged {
+            if before.is_none() {
+                self.stage(rel, Some(&bytes));
+            }
             self.remember(rel, stat, &bytes);
             Outcome::Handled(Vec::new())
         } else {
@@ -366,11 +380,12 @@ impl Reconciler {
         before: Option<Vec<u8>>,
         entries: Vec<Entry>,
     ) -> Result<Outcome> {
-        self.snapshot.files.remove(&t.rel);
-        let Some(before) = before else {
+        let known = self.snapshot.files.remove(&t.rel).is_some();
+        if before.is_none() && !known {
+            // Appeared and vanished between two looks: nothing to report.
             return Ok(Outcome::Handled(Vec::new()));
-        };
-        let doc = self.parse(t, &before);
+        }
+        let doc = before.as_deref().and_then(|b| self.parse(t, b));
         let by_tavern = entries
             .iter()
             .rev()
@@ -378,8 +393,13 @@ impl Reconciler {
         let change = match by_tavern {
             Some(e) => Some(self.change_from_entry(t, e, vec![On::Deleted], doc)),
             None => {
-                let diff = text_diff(&before, b"");
-                let note = self.note(&t.rel, "deleted outside tavern");
+                let diff = before.as_deref().and_then(|b| text_diff(b, b""));
+                let what = match &before {
+                    Some(_) if diff.is_none() => "deleted outside tavern (binary: no diff)",
+                    Some(_) => "deleted outside tavern",
+                    None => "deleted outside tavern (its last content was not kept: no diff)",
+                };
+                let note = self.note(&t.rel, what);
                 let entry = self.log_external(t, &entries, diff, note, None)?;
                 Some(Change {
                     tracked: t.clone(),
@@ -490,15 +510,19 @@ impl Reconciler {
                     "changed outside tavern around tavern's own writes (the diff holds both)"
                 }
             };
-            let note = self.note(&t.rel, what);
             let diff = if big {
-                Some(format!(
-                    "no diff: the file is over the size limit ({} bytes)\n",
-                    stat.size
-                ))
+                None
             } else {
                 text_diff(from.as_bytes(), bytes)
             };
+            let what = if big {
+                format!("{what} (over the size limit: no diff)")
+            } else if diff.is_none() {
+                format!("{what} (binary: no diff)")
+            } else {
+                what.to_string()
+            };
+            let note = self.note(&t.rel, &what);
             let rev = t.has_rev().then(|| rev_of(bytes)).filter(|r| *r > 0);
             let entry = self.log_external(t, &entries, diff, note, rev)?;
             match valid {
@@ -557,7 +581,7 @@ impl Reconciler {
         if let Some(e) = entries
             .iter()
             .rev()
-            .find(|e| e.op == "external-edit" && e.diff == diff)
+            .find(|e| e.op == "external-edit" && e.diff == diff && e.rev == rev)
         {
             return Ok(e.clone());
         }
@@ -568,7 +592,7 @@ impl Reconciler {
             doc: t.rel.clone(),
             rev,
             note: Some(note),
-            diff: Some(diff.unwrap_or_else(|| "binary file; no diff\n".into())),
+            diff,
             ..Entry::default()
         })?;
         self.notices.push(Notice {

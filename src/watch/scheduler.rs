@@ -277,6 +277,7 @@ impl Scheduler {
             *running_per.entry(r.act.source.clone()).or_default() += 1;
         }
         let mut total = self.running.len();
+        let mut picked_now: std::collections::HashSet<String> = Default::default();
         let mut keep = Vec::with_capacity(self.queue.len());
         for act in std::mem::take(&mut self.queue) {
             let Some(s) = sources.iter().find(|s| s.name == act.source) else {
@@ -287,14 +288,15 @@ impl Scheduler {
             let cooling = self
                 .last_start
                 .get(&act.source)
-                .is_some_and(|t| now.duration_since(*t) < s.cooldown);
+                .is_some_and(|t| now.duration_since(*t) < s.cooldown)
+                || (!s.cooldown.is_zero() && picked_now.contains(&act.source));
             if total >= jobs || busy >= s.max_parallel || cooling {
                 keep.push(act);
                 continue;
             }
             total += 1;
             *running_per.entry(act.source.clone()).or_default() += 1;
-            self.last_start.insert(act.source.clone(), now);
+            picked_now.insert(act.source.clone());
             start.push(act);
         }
         self.queue = keep;
@@ -314,8 +316,11 @@ impl Scheduler {
             .min()
     }
 
-    /// Records a started activation.
+    /// Records a started activation (after its start was logged: a cooldown counts from
+    /// then, so the log's times show at least the cooldown between two starts).
     pub fn started(&mut self, running: Running) {
+        self.last_start
+            .insert(running.act.source.clone(), Instant::now());
         let spans = self.history.entry(running.act.source.clone()).or_default();
         spans.push_back(Span {
             start: running.started_at,
