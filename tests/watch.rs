@@ -1100,3 +1100,45 @@ fn a_cooldown_spaces_the_starts_of_a_source() {
     assert_eq!(starts.len(), 2);
     assert!(starts[1] - starts[0] >= 1000, "{starts:?}");
 }
+
+#[test]
+fn symlinks_fifos_and_bad_names_are_alerts_never_read_or_followed() {
+    let b = TestBoard::new();
+    recorder(&b, "rec", "created, changed");
+    let good = b.task("Good", &[]);
+    let mut w = Watcher::start(&b, &[]);
+    let outside = b.root().join("secret.md");
+    std::fs::write(&outside, "---\nid: evil\nstatus: pending\n---\nsecret\n").unwrap();
+    std::os::unix::fs::symlink(&outside, b.board().join("tasks/evil.md")).unwrap();
+    std::os::unix::fs::symlink("/", b.board().join("solutions/root")).unwrap();
+    sh(&b, "mkfifo .tavern/tasks/pipe.md");
+    b.write(
+        "tasks/Bad Name.md",
+        "---\nid: Bad Name\nstatus: pending\n---\n",
+    );
+    w.wait_until("three alerts", |seen| {
+        seen.iter().filter(|v| v["event"] == "alert").count() >= 3
+    });
+    // Still working: the next change is handled.
+    b.run(&["edit", &good, "--set", "priority=0"]).ok();
+    w.wait_finished(1);
+    let (code, _) = w.stop();
+    assert_eq!(code, 0);
+    let log = b.log();
+    let notes: BTreeSet<String> = ops(&log, "alert")
+        .iter()
+        .map(|e| e["note"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        notes,
+        BTreeSet::from([
+            "tasks/evil.md: is a symbolic link; documents must be regular files inside the board (not followed)".to_string(),
+            "tasks/pipe.md: is not a regular file".to_string(),
+            "tasks/Bad Name.md: file name is not a valid id ([a-z0-9][a-z0-9._-]{0,63}.md) (edited outside tavern; not reverted, no source started)".to_string(),
+        ])
+    );
+    // Nothing behind the link was read into the log.
+    let text = b.read("log.yaml");
+    assert!(!text.contains("secret"), "{text}");
+    assert_eq!(lines_of(&b, "ran.txt"), vec![format!("changed {good}")]);
+}

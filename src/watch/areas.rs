@@ -154,6 +154,7 @@ pub fn walk_dir(board: &Board, dir: &Path, recursive: bool) -> Vec<Tracked> {
     let mut out = Vec::new();
     let walker = walkdir::WalkDir::new(dir)
         .follow_links(false)
+        .follow_root_links(false)
         .max_depth(if recursive { usize::MAX } else { 1 })
         .into_iter()
         .filter_entry(|e| e.depth() == 0 || !is_noise(&e.file_name().to_string_lossy()));

@@ -112,7 +112,9 @@ impl Native {
             };
             let _ = tx.send(msg);
         };
-        let mut watcher = notify::recommended_watcher(handler)?;
+        // A symlink under solutions/ may point anywhere: never watched through.
+        let config = notify::Config::default().with_follow_symlinks(false);
+        let mut watcher = notify::RecommendedWatcher::new(handler, config)?;
         for (dir, mode) in watches(board) {
             watcher.watch(&dir, mode)?;
         }

@@ -44,6 +44,9 @@ const REPORT_EVERY: Duration = Duration::from_millis(250);
 const SAVE_EVERY: Duration = Duration::from_secs(1);
 /// The poll interval when the native watcher fails and no --poll was given.
 const FALLBACK_POLL: Duration = Duration::from_secs(2);
+/// When looking at a file failed (a lock, a read), how long before looking again.
+const RETRY_AFTER: Duration = Duration::from_secs(1);
+const RETRIES: u32 = 3;
 /// After killing the activations at shutdown, how long to wait for them to be reaped.
 const REAP_WAIT: Duration = Duration::from_secs(5);
 
@@ -142,8 +145,11 @@ struct Watch {
     native: Option<Native>,
     /// Poll mode: the interval and the next rescan.
     poll: Option<(Duration, Instant)>,
-    /// Paths to look at again later (written half a moment ago and invalid).
+    /// Paths to look at again later (written half a moment ago and invalid, or a look
+    /// that failed).
     deferred: Vec<(String, Instant)>,
+    /// Failed looks per path.
+    retries: std::collections::HashMap<String, u32>,
     paused: Option<String>,
     /// When stopping: the end of the grace period, and whether the rest was killed.
     stopping: Option<(Instant, bool)>,
@@ -176,6 +182,7 @@ impl Watch {
             native: None,
             poll: None,
             deferred: Vec::new(),
+            retries: Default::default(),
             paused: board.paused(),
             stopping: None,
             report_dirty: true,
@@ -361,7 +368,8 @@ impl Watch {
         if areas::is_noise(name) {
             return;
         }
-        let is_dir = path.is_dir();
+        // Not `path.is_dir()`: a symlink to a directory (solutions/x -> /) is never entered.
+        let is_dir = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
         if is_dir && Native::is_watched_dir(&self.board, &path) {
             // Removed and made again: the old watch went with the old directory.
             if let Some(n) = &mut self.native {
@@ -390,6 +398,7 @@ impl Watch {
             }
             match outcome {
                 Ok(Outcome::Handled(changes)) => {
+                    self.retries.remove(&rel);
                     for c in changes {
                         self.offer(c)?;
                     }
@@ -397,7 +406,20 @@ impl Watch {
                 Ok(Outcome::Deferred(after)) => {
                     self.deferred.push((rel, Instant::now() + after));
                 }
-                Err(e) => self.warn(format!("{rel}: {e}")),
+                Err(e) => {
+                    // A lock or a read failed: look again in a moment rather than lose it,
+                    // a few times.
+                    let tries = self.retries.entry(rel.clone()).or_default();
+                    *tries += 1;
+                    if *tries <= RETRIES {
+                        self.warn(format!("{rel}: {e} (will look again)"));
+                        self.deferred.push((rel, Instant::now() + RETRY_AFTER));
+                    } else {
+                        self.warn(format!("{rel}: {e} (gave up until it changes again)"));
+                        self.retries.remove(&rel);
+                        self.summary.failed += 1;
+                    }
+                }
             }
         }
         // The queue first, then the shadows: a crash in between handles the batch again.
