@@ -98,19 +98,27 @@ pub fn doc_table(docs: &[Document]) -> String {
             ]
         })
         .collect();
-    let header = ["ID", "STATUS", "PRI", "OWNER", "TITLE"].map(String::from);
-    let mut widths = [0usize; 4];
-    for row in std::iter::once(&header).chain(&rows) {
+    table(["ID", "STATUS", "PRI", "OWNER", "TITLE"], &rows)
+}
+
+/// Columns padded to their widest cell, two spaces apart; the last one is not padded.
+pub fn table<const N: usize>(header: [&str; N], rows: &[[String; N]]) -> String {
+    let header = header.map(String::from);
+    let mut widths = [0usize; N];
+    for row in std::iter::once(&header).chain(rows) {
         for (w, c) in widths.iter_mut().zip(row.iter()) {
             *w = (*w).max(c.chars().count());
         }
     }
     let mut text = String::new();
-    for row in std::iter::once(&header).chain(&rows) {
-        for (i, w) in widths.iter().enumerate() {
-            text.push_str(&format!("{:<w$}  ", row[i], w = *w));
+    for row in std::iter::once(&header).chain(rows) {
+        for (i, c) in row.iter().enumerate() {
+            if i + 1 == N {
+                text.push_str(c);
+            } else {
+                text.push_str(&format!("{c:<w$}  ", w = widths[i]));
+            }
         }
-        text.push_str(&row[4]);
         text.push('\n');
     }
     text

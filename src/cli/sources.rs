@@ -139,20 +139,5 @@ fn table(list: &[Source], last: &HashMap<String, Entry>) -> String {
             ]
         })
         .collect();
-    let header = ["NAME", "ON", "WATCH", "PRIORITY", "LAST"].map(String::from);
-    let mut widths = [0usize; 4];
-    for row in std::iter::once(&header).chain(&rows) {
-        for (w, c) in widths.iter_mut().zip(row.iter()) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let mut text = String::new();
-    for row in std::iter::once(&header).chain(&rows) {
-        for (i, w) in widths.iter().enumerate() {
-            text.push_str(&format!("{:<w$}  ", row[i], w = *w));
-        }
-        text.push_str(&row[4]);
-        text.push('\n');
-    }
-    text
+    output::table(["NAME", "ON", "WATCH", "PRIORITY", "LAST"], &rows)
 }
