@@ -3,12 +3,14 @@
 //!
 //!     cargo build --release && cargo bench --bench board
 //!     TAVERN_BENCH_SIZES=1000,10000 cargo bench --bench board
+//!     TAVERN_BENCH_SIZES= TAVERN_BENCH_WATCH_SIZES=10000 cargo bench --bench board
 //!
 //! `cargo bench` builds the tavern binary with the bench profile (= release) before this
 //! runs, and tells us its path (CARGO_BIN_EXE_tavern), so what is timed is always the
 //! current code. `TAVERN_BENCH_BIN=PATH` times another binary. `TAVERN_BENCH_RUNS=N` sets
 //! the number of timed runs of the per-document commands (default 15).
 //! `TAVERN_BENCH_KEEP=1` keeps the boards (in the temp dir) and prints where they are.
+//! An empty `TAVERN_BENCH_SIZES` leaves out the command rows (the third line: watch only).
 //!
 //! Baselines:
 //! - `/bin/true` as a process: what any CLI call costs at least. Target: `claim ID` and
@@ -19,7 +21,31 @@
 //!
 //! Each command is timed in rounds interleaved with its baselines, so that on a shared
 //! machine whose load drifts both see the same conditions; the first round is a warm-up.
+//!
+//! Watch mode (a second table; board/watch.rs), on the boards of the sizes in
+//! `TAVERN_BENCH_WATCH_SIZES` (default 1000,10000; a size not in TAVERN_BENCH_SIZES gets a
+//! board of its own, without the command rows; empty: no watch rows). The real
+//! `tavern watch --jobs 8` runs with one knowledge source, `run: echo {id} > FIFO`, FIFO a
+//! named pipe the bench reads, stamping each line as it arrives:
+//! - "first start to ready" / "restart to ready": from spawning the watcher to the pipe
+//!   line of a change written once it says "watching", on the fresh board (the first start
+//!   copies every file into its shadow) and after a SIGTERM (a restart only stats the
+//!   files). Baseline: reading every task file raw, as above.
+//! - "change to command" p50, p99, max: `TAVERN_BENCH_WATCH_RUNS` (default 200) tasks
+//!   changed as an editor saves (a dot file renamed over the task), one at a time (each
+//!   once the previous activation finished), from just before the rename to the line in
+//!   the pipe. Baseline, interleaved: the bench itself starting `sh -c 'echo base >
+//!   FIFO'`, spawn to line, median: the floor any watcher pays to start a command.
+//!   Targets: p50 ≤ 50 ms, p99 ≤ 250 ms.
+//! - "peak RSS": the watcher's VmHWM after its first start and after the changes, beside
+//!   the size of all task files. Target: ≤ 50 MiB at 10k tasks.
+//!
+//! The watcher must exit 0 on SIGTERM and log an `external-edit` for every change, or the
+//! bench fails (as it does when a wait exceeds 30 s), printing the watcher's stderr.
 //! The report is printed and written to target/bench-report.md.
+
+#[path = "board/watch.rs"]
+mod watch;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -212,6 +238,7 @@ fn sizes() -> Vec<usize> {
         return vec![1_000, 10_000, 100_000];
     };
     s.split(',')
+        .filter(|n| !n.trim().is_empty())
         .map(|n| {
             n.trim().parse().unwrap_or_else(|_| {
                 eprintln!("error: TAVERN_BENCH_SIZES={s}: '{n}' is not a number");
@@ -238,8 +265,14 @@ fn main() {
         "true"
     };
 
+    // The watch sizes not among the command sizes get a board of their own.
+    let watch_sizes = watch::sizes();
+    let mut all = sizes.clone();
+    all.extend(watch_sizes.iter().filter(|n| !sizes.contains(n)));
+
     let mut rows = Vec::new();
-    for &n in &sizes {
+    let mut watch_rows = Vec::new();
+    for &n in &all {
         let dir = tempfile::tempdir().unwrap();
         let keep = std::env::var_os("TAVERN_BENCH_KEEP").is_some();
         let t = Instant::now();
@@ -252,84 +285,18 @@ fn main() {
             bin: bin.clone(),
             board: built.board.clone(),
         };
-        assert!(
-            built.claimable.len() > runs + 1,
-            "board of {n} has too few claimable tasks"
-        );
-        let t = Instant::now();
-
-        // Commands that touch one document, interleaved with their baselines so that all
-        // see the same machine (a shared machine's load drifts); round 0 warms up.
-        let mut samples: [Vec<Duration>; 5] = Default::default();
-        for i in 0..=runs {
-            let doc = format!("task-{:06}", i * 7919 % n);
-            let round = [
-                timed(&mut Command::new(true_bin)),
-                timed(Command::new("cat").arg(built.board.join(format!("tasks/{doc}.md")))),
-                b.time(&["show", &doc]),
-                b.time(&["claim", &built.claimable[i]]),
-                b.time(&["new", "task", "--title", &format!("New task {i}")]),
-            ];
-            if i > 0 {
-                for (s, d) in samples.iter_mut().zip(round) {
-                    s.push(d);
-                }
-            }
+        let raw = sizes
+            .contains(&n)
+            .then(|| time_commands(&b, &built, n, runs, true_bin, &mut rows));
+        if watch_sizes.contains(&n) {
+            watch_rows.extend(watch::run(&b, dir.path(), n, raw));
         }
-        let [spawn, cat, show, claim, new] = samples.map(median);
-
-        // Commands that read the whole board, interleaved with reading it raw in-process
-        // (the first read warms the page cache, as on a board in use).
-        let scan_runs = if n >= 100_000 { 5 } else { 9 };
-        let mut samples: [Vec<Duration>; 3] = Default::default();
-        for i in 0..=scan_runs {
-            let raw = Instant::now();
-            std::hint::black_box(read_raw(&built.board));
-            let round = [
-                raw.elapsed(),
-                b.time(&["list", "tasks", "status=pending", "priority<=1"]),
-                b.time(&["claim", "--next"]),
-            ];
-            if i > 0 {
-                for (s, d) in samples.iter_mut().zip(round) {
-                    s.push(d);
-                }
-            }
-        }
-        let [raw, list, next] = samples.map(median);
-        eprintln!("{n} tasks: timed in {:.1} s", t.elapsed().as_secs_f64());
         if keep {
             eprintln!("{n} tasks: board kept in {}", dir.keep().display());
         }
-
-        let at = |size: usize, ratio: f64| (n == size).then_some(ratio);
-        let mut row = |op: &str, median: Duration, baseline, base, target| {
-            rows.push(Row {
-                op: op.into(),
-                size: n,
-                median,
-                baseline,
-                base,
-                target,
-            })
-        };
-        row("show ID", show, "/bin/true", spawn, at(10_000, 3.0));
-        row("claim ID", claim, "/bin/true", spawn, at(10_000, 3.0));
-        row("new task", new, "/bin/true", spawn, None);
-        row("cat FILE", cat, "/bin/true", spawn, None);
-        row("show ID", show, "cat FILE", cat, None);
-        row(
-            "list tasks status=pending priority<=1",
-            list,
-            "read all raw",
-            raw,
-            at(100_000, 2.0),
-        );
-        row("claim --next", next, "read all raw", raw, None);
-        row("read all raw (in-process)", raw, "/bin/true", spawn, None);
     }
 
-    let report = render(&rows, &bin);
+    let report = render(&rows, &watch_rows, &bin);
     println!("{report}");
     let target_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
     let _ = std::fs::create_dir_all(&target_dir);
@@ -340,7 +307,92 @@ fn main() {
     }
 }
 
-fn render(rows: &[Row], bin: &Path) -> String {
+/// Times the commands at one size, each beside its baselines, and adds their rows; returns
+/// the median of reading every task file raw (the watch rows compare against it too).
+fn time_commands(
+    b: &Bench,
+    built: &Built,
+    n: usize,
+    runs: usize,
+    true_bin: &str,
+    rows: &mut Vec<Row>,
+) -> Duration {
+    assert!(
+        built.claimable.len() > runs + 1,
+        "board of {n} has too few claimable tasks"
+    );
+    let t = Instant::now();
+
+    // Commands that touch one document, interleaved with their baselines so that all
+    // see the same machine (a shared machine's load drifts); round 0 warms up.
+    let mut samples: [Vec<Duration>; 5] = Default::default();
+    for i in 0..=runs {
+        let doc = format!("task-{:06}", i * 7919 % n);
+        let round = [
+            timed(&mut Command::new(true_bin)),
+            timed(Command::new("cat").arg(built.board.join(format!("tasks/{doc}.md")))),
+            b.time(&["show", &doc]),
+            b.time(&["claim", &built.claimable[i]]),
+            b.time(&["new", "task", "--title", &format!("New task {i}")]),
+        ];
+        if i > 0 {
+            for (s, d) in samples.iter_mut().zip(round) {
+                s.push(d);
+            }
+        }
+    }
+    let [spawn, cat, show, claim, new] = samples.map(median);
+
+    // Commands that read the whole board, interleaved with reading it raw in-process
+    // (the first read warms the page cache, as on a board in use).
+    let scan_runs = if n >= 100_000 { 5 } else { 9 };
+    let mut samples: [Vec<Duration>; 3] = Default::default();
+    for i in 0..=scan_runs {
+        let raw = Instant::now();
+        std::hint::black_box(read_raw(&built.board));
+        let round = [
+            raw.elapsed(),
+            b.time(&["list", "tasks", "status=pending", "priority<=1"]),
+            b.time(&["claim", "--next"]),
+        ];
+        if i > 0 {
+            for (s, d) in samples.iter_mut().zip(round) {
+                s.push(d);
+            }
+        }
+    }
+    let [raw, list, next] = samples.map(median);
+    eprintln!("{n} tasks: timed in {:.1} s", t.elapsed().as_secs_f64());
+
+    let at = |size: usize, ratio: f64| (n == size).then_some(ratio);
+    let mut row = |op: &str, median: Duration, baseline, base, target| {
+        rows.push(Row {
+            op: op.into(),
+            size: n,
+            median,
+            baseline,
+            base,
+            target,
+        })
+    };
+    row("show ID", show, "/bin/true", spawn, at(10_000, 3.0));
+    row("claim ID", claim, "/bin/true", spawn, at(10_000, 3.0));
+    row("new task", new, "/bin/true", spawn, None);
+    row("cat FILE", cat, "/bin/true", spawn, None);
+    row("show ID", show, "cat FILE", cat, None);
+    row(
+        "list tasks status=pending priority<=1",
+        list,
+        "read all raw",
+        raw,
+        at(100_000, 2.0),
+    );
+    row("claim --next", next, "read all raw", raw, None);
+    row("read all raw (in-process)", raw, "/bin/true", spawn, None);
+    raw
+}
+
+fn render(rows: &[Row], watch_rows: &[watch::Row], bin: &Path) -> String {
     let mut out = format!(
         "# tavern benchmark\n\nBinary: `{}`; {} cores; medians of real process runs, baselines measured in the same run.\n\n",
         bin.display(),
@@ -370,5 +422,6 @@ fn render(rows: &[Row], bin: &Path) -> String {
         )
         .unwrap();
     }
+    watch::render(watch_rows, &mut out);
     out
 }
