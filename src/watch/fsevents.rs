@@ -66,6 +66,26 @@ fn relevant(kind: &EventKind) -> bool {
     }
 }
 
+/// Could a change of this path be a change of a tracked file or of a directory holding
+/// some? Not the log, board.yaml, the reports watch mode writes, or temp and swap files:
+/// every append to log.yaml (the watcher's own included) would wake the watcher up.
+fn worth_a_look(root: &std::path::Path, path: &std::path::Path) -> bool {
+    let Ok(rel) = path.strip_prefix(root) else {
+        return false;
+    };
+    let name = rel.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if rel.as_os_str().is_empty() || areas::is_noise(name) {
+        return false;
+    }
+    let parent = rel.parent().and_then(|p| p.to_str()).unwrap_or("");
+    match parent {
+        // Directly in the board: only the region directories themselves.
+        "" => areas::FLAT_DIRS.contains(&name) || areas::RECURSIVE_DIRS.contains(&name),
+        "control" => !matches!(name, "schedule.md" | "metrics.md"),
+        _ => true,
+    }
+}
+
 /// The directories watched, and how.
 fn watches(board: &Board) -> Vec<(PathBuf, RecursiveMode)> {
     let mut out = vec![(board.root.clone(), RecursiveMode::NonRecursive)];
@@ -96,11 +116,17 @@ impl Native {
         tx: Sender<Msg>,
         backlog: Backlog,
     ) -> Result<Native, notify::Error> {
+        let root = board.root.clone();
         let handler = move |res: notify::Result<notify::Event>| {
             let msg = match res {
                 Ok(ev) if ev.need_rescan() => Msg::Rescan,
-                Ok(ev) if !relevant(&ev.kind) || ev.paths.is_empty() => return,
-                Ok(ev) => {
+                Ok(ev) if !relevant(&ev.kind) => return,
+                Ok(mut ev) => {
+                    // The log, our own reports and temp files: not worth waking up for.
+                    ev.paths.retain(|p| worth_a_look(&root, p));
+                    if ev.paths.is_empty() {
+                        return;
+                    }
                     if backlog.waiting.load(Ordering::Relaxed) >= CHANNEL_CAPACITY {
                         backlog.overflowed.store(true, Ordering::Relaxed);
                         return;
@@ -165,6 +191,36 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("tavern watch --poll 2s"), "{text}");
+    }
+
+    #[test]
+    fn the_log_reports_and_temp_files_wake_nobody() {
+        let root = std::path::Path::new("/p/.tavern");
+        let look = |rel: &str| worth_a_look(root, &root.join(rel));
+        for yes in [
+            "tasks",
+            "tasks/task-1.md",
+            "solutions/task-1",
+            "solutions/task-1/a/b.rs",
+            "control/PAUSE",
+            "control/sources",
+            "control/sources/x.md",
+        ] {
+            assert!(look(yes), "{yes}");
+        }
+        for no in [
+            "log.yaml",
+            "board.yaml",
+            ".gitignore",
+            "control/schedule.md",
+            "control/metrics.md",
+            "tasks/.task-1.md.4.0.tmp",
+            "control/.schedule.md.tmp",
+            "tasks/task-1.md~",
+        ] {
+            assert!(!look(no), "{no}");
+        }
+        assert!(!worth_a_look(root, std::path::Path::new("/elsewhere/x.md")));
     }
 
     #[test]

@@ -40,8 +40,13 @@ const DEBOUNCE: Duration = Duration::from_millis(10);
 const DEBOUNCE_MAX: Duration = Duration::from_millis(50);
 /// How often schedule.md and metrics.md may be rewritten.
 const REPORT_EVERY: Duration = Duration::from_millis(250);
-/// How often the snapshot and log cursor are saved while changes come in.
+/// How often the queue and the handled changes' shadows are saved while changes come in.
+const PERSIST_EVERY: Duration = Duration::from_millis(100);
+/// How often the log cursor and metrics are saved while changes come in.
 const SAVE_EVERY: Duration = Duration::from_secs(1);
+/// How often the snapshot is: it only saves reading unchanged files at the next start (the
+/// shadows are what says a change was handled), and on a big board it is megabytes.
+const SNAPSHOT_EVERY: Duration = Duration::from_secs(30);
 /// The poll interval when the native watcher fails and no --poll was given.
 const FALLBACK_POLL: Duration = Duration::from_secs(2);
 /// When looking at a file failed (a lock, a read), how long before looking again.
@@ -155,8 +160,11 @@ struct Watch {
     stopping: Option<(Instant, bool)>,
     report_dirty: bool,
     last_report: Instant,
+    /// When the queue and the shadows of what was handled must be saved.
+    persist_due: Option<Instant>,
     state_dirty: bool,
     last_save: Instant,
+    last_snapshot: Instant,
     summary: Summary,
 }
 
@@ -188,7 +196,9 @@ impl Watch {
             report_dirty: true,
             last_report: Instant::now() - REPORT_EVERY,
             state_dirty: false,
+            persist_due: None,
             last_save: Instant::now(),
+            last_snapshot: Instant::now(),
             summary: Summary::default(),
             board,
             opts,
@@ -310,6 +320,7 @@ impl Watch {
         if self.state_dirty {
             at(Some(self.last_save + SAVE_EVERY));
         }
+        at(self.persist_due);
         wake
     }
 
@@ -422,11 +433,20 @@ impl Watch {
                 }
             }
         }
-        // The queue first, then the shadows: a crash in between handles the batch again.
-        self.sched.save(&self.board)?;
-        self.rec.commit()?;
+        self.persist_due.get_or_insert(Instant::now() + PERSIST_EVERY);
         self.state_dirty = true;
         self.report_dirty = true;
+        Ok(())
+    }
+
+    /// Saves the queue, then writes the shadows of the changes handled since: a crash in
+    /// between handles those changes again at the next start, and never loses them. Done
+    /// at most every PERSIST_EVERY while changes pour in (the queue file holds every
+    /// waiting activation; writing it per batch of a burst would cost its square).
+    fn persist(&mut self) -> Result<()> {
+        self.sched.save(&self.board)?;
+        self.rec.commit()?;
+        self.persist_due = None;
         Ok(())
     }
 
@@ -509,7 +529,7 @@ impl Watch {
             self.start(a)?;
         }
         if any {
-            self.sched.save(&self.board)?;
+            self.persist_due.get_or_insert(Instant::now() + PERSIST_EVERY);
             self.report_dirty = true;
         }
         Ok(())
@@ -710,8 +730,12 @@ impl Watch {
         if !self.rec.hints.is_empty() {
             self.process()?;
         }
-        if self.state_dirty && now >= self.last_save + SAVE_EVERY {
-            self.save_state()?;
+        if self.persist_due.is_some_and(|due| now >= due) {
+            self.persist()?;
+        }
+        // The cursor only after the shadows: entries past it are handled for good.
+        if self.state_dirty && self.persist_due.is_none() && now >= self.last_save + SAVE_EVERY {
+            self.save_state(false)?;
         }
         if self.report_dirty && now >= self.last_report + REPORT_EVERY {
             self.write_reports(true);
@@ -719,11 +743,18 @@ impl Watch {
         Ok(())
     }
 
-    fn save_state(&mut self) -> Result<()> {
-        self.rec.save()?;
+    /// Saves the cursor and metrics, and the snapshot when it is due (or `all`).
+    fn save_state(&mut self, all: bool) -> Result<()> {
+        let now = Instant::now();
+        if all || now >= self.last_snapshot + SNAPSHOT_EVERY {
+            self.rec.save()?;
+            self.last_snapshot = now;
+        } else {
+            self.rec.cursor.save(&self.board)?;
+        }
         self.metrics.save(&self.board)?;
         self.state_dirty = false;
-        self.last_save = Instant::now();
+        self.last_save = now;
         Ok(())
     }
 
@@ -751,9 +782,8 @@ impl Watch {
     }
 
     fn shutdown(&mut self) -> Result<()> {
-        self.sched.save(&self.board)?;
-        self.rec.commit()?;
-        self.save_state()?;
+        self.persist()?;
+        self.save_state(true)?;
         self.write_reports(false);
         if self.paused.is_some() {
             self.summary.held = self.sched.queue.len();
@@ -854,13 +884,20 @@ impl Watch {
 }
 
 /// Gathers the rest of a burst of events: until it is quiet for DEBOUNCE, at most
-/// DEBOUNCE_MAX.
+/// DEBOUNCE_MAX. Anything else (an activation's end, a signal) ends the burst at once, so
+/// that it is not kept waiting behind it.
 fn collect_burst(rx: &Receiver<Msg>, msgs: &mut Vec<Msg>) {
     let end = Instant::now() + DEBOUNCE_MAX;
     loop {
         let wait = DEBOUNCE.min(end.saturating_duration_since(Instant::now()));
         match rx.recv_timeout(wait) {
-            Ok(m) => msgs.push(m),
+            Ok(m) => {
+                let other = !matches!(m, Msg::Paths(_));
+                msgs.push(m);
+                if other {
+                    return;
+                }
+            }
             Err(_) => return,
         }
         if Instant::now() >= end {

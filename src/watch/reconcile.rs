@@ -142,12 +142,12 @@ impl Reconciler {
             let path = areas::abs(&self.board, &t.rel);
             match read_current(&path, self.max_bytes()) {
                 Current::File(stat, bytes) => {
-                    snapshot::write_shadow(&self.board, &t.rel, Some(&bytes))?;
+                    snapshot::write_baseline_shadow(&self.board, &t.rel, &bytes)?;
                     self.remember(&t.rel, stat, &bytes);
                 }
                 Current::Big(stat) => {
                     let stand_in = big_stand_in(stat);
-                    snapshot::write_shadow(&self.board, &t.rel, Some(&stand_in))?;
+                    snapshot::write_baseline_shadow(&self.board, &t.rel, &stand_in)?;
                     self.remember(&t.rel, stat, &stand_in);
                 }
                 Current::Special(stat, _) => self.remember(&t.rel, stat, b""),

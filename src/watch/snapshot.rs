@@ -168,6 +168,19 @@ pub fn read_shadow(board: &Board, rel: &str) -> Option<Vec<u8>> {
     std::fs::read(shadow_path(board, rel)).ok()
 }
 
+/// A shadow of the first start, written in place: until the snapshot is saved at its end,
+/// an interrupted first start is a first start again, so no reader relies on it yet (and a
+/// rename per file is what the first start of a big board spends its time on).
+pub fn write_baseline_shadow(board: &Board, rel: &str, bytes: &[u8]) -> Result<()> {
+    let path = shadow_path(board, rel);
+    if std::fs::write(&path, bytes).is_err() {
+        let parent = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, "create directory", e))?;
+        std::fs::write(&path, bytes).map_err(|e| Error::io(&path, "write", e))?;
+    }
+    Ok(())
+}
+
 /// Records `content` as handled (None: the file is gone).
 pub fn write_shadow(board: &Board, rel: &str, content: Option<&[u8]>) -> Result<()> {
     let path = shadow_path(board, rel);
