@@ -12,10 +12,11 @@ pub fn own_group(command: &mut Command) {
 }
 
 /// Sends SIGKILL to the whole process group `pgid` (a command and everything it started).
-/// Through `kill(1)`: the standard library has no killpg, and tavern has no unsafe code.
+/// Through the shell's `kill` builtin: the standard library has no killpg, tavern has no
+/// unsafe code, and a `kill` program is not on every minimal system, but `sh` is.
 pub fn kill_group(pgid: u32) {
-    let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{pgid}")])
+    let _ = Command::new("sh")
+        .args(["-c", &format!("kill -s KILL -- -{pgid}")])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())

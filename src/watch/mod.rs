@@ -433,7 +433,8 @@ impl Watch {
                 }
             }
         }
-        self.persist_due.get_or_insert(Instant::now() + PERSIST_EVERY);
+        self.persist_due
+            .get_or_insert(Instant::now() + PERSIST_EVERY);
         self.state_dirty = true;
         self.report_dirty = true;
         Ok(())
@@ -529,7 +530,8 @@ impl Watch {
             self.start(a)?;
         }
         if any {
-            self.persist_due.get_or_insert(Instant::now() + PERSIST_EVERY);
+            self.persist_due
+                .get_or_insert(Instant::now() + PERSIST_EVERY);
             self.report_dirty = true;
         }
         Ok(())

@@ -141,8 +141,8 @@ impl Drop for Watcher {
 
 /// Sends a signal by name to a process.
 pub fn signal(pid: u32, name: &str) {
-    let ok = std::process::Command::new("kill")
-        .args([&format!("-{name}"), &pid.to_string()])
+    let ok = std::process::Command::new("sh")
+        .args(["-c", &format!("kill -s {name} {pid}")])
         .status()
         .expect("run kill");
     assert!(ok.success(), "kill -{name} {pid}");
