@@ -494,11 +494,7 @@ impl Reconciler {
             } else {
                 self.validate(t, bytes)
             };
-            if let Err(problem) = &valid
-                && !self.deferred.contains(&t.rel)
-                && recently_written(stat)
-            {
-                let _ = problem;
+            if valid.is_err() && !self.deferred.contains(&t.rel) && recently_written(stat) {
                 self.deferred.insert(t.rel.clone());
                 return Ok(Outcome::Deferred(SETTLE));
             }
