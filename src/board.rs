@@ -153,6 +153,12 @@ impl Board {
         self.root.join("archive").join(region.dir())
     }
 
+    /// The project the board belongs to: the directory holding `.tavern`, where commands
+    /// tavern starts (completion checks, knowledge sources) run.
+    pub fn project(&self) -> &Path {
+        self.root.parent().unwrap_or(&self.root)
+    }
+
     pub fn state_dir(&self) -> PathBuf {
         self.root.join(".state")
     }

@@ -16,12 +16,15 @@ pub fn stamp_millis(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
-/// Parses `30s`, `5m`, `2h`, `7d`, `1w` (a number and a unit).
+/// Parses `500ms`, `30s`, `5m`, `2h`, `7d`, `1w` (a number and a unit).
 pub fn parse_duration(s: &str) -> Option<chrono::Duration> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit())?;
     let (n, unit) = s.split_at(split);
     let n: i64 = n.parse().ok()?;
+    if unit == "ms" {
+        return chrono::Duration::try_milliseconds(n);
+    }
     let secs = match unit {
         "s" => 1,
         "m" => 60,
@@ -60,14 +63,27 @@ pub fn ago(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
     }
 }
 
-/// A duration as the shortest of `90s`, `5m`, `2h`, `3d`.
+/// A duration as the shortest of `500ms`, `90s`, `5m`, `2h`, `3d`.
 pub fn format_duration(d: chrono::Duration) -> String {
+    let ms = d.num_milliseconds();
+    if ms % 1000 != 0 {
+        return format!("{ms}ms");
+    }
     let s = d.num_seconds();
     match s {
         s if s % 86_400 == 0 && s > 0 => format!("{}d", s / 86_400),
         s if s % 3600 == 0 && s > 0 => format!("{}h", s / 3600),
         s if s % 60 == 0 && s > 0 => format!("{}m", s / 60),
         s => format!("{s}s"),
+    }
+}
+
+/// A measured time for humans: `12ms`, `1.5s`.
+pub fn format_millis(ms: u64) -> String {
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else {
+        format!("{:.1}s", ms as f64 / 1000.0)
     }
 }
 
@@ -81,6 +97,11 @@ mod tests {
         assert_eq!(parse_duration("2h").unwrap().num_seconds(), 7200);
         assert_eq!(parse_duration("5"), None);
         assert_eq!(parse_duration("m"), None);
+        assert_eq!(parse_duration("500ms").unwrap().num_milliseconds(), 500);
+        assert_eq!(format_duration(parse_duration("500ms").unwrap()), "500ms");
+        assert_eq!(format_duration(parse_duration("2000ms").unwrap()), "2s");
+        assert_eq!(format_millis(12), "12ms");
+        assert_eq!(format_millis(1540), "1.5s");
         let now = DateTime::parse_from_rfc3339("2026-11-22T10:00:00Z")
             .unwrap()
             .with_timezone(&Utc);

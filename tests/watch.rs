@@ -1142,3 +1142,37 @@ fn symlinks_fifos_and_bad_names_are_alerts_never_read_or_followed() {
     assert!(!text.contains("secret"), "{text}");
     assert_eq!(lines_of(&b, "ran.txt"), vec![format!("changed {good}")]);
 }
+
+#[test]
+fn pause_and_resume_speak_json_and_refuse_unprintable_reasons() {
+    let b = TestBoard::new();
+    let v = b.run(&["pause", "--json", "release", "freeze"]).ok().json();
+    assert_eq!(v["paused"], true);
+    assert_eq!(v["reason"], "release freeze");
+    let first = v["seq"].as_u64().unwrap();
+    // A new reason replaces the old one, and is logged.
+    let v = b.run(&["pause", "--json", "hotfix"]).ok().json();
+    assert_eq!(v["reason"], "hotfix");
+    assert_eq!(v["seq"].as_u64(), Some(first + 1));
+    assert_eq!(b.read("control/PAUSE"), "hotfix\n");
+    b.run(&["claim", "--next"])
+        .code(5)
+        .stderr_has("the board is paused: hotfix");
+    b.run(&["pause", "bad\u{7}bell"])
+        .code(2)
+        .stderr_is("error: the reason must be printable text\n");
+    assert_eq!(b.read("control/PAUSE"), "hotfix\n");
+    let v = b.run(&["resume", "--json"]).ok().json();
+    assert_eq!(v, serde_json::json!({"paused": false, "seq": first + 2}));
+    let v = b.run(&["resume", "--json"]).ok().json();
+    assert_eq!(v, serde_json::json!({"paused": false, "seq": null}));
+    let v = b.run(&["pause", "--json", "--as", "ops"]).ok().json();
+    assert_eq!(v["reason"], "paused by ops");
+    let log = b.log();
+    assert_eq!(
+        log.iter()
+            .map(|e| e["op"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        vec!["pause", "pause", "resume", "pause"]
+    );
+}

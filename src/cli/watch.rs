@@ -34,12 +34,8 @@ pub struct PauseArgs {
     pub reason: Vec<String>,
 }
 
-/// `500ms`, or any duration `parse_duration` reads (`30s`, `5m`, …).
 fn duration(flag: &str, text: &str) -> Result<Duration> {
-    let parsed = match text.strip_suffix("ms") {
-        Some(ms) => ms.parse::<u64>().ok().map(Duration::from_millis),
-        None => crate::time::parse_duration(text).and_then(|d| d.to_std().ok()),
-    };
+    let parsed = crate::time::parse_duration(text).and_then(|d| d.to_std().ok());
     parsed.ok_or_else(|| {
         Error::usage(format!(
             "{flag} '{text}': expected a duration like 500ms, 2s or 1m"

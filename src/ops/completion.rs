@@ -181,7 +181,7 @@ fn check_run(
     let err = log
         .try_clone()
         .map_err(|e| Error::io(&log_path, "create", e))?;
-    let project = board.root.parent().unwrap_or(&board.root);
+    let project = board.project();
     let mut command = Command::new("sh");
     command
         .arg("-c")

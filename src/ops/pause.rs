@@ -35,16 +35,8 @@ pub fn pause(board: &Board, actor: &str, reason: &str) -> Result<Option<Entry>> 
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
     }
     store::write_atomic(&path, after.as_bytes())?;
-    let entry = Entry {
-        at: crate::time::stamp_millis(crate::time::now()),
-        actor: actor.into(),
-        op: "pause".into(),
-        doc: DOC.into(),
-        note: Some(reason),
-        diff: Some(log::diff(before.as_deref().unwrap_or(""), &after)),
-        ..Entry::default()
-    };
-    log::append(board, entry).map(Some)
+    let diff = log::diff(before.as_deref().unwrap_or(""), &after);
+    logged(board, actor, "pause", reason, diff)
 }
 
 /// Lifts the pause. None if the board was not paused.
@@ -58,13 +50,25 @@ pub fn resume(board: &Board, actor: &str) -> Result<Option<Entry>> {
         Err(_) => String::new(),
     };
     std::fs::remove_file(&path).map_err(|e| Error::io(&path, "remove", e))?;
+    let note = format!("was paused: {}", before.trim());
+    logged(board, actor, "resume", note, log::diff(&before, ""))
+}
+
+/// Appends the entry of a pause or resume.
+fn logged(
+    board: &Board,
+    actor: &str,
+    op: &str,
+    note: String,
+    diff: String,
+) -> Result<Option<Entry>> {
     let entry = Entry {
         at: crate::time::stamp_millis(crate::time::now()),
         actor: actor.into(),
-        op: "resume".into(),
+        op: op.into(),
         doc: DOC.into(),
-        note: Some(format!("was paused: {}", before.trim())),
-        diff: Some(log::diff(&before, "")),
+        note: Some(note),
+        diff: Some(diff),
         ..Entry::default()
     };
     log::append(board, entry).map(Some)

@@ -52,6 +52,8 @@ const FALLBACK_POLL: Duration = Duration::from_secs(2);
 /// When looking at a file failed (a lock, a read), how long before looking again.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
 const RETRIES: u32 = 3;
+/// At the end, how many times to read the log and handle what it names before stopping.
+const DRAIN_ROUNDS: usize = 5;
 /// After killing the activations at shutdown, how long to wait for them to be reaped.
 const REAP_WAIT: Duration = Duration::from_secs(5);
 
@@ -440,6 +442,21 @@ impl Watch {
         Ok(())
     }
 
+    /// Reads the log to its end before the cursor is saved for the last time: the entries
+    /// the watcher appended itself are then behind it, and a next start does not read them
+    /// as left over from a run that stopped half-way. Changes other writers logged in the
+    /// meantime are handled first (a few rounds at most, while they keep writing).
+    fn drain_log(&mut self) -> Result<()> {
+        for _ in 0..DRAIN_ROUNDS {
+            self.rec.catch_up()?;
+            if self.rec.hints.is_empty() {
+                return Ok(());
+            }
+            self.process()?;
+        }
+        Ok(())
+    }
+
     /// Saves the queue, then writes the shadows of the changes handled since: a crash in
     /// between handles those changes again at the next start, and never loses them. Done
     /// at most every PERSIST_EVERY while changes pour in (the queue file holds every
@@ -607,7 +624,7 @@ impl Watch {
         let ms = r.started.elapsed().as_millis() as u64;
         let code = status.as_ref().ok().and_then(|s| s.code());
         let signal = status.as_ref().ok().and_then(signal_of);
-        let took = human_ms(ms);
+        let took = crate::time::format_millis(ms);
         let (result, note) = if r.timed_out {
             let limit = self
                 .sources
@@ -784,6 +801,7 @@ impl Watch {
     }
 
     fn shutdown(&mut self) -> Result<()> {
+        self.drain_log()?;
         self.persist()?;
         self.save_state(true)?;
         self.write_reports(false);
@@ -924,17 +942,6 @@ fn signal_of(s: &std::process::ExitStatus) -> Option<i32> {
     }
 }
 
-fn human_ms(ms: u64) -> String {
-    if ms < 1000 {
-        format!("{ms}ms")
-    } else {
-        format!("{:.1}s", ms as f64 / 1000.0)
-    }
-}
-
 fn human_duration(d: Duration) -> String {
-    if d.subsec_millis() != 0 || d.as_secs() == 0 {
-        return human_ms(d.as_millis() as u64);
-    }
     crate::time::format_duration(chrono::Duration::from_std(d).unwrap_or_default())
 }

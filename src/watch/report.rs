@@ -86,14 +86,6 @@ impl Metrics {
     }
 }
 
-fn secs(ms: u64) -> String {
-    if ms < 1000 {
-        format!("{ms}ms")
-    } else {
-        format!("{:.1}s", ms as f64 / 1000.0)
-    }
-}
-
 /// Table cells never break the table: no pipes, no line breaks.
 fn cell(s: &str) -> String {
     s.chars()
@@ -127,16 +119,16 @@ pub fn render_metrics(m: &Metrics, sources: &[Source]) -> String {
         let mean = s
             .total_ms
             .checked_div(s.activations)
-            .map_or_else(|| "-".to_string(), secs);
+            .map_or_else(|| "-".to_string(), crate::time::format_millis);
         let median = if s.recent_ms.is_empty() {
             "-".into()
         } else {
             let mut v = s.recent_ms.clone();
             v.sort_unstable();
-            secs(v[v.len() / 2])
+            crate::time::format_millis(v[v.len() / 2])
         };
         let max = if s.activations > 0 {
-            secs(s.max_ms)
+            crate::time::format_millis(s.max_ms)
         } else {
             "-".into()
         };
@@ -214,7 +206,7 @@ pub fn render_schedule(
                 cell(&r.act.doc),
                 cell(&r.act.event),
                 crate::time::stamp(r.started_at),
-                secs(now.duration_since(r.started).as_millis() as u64),
+                crate::time::format_millis(now.duration_since(r.started).as_millis() as u64),
                 r.pid,
                 cell(&r.output)
             );
@@ -222,12 +214,7 @@ pub fn render_schedule(
         out.push('\n');
     }
     let mut queue: Vec<_> = sched.queue.iter().collect();
-    queue.sort_by(|a, b| {
-        b.priority
-            .cmp(&a.priority)
-            .then(a.queued_at.cmp(&b.queued_at))
-            .then(a.id.cmp(&b.id))
-    });
+    queue.sort_by(|a, b| super::scheduler::queue_order(a, b));
     let _ = writeln!(out, "## Waiting ({})\n", queue.len());
     if queue.is_empty() {
         out.push_str("Nothing.\n");

@@ -34,15 +34,6 @@ fn file_safe(s: &str) -> String {
         .collect()
 }
 
-/// The project directory: the one holding the board.
-pub fn project_dir(board: &Board) -> std::path::PathBuf {
-    board
-        .root
-        .parent()
-        .map(std::path::Path::to_path_buf)
-        .unwrap_or_else(|| board.root.clone())
-}
-
 /// Starts `source` for `act`; `on_exit` is called from a thread when the command ends.
 pub fn spawn(
     board: &Board,
@@ -65,12 +56,12 @@ pub fn spawn(
         .map_err(|e| Error::io(&output, "create", e))?;
     let doc_path = board.root.join(&act.doc);
     let doc_path = doc_path.to_string_lossy();
-    let project = project_dir(board);
+    let project = board.project();
     let mut command = Command::new("sh");
     command
         .arg("-c")
         .arg(source.command(&act.doc_id, &doc_path, &act.region))
-        .current_dir(&project)
+        .current_dir(project)
         .env("TAVERN_BOARD", &board.root)
         .env("TAVERN_EVENT", &act.event)
         .env("TAVERN_DOC", doc_path.as_ref())
@@ -85,7 +76,7 @@ pub fn spawn(
     crate::process::own_group(&mut command);
     let mut child = command
         .spawn()
-        .map_err(|e| Error::io(&project, "start a source's command in", e))?;
+        .map_err(|e| Error::io(project, "start a source's command in", e))?;
     let pid = child.id();
     let stdin = child.stdin.take();
     let prompt = source.prompt.clone();

@@ -110,6 +110,14 @@ pub struct Scheduler {
     next_id: u64,
 }
 
+/// The order activations wait in: higher priority first, then older, then queued first.
+pub fn queue_order(a: &Activation, b: &Activation) -> std::cmp::Ordering {
+    b.priority
+        .cmp(&a.priority)
+        .then(a.queued_at.cmp(&b.queued_at))
+        .then(a.id.cmp(&b.id))
+}
+
 fn queue_path(board: &Board) -> std::path::PathBuf {
     super::snapshot::dir(board).join("queue")
 }
@@ -264,12 +272,7 @@ impl Scheduler {
         jobs: usize,
         now: Instant,
     ) -> (Vec<Activation>, Vec<Activation>) {
-        self.queue.sort_by(|a, b| {
-            b.priority
-                .cmp(&a.priority)
-                .then(a.queued_at.cmp(&b.queued_at))
-                .then(a.id.cmp(&b.id))
-        });
+        self.queue.sort_by(queue_order);
         let mut start = Vec::new();
         let mut dropped = Vec::new();
         let mut running_per: HashMap<String, usize> = HashMap::new();

@@ -118,14 +118,20 @@ pub fn write_state(path: &Path, bytes: &[u8]) -> Result<()> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = parent.join(format!(".{name}.tmp"));
-    let write = |tmp: &Path| -> std::io::Result<()> {
-        let mut f = std::fs::File::create(tmp)?;
+    in_its_directory(path, || {
+        let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
-        std::fs::rename(tmp, path)
-    };
-    if write(&tmp).is_err() {
+        std::fs::rename(&tmp, path)
+    })
+}
+
+/// Runs a write of `path`; if it fails, makes the directory and tries once more (state
+/// directories appear on first use: a fresh clone has no .state/).
+fn in_its_directory(path: &Path, write: impl Fn() -> std::io::Result<()>) -> Result<()> {
+    if write().is_err() {
+        let parent = path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, "create directory", e))?;
-        write(&tmp).map_err(|e| Error::io(path, "write", e))?;
+        write().map_err(|e| Error::io(path, "write", e))?;
     }
     Ok(())
 }
@@ -173,12 +179,7 @@ pub fn read_shadow(board: &Board, rel: &str) -> Option<Vec<u8>> {
 /// rename per file is what the first start of a big board spends its time on).
 pub fn write_baseline_shadow(board: &Board, rel: &str, bytes: &[u8]) -> Result<()> {
     let path = shadow_path(board, rel);
-    if std::fs::write(&path, bytes).is_err() {
-        let parent = path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, "create directory", e))?;
-        std::fs::write(&path, bytes).map_err(|e| Error::io(&path, "write", e))?;
-    }
-    Ok(())
+    in_its_directory(&path, || std::fs::write(&path, bytes))
 }
 
 /// Records `content` as handled (None: the file is gone).
