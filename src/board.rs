@@ -48,6 +48,8 @@ pub struct WatchConfig {
     /// Activations one document may start within `rate_window`; more is an alert.
     pub max_per_doc: usize,
     pub rate_window: String,
+    /// How long the output of a source's or a check's command stays in `.state/runs/`.
+    pub keep_runs: String,
 }
 
 impl Default for WatchConfig {
@@ -56,6 +58,7 @@ impl Default for WatchConfig {
             max_chain: 8,
             max_per_doc: 20,
             rate_window: "10m".into(),
+            keep_runs: "7d".into(),
         }
     }
 }
@@ -226,6 +229,14 @@ pub fn parse_config(text: &str) -> std::result::Result<Config, String> {
         return Err(format!(
             "watch.rate_window '{}' is not a duration like 10m or 1h",
             config.watch.rate_window
+        ));
+    }
+    if crate::time::parse_duration(&config.watch.keep_runs)
+        .is_none_or(|d| d <= chrono::Duration::zero())
+    {
+        return Err(format!(
+            "watch.keep_runs '{}' is not a duration like 7d or 12h",
+            config.watch.keep_runs
         ));
     }
     if config.watch.max_chain == 0 || config.watch.max_per_doc == 0 {

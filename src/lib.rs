@@ -16,6 +16,7 @@ pub mod log;
 pub mod ops;
 pub mod process;
 pub mod query;
+pub mod runs;
 pub mod scan;
 pub mod store;
 pub mod time;

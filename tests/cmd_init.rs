@@ -275,6 +275,14 @@ fn a_broken_board_yaml_is_reported_with_its_line() {
             "lease 'soon' is not a duration like 5m or 1h",
         ),
         (
+            good.replace("keep_runs: 7d", "keep_runs: forever"),
+            "watch.keep_runs 'forever' is not a duration like 7d or 12h",
+        ),
+        (
+            good.replace("rate_window: 10m", "rate_window: 0s"),
+            "watch.rate_window '0s' is not a duration like 10m or 1h",
+        ),
+        (
             good.replace("to: review", "to: reviewing"),
             "transition 'submit' leads to 'reviewing', which is not in workflow.states",
         ),

@@ -1176,3 +1176,68 @@ fn pause_and_resume_speak_json_and_refuse_unprintable_reasons() {
         vec!["pause", "pause", "resume", "pause"]
     );
 }
+
+/// Sets a file's (or directory's) modification time to `age` ago.
+fn age(path: &std::path::Path, age: Duration) {
+    let when = std::time::SystemTime::now() - age;
+    std::fs::File::open(path)
+        .and_then(|f| f.set_modified(when))
+        .unwrap_or_else(|e| panic!("set the mtime of {}: {e}", path.display()));
+}
+
+#[test]
+fn run_outputs_older_than_keep_runs_are_removed_by_the_watcher_and_by_sweep() {
+    let b = TestBoard::new();
+    let config = b
+        .read("board.yaml")
+        .replace("keep_runs: 7d", "keep_runs: 1h");
+    b.write("board.yaml", config);
+    source(&b, "say", "watch: [tasks]\nrun: echo said {id}\n", "");
+    once(&b, &[]).0.ok();
+
+    let runs = b.board().join(".state/runs");
+    std::fs::create_dir_all(runs.join("kept-dir")).unwrap();
+    for name in ["old-activation.log", "check-t-1-1-old.log", "recent.log"] {
+        std::fs::write(runs.join(name), "output\n").unwrap();
+    }
+    age(
+        &runs.join("old-activation.log"),
+        Duration::from_secs(2 * 3600),
+    );
+    age(
+        &runs.join("check-t-1-1-old.log"),
+        Duration::from_secs(25 * 3600),
+    );
+    age(&runs.join("recent.log"), Duration::from_secs(50 * 60));
+    // Only regular files are removed: a directory someone put there stays.
+    age(&runs.join("kept-dir"), Duration::from_secs(9 * 3600));
+
+    let id = b.task("Say it", &[]);
+    let (out, lines) = once(&b, &[]);
+    out.ok();
+    let started: Vec<&Value> = lines.iter().filter(|l| l["event"] == "started").collect();
+    assert_eq!(started.len(), 1, "{lines:?}");
+    let output = started[0]["output"].as_str().unwrap().to_string();
+    assert_eq!(b.read(&output), format!("said {id}\n"));
+
+    let names = |b: &TestBoard| -> BTreeSet<String> {
+        std::fs::read_dir(b.board().join(".state/runs"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    let activation = output.trim_start_matches(".state/runs/").to_string();
+    assert_eq!(
+        names(&b),
+        BTreeSet::from([activation.clone(), "kept-dir".into(), "recent.log".into()])
+    );
+
+    // `sweep` does the same for boards no watcher runs on; it says what it removed.
+    age(&runs.join("recent.log"), Duration::from_secs(61 * 60));
+    b.run(&["sweep"])
+        .ok()
+        .stdout_is("removed 1 run output older than 1h from .state/runs/\n");
+    assert_eq!(names(&b), BTreeSet::from([activation, "kept-dir".into()]));
+    let json = b.run(&["sweep", "--json"]).ok().json();
+    assert_eq!(json["runs_removed"], 0);
+}

@@ -171,14 +171,25 @@ pub fn sweep(ctx: &Ctx) -> Result<ExitCode> {
     let board = ctx.board()?;
     let released = ops::sweep::sweep(&board)?;
     let expired = ops::archive::expire_observations(&board, ops::sweep::SWEEPER)?;
+    let keep = crate::runs::keep(&board);
+    let pruned = crate::runs::prune(&board, keep, &Default::default())?;
     if ctx.global.json {
-        output::json_line(&json!({"released": released, "expired": expired}))?;
+        output::json_line(
+            &json!({"released": released, "expired": expired, "runs_removed": pruned}),
+        )?;
     } else {
         for r in &released {
             line(&format!("released {}: {}", r.task, r.reason))?;
         }
         for e in &expired {
             line(&format!("{}: {}", e.doc, e.note.as_deref().unwrap_or("")))?;
+        }
+        if pruned > 0 {
+            line(&format!(
+                "removed {pruned} run output{} older than {} from .state/runs/",
+                if pruned == 1 { "" } else { "s" },
+                board.config.watch.keep_runs
+            ))?;
         }
     }
     Ok(ExitCode::SUCCESS)

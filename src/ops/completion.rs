@@ -173,11 +173,8 @@ fn check_run(
     cmd: &str,
     timeout: chrono::Duration,
 ) -> Result<Option<String>> {
-    let runs = board.state_dir().join("runs");
-    std::fs::create_dir_all(&runs).map_err(|e| Error::io(&runs, "create directory", e))?;
     let stamp = crate::time::now().format("%Y%m%dT%H%M%S%.3fZ");
-    let log_path = runs.join(format!("check-{id}-{n}-{stamp}.log"));
-    let log = std::fs::File::create(&log_path).map_err(|e| Error::io(&log_path, "create", e))?;
+    let (log, log_path) = crate::runs::create(board, &format!("check-{id}-{n}-{stamp}.log"))?;
     let err = log
         .try_clone()
         .map_err(|e| Error::io(&log_path, "create", e))?;

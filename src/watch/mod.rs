@@ -54,6 +54,8 @@ const RETRY_AFTER: Duration = Duration::from_secs(1);
 const RETRIES: u32 = 3;
 /// At the end, how many times to read the log and handle what it names before stopping.
 const DRAIN_ROUNDS: usize = 5;
+/// How often old run outputs are removed (also once at start).
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 /// After killing the activations at shutdown, how long to wait for them to be reaped.
 const REAP_WAIT: Duration = Duration::from_secs(5);
 
@@ -167,6 +169,8 @@ struct Watch {
     state_dirty: bool,
     last_save: Instant,
     last_snapshot: Instant,
+    /// When old run outputs were last removed; `None` until the first time, at start.
+    last_prune: Option<Instant>,
     summary: Summary,
 }
 
@@ -201,6 +205,7 @@ impl Watch {
             persist_due: None,
             last_save: Instant::now(),
             last_snapshot: Instant::now(),
+            last_prune: None,
             summary: Summary::default(),
             board,
             opts,
@@ -759,7 +764,24 @@ impl Watch {
         if self.report_dirty && now >= self.last_report + REPORT_EVERY {
             self.write_reports(true);
         }
+        if self.last_prune.is_none_or(|last| now >= last + PRUNE_EVERY) {
+            self.prune_runs(now);
+        }
         Ok(())
+    }
+
+    /// Removes run outputs older than `watch.keep_runs`, except those of running commands.
+    fn prune_runs(&mut self, now: Instant) {
+        self.last_prune = Some(now);
+        let spare = self
+            .sched
+            .running
+            .values()
+            .map(|r| self.board.root.join(&r.output))
+            .collect();
+        if let Err(e) = crate::runs::prune(&self.board, crate::runs::keep(&self.board), &spare) {
+            self.warn(format!("cannot remove old run outputs: {e}"));
+        }
     }
 
     /// Saves the cursor and metrics, and the snapshot when it is due (or `all`).

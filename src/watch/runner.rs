@@ -13,25 +13,13 @@ use super::scheduler::Activation;
 use super::sources::Source;
 use crate::board::Board;
 use crate::error::{Error, Result};
+use crate::runs::file_safe;
 
 /// A started command.
 pub struct Spawned {
     pub pid: u32,
     /// Its output file, board-relative.
     pub output: String,
-}
-
-/// A file-name-safe form of a value.
-fn file_safe(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
 }
 
 /// Starts `source` for `act`; `on_exit` is called from a thread when the command ends.
@@ -41,16 +29,16 @@ pub fn spawn(
     act: &Activation,
     on_exit: impl FnOnce(std::io::Result<ExitStatus>) + Send + 'static,
 ) -> Result<Spawned> {
-    let runs = board.state_dir().join("runs");
-    std::fs::create_dir_all(&runs).map_err(|e| Error::io(&runs, "create directory", e))?;
     let stamp = act.queued_at.format("%Y%m%dT%H%M%S%.3fZ");
-    let output = runs.join(format!(
-        "{stamp}-{}-{}-{}.log",
-        file_safe(&act.source),
-        file_safe(&act.doc_id),
-        act.id
-    ));
-    let log = std::fs::File::create(&output).map_err(|e| Error::io(&output, "create", e))?;
+    let (log, output) = crate::runs::create(
+        board,
+        &format!(
+            "{stamp}-{}-{}-{}.log",
+            file_safe(&act.source),
+            file_safe(&act.doc_id),
+            act.id
+        ),
+    )?;
     let err = log
         .try_clone()
         .map_err(|e| Error::io(&output, "create", e))?;

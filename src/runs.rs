@@ -1,0 +1,84 @@
+//! `.state/runs/`: one file per command tavern runs for the board (a knowledge source's
+//! activation, a completion check), holding its stdout and stderr.
+//!
+//! The files are how a person finds out why an activation failed, so they outlive the
+//! command, but not forever: a busy watcher starts thousands of commands a day. Files older
+//! than `watch.keep_runs` (board.yaml, default 7d) are removed by the watcher (at start and
+//! then hourly) and by `tavern sweep`. A file's age is its mtime, which moves while its
+//! command still writes; the watcher also spares the files of what it runs now.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use crate::board::Board;
+use crate::error::{Error, Result};
+
+fn dir(board: &Board) -> PathBuf {
+    board.state_dir().join("runs")
+}
+
+/// Creates the output file `name` for a command; returns it open for writing.
+pub fn create(board: &Board, name: &str) -> Result<(File, PathBuf)> {
+    let dir = dir(board);
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, "create directory", e))?;
+    let path = dir.join(name);
+    let file = File::create(&path).map_err(|e| Error::io(&path, "create", e))?;
+    Ok((file, path))
+}
+
+/// A file-name-safe form of a value: ASCII letters, digits, `.`, `_` and `-` stay, the rest
+/// becomes `_`.
+pub fn file_safe(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// How long output files are kept, from board.yaml.
+pub fn keep(board: &Board) -> Duration {
+    crate::time::parse_duration(&board.config.watch.keep_runs)
+        .and_then(|d| d.to_std().ok())
+        .unwrap_or(Duration::from_secs(7 * 24 * 3600))
+}
+
+/// Removes the output files last written more than `keep` ago, except those in `spare`
+/// (absolute paths). Returns how many it removed. Only regular files directly in the
+/// directory are considered: a symlink or a directory someone put there is left alone.
+pub fn prune(board: &Board, keep: Duration, spare: &HashSet<PathBuf>) -> Result<usize> {
+    let dir = dir(board);
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(Error::io(&dir, "read directory", e)),
+    };
+    let Some(cutoff) = SystemTime::now().checked_sub(keep) else {
+        return Ok(0);
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if spare.contains(&path) || !is_old_file(&path, cutoff) {
+            continue;
+        }
+        match std::fs::remove_file(&path) {
+            Ok(()) => removed += 1,
+            // Another sweep took it first.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(&path, "remove", e)),
+        }
+    }
+    Ok(removed)
+}
+
+fn is_old_file(path: &Path, cutoff: SystemTime) -> bool {
+    std::fs::symlink_metadata(path)
+        .is_ok_and(|m| m.file_type().is_file() && m.modified().is_ok_and(|mtime| mtime < cutoff))
+}
