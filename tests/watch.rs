@@ -1241,3 +1241,66 @@ fn run_outputs_older_than_keep_runs_are_removed_by_the_watcher_and_by_sweep() {
     let json = b.run(&["sweep", "--json"]).ok().json();
     assert_eq!(json["runs_removed"], 0);
 }
+
+#[test]
+fn directories_under_solutions_made_moved_and_removed_are_their_files() {
+    let b = TestBoard::new();
+    source(
+        &b,
+        "rec",
+        "watch: [solutions]\non: [created, deleted]\nrun: echo \"$TAVERN_EVENT\" {path} >> ran.txt\n",
+        "",
+    );
+    b.write("solutions/task-1/README.md", "notes\n");
+    once(&b, &[]).0.ok();
+    let mut w = Watcher::start(&b, &[]);
+    let logged = b.log().len();
+    let external = |b: &TestBoard| -> Vec<(String, String)> {
+        ops(&b.log()[logged..], "external-edit")
+            .iter()
+            .map(|e| {
+                let note = e["note"].as_str().unwrap();
+                let what = note.split(' ').next().unwrap().to_string();
+                (what, e["doc"].as_str().unwrap().to_string())
+            })
+            .collect()
+    };
+    sh(
+        &b,
+        "mkdir -p .tavern/solutions/task-1/src/deep && echo a > .tavern/solutions/task-1/src/a.rs && echo b > .tavern/solutions/task-1/src/deep/b.rs",
+    );
+    w.wait_until("both files created", |_| external(&b).len() == 2);
+    sh(
+        &b,
+        "mv .tavern/solutions/task-1/src .tavern/solutions/task-1/lib",
+    );
+    w.wait_until("the move seen", |_| external(&b).len() == 6);
+    sh(&b, "rm -r .tavern/solutions/task-1/lib");
+    w.wait_until("the removal seen", |_| external(&b).len() == 8);
+    w.wait_finished(8);
+    let (code, lines) = w.stop();
+    assert_eq!(code, 0, "{lines:#?}");
+    let s = |what: &str, doc: &str| (what.to_string(), format!("solutions/task-1/{doc}"));
+    assert_eq!(
+        external(&b),
+        vec![
+            s("created", "src/a.rs"),
+            s("created", "src/deep/b.rs"),
+            s("created", "lib/a.rs"),
+            s("created", "lib/deep/b.rs"),
+            s("deleted", "src/a.rs"),
+            s("deleted", "src/deep/b.rs"),
+            s("deleted", "lib/a.rs"),
+            s("deleted", "lib/deep/b.rs"),
+        ]
+    );
+    // A directory is never a document: no alert, and nothing about `src` or `lib` itself.
+    assert_eq!(ops(&b.log()[logged..], "alert"), Vec::<Value>::new());
+    let board = b.board().display().to_string();
+    let ran = sorted(lines_of(&b, "ran.txt"));
+    let expected: Vec<String> = external(&b)
+        .into_iter()
+        .map(|(what, doc)| format!("{what} {board}/{doc}"))
+        .collect();
+    assert_eq!(ran, sorted(expected));
+}

@@ -378,7 +378,15 @@ impl Watch {
         if rel.is_empty() {
             return;
         }
-        if areas::classify(&rel).is_some() {
+        // Not `path.is_dir()`: a symlink to a directory (solutions/x -> /) is never entered.
+        let meta = std::fs::symlink_metadata(&path);
+        let is_dir = meta.as_ref().is_ok_and(|m| m.is_dir());
+        if !is_dir && areas::classify(&rel).is_some() {
+            if meta.is_err() && rel.starts_with("solutions/") {
+                // Gone: perhaps a directory (`rm -r`, `mv src lib`), whose files were
+                // tracked one by one and get no event of their own.
+                self.rec.forget_dir(&rel);
+            }
             self.rec.hints.insert(rel);
             return;
         }
@@ -386,8 +394,6 @@ impl Watch {
         if areas::is_noise(name) {
             return;
         }
-        // Not `path.is_dir()`: a symlink to a directory (solutions/x -> /) is never entered.
-        let is_dir = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
         if is_dir && Native::is_watched_dir(&self.board, &path) {
             // Removed and made again: the old watch went with the old directory.
             if let Some(n) = &mut self.native {
@@ -468,7 +474,10 @@ impl Watch {
     /// waiting activation; writing it per batch of a burst would cost its square).
     fn persist(&mut self) -> Result<()> {
         self.sched.save(&self.board)?;
-        self.rec.commit()?;
+        for problem in self.rec.commit() {
+            // Such a change is handled again at the next start: a repeat, not a loss.
+            self.warn(problem);
+        }
         self.persist_due = None;
         Ok(())
     }

@@ -207,6 +207,11 @@ impl Reconciler {
         for t in areas::walk_dir(&self.board, &dir, true) {
             self.hints.insert(t.rel);
         }
+        self.forget_dir(rel_dir);
+    }
+
+    /// Hints every tracked file under a directory that is gone.
+    pub fn forget_dir(&mut self, rel_dir: &str) {
         let prefix = format!("{rel_dir}/");
         let gone: Vec<String> = self
             .snapshot
@@ -261,11 +266,15 @@ impl Reconciler {
     }
 
     /// Writes the shadows of the changes handled since the last commit.
-    pub fn commit(&mut self) -> Result<()> {
+    /// Returns what could not be recorded, for warnings.
+    pub fn commit(&mut self) -> Vec<String> {
+        let mut problems = Vec::new();
         for (rel, content) in std::mem::take(&mut self.staged) {
-            snapshot::write_shadow(&self.board, &rel, content.as_deref())?;
+            if let Err(e) = snapshot::write_shadow(&self.board, &rel, content.as_deref()) {
+                problems.push(format!("{rel}: cannot record it as handled: {e}"));
+            }
         }
-        Ok(())
+        problems
     }
 
     /// Appends an entry watch mode writes on its own account (activations, alerts).
@@ -748,6 +757,11 @@ fn read_current(path: &std::path::Path, max_bytes: u64) -> Current {
     let Ok(meta) = std::fs::symlink_metadata(path) else {
         return Current::Missing;
     };
+    if meta.is_dir() {
+        // A directory is not a document, only a place for files (solutions/<task>/src),
+        // which are looked at one by one.
+        return Current::Missing;
+    }
     let stat = StatKey::of(&meta);
     if meta.file_type().is_symlink() {
         let why =

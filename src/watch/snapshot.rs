@@ -190,6 +190,8 @@ pub fn write_shadow(board: &Board, rel: &str, content: Option<&[u8]>) -> Result<
         None => match std::fs::remove_file(&path) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            // The shadows of the files under a directory of that name: theirs to go.
+            Err(_) if path.is_dir() => Ok(()),
             Err(e) => Err(Error::io(&path, "remove", e)),
         },
     }
