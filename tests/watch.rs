@@ -1248,12 +1248,13 @@ fn directories_under_solutions_made_moved_and_removed_are_their_files() {
     source(
         &b,
         "rec",
-        "watch: [solutions]\non: [created, deleted]\nrun: echo \"$TAVERN_EVENT\" {path} >> ran.txt\n",
+        // Parallel enough that no change waits, so none merges into a waiting one.
+        "watch: [solutions]\non: [created, deleted]\nmax_parallel: 10\nrun: echo \"$TAVERN_EVENT\" {path} >> ran.txt\n",
         "",
     );
     b.write("solutions/task-1/README.md", "notes\n");
     once(&b, &[]).0.ok();
-    let mut w = Watcher::start(&b, &[]);
+    let mut w = Watcher::start(&b, &["--jobs", "10"]);
     let logged = b.log().len();
     let external = |b: &TestBoard| -> Vec<(String, String)> {
         ops(&b.log()[logged..], "external-edit")
@@ -1303,4 +1304,76 @@ fn directories_under_solutions_made_moved_and_removed_are_their_files() {
         .map(|(what, doc)| format!("{what} {board}/{doc}"))
         .collect();
     assert_eq!(ran, sorted(expected));
+}
+
+#[test]
+fn a_board_removed_under_the_watcher_stops_it_and_nothing_is_made_in_its_place() {
+    let b = TestBoard::new();
+    source(&b, "slow", "watch: [tasks]\nrun: sleep 30\n", "");
+    b.task("Before", &[]);
+    let mut w = Watcher::start(&b, &[]);
+    b.task("Starts a sleeper", &[]);
+    let started = w.wait_for("the sleeper", |v| v["event"] == "started");
+    let pid = started["pid"].as_u64().unwrap();
+    std::fs::rename(b.board(), b.root().join("moved-away")).unwrap();
+    assert_eq!(w.wait_exit(), 4, "{}", w.dump());
+    let error: Value = serde_json::from_str(&w.stderr()).unwrap();
+    assert_eq!(
+        error["error"]["message"],
+        format!(
+            "{}/board.yaml not found\nhint: the board was removed or moved while `tavern watch` ran; it stopped without writing anything more and killed the 1 activation that ran",
+            b.board().display()
+        )
+    );
+    assert_eq!(error["error"]["code"], 4);
+    assert!(
+        !b.board().exists(),
+        "the watcher made a new board directory: {:?}",
+        walkdir_list(&b.board())
+    );
+    // The activation's process group is gone.
+    let alive = Command::new("sh")
+        .arg("-c")
+        .arg(format!("kill -0 {pid} 2>/dev/null"))
+        .status()
+        .unwrap();
+    assert!(!alive.success(), "the activation {pid} still runs");
+}
+
+#[test]
+fn a_cleaned_state_directory_does_not_let_a_second_watcher_in() {
+    let b = TestBoard::new();
+    recorder(&b, "rec", "created");
+    let w = Watcher::start(&b, &[]);
+    std::fs::remove_dir_all(b.board().join(".state")).unwrap();
+    // The first watcher notices within a second and locks the board again.
+    let end = Instant::now() + Duration::from_secs(60);
+    while !w.stderr().contains("locked the board again") {
+        assert!(Instant::now() < end, "no warning: {}", w.stderr());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        w.stderr(),
+        "warning: .state/ was removed under the watcher (git clean?): locked the board again\n"
+    );
+    b.run(&["watch", "--once"])
+        .code(3)
+        .stderr_is(&format!(
+            "error: .state/locks/watch.lock: another `tavern watch` is running on this board (pid {}); one watcher per board\n",
+            w.pid()
+        ));
+    let mut w = w;
+    let id = b.task("Seen once", &[]);
+    w.wait_finished(1);
+    let (code, _) = w.stop();
+    assert_eq!(code, 0);
+    assert_eq!(lines_of(&b, "ran.txt"), vec![format!("created {id}")]);
+}
+
+fn walkdir_list(dir: &std::path::Path) -> Vec<String> {
+    let out = Command::new("find").arg(dir).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
 }

@@ -9,6 +9,7 @@
 
 pub mod areas;
 pub mod fsevents;
+pub mod lock;
 pub mod patch;
 pub mod reconcile;
 pub mod report;
@@ -29,6 +30,7 @@ use crate::board::Board;
 use crate::error::{Error, Result};
 use crate::log::Entry;
 use fsevents::{Backlog, Msg, Native};
+use lock::WatchLock;
 use reconcile::{Change, Outcome, Reconciler, WATCHER};
 use scheduler::{Activation, Guard, Offer, Running, Scheduler};
 use sources::Source;
@@ -56,6 +58,8 @@ const RETRIES: u32 = 3;
 const DRAIN_ROUNDS: usize = 5;
 /// How often old run outputs are removed (also once at start).
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+/// How often the watcher checks that its board and its lock are still there.
+const CHECK_EVERY: Duration = Duration::from_secs(1);
 /// After killing the activations at shutdown, how long to wait for them to be reaped.
 const REAP_WAIT: Duration = Duration::from_secs(5);
 
@@ -86,45 +90,12 @@ pub struct Summary {
 
 /// Runs the watcher until SIGINT/SIGTERM (or, with `once`, until nothing is pending).
 pub fn run(board: Board, opts: Options) -> Result<Summary> {
-    let _lock = exclusive(&board)?;
+    let lock = WatchLock::acquire(&board)?;
     let (tx, rx) = std::sync::mpsc::channel();
     listen_for_signals(tx.clone());
-    let mut w = Watch::open(board, opts, tx)?;
+    let mut w = Watch::open(board, opts, tx, lock)?;
     w.run(rx)?;
     Ok(w.summary)
-}
-
-/// One watcher per board: two would log every hand edit twice.
-fn exclusive(board: &Board) -> Result<std::fs::File> {
-    let dir = board.state_dir().join("locks");
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, "create directory", e))?;
-    let path = dir.join("watch.lock");
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .read(true)
-        .write(true)
-        .open(&path)
-        .map_err(|e| Error::io(&path, "open lock file", e))?;
-    let pid_path = snapshot::dir(board).join("pid");
-    match file.try_lock() {
-        Ok(()) => {
-            let _ =
-                snapshot::write_state(&pid_path, format!("{}\n", std::process::id()).as_bytes());
-            Ok(file)
-        }
-        Err(std::fs::TryLockError::WouldBlock) => {
-            let pid = std::fs::read_to_string(&pid_path).unwrap_or_default();
-            Err(Error::conflict(
-                board.rel(&path),
-                format!(
-                    "another `tavern watch` is running on this board (pid {}); one watcher per board",
-                    pid.trim()
-                ),
-            ))
-        }
-        Err(std::fs::TryLockError::Error(e)) => Err(Error::io(&path, "lock", e)),
-    }
 }
 
 fn listen_for_signals(tx: Sender<Msg>) {
@@ -171,11 +142,14 @@ struct Watch {
     last_snapshot: Instant,
     /// When old run outputs were last removed; `None` until the first time, at start.
     last_prune: Option<Instant>,
+    lock: WatchLock,
+    /// When the board and the lock were last checked to be still there.
+    last_check: Instant,
     summary: Summary,
 }
 
 impl Watch {
-    fn open(board: Board, opts: Options, tx: Sender<Msg>) -> Result<Watch> {
+    fn open(board: Board, opts: Options, tx: Sender<Msg>, lock: WatchLock) -> Result<Watch> {
         fsevents::ensure_dirs(&board);
         let guard = Guard {
             max_chain: board.config.watch.max_chain,
@@ -206,6 +180,8 @@ impl Watch {
             last_save: Instant::now(),
             last_snapshot: Instant::now(),
             last_prune: None,
+            lock,
+            last_check: Instant::now(),
             summary: Summary::default(),
             board,
             opts,
@@ -328,10 +304,14 @@ impl Watch {
             at(Some(self.last_save + SAVE_EVERY));
         }
         at(self.persist_due);
+        at(Some(self.last_check + CHECK_EVERY));
         wake
     }
 
     fn handle(&mut self, msg: Msg) -> Result<()> {
+        if self.board_gone() {
+            self.still_there()?;
+        }
         match msg {
             Msg::Paths(paths) => {
                 self.backlog.taken();
@@ -410,6 +390,11 @@ impl Watch {
     /// Handles every hinted path: logs what was changed outside tavern, offers each change
     /// to the sources, then records the batch as handled.
     fn process(&mut self) -> Result<()> {
+        // A removed board shows up as a burst of deletions: not to be logged into a new
+        // log.yaml where the board was.
+        if self.board_gone() {
+            self.still_there()?;
+        }
         if let Err(e) = self.rec.catch_up() {
             self.warn(format!("cannot read the log: {e}"));
         }
@@ -720,6 +705,11 @@ impl Watch {
     /// and the throttled writes of state and reports.
     fn tick(&mut self) -> Result<()> {
         let now = Instant::now();
+        // Before anything below writes: a stat per wake-up.
+        if self.board_gone() || now >= self.last_check + CHECK_EVERY {
+            self.last_check = now;
+            self.still_there()?;
+        }
         let mut timed_out = Vec::new();
         for r in self.sched.running.values_mut() {
             if now >= r.deadline && !r.timed_out && !r.killed {
@@ -775,6 +765,42 @@ impl Watch {
         }
         if self.last_prune.is_none_or(|last| now >= last + PRUNE_EVERY) {
             self.prune_runs(now);
+        }
+        Ok(())
+    }
+
+    fn board_gone(&self) -> bool {
+        !self.board.root.join("board.yaml").is_file()
+    }
+
+    /// Stops the watcher when its board is gone (removed, moved away: writing on would make
+    /// a half board of log and state files where it was), and keeps the one-watcher lock
+    /// when `.state/` was cleaned under it.
+    fn still_there(&mut self) -> Result<()> {
+        if self.board_gone() {
+            let n = self.sched.running.len();
+            for r in self.sched.running.values() {
+                crate::process::kill_group(r.pid);
+            }
+            return Err(Error::NotFound {
+                what: format!("{}/board.yaml", self.board.root.display()),
+                hint: format!(
+                    "the board was removed or moved while `tavern watch` ran; it stopped without writing anything more{}",
+                    if n == 0 {
+                        String::new()
+                    } else {
+                        format!(
+                            " and killed the {n} activation{} that ran",
+                            if n == 1 { "" } else { "s" }
+                        )
+                    }
+                ),
+            });
+        }
+        if self.lock.verify(&self.board)? {
+            self.warn(
+                ".state/ was removed under the watcher (git clean?): locked the board again".into(),
+            );
         }
         Ok(())
     }

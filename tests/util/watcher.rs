@@ -3,6 +3,7 @@
 use std::io::BufRead;
 use std::process::{Child, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -15,6 +16,8 @@ pub const PATIENCE: Duration = Duration::from_secs(60);
 pub struct Watcher {
     child: Child,
     lines: Receiver<String>,
+    /// Everything printed on stderr so far.
+    stderr: Arc<Mutex<String>>,
     /// Every JSON line printed so far.
     pub seen: Vec<Value>,
 }
@@ -25,8 +28,19 @@ impl Watcher {
         let mut all = vec!["watch", "--json"];
         all.extend_from_slice(args);
         let mut cmd = b.cmd(&all);
-        cmd.stdout(Stdio::piped()).stderr(Stdio::inherit());
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("spawn tavern watch");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let err_pipe = child.stderr.take().unwrap();
+        let err_text = Arc::clone(&stderr);
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(err_pipe).lines() {
+                let Ok(line) = line else { break };
+                // Still shown with a failing test's output.
+                eprintln!("{line}");
+                err_text.lock().unwrap().push_str(&format!("{line}\n"));
+            }
+        });
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -40,6 +54,7 @@ impl Watcher {
         let mut w = Watcher {
             child,
             lines: rx,
+            stderr,
             seen: Vec::new(),
         };
         w.wait_for("the watcher to start", |v| v["event"] == "watching");
@@ -107,6 +122,30 @@ impl Watcher {
             .map(|v| v.to_string())
             .collect::<Vec<_>>()
             .join("\n")
+    }
+
+    /// What the watcher printed on stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Waits (up to PATIENCE) for the watcher to exit on its own; returns its exit code.
+    #[track_caller]
+    pub fn wait_exit(&mut self) -> i32 {
+        let end = Instant::now() + PATIENCE;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait for tavern watch") {
+                // The last of stderr.
+                std::thread::sleep(Duration::from_millis(100));
+                return status.code().unwrap_or(-1);
+            }
+            assert!(
+                Instant::now() < end,
+                "the watcher did not exit; it printed:\n{}",
+                self.dump()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     pub fn pid(&self) -> u32 {

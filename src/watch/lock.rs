@@ -1,0 +1,89 @@
+//! One watcher per board: two would log every hand edit twice and run every activation
+//! twice. The watcher holds an flock on `.state/locks/watch.lock` and writes its pid next
+//! to the snapshot for the message a second watcher prints.
+//!
+//! `.state/` is git-ignored, so `git clean -fdX` (or a plain `rm -rf .state`) removes the
+//! lock file while the watcher runs; a second watcher would then lock a new file of the
+//! same name. So the watcher checks every second that the file at the lock's path is still
+//! the one it holds, and locks the new one, or stops when another watcher got it first.
+
+use std::fs::File;
+use std::path::PathBuf;
+
+use super::snapshot;
+use crate::board::Board;
+use crate::error::{Error, Result};
+
+pub struct WatchLock {
+    file: File,
+    path: PathBuf,
+    pid_path: PathBuf,
+}
+
+impl WatchLock {
+    /// Locks the board for this watcher, or says which watcher holds it (exit 3).
+    pub fn acquire(board: &Board) -> Result<WatchLock> {
+        let path = board.state_dir().join("locks").join("watch.lock");
+        let pid_path = snapshot::dir(board).join("pid");
+        let file = try_lock(board, &path, &pid_path)?;
+        Ok(WatchLock {
+            file,
+            path,
+            pid_path,
+        })
+    }
+
+    /// Is the file at the lock's path still the one held? If it was removed or replaced,
+    /// locks the new one: Ok(true) when it had to, an error when another watcher holds it.
+    pub fn verify(&mut self, board: &Board) -> Result<bool> {
+        if same_file(&self.file, &self.path) {
+            return Ok(false);
+        }
+        self.file = try_lock(board, &self.path, &self.pid_path)?;
+        Ok(true)
+    }
+}
+
+fn try_lock(board: &Board, path: &PathBuf, pid_path: &PathBuf) -> Result<File> {
+    let dir = path.parent().unwrap_or(path);
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(|e| Error::io(path, "open lock file", e))?;
+    match file.try_lock() {
+        Ok(()) => {
+            let pid = format!("{}\n", std::process::id());
+            let _ = snapshot::write_state(pid_path, pid.as_bytes());
+            Ok(file)
+        }
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let pid = std::fs::read_to_string(pid_path).unwrap_or_default();
+            Err(Error::conflict(
+                board.rel(path),
+                format!(
+                    "another `tavern watch` is running on this board (pid {}); one watcher per board",
+                    pid.trim()
+                ),
+            ))
+        }
+        Err(std::fs::TryLockError::Error(e)) => Err(Error::io(path, "lock", e)),
+    }
+}
+
+#[cfg(unix)]
+fn same_file(file: &File, path: &PathBuf) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn same_file(_file: &File, path: &PathBuf) -> bool {
+    path.exists()
+}
