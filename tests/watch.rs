@@ -1377,3 +1377,75 @@ fn walkdir_list(dir: &std::path::Path) -> Vec<String> {
         .map(str::to_string)
         .collect()
 }
+
+#[test]
+fn a_hand_made_file_edited_with_tavern_before_the_watcher_looks_is_two_changes_in_order() {
+    let b = TestBoard::new();
+    // One source per event: a source's second change merges into its waiting first one.
+    recorder(&b, "made", "created");
+    recorder(&b, "edited", "changed");
+    recorder(&b, "reviewer", "transition:review");
+    once(&b, &[]).0.ok();
+    let hand = "---\nid: task-1\ntitle: Made by hand\nstatus: review\n---\nBody.\n";
+    // Whether a live watcher looks between the two writes is up to timing; one that was
+    // not running looks after both, always.
+    let id = "task-1";
+    let logged = b.log().len();
+    // Both before the watcher looks: one shell command.
+    sh(
+        &b,
+        &format!(
+            "printf -- '{}' > .tavern/tasks/{id}.md && \"$T\" edit {id} --set priority=1 --as agent-1 >/dev/null",
+            hand.replace("task-1", id).replace('\n', "\\n")
+        ),
+    );
+    once(&b, &[]).0.ok();
+    let log = b.log()[logged..].to_vec();
+    let edit = &ops(&log, "edit")[0];
+    let external = ops(&log, "external-edit");
+    assert_eq!(external.len(), 1, "{log:#?}");
+    let note = format!(
+        "created outside tavern before tavern's write (seq {}) (noticed when tavern watch started)",
+        edit["seq"],
+    );
+    assert_eq!(external[0]["note"], note);
+    let hand = hand.replace("task-1", id);
+    let expected_diff: String = std::iter::once("@@ -0,0 +1,6 @@\n".to_string())
+        .chain(hand.lines().map(|l| format!("+{l}\n")))
+        .collect();
+    assert_eq!(external[0]["diff"], expected_diff);
+    assert_eq!(edit["actor"], "agent-1");
+    // The hand creation is a creation (no transition: nothing moved the status), and
+    // agent-1's edit a change.
+    let ran: Vec<String> = lines_of(&b, "ran.txt")
+        .into_iter()
+        .filter(|l| l.ends_with(id))
+        .collect();
+    assert_eq!(
+        sorted(ran),
+        vec![format!("changed {id}"), format!("created {id}")]
+    );
+    let by: BTreeMap<String, (String, Value)> = finished(&log)
+        .iter()
+        .map(|e| {
+            let source = e["actor"].as_str().unwrap().to_string();
+            (
+                source,
+                (e["event"].as_str().unwrap().to_string(), e["cause"].clone()),
+            )
+        })
+        .collect();
+    assert_eq!(
+        by,
+        BTreeMap::from([
+            (
+                "edited".to_string(),
+                ("changed".to_string(), edit["seq"].clone())
+            ),
+            (
+                "made".to_string(),
+                ("created".to_string(), external[0]["seq"].clone())
+            ),
+        ])
+    );
+}

@@ -470,33 +470,88 @@ impl Reconciler {
             .filter(|e| !t.has_rev() || e.rev.is_none_or(|r| r > before_rev))
             .collect();
         let doc = if big { None } else { self.parse(t, bytes) };
+
+        // What is left to explain after tavern's own writes, if anything.
+        let before_text = before.as_deref().map(String::from_utf8_lossy);
+        let base = before_text.as_deref().unwrap_or("");
+        let extra = if tavern.is_empty() {
+            Extra::After(base.to_string())
+        } else {
+            match replay(base, &tavern) {
+                Replay::Exact(expected) if expected.as_bytes() == bytes => Extra::Nothing,
+                Replay::Exact(expected) => Extra::After(expected),
+                // A truncated diff cannot be replayed: trust the log.
+                Replay::Truncated => Extra::Nothing,
+                // Someone wrote the file before tavern's writes (a file made by hand, then
+                // edited with tavern before the watcher looked): taking tavern's diffs back
+                // from the file gives what they left.
+                Replay::Mismatch => match std::str::from_utf8(bytes)
+                    .ok()
+                    .and_then(|now| unreplay(now, &tavern))
+                {
+                    Some(left) => Extra::Before(left),
+                    None => Extra::Around,
+                },
+            }
+        };
+
         let mut changes: Vec<Change> = Vec::new();
+        if let Extra::Before(left) = &extra {
+            // Logged (and offered) first: it happened first.
+            let created = before.is_none();
+            let diff = text_diff(base.as_bytes(), left.as_bytes());
+            let what = if created {
+                "created outside tavern"
+            } else {
+                "changed outside tavern"
+            };
+            let note = self.note(
+                &t.rel,
+                &format!("{what} before tavern's write (seq {})", tavern[0].seq),
+            );
+            let left_doc = self.parse(t, left.as_bytes());
+            let rev = left_doc
+                .as_ref()
+                .filter(|_| t.has_rev())
+                .map(Document::rev)
+                .filter(|r| *r > 0);
+            let entry = self.log_external(t, &entries, diff, note, rev)?;
+            match self.validate(t, left.as_bytes()) {
+                Ok(()) => changes.push(Change {
+                    tracked: t.clone(),
+                    events: external_events(created, base.as_bytes(), left_doc.as_ref()),
+                    actor: None,
+                    seq: entry.seq,
+                    at: Utc::now(),
+                    doc: left_doc,
+                }),
+                Err(problem) => {
+                    self.alert(
+                        &t.rel,
+                        WATCHER,
+                        format!("{}: {problem} (edited outside tavern; not reverted, no source started)", t.rel),
+                    )?;
+                }
+            }
+        }
+        // Whether the file existed before tavern's first write.
+        let existed = before.is_some() || matches!(extra, Extra::Before(_));
         for (i, e) in tavern.iter().enumerate() {
             let mut events = events_of(e);
             // A file tavern made counts as created only if the watcher did not know it.
-            if events[0] == On::Created && before.is_some() {
+            if events[0] == On::Created && existed {
                 events[0] = On::Changed;
-            } else if i == 0 && before.is_none() && events[0] == On::Changed {
+            } else if i == 0 && !existed && events[0] == On::Changed {
                 events[0] = On::Created;
             }
             changes.push(self.change_from_entry(t, e, events, doc.clone()));
         }
 
-        // What is left to explain after tavern's own writes, if anything.
-        let before_text = before.as_deref().map(String::from_utf8_lossy);
-        let base = before_text.as_deref().unwrap_or("");
-        let (external_from, around) = if tavern.is_empty() {
-            (Some(base.to_string()), false)
-        } else {
-            match replay(base, &tavern) {
-                Replay::Exact(expected) if expected.as_bytes() == bytes => (None, false),
-                Replay::Exact(expected) => (Some(expected), false),
-                // A truncated diff cannot be replayed: trust the log.
-                Replay::Truncated => (None, false),
-                Replay::Mismatch => (Some(base.to_string()), true),
-            }
+        let (external_from, around) = match extra {
+            Extra::After(from) => (Some(from), false),
+            Extra::Around => (Some(base.to_string()), true),
+            Extra::Nothing | Extra::Before(_) => (None, false),
         };
-
         if let Some(from) = external_from {
             let valid = if big {
                 match t.area {
@@ -541,25 +596,14 @@ impl Reconciler {
                 .filter(|r| *r > 0);
             let entry = self.log_external(t, &entries, diff, note, rev)?;
             match valid {
-                Ok(_) => {
-                    let mut events = vec![if created { On::Created } else { On::Changed }];
-                    let old_status = status_of(from.as_bytes());
-                    let new_status = doc.as_ref().and_then(Document::status);
-                    if let Some(s) = new_status
-                        && Some(s) != old_status.as_deref()
-                        && !created
-                    {
-                        events.push(On::Transition(s.to_string()));
-                    }
-                    changes.push(Change {
-                        tracked: t.clone(),
-                        events,
-                        actor: None,
-                        seq: entry.seq,
-                        at: Utc::now(),
-                        doc: doc.clone(),
-                    });
-                }
+                Ok(_) => changes.push(Change {
+                    tracked: t.clone(),
+                    events: external_events(created, from.as_bytes(), doc.as_ref()),
+                    actor: None,
+                    seq: entry.seq,
+                    at: Utc::now(),
+                    doc: doc.clone(),
+                }),
                 Err(problem) => {
                     self.alert(
                         &t.rel,
@@ -721,12 +765,55 @@ fn events_of(e: &Entry) -> Vec<On> {
     events
 }
 
+/// What a file holds beyond what tavern's logged writes explain.
+enum Extra {
+    Nothing,
+    /// Someone wrote it after tavern's writes (or with no tavern write at all): the content
+    /// tavern's writes made, which that edit started from.
+    After(String),
+    /// Someone wrote it before tavern's writes: what they left, which tavern's first write
+    /// started from.
+    Before(String),
+    /// Edits before and after that cannot be told apart: one edit from the last content
+    /// the watcher saw.
+    Around,
+}
+
+/// The events of a change made outside tavern: created, or changed (and a transition when
+/// the status moved).
+fn external_events(created: bool, from: &[u8], doc: Option<&Document>) -> Vec<On> {
+    if created {
+        return vec![On::Created];
+    }
+    let mut events = vec![On::Changed];
+    if let Some(status) = doc.and_then(Document::status)
+        && Some(status) != status_of(from).as_deref()
+    {
+        events.push(On::Transition(status.to_string()));
+    }
+    events
+}
+
 enum Replay {
     Exact(String),
     /// A diff does not apply to what the watcher last saw: something else changed it.
     Mismatch,
     /// A diff was cut to its size limit and cannot be replayed.
     Truncated,
+}
+
+/// What the file was before tavern's logged writes made `now` of it; None if `now` is not
+/// what they made (or a diff was truncated).
+fn unreplay(now: &str, entries: &[&Entry]) -> Option<String> {
+    let mut text = now.to_string();
+    for e in entries.iter().rev() {
+        let Some(diff) = &e.diff else { continue };
+        if diff.contains("… diff truncated:") {
+            return None;
+        }
+        text = patch::revert(&text, diff)?;
+    }
+    Some(text)
 }
 
 /// What tavern's logged writes make of `base`.
