@@ -1449,3 +1449,69 @@ fn a_hand_made_file_edited_with_tavern_before_the_watcher_looks_is_two_changes_i
         ])
     );
 }
+
+#[test]
+fn a_log_replaced_by_a_checkout_is_followed_again_without_miscrediting_anyone() {
+    let b = TestBoard::new();
+    recorder(&b, "rec", "changed");
+    b.run(&[
+        "new", "task", "--title", "A", "--id", "task-a", "--as", "alice",
+    ])
+    .ok();
+    let mut w = Watcher::start(&b, &[]);
+    let log_path = b.board().join("log.yaml");
+    let short = std::fs::read(&log_path).unwrap();
+    let edit = |who: &str, n: u32| {
+        b.run(&["edit", "task-a", "--set", &format!("n={n}"), "--as", who])
+            .ok();
+    };
+    edit("alice", 1);
+    w.wait_finished(1);
+    w.wait_until("alice's edits logged", |_| {
+        ops(&b.log(), "activation").len() >= 2
+    });
+    // Let the watcher settle on its place in the long log before the checkouts.
+    std::thread::sleep(Duration::from_millis(300));
+    let long = std::fs::read(&log_path).unwrap();
+
+    // `git checkout` back to the short log: bob's edit reuses seq 2.
+    std::fs::write(&log_path, &short).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    edit("bob", 3);
+    w.wait_until("bob's edit handled", |seen| {
+        seen.iter()
+            .any(|v| v["event"] == "change" && v["actor"] == "bob")
+    });
+    // And to a longer log than the one the watcher read: its place lands mid-entry.
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::write(&log_path, &long).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    edit("carol", 4);
+    w.wait_until("carol's edit handled", |seen| {
+        seen.iter()
+            .any(|v| v["event"] == "change" && v["actor"] == "carol")
+    });
+    let (code, lines) = w.stop();
+    assert_eq!(code, 0);
+    let changes: Vec<(String, String)> = lines
+        .iter()
+        .filter(|v| v["event"] == "change" || v["event"] == "external-edit")
+        .map(|v| {
+            (
+                v["event"].as_str().unwrap().to_string(),
+                v["actor"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let change = |who: &str| ("change".to_string(), who.to_string());
+    assert_eq!(
+        changes,
+        vec![change("alice"), change("bob"), change("carol")],
+        "{lines:#?}"
+    );
+    assert_eq!(ops(&b.log(), "external-edit"), Vec::<Value>::new());
+    assert_eq!(
+        lines_of(&b, "ran.txt"),
+        vec!["changed task-a", "changed task-a", "changed task-a"]
+    );
+}

@@ -206,6 +206,8 @@ mod tests {
         );
         roundtrip("a\n \nb\n", "a\n \nc\n");
         roundtrip("a\n\n\nb\n", "a\n\n\nc\n  \n");
+        // similar's new range is off here (lone `\r` line endings): revert must not use it.
+        roundtrip("\n\rb\n", "\r\r\ra\na");
     }
 
     #[test]

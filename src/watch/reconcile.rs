@@ -100,6 +100,10 @@ pub struct Reconciler {
     catching_up: HashSet<String>,
 }
 
+/// After log.yaml was replaced, entries written up to this long before the last one read
+/// are read again: times are taken before the log lock, so they are nearly in order only.
+const REPLACED_SLACK_MS: i64 = 5_000;
+
 impl Reconciler {
     /// Opens the watcher's state. On the very first start the board is taken as it is:
     /// every file becomes the baseline and the log is read from its end.
@@ -111,7 +115,12 @@ impl Reconciler {
             // A first start follows the log from its end.
             _ if first => {
                 let (offset, seq) = log::end(&board)?;
-                Cursor { offset, seq }
+                let mut cursor = Cursor {
+                    seq,
+                    ..Cursor::default()
+                };
+                cursor.advance(&board, offset);
+                cursor
             }
             // A snapshot without a cursor: read the whole log; the entries already
             // handled are known by their revs.
@@ -228,19 +237,37 @@ impl Reconciler {
     pub fn catch_up(&mut self) -> Result<()> {
         let path = self.board.log_path();
         let len = std::fs::metadata(&path).map_or(0, |m| m.len());
-        let rewound = len < self.cursor.offset;
-        if rewound {
-            // log.yaml was replaced (a checkout, a merge): read it again, skipping what
-            // was read before by seq.
-            self.cursor.offset = 0;
+        if len == self.cursor.offset {
+            // Nothing appended. (A log replaced by one of the very same length is noticed
+            // at the next append.)
+            return Ok(());
         }
+        // log.yaml replaced (a checkout, a stash, a merge): the offset means nothing there.
+        // What was appended since is what was written after the cursor's last entry; a
+        // few seconds more are read again, which is harmless: an entry about a file the
+        // watcher already saw as it is explains nothing new.
+        let replaced_after = (!self.cursor.fits(&self.board, len)).then(|| {
+            self.cursor.offset = 0;
+            self.cursor.seq = 0;
+            // Seqs of the old log's entries, now reused by others.
+            self.own.clear();
+            self.cursor.last_at_ms - REPLACED_SLACK_MS
+        });
         let (entries, next, _) = log::read_from(&self.board, self.cursor.offset)?;
-        self.cursor.offset = next;
+        if next != self.cursor.offset {
+            self.cursor.advance(&self.board, next);
+        }
         for e in entries {
-            if rewound && e.seq <= self.cursor.seq {
+            self.cursor.seq = self.cursor.seq.max(e.seq);
+            let at_ms = crate::time::parse_time(&e.at, Utc::now()).map(|t| t.timestamp_millis());
+            if let Some(at) = at_ms {
+                self.cursor.last_at_ms = self.cursor.last_at_ms.max(at);
+            }
+            if let Some(after) = replaced_after
+                && at_ms.is_none_or(|at| at < after)
+            {
                 continue;
             }
-            self.cursor.seq = self.cursor.seq.max(e.seq);
             if self.own.remove(&e.seq) || matches!(e.op.as_str(), "activation" | "alert") {
                 continue;
             }

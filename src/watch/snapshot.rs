@@ -197,12 +197,22 @@ pub fn write_shadow(board: &Board, rel: &str, content: Option<&[u8]>) -> Result<
     }
 }
 
-/// How far into log.yaml the watcher has read: a byte offset and the last seq there.
+/// How far into log.yaml the watcher has read: a byte offset and the last seq there, and
+/// enough to tell a log that only grew from one that was replaced (`git checkout`, `git
+/// stash`, a merge), where the offset means nothing any more.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Cursor {
     pub offset: u64,
     pub seq: u64,
+    /// A hash of the log's last bytes before `offset` (0: not known, from an older cursor).
+    pub tail: u64,
+    /// When the last entry read was written, in ms since the epoch (0: not known).
+    pub last_at_ms: i64,
 }
+
+/// How many bytes before the offset the tail hash covers: the end of the last entry read,
+/// with its seq, time and doc.
+const TAIL: u64 = 256;
 
 impl Cursor {
     pub fn load(board: &Board) -> Option<Cursor> {
@@ -210,15 +220,54 @@ impl Cursor {
         let mut parts = text.split_whitespace();
         let offset = parts.next()?.parse().ok()?;
         let seq = parts.next()?.parse().ok()?;
-        Some(Cursor { offset, seq })
+        let tail = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+        let last_at_ms = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+        Some(Cursor {
+            offset,
+            seq,
+            tail,
+            last_at_ms,
+        })
     }
 
     pub fn save(&self, board: &Board) -> Result<()> {
         write_state(
             &cursor_path(board),
-            format!("{} {}\n", self.offset, self.seq).as_bytes(),
+            format!(
+                "{} {} {} {}\n",
+                self.offset, self.seq, self.tail, self.last_at_ms
+            )
+            .as_bytes(),
         )
     }
+
+    /// Moves the cursor to `offset` of the log as it is now.
+    pub fn advance(&mut self, board: &Board, offset: u64) {
+        self.offset = offset;
+        self.tail = tail_hash(board, offset).unwrap_or(0);
+    }
+
+    /// Does the log still hold, just before the offset, what it held when the cursor was
+    /// put there? No when log.yaml was cut or replaced.
+    pub fn fits(&self, board: &Board, len: u64) -> bool {
+        if len < self.offset {
+            return false;
+        }
+        self.tail == 0 || tail_hash(board, self.offset) == Some(self.tail)
+    }
+}
+
+fn tail_hash(board: &Board, offset: u64) -> Option<u64> {
+    use std::io::{Read, Seek, SeekFrom};
+    if offset == 0 {
+        return Some(hash(b""));
+    }
+    let start = offset.saturating_sub(TAIL);
+    let mut file = std::fs::File::open(board.log_path()).ok()?;
+    file.seek(SeekFrom::Start(start)).ok()?;
+    let mut buf = Vec::new();
+    file.take(offset - start).read_to_end(&mut buf).ok()?;
+    (buf.len() as u64 == offset - start).then(|| hash(&buf))
 }
 
 #[cfg(test)]
