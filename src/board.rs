@@ -93,6 +93,15 @@ impl Config {
     }
 }
 
+/// What `control/PAUSE` is.
+#[derive(Debug, PartialEq)]
+pub enum PauseFile {
+    Missing,
+    /// A symlink, a directory, a FIFO, or a file that cannot be read.
+    NotAFile,
+    Text(String),
+}
+
 /// An open board: where it is and how it is configured.
 #[derive(Clone, Debug)]
 pub struct Board {
@@ -176,17 +185,37 @@ impl Board {
 
     /// The reason inside control/PAUSE when the board is paused.
     pub fn paused(&self) -> Option<String> {
-        let path = self.pause_path();
-        if !path.exists() {
-            return None;
+        match self.pause_text() {
+            PauseFile::Missing => None,
+            PauseFile::NotAFile => Some(
+                "control/PAUSE is not a regular file (a symbolic link?): it pauses the board, but tavern does not read it".into(),
+            ),
+            PauseFile::Text(text) if text.trim().is_empty() => {
+                Some("no reason given in control/PAUSE".into())
+            }
+            PauseFile::Text(text) => Some(text.trim().to_string()),
         }
-        let reason = std::fs::read_to_string(&path).unwrap_or_default();
-        let reason = reason.trim();
-        Some(if reason.is_empty() {
-            "no reason given in control/PAUSE".to_string()
-        } else {
-            reason.to_string()
-        })
+    }
+
+    /// What `control/PAUSE` holds. A symlink or anything else that is not a regular file
+    /// is never followed or read: its target could be any file on the machine, and the
+    /// reason is printed and logged. A reason is short: only its first 4 KiB are read.
+    pub fn pause_text(&self) -> PauseFile {
+        use std::io::Read;
+        let path = self.pause_path();
+        match std::fs::symlink_metadata(&path) {
+            Err(_) => PauseFile::Missing,
+            Ok(meta) if !meta.file_type().is_file() => PauseFile::NotAFile,
+            Ok(_) => {
+                let mut bytes = Vec::new();
+                match std::fs::File::open(&path).and_then(|f| f.take(4096).read_to_end(&mut bytes))
+                {
+                    Ok(_) => PauseFile::Text(String::from_utf8_lossy(&bytes).into_owned()),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => PauseFile::Missing,
+                    Err(_) => PauseFile::NotAFile,
+                }
+            }
+        }
     }
 
     /// The template for new documents of a region: the board's own, else the built-in.

@@ -1515,3 +1515,27 @@ fn a_log_replaced_by_a_checkout_is_followed_again_without_miscrediting_anyone() 
         vec!["changed task-a", "changed task-a", "changed task-a"]
     );
 }
+
+#[test]
+fn a_symlinked_pause_file_pauses_but_is_never_read() {
+    let b = TestBoard::new();
+    let secret = b.root().join("secret.txt");
+    std::fs::write(&secret, "password=hunter2\n").unwrap();
+    std::os::unix::fs::symlink(&secret, b.board().join("control/PAUSE")).unwrap();
+    let why = "control/PAUSE is not a regular file (a symbolic link?): it pauses the board, but tavern does not read it";
+    b.run(&["claim", "--next"]).code(5).stderr_is(&format!(
+        "error: the board is paused: {why}\nhint: `tavern resume` lifts the pause\n"
+    ));
+    let v = b.run(&["resume", "--json"]).ok().json();
+    assert!(v["seq"].is_u64(), "{v}");
+    let resume = ops(&b.log(), "resume").pop().unwrap();
+    assert_eq!(resume["note"], "was paused: ");
+    assert!(!b.board().join("control/PAUSE").exists());
+    // The link went, not its target.
+    assert_eq!(
+        std::fs::read_to_string(&secret).unwrap(),
+        "password=hunter2\n"
+    );
+    let log = std::fs::read_to_string(b.board().join("log.yaml")).unwrap();
+    assert!(!log.contains("hunter2"), "{log}");
+}

@@ -2,6 +2,7 @@
 //! the reason. Both are logged like any change (ops `pause` and `resume`).
 
 use crate::board::Board;
+use crate::board::PauseFile;
 use crate::error::{Error, Result};
 use crate::log::{self, Entry};
 use crate::store;
@@ -26,7 +27,10 @@ pub fn pause(board: &Board, actor: &str, reason: &str) -> Result<Option<Entry>> 
     }
     let path = board.pause_path();
     let _lock = store::lock(board, PAUSE_LOCK)?;
-    let before = std::fs::read_to_string(&path).ok();
+    let before = match board.pause_text() {
+        PauseFile::Text(text) => Some(text),
+        PauseFile::Missing | PauseFile::NotAFile => None,
+    };
     let after = format!("{reason}\n");
     if before.as_deref() == Some(after.as_str()) {
         return Ok(None);
@@ -43,11 +47,12 @@ pub fn pause(board: &Board, actor: &str, reason: &str) -> Result<Option<Entry>> 
 pub fn resume(board: &Board, actor: &str) -> Result<Option<Entry>> {
     let path = board.pause_path();
     let _lock = store::lock(board, PAUSE_LOCK)?;
-    let before = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        // Not a readable file (a directory, say): remove what can be removed.
-        Err(_) => String::new(),
+    let before = match board.pause_text() {
+        PauseFile::Text(text) => text,
+        PauseFile::Missing => return Ok(None),
+        // A symlink is removed itself, never read (its target could be any file); a
+        // directory fails to be removed, and says so.
+        PauseFile::NotAFile => String::new(),
     };
     std::fs::remove_file(&path).map_err(|e| Error::io(&path, "remove", e))?;
     let note = format!("was paused: {}", before.trim());
