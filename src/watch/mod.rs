@@ -473,16 +473,25 @@ impl Watch {
             Some(actor) => format!("by {actor}"),
             None => "outside tavern".to_string(),
         };
-        self.say(
-            "change",
-            json!({"doc": c.tracked.rel, "events": events, "actor": c.actor, "seq": c.seq}),
-            format!(
-                "{}: {} {by} (seq {})",
-                c.tracked.rel,
-                events.join(", "),
-                c.seq
-            ),
-        );
+        // In text, a change made outside tavern already has its external-edit line; only
+        // a transition is news.
+        let shown: Vec<&String> = events
+            .iter()
+            .filter(|e| self.opts.json || c.actor.is_some() || e.starts_with("transition:"))
+            .collect();
+        if !shown.is_empty() {
+            let shown: Vec<&str> = shown.iter().map(|e| e.as_str()).collect();
+            self.say(
+                "change",
+                json!({"doc": c.tracked.rel, "events": events, "actor": c.actor, "seq": c.seq}),
+                format!(
+                    "{}: {} {by} (seq {})",
+                    c.tracked.rel,
+                    shown.join(", "),
+                    c.seq
+                ),
+            );
+        }
         let offers = self
             .sched
             .offer(&c, &self.sources, &self.guard, Instant::now());
@@ -927,7 +936,10 @@ impl Watch {
         let note = e.note.as_deref().unwrap_or("");
         let j = json!({"doc": e.doc, "seq": e.seq, "note": note});
         if e.op == "alert" {
-            let _ = writeln!(std::io::stderr(), "alert: {note} (log seq {})", e.seq);
+            if self.opts.json {
+                // For the person watching a watcher whose stdout goes to a tool.
+                let _ = writeln!(std::io::stderr(), "alert: {note} (log seq {})", e.seq);
+            }
             self.say("alert", j, format!("alert: {note} (seq {})", e.seq));
         } else {
             self.say(
