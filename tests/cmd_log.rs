@@ -265,3 +265,271 @@ fn follow_applies_the_filters_to_new_entries() {
     assert_eq!(v["seq"], 8);
     assert_eq!(v["actor"], "coder-2");
 }
+
+/// Entries 1..=600 of a big log (~750 KB, so `--since` and `events` seek in it rather than
+/// read it all): about t-a (which exists), t-b and t-c (which do not) by ann, bob and cy,
+/// each with a long note and every tenth with a diff larger than a read buffer. They are a
+/// minute apart, but out of order by up to two minutes within each group of four (as
+/// writers waiting for the lock make them); every 47th was logged late, with the oldest
+/// time. An unreadable chunk follows entry 300; entry 601 is torn, still being written.
+fn big_log() -> (TestBoard, String) {
+    let b = TestBoard::new();
+    b.task("A", &["--id", "t-a", "--as", "planner"]);
+    let mut text = String::new();
+    for seq in 1..=600u64 {
+        let late = seq.is_multiple_of(47);
+        let at = if late {
+            "2026-01-01T00:00:10.000Z".to_string()
+        } else {
+            big_log_time(seq)
+        };
+        let actor = ["ann", "bob", "cy"][seq as usize % 3];
+        let doc = ["t-a", "t-b", "t-c"][seq as usize % 5 % 3];
+        text.push_str(&format!(
+            "- seq: {seq}\n  at: {at}\n  actor: {actor}\n  op: edit\n  doc: tasks/{doc}.md\n  rev: {seq}\n"
+        ));
+        if late {
+            text.push_str("  note: \"fixed (logged late: the write that made this change was interrupted before logging it)\"\n");
+        } else {
+            text.push_str(&format!(
+                "  note: note {seq}{}\n",
+                " and more words".repeat(8)
+            ));
+        }
+        text.push_str("  diff: |\n    @@ -1 +1 @@\n    -old\n    +new\n");
+        if seq.is_multiple_of(10) {
+            for i in 0..600 {
+                text.push_str(&format!(
+                    "    +- seq: {i} a line that looks like an entry\n"
+                ));
+            }
+        }
+        if seq == 300 {
+            text.push_str("- seq: [oops\n  at: x\n");
+        }
+    }
+    text.push_str("- seq: 601\n  at: 2026-01-01T10:01:00.000Z\n  actor: ann\n  op: ed");
+    assert!(text.len() > 700_000, "{}", text.len());
+    b.write("log.yaml", &text);
+    (b, text)
+}
+
+/// The time of entry `seq` of `big_log` (unless it was logged late).
+fn big_log_time(seq: u64) -> String {
+    let secs = 600 + seq * 60 - seq % 4 * 100;
+    format!(
+        "2026-01-01T{:02}:{:02}:{:02}.000Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+/// The warning `log` gives for the unreadable chunk of `big_log`.
+fn big_log_warning(text: &str) -> String {
+    let at = text.find("- seq: [oops").unwrap();
+    let line = text[..at].matches('\n').count() + 1;
+    format!("warning: skipped log.yaml line {line}: entry cannot be parsed\n")
+}
+
+/// Every entry of a full read of the log (what `log` alone shows): its compact line and
+/// its fields.
+fn full_read(b: &TestBoard) -> Vec<(String, serde_json::Value)> {
+    let lines = b.run(&["log"]);
+    let json = b.run(&["log", "--json"]);
+    let entries: Vec<(String, serde_json::Value)> = lines
+        .ok()
+        .stdout
+        .lines()
+        .map(str::to_string)
+        .zip(
+            json.ok()
+                .stdout
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap()),
+        )
+        .collect();
+    assert_eq!(entries.len(), 600);
+    entries
+}
+
+fn shown(
+    entries: &[(String, serde_json::Value)],
+    keep: impl Fn(&serde_json::Value) -> bool,
+) -> String {
+    entries
+        .iter()
+        .filter(|(_, e)| keep(e))
+        .map(|(l, _)| format!("{l}\n"))
+        .collect()
+}
+
+#[test]
+fn since_seeks_in_a_big_log_and_shows_what_a_full_read_shows() {
+    let (b, text) = big_log();
+    let all = full_read(&b);
+    let warning = big_log_warning(&text);
+    for n in [
+        0, 1, 2, 150, 299, 300, 301, 399, 400, 401, 555, 599, 600, 601, 10_000,
+    ] {
+        let out = b.run(&["log", "--since", &n.to_string()]);
+        out.ok()
+            .stdout_is(&shown(&all, |e| e["seq"].as_u64().unwrap() > n))
+            // The unreadable chunk after entry 300 is reported, with its line in the file,
+            // when reading starts before it.
+            .stderr_is(if n <= 300 { &warning } else { "" });
+    }
+    // Times as the log writes them, so that strings compare as times: each entry's own
+    // time (the others of its group are up to two minutes older) and a few more.
+    let mut times: Vec<String> = (1..=600).step_by(7).map(big_log_time).collect();
+    times.extend(
+        [
+            "2025-12-31T00:00:00.000Z",
+            "2026-01-01T00:00:05.000Z",
+            "2026-01-01T00:00:30.000Z",
+            "2026-01-01T10:00:01.000Z",
+        ]
+        .map(String::from),
+    );
+    for t in &times {
+        b.run(&["log", "--since", t])
+            .ok()
+            .stdout_is(&shown(&all, |e| e["at"].as_str().unwrap() >= t.as_str()));
+    }
+    b.run(&["log", "--since", "2026-01-02"]).ok().stdout_is("");
+    // The entries logged late have the oldest time: only the earliest times show them.
+    let late = "\n470 2026-01-01T00:00:10.000Z ";
+    b.run(&["log", "--since", "2026-01-01T00:00:05Z"])
+        .stdout_has(late);
+    assert!(
+        !b.run(&["log", "--since", "2026-01-01T00:00:30Z"])
+            .stdout
+            .contains(late)
+    );
+}
+
+#[test]
+fn doc_actor_and_diff_in_a_big_log() {
+    let (b, text) = big_log();
+    let all = full_read(&b);
+    let warning = big_log_warning(&text);
+    // t-a exists; t-b does not, so the log says where it was.
+    for doc in ["t-a", "t-b"] {
+        let path = format!("tasks/{doc}.md");
+        b.run(&["log", "--doc", doc])
+            .ok()
+            .stdout_is(&shown(&all, |e| e["doc"] == path.as_str()));
+        b.run(&["log", "--doc", doc, "--since", "450"])
+            .ok()
+            .stdout_is(&shown(&all, |e| {
+                e["doc"] == path.as_str() && e["seq"].as_u64().unwrap() > 450
+            }));
+        let v = b.run(&["diff", doc, "--json"]).ok().json();
+        let want: Vec<&serde_json::Value> = all
+            .iter()
+            .map(|(_, e)| e)
+            .filter(|e| e["doc"] == path.as_str())
+            .collect();
+        assert_eq!(
+            v["entries"].as_array().unwrap().iter().collect::<Vec<_>>(),
+            want
+        );
+    }
+    let out = b.run(&["log", "--actor", "bob"]);
+    out.ok().stdout_is(&shown(&all, |e| e["actor"] == "bob"));
+    // A filter the YAML text might not show verbatim parses everything.
+    b.run(&["log", "--actor", "bob smith"])
+        .ok()
+        .stdout_is("")
+        .stderr_is(&warning);
+}
+
+#[test]
+fn events_seek_from_the_cursor_in_a_big_log() {
+    let (b, _) = big_log();
+    let all = full_read(&b);
+    b.write(".state/cursors/cy", "450\n");
+    b.run(&["events", "--as", "cy"])
+        .ok()
+        .stdout_is(&shown(&all, |e| e["seq"].as_u64().unwrap() > 450));
+    assert_eq!(b.read(".state/cursors/cy"), "600\n");
+    b.run(&["events", "--as", "cy"]).ok().stdout_is("");
+    b.run(&["events", "--as", "cy", "--since", "2026-01-01T06:40:00Z"])
+        .ok()
+        .stdout_is(&shown(&all, |e| {
+            e["at"].as_str().unwrap() >= "2026-01-01T06:40:00.000Z"
+        }));
+    b.run(&["events", "--as", "ann"])
+        .ok()
+        .stdout_is(&shown(&all, |_| true));
+}
+
+#[test]
+fn follow_from_a_seek_waits_for_a_torn_last_entry() {
+    let (b, _) = big_log();
+    // Entry 601 does not name its document yet: it must still be read again.
+    let mut child = b
+        .cmd(&["log", "--follow", "--since", "600", "--doc", "t-a"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        if BufReader::new(stdout).read_line(&mut line).unwrap_or(0) > 0 {
+            let _ = tx.send(line);
+        }
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    // The writer finishes entry 601.
+    let mut log = std::fs::OpenOptions::new()
+        .append(true)
+        .open(b.board().join("log.yaml"))
+        .unwrap();
+    std::io::Write::write_all(&mut log, b"it\n  doc: tasks/t-a.md\n  rev: 601\n").unwrap();
+    let line = rx.recv_timeout(Duration::from_secs(10));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(
+        line.expect("log --follow did not print the completed entry"),
+        "601 2026-01-01T10:01:00.000Z ann edit tasks/t-a.md rev 601\n"
+    );
+}
+
+#[test]
+fn follow_from_a_seek_survives_the_cut_of_a_torn_entry() {
+    let (b, text) = big_log();
+    // A long torn entry, left by a crash: the next append cuts it and writes a shorter one.
+    let torn = format!(
+        "{text}it\n  doc: tasks/t-a.md\n  rev: 601\n  diff: |\n{}    +a line cut sh",
+        "    +a line of a diff that was never finished\n".repeat(100)
+    );
+    b.write("log.yaml", torn);
+    let mut child = b
+        .cmd(&["log", "--follow", "--since", "601"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        if BufReader::new(stdout).read_line(&mut line).unwrap_or(0) > 0 {
+            let _ = tx.send(line);
+        }
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    b.run(&["edit", "t-a", "--set", "x=1", "--as", "coder-1"]);
+    b.run(&["edit", "t-a", "--set", "x=2", "--as", "coder-2"])
+        .ok();
+    let line = rx.recv_timeout(Duration::from_secs(10));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(
+        redact_times(&line.expect("log --follow did not print entry 602")),
+        "602 <TIME> coder-2 edit tasks/t-a.md rev 3\n"
+    );
+}

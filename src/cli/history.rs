@@ -54,6 +54,21 @@ impl Filter {
             && self.doc.as_ref().is_none_or(|d| &e.doc == d)
             && self.actor.as_ref().is_none_or(|a| &e.actor == a)
     }
+
+    /// Reads the part of the log that can hold entries `keep` accepts: from where `--since`
+    /// says, parsing only entries that mention the doc or actor asked for.
+    fn read(&self, board: &Board) -> Result<(Vec<Entry>, u64, Vec<crate::log::Unreadable>)> {
+        let from = match self.since {
+            Since::All => 0,
+            Since::Seq(n) => crate::log::offset_after_seq(board, n)?,
+            Since::Time(t) => crate::log::offset_near_time(board, t)?,
+        };
+        crate::log::read_matching(board, from, self.needle())
+    }
+
+    fn needle(&self) -> Option<&str> {
+        self.doc.as_deref().or(self.actor.as_deref())
+    }
 }
 
 /// The log path (`tasks/x.md`) of a document reference, even for a deleted document.
@@ -62,8 +77,9 @@ fn doc_path(board: &Board, reference: &str) -> Result<String> {
         Ok((region, id)) => Ok(format!("{}/{id}.md", region.dir())),
         Err(Error::NotFound { .. }) => {
             crate::id::validate(reference.rsplit('/').next().unwrap_or(reference))?;
-            let (entries, _, _) = crate::log::read_from(board, 0)?;
-            let wanted = format!("/{}.md", reference.trim_end_matches(".md"));
+            let stem = reference.trim_end_matches(".md");
+            let (entries, _, _) = crate::log::read_matching(board, 0, Some(stem))?;
+            let wanted = format!("/{stem}.md");
             entries
                 .iter()
                 .find(|e| e.doc.ends_with(&wanted) || e.doc == reference)
@@ -173,7 +189,7 @@ pub fn events(ctx: &Ctx, a: EventsArgs) -> Result<ExitCode> {
         doc: None,
         actor: None,
     };
-    let (entries, _, _) = crate::log::read_from(&board, 0)?;
+    let (entries, _, _) = filter.read(&board)?;
     let mut last = None;
     for e in entries.iter().filter(|e| filter.keep(e)) {
         print_entry(ctx, e, a.patch)?;
@@ -196,7 +212,7 @@ pub fn log(ctx: &Ctx, a: LogArgs) -> Result<ExitCode> {
         doc,
         actor: a.actor,
     };
-    let (entries, mut offset, unreadable) = crate::log::read_from(&board, 0)?;
+    let (entries, mut offset, unreadable) = filter.read(&board)?;
     for u in &unreadable {
         eprintln!(
             "warning: skipped log.yaml line {}: entry cannot be parsed",
@@ -209,7 +225,7 @@ pub fn log(ctx: &Ctx, a: LogArgs) -> Result<ExitCode> {
     if a.follow {
         loop {
             std::thread::sleep(std::time::Duration::from_millis(200));
-            let (entries, next, _) = crate::log::read_from(&board, offset)?;
+            let (entries, next, _) = crate::log::read_matching(&board, offset, filter.needle())?;
             offset = next;
             for e in entries.iter().filter(|e| filter.keep(e)) {
                 print_entry(ctx, e, a.patch)?;
@@ -228,7 +244,7 @@ pub struct DiffArgs {
 pub fn diff(ctx: &Ctx, a: DiffArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
     let path = doc_path(&board, &a.id)?;
-    let (entries, _, _) = crate::log::read_from(&board, 0)?;
+    let (entries, _, _) = crate::log::read_matching(&board, 0, Some(&path))?;
     let mine: Vec<&Entry> = entries.iter().filter(|e| e.doc == path).collect();
     if ctx.global.json {
         output::json_line(&json!({"doc": path, "entries": mine}))?;

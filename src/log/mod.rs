@@ -15,6 +15,14 @@ use crate::error::{Error, Result};
 use crate::store;
 use crate::yaml::{self, YamlLimits};
 
+mod seek;
+pub use seek::{offset_after_seq, offset_near_time};
+
+/// How the note of an entry logged late begins (by the recovery of a write interrupted
+/// before its log append): its `at` is older than its place in the file, which the
+/// search by time must know.
+pub const LOGGED_LATE: &str = "logged late";
+
 /// The most diff text one entry holds; the rest is summarised in a last line.
 const MAX_DIFF_BYTES: usize = 8 * 1024;
 
@@ -143,10 +151,10 @@ pub fn parse_entry(text: &str) -> Option<Entry> {
     parse_chunk(text)
 }
 
-/// Does the log hold an entry about `doc` at `rev`? Reads the whole log: only the
-/// recovery of an interrupted write asks.
+/// Does the log hold an entry about `doc` at `rev`? Reads the whole log (parsing only the
+/// entries that mention `doc`): only the recovery of an interrupted write asks.
 pub fn contains(board: &Board, doc: &str, rev: u64) -> Result<bool> {
-    let (entries, _, _) = read_from(board, 0)?;
+    let (entries, _, _) = read_matching(board, 0, Some(doc))?;
     Ok(entries.iter().any(|e| e.doc == doc && e.rev == Some(rev)))
 }
 
@@ -164,12 +172,17 @@ fn parse_chunk(chunk: &str) -> Option<Entry> {
     }
 }
 
+/// Does this line start an entry chunk? Everything inside an entry is indented.
+fn starts_chunk(line: &[u8]) -> bool {
+    line.starts_with(b"- ") || line == b"-\n"
+}
+
 /// Splits log text into entry chunks: each starts at a line beginning with `- `.
 fn chunks(text: &str) -> Vec<(usize, &str)> {
     let mut starts: Vec<usize> = Vec::new();
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
-        if line.starts_with("- ") || line == "-\n" {
+        if starts_chunk(line.as_bytes()) {
             starts.push(offset);
         }
         offset += line.len();
@@ -299,9 +312,29 @@ pub struct Unreadable {
     pub line: usize,
 }
 
-/// Reads every entry from byte `from` on. Returns the entries, the offset just past the
-/// last complete entry, and the chunks that could not be read.
+/// Reads every entry from byte `from` (0 or where an entry starts) on. Returns the
+/// entries, the offset just past the last complete entry, and the chunks that could not be
+/// read.
 pub fn read_from(board: &Board, from: u64) -> Result<(Vec<Entry>, u64, Vec<Unreadable>)> {
+    read_matching(board, from, None)
+}
+
+/// Like `read_from`, but parses only the entries whose text contains `needle` (a doc path
+/// or an actor the caller filters on), since parsing is most of the cost of reading. The
+/// needle is used only if it is made of characters that every YAML rendering of it keeps
+/// as they are; otherwise every entry is parsed. Entries without it are skipped silently,
+/// unreadable or not. The last entry is always parsed: whether it is complete decides
+/// where the next read starts.
+pub fn read_matching(
+    board: &Board,
+    from: u64,
+    needle: Option<&str>,
+) -> Result<(Vec<Entry>, u64, Vec<Unreadable>)> {
+    let needle = needle.filter(|n| {
+        !n.is_empty()
+            && n.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._/-".contains(&b))
+    });
     let path = board.log_path();
     let mut file = match std::fs::File::open(&path) {
         Ok(f) => f,
@@ -322,6 +355,10 @@ pub fn read_from(board: &Board, from: u64) -> Result<(Vec<Entry>, u64, Vec<Unrea
     let parts = chunks(&text);
     for (i, (offset, chunk)) in parts.iter().enumerate() {
         let last = i + 1 == parts.len();
+        if !last && needle.is_some_and(|n| !chunk.contains(n)) {
+            done = offset + chunk.len();
+            continue;
+        }
         match parse_chunk(chunk) {
             Some(e) if chunk.ends_with('\n') => {
                 entries.push(e);
@@ -339,7 +376,28 @@ pub fn read_from(board: &Board, from: u64) -> Result<(Vec<Entry>, u64, Vec<Unrea
             }
         }
     }
+    if !bad.is_empty() && from > 0 {
+        // Line numbers are the file's: count the lines before `from` too.
+        file.seek(SeekFrom::Start(0))
+            .map_err(|e| Error::io(&path, "read", e))?;
+        let before = count_newlines(Read::by_ref(&mut file).take(from))
+            .map_err(|e| Error::io(&path, "read", e))?;
+        for u in &mut bad {
+            u.line += before;
+        }
+    }
     Ok((entries, from + done as u64, bad))
+}
+
+fn count_newlines(mut r: impl Read) -> std::io::Result<usize> {
+    let mut buf = vec![0; 64 * 1024];
+    let mut n = 0;
+    loop {
+        match r.read(&mut buf)? {
+            0 => return Ok(n),
+            k => n += buf[..k].iter().filter(|&&b| b == b'\n').count(),
+        }
+    }
 }
 
 #[cfg(test)]

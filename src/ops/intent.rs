@@ -49,10 +49,13 @@ pub fn recover(board: &Board, lock_name: &str, current_rev: u64) -> Result<()> {
         && entry.rev == Some(current_rev)
         && !log::contains(board, &entry.doc, current_rev)?
     {
-        let note = "logged late: the write that made this change was interrupted before logging it";
+        let note = format!(
+            "{}: the write that made this change was interrupted before logging it",
+            log::LOGGED_LATE
+        );
         entry.note = Some(match entry.note.take() {
             Some(n) => format!("{n} ({note})"),
-            None => note.to_string(),
+            None => note,
         });
         log::append(board, entry)?;
     }
