@@ -246,13 +246,18 @@ impl Reconciler {
         // What was appended since is what was written after the cursor's last entry; a
         // few seconds more are read again, which is harmless: an entry about a file the
         // watcher already saw as it is explains nothing new.
-        let replaced_after = (!self.cursor.fits(&self.board, len)).then(|| {
-            self.cursor.offset = 0;
+        let mut replaced_after = None;
+        if !self.cursor.fits(&self.board, len) {
+            let after = self.cursor.last_at_ms - REPLACED_SLACK_MS;
+            let from = DateTime::from_timestamp_millis(after)
+                .map(|t| log::offset_near_time(&self.board, t))
+                .transpose()?;
+            self.cursor.offset = from.unwrap_or(0);
             self.cursor.seq = 0;
             // Seqs of the old log's entries, now reused by others.
             self.own.clear();
-            self.cursor.last_at_ms - REPLACED_SLACK_MS
-        });
+            replaced_after = Some(after);
+        }
         let (entries, next, _) = log::read_from(&self.board, self.cursor.offset)?;
         if next != self.cursor.offset {
             self.cursor.advance(&self.board, next);
