@@ -18,6 +18,9 @@
 //! - `cat` of one task file as a process: the cheapest way to read a document.
 //! - reading every task file raw in this process (read_dir + read each file): what any
 //!   full scan costs at least. Target: `list` with a query on 100k within 2x of it.
+//! - reading log.yaml raw in this process (the board's log holds one `create` per task):
+//!   what reading the whole log costs at least. `log --since` (the last 10 entries) should
+//!   cost what it shows, not what the log holds; `log --doc` finds one task's entries.
 //!
 //! Each command is timed in rounds interleaved with its baselines, so that on a shared
 //! machine whose load drifts both see the same conditions; the first round is a warm-up.
@@ -165,6 +168,7 @@ fn build_board(bin: &Path, dir: &Path, n: usize) -> Built {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let mut claimable = Vec::new();
     let mut text = String::with_capacity(1024);
+    let mut log = String::new();
     for i in 0..n {
         let id = format!("task-{i:06}");
         let status = STATUSES[rng.below(STATUSES.len() as u64) as usize];
@@ -207,11 +211,34 @@ fn build_board(bin: &Path, dir: &Path, n: usize) -> Built {
         )
         .unwrap();
         std::fs::write(tasks.join(format!("{id}.md")), &text).unwrap();
+        // The log a board of that size has at least: one `create` per task, with its diff,
+        // rendered by tavern itself.
+        let entry = tavern::log::Entry {
+            seq: i as u64 + 1,
+            at: format!(
+                "2026-11-{day:02}T10:{:02}:{:02}.000Z",
+                i % 60,
+                (i / 60) % 60
+            ),
+            actor: "planner".into(),
+            op: "create".into(),
+            doc: format!("tasks/{id}.md"),
+            rev: Some(1),
+            diff: Some(tavern::log::diff("", &text)),
+            ..Default::default()
+        };
+        log.push_str(&tavern::log::render(&entry));
         if status == "pending" && depends_on == "[]" {
             claimable.push(id);
         }
     }
+    std::fs::write(board.join("log.yaml"), &log).unwrap();
     Built { board, claimable }
+}
+
+/// The baseline for reading the log: read log.yaml raw, in this process.
+fn read_log_raw(board: &Path) -> usize {
+    std::fs::read(board.join("log.yaml")).unwrap().len()
 }
 
 /// The baseline for full scans: read every task file raw, in this process.
@@ -362,6 +389,27 @@ fn time_commands(
         }
     }
     let [raw, list, next] = samples.map(median);
+
+    // Reading the log: what an agent's `events` or a human's `log --since` costs, beside
+    // reading log.yaml raw in-process.
+    let mut samples: [Vec<Duration>; 3] = Default::default();
+    let since = (n - 10).to_string();
+    let doc = format!("task-{:06}", n / 2);
+    for i in 0..=scan_runs {
+        let raw = Instant::now();
+        std::hint::black_box(read_log_raw(&built.board));
+        let round = [
+            raw.elapsed(),
+            b.time(&["log", "--since", &since]),
+            b.time(&["log", "--doc", &doc]),
+        ];
+        if i > 0 {
+            for (s, d) in samples.iter_mut().zip(round) {
+                s.push(d);
+            }
+        }
+    }
+    let [log_raw, log_since, log_doc] = samples.map(median);
     eprintln!("{n} tasks: timed in {:.1} s", t.elapsed().as_secs_f64());
 
     let at = |size: usize, ratio: f64| (n == size).then_some(ratio);
@@ -389,6 +437,21 @@ fn time_commands(
     );
     row("claim --next", next, "read all raw", raw, None);
     row("read all raw (in-process)", raw, "/bin/true", spawn, None);
+    row(
+        "log --since (last 10 entries)",
+        log_since,
+        "/bin/true",
+        spawn,
+        None,
+    );
+    row("log --doc ID", log_doc, "read log raw", log_raw, None);
+    row(
+        "read log raw (in-process)",
+        log_raw,
+        "/bin/true",
+        spawn,
+        None,
+    );
     raw
 }
 

@@ -53,8 +53,10 @@ fn files_in(dir: PathBuf) -> Result<Vec<DocFile>> {
     let mut out = Vec::new();
     for entry in entries {
         let entry = entry.map_err(|e| Error::io(&dir, "list", e))?;
+        // A name that is not UTF-8 is kept (lossily): it fails the id check, so `list`
+        // warns about it and `check` reports it, instead of it being invisible.
         let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
+        let name = name.to_string_lossy();
         if name.starts_with('.') {
             continue;
         }

@@ -1116,8 +1116,17 @@ fn symlinks_fifos_and_bad_names_are_alerts_never_read_or_followed() {
         "tasks/Bad Name.md",
         "---\nid: Bad Name\nstatus: pending\n---\n",
     );
-    w.wait_until("three alerts", |seen| {
-        seen.iter().filter(|v| v["event"] == "alert").count() >= 3
+    // A name that is not UTF-8 cannot be logged as it is: an alert, once.
+    let latin1 = {
+        use std::os::unix::ffi::OsStrExt;
+        b.board()
+            .join("tasks")
+            .join(std::ffi::OsStr::from_bytes(b"caf\xe9.md"))
+    };
+    std::fs::write(&latin1, "---\nid: cafe\n---\n").unwrap();
+    std::fs::write(&latin1, "---\nid: cafe\nstatus: pending\n---\n").unwrap();
+    w.wait_until("four alerts", |seen| {
+        seen.iter().filter(|v| v["event"] == "alert").count() >= 4
     });
     // Still working: the next change is handled.
     b.run(&["edit", &good, "--set", "priority=0"]).ok();
@@ -1135,8 +1144,17 @@ fn symlinks_fifos_and_bad_names_are_alerts_never_read_or_followed() {
             "tasks/evil.md: is a symbolic link; documents must be regular files inside the board (not followed)".to_string(),
             "tasks/pipe.md: is not a regular file".to_string(),
             "tasks/Bad Name.md: file name is not a valid id ([a-z0-9][a-z0-9._-]{0,63}.md) (edited outside tavern; not reverted, no source started)".to_string(),
+            "tasks/caf\u{fffd}.md: file name is not valid UTF-8; tavern cannot track it (rename it)".to_string(),
         ])
     );
+    assert_eq!(ops(&log, "alert").len(), 4);
+    // `check` names it too; `list` warns and lists the rest.
+    b.run(&["check"])
+        .code(6)
+        .stderr_has("tasks/caf\u{fffd}.md: file name is not a valid id");
+    b.run(&["list", "tasks"])
+        .ok()
+        .stderr_has("tasks/caf\u{fffd}.md: file name is not a valid id");
     // Nothing behind the link was read into the log.
     let text = b.read("log.yaml");
     assert!(!text.contains("secret"), "{text}");

@@ -89,6 +89,10 @@ pub fn is_noise(name: &str) -> bool {
         || name.ends_with(".swx")
         || name.ends_with(".tmp")
         || name == "4913"
+        // JetBrains IDEs' "safe write": x___jb_tmp___ is renamed over x, x___jb_old___ is
+        // the old x, removed after.
+        || name.ends_with("___jb_tmp___")
+        || name.ends_with("___jb_old___")
 }
 
 /// What a board-relative path is, or None if watch mode ignores it.
@@ -207,6 +211,8 @@ mod tests {
             "tasks/task-1.md~",
             "tasks/.task-1.md.swp",
             "tasks/4913",
+            "tasks/task-1.md___jb_tmp___",
+            "solutions/task-1/main.rs___jb_old___",
             "tasks/notes.txt",
             "task/task-1.md",
             "tasks/sub/task-1.md",

@@ -143,6 +143,8 @@ struct Watch {
     /// When old run outputs were last removed; `None` until the first time, at start.
     last_prune: Option<Instant>,
     lock: WatchLock,
+    /// Files with names that are not UTF-8, already reported.
+    undecodable: HashSet<PathBuf>,
     /// When the board and the lock were last checked to be still there.
     last_check: Instant,
     summary: Summary,
@@ -181,6 +183,7 @@ impl Watch {
             last_snapshot: Instant::now(),
             last_prune: None,
             lock,
+            undecodable: HashSet::new(),
             last_check: Instant::now(),
             summary: Summary::default(),
             board,
@@ -353,6 +356,7 @@ impl Watch {
     /// A path the native watcher named: the file, or everything under a directory.
     fn hint(&mut self, path: PathBuf) {
         let Some(rel) = areas::relative(&self.board, &path) else {
+            self.undecodable(&path);
             return;
         };
         if rel.is_empty() {
@@ -385,6 +389,28 @@ impl Watch {
         if is_dir || in_solutions || region_dir {
             self.rec.rescan_dir(&rel);
         }
+    }
+
+    /// A file whose name is not UTF-8 where documents live cannot be tracked (its path is
+    /// not text for the log): an alert, once per path, rather than silence.
+    fn undecodable(&mut self, path: &std::path::Path) {
+        let Ok(rel) = path.strip_prefix(&self.board.root) else {
+            return;
+        };
+        let lossy = rel.to_string_lossy().into_owned();
+        if lossy.split('/').any(areas::is_noise)
+            || areas::classify(&lossy).is_none()
+            || std::fs::symlink_metadata(path).is_err()
+            || !self.undecodable.insert(path.to_path_buf())
+        {
+            return;
+        }
+        let note =
+            format!("{lossy}: file name is not valid UTF-8; tavern cannot track it (rename it)");
+        if let Err(e) = self.rec.alert(&lossy, WATCHER, note) {
+            self.warn(format!("cannot log an alert: {e}"));
+        }
+        self.show_notices();
     }
 
     /// Handles every hinted path: logs what was changed outside tavern, offers each change
@@ -648,7 +674,9 @@ impl Watch {
         } else if r.killed {
             (
                 "killed",
-                format!("killed after {took}: tavern watch stopped and the grace period ended"),
+                format!(
+                    "killed after {took}: tavern watch was stopping and it did not end in time"
+                ),
             )
         } else {
             match (&status, code, signal) {
