@@ -1557,3 +1557,52 @@ fn a_symlinked_pause_file_pauses_but_is_never_read() {
     let log = std::fs::read_to_string(b.board().join("log.yaml")).unwrap();
     assert!(!log.contains("hunter2"), "{log}");
 }
+
+#[test]
+fn an_activation_left_running_by_a_killed_watcher_is_logged_as_lost_at_the_next_start() {
+    let b = TestBoard::new();
+    source(&b, "slow", "watch: [tasks]\nrun: sleep 30\n", "");
+    let mut w = Watcher::start(&b, &[]);
+    let id = b.task("Starts a sleeper", &[]);
+    let started = w.wait_for("the sleeper", |v| v["event"] == "started");
+    let pid = started["pid"].as_u64().unwrap();
+    // Past the watcher's 100 ms save of what it handled.
+    std::thread::sleep(Duration::from_millis(500));
+    signal(w.pid(), "KILL");
+    let _ = w.stop_after_exit();
+
+    let (out, lines) = once(&b, &[]);
+    out.ok();
+    let lost = ops(&b.log(), "activation")
+        .into_iter()
+        .filter(|e| e["to"] == "lost")
+        .collect::<Vec<_>>();
+    assert_eq!(lost.len(), 1, "{:#?}", b.log());
+    assert_eq!(lost[0]["actor"], "slow");
+    assert_eq!(lost[0]["doc"], format!("tasks/{id}.md"));
+    assert_eq!(lost[0]["cause"], started["cause"]);
+    let note = lost[0]["note"].as_str().unwrap();
+    assert!(
+        note.starts_with(&format!(
+            "its end was not seen: the watcher that started it stopped without waiting (killed?); pid {pid} may still run; output in .state/runs/"
+        )),
+        "{note}"
+    );
+    // Not this run's activation: it ran nothing and failed nothing.
+    let stopped = lines.iter().find(|l| l["event"] == "stopped").unwrap();
+    assert_eq!(
+        (stopped["ran"].as_u64(), stopped["failed"].as_u64()),
+        (Some(0), Some(0))
+    );
+    // Logged once: the next start has nothing left to say.
+    once(&b, &[]).0.ok();
+    let again = ops(&b.log(), "activation")
+        .into_iter()
+        .filter(|e| e["to"] == "lost")
+        .count();
+    assert_eq!(again, 1);
+    let _ = Command::new("sh")
+        .arg("-c")
+        .arg(format!("kill -s KILL -- -{pid}"))
+        .status();
+}

@@ -233,6 +233,7 @@ impl Watch {
     }
 
     fn run(&mut self, rx: Receiver<Msg>) -> Result<()> {
+        self.log_lost()?;
         // What changed while no watcher ran: handled now, once.
         self.rec.rescan();
         self.rec.catch_up()?;
@@ -636,6 +637,7 @@ impl Watch {
                     killed: false,
                     act,
                 });
+                self.save_running();
             }
             Err(e) => {
                 let note = format!("cannot start `{}`: {e}", source.run);
@@ -655,6 +657,7 @@ impl Watch {
         let Some(r) = self.sched.finished(id) else {
             return Ok(());
         };
+        self.save_running();
         let ms = r.started.elapsed().as_millis() as u64;
         let code = status.as_ref().ok().and_then(|s| s.code());
         let signal = status.as_ref().ok().and_then(signal_of);
@@ -696,6 +699,29 @@ impl Watch {
         Ok(())
     }
 
+    fn save_running(&self) {
+        if let Err(e) = self.sched.save_running(&self.board) {
+            self.warn(format!("cannot record what runs: {e}"));
+        }
+    }
+
+    /// Ends, in the log, the activations a previous watcher left running: it was killed
+    /// (or crashed) before it saw them end. They are not killed here: the pid may belong
+    /// to another process by now.
+    fn log_lost(&mut self) -> Result<()> {
+        for lost in scheduler::take_lost(&self.board) {
+            let ms = (chrono::Utc::now() - lost.started_at)
+                .num_milliseconds()
+                .max(0) as u64;
+            let note = format!(
+                "its end was not seen: the watcher that started it stopped without waiting (killed?); pid {} may still run; output in {}",
+                lost.pid, lost.output
+            );
+            self.record_end(&lost.act, "lost", None, ms, note)?;
+        }
+        Ok(())
+    }
+
     fn record_end(
         &mut self,
         act: &Activation,
@@ -717,12 +743,18 @@ impl Watch {
             note: Some(note.clone()),
             ..Entry::default()
         })?;
-        self.summary.ran += 1;
-        if result != "ok" {
-            self.summary.failed += 1;
+        // A lost activation was a previous watcher's: not in this run's counts, and its
+        // duration is not known.
+        if result != "lost" {
+            self.summary.ran += 1;
+            if result != "ok" {
+                self.summary.failed += 1;
+            }
         }
-        let last = format!("{} {result} {}", entry.at, act.doc);
-        self.metrics.finished(&act.source, result, ms, last);
+        if result != "lost" {
+            let last = format!("{} {result} {}", entry.at, act.doc);
+            self.metrics.finished(&act.source, result, ms, last);
+        }
         let mut j = activation_json(act);
         j["result"] = result.into();
         j["exit"] = exit.into();

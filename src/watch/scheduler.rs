@@ -122,7 +122,52 @@ fn queue_path(board: &Board) -> std::path::PathBuf {
     super::snapshot::dir(board).join("queue")
 }
 
+fn running_path(board: &Board) -> std::path::PathBuf {
+    super::snapshot::dir(board).join("running")
+}
+
+/// What the watcher keeps on disk of a running activation, so that the next start can say
+/// in the log how it ended when the watcher was killed while it ran.
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+pub struct RunRecord {
+    pub act: Activation,
+    pub pid: u32,
+    pub started_at: DateTime<Utc>,
+    pub output: String,
+}
+
+/// The activations a previous watcher left running (it was killed or crashed), emptying
+/// the record.
+pub fn take_lost(board: &Board) -> Vec<RunRecord> {
+    let path = running_path(board);
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Vec::new();
+    };
+    let _ = std::fs::remove_file(&path);
+    text.lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
 impl Scheduler {
+    /// Saves what runs now (after a start or an end).
+    pub fn save_running(&self, board: &Board) -> Result<()> {
+        let mut text = String::new();
+        for r in self.running.values() {
+            let record = RunRecord {
+                act: r.act.clone(),
+                pid: r.pid,
+                started_at: r.started_at,
+                output: r.output.clone(),
+            };
+            if let Ok(line) = serde_json::to_string(&record) {
+                text.push_str(&line);
+                text.push('\n');
+            }
+        }
+        super::snapshot::write_state(&running_path(board), text.as_bytes())
+    }
+
     /// The scheduler with the queue a previous run left (activations held by a pause, or
     /// waiting when it stopped).
     pub fn load(board: &Board) -> Scheduler {
