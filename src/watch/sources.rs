@@ -507,7 +507,14 @@ fn read_on(v: &Value, states: &[String]) -> Result<Vec<On>, Vec<String>> {
         .map(|n| On::parse(n, states))
         .partition(|r| r.is_ok());
     if bad.is_empty() {
-        Ok(ok.into_iter().flatten().collect())
+        // `[created, created]` is `[created]`.
+        let mut events: Vec<On> = Vec::new();
+        for event in ok.into_iter().flatten() {
+            if !events.contains(&event) {
+                events.push(event);
+            }
+        }
+        Ok(events)
     } else {
         Err(bad.into_iter().filter_map(|r| r.err()).collect())
     }
@@ -609,17 +616,22 @@ fn read_max_parallel(v: &Value) -> Result<usize, Vec<String>> {
         })
 }
 
+/// The longest `cooldown` or `timeout`: longer is a typo, and would overflow the clock.
+const MAX_DURATION: Duration = Duration::from_secs(366 * 24 * 3600);
+
 fn read_duration(v: &Value) -> Result<Duration, Vec<String>> {
     let duration = match v {
         Value::String(s) => crate::time::parse_duration(s).and_then(|d| d.to_std().ok()),
         _ => None,
     };
-    duration.ok_or_else(|| {
-        one(format!(
+    match duration {
+        Some(d) if d > MAX_DURATION => Err(one(format!("{} is too long: at most 366d", found(v)))),
+        Some(d) => Ok(d),
+        None => Err(one(format!(
             "expected a duration like 30s, 5m or 2h, found {}",
             found(v)
-        ))
-    })
+        ))),
+    }
 }
 
 fn read_timeout(v: &Value) -> Result<Duration, Vec<String>> {
@@ -1419,6 +1431,12 @@ mod tests {
             ),
             (
                 "cooldown",
+                "10000000h",
+                "'10000000h' is too long: at most 366d",
+            ),
+            ("timeout", "400d", "'400d' is too long: at most 366d"),
+            (
+                "cooldown",
                 "99999999999999999w",
                 "expected a duration like 30s, 5m or 2h, found '99999999999999999w'",
             ),
@@ -1512,6 +1530,8 @@ mod tests {
             s.listens(&[On::Transition("done".into()), On::Changed]),
             Some(&On::Changed)
         );
+        let twice = parse_ok(&fm("on: [created, changed, created]\nrun: x\n"));
+        assert_eq!(twice.on, vec![On::Created, On::Changed]);
     }
 
     #[test]
