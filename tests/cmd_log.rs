@@ -464,12 +464,11 @@ fn events_seek_from_the_cursor_in_a_big_log() {
         .stdout_is(&shown(&all, |_| true));
 }
 
-#[test]
-fn follow_from_a_seek_waits_for_a_torn_last_entry() {
-    let (b, _) = big_log();
-    // Entry 601 does not name its document yet: it must still be read again.
-    let mut child = b
-        .cmd(&["log", "--follow", "--since", "600", "--doc", "t-a"])
+/// Starts `cmd`; the first line it prints arrives on the receiver.
+fn first_line_of(
+    mut cmd: std::process::Command,
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -482,6 +481,15 @@ fn follow_from_a_seek_waits_for_a_torn_last_entry() {
             let _ = tx.send(line);
         }
     });
+    (child, rx)
+}
+
+#[test]
+fn follow_from_a_seek_waits_for_a_torn_last_entry() {
+    let (b, _) = big_log();
+    // Entry 601 does not name its document yet: it must still be read again.
+    let (mut child, rx) =
+        first_line_of(b.cmd(&["log", "--follow", "--since", "600", "--doc", "t-a"]));
     std::thread::sleep(Duration::from_millis(500));
     // The writer finishes entry 601.
     let mut log = std::fs::OpenOptions::new()
@@ -507,20 +515,7 @@ fn follow_from_a_seek_survives_the_cut_of_a_torn_entry() {
         "    +a line of a diff that was never finished\n".repeat(100)
     );
     b.write("log.yaml", torn);
-    let mut child = b
-        .cmd(&["log", "--follow", "--since", "601"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        if BufReader::new(stdout).read_line(&mut line).unwrap_or(0) > 0 {
-            let _ = tx.send(line);
-        }
-    });
+    let (mut child, rx) = first_line_of(b.cmd(&["log", "--follow", "--since", "601"]));
     std::thread::sleep(Duration::from_millis(500));
     b.run(&["edit", "t-a", "--set", "x=1", "--as", "coder-1"]);
     b.run(&["edit", "t-a", "--set", "x=2", "--as", "coder-2"])

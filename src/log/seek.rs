@@ -84,24 +84,14 @@ pub fn first_entry_at_or_after<R: Read + Seek>(
     loop {
         line.clear();
         let n = r.read_until(b'\n', &mut line)?;
-        if n == 0 {
+        if n == 0 || super::starts_chunk(&line) {
             return Ok(Some(Probe {
                 offset,
                 end,
                 seq,
                 at,
                 late,
-                last: true,
-            }));
-        }
-        if super::starts_chunk(&line) {
-            return Ok(Some(Probe {
-                offset,
-                end,
-                seq,
-                at,
-                late,
-                last: false,
+                last: n == 0,
             }));
         }
         if first {

@@ -542,11 +542,7 @@ impl Reconciler {
                 &format!("{what} before tavern's write (seq {})", tavern[0].seq),
             );
             let left_doc = self.parse(t, left.as_bytes());
-            let rev = left_doc
-                .as_ref()
-                .filter(|_| t.has_rev())
-                .map(Document::rev)
-                .filter(|r| *r > 0);
+            let rev = logged_rev(t, left_doc.as_ref());
             let entry = self.log_external(t, &entries, diff, note, rev)?;
             match self.validate(t, left.as_bytes()) {
                 Ok(()) => changes.push(Change {
@@ -621,11 +617,7 @@ impl Reconciler {
                 what.to_string()
             };
             let note = self.note(&t.rel, &what);
-            let rev = doc
-                .as_ref()
-                .filter(|_| t.has_rev())
-                .map(Document::rev)
-                .filter(|r| *r > 0);
+            let rev = logged_rev(t, doc.as_ref());
             let entry = self.log_external(t, &entries, diff, note, rev)?;
             match valid {
                 Ok(_) => changes.push(Change {
@@ -795,6 +787,13 @@ fn events_of(e: &Entry) -> Vec<On> {
         events.push(On::Transition(to.clone()));
     }
     events
+}
+
+/// The rev an external edit's entry records: the document's own, for files that have one.
+fn logged_rev(t: &Tracked, doc: Option<&Document>) -> Option<u64> {
+    doc.filter(|_| t.has_rev())
+        .map(Document::rev)
+        .filter(|r| *r > 0)
 }
 
 /// What a file holds beyond what tavern's logged writes explain.
