@@ -700,6 +700,10 @@ impl Watch {
     }
 
     fn save_running(&self) {
+        if self.board_gone() {
+            // Nothing to keep it for; the next tick says why the watcher stops.
+            return;
+        }
         if let Err(e) = self.sched.save_running(&self.board) {
             self.warn(format!("cannot record what runs: {e}"));
         }

@@ -544,22 +544,10 @@ impl Reconciler {
             let left_doc = self.parse(t, left.as_bytes());
             let rev = logged_rev(t, left_doc.as_ref());
             let entry = self.log_external(t, &entries, diff, note, rev)?;
-            match self.validate(t, left.as_bytes()) {
-                Ok(()) => changes.push(Change {
-                    tracked: t.clone(),
-                    events: external_events(created, base.as_bytes(), left_doc.as_ref()),
-                    actor: None,
-                    seq: entry.seq,
-                    at: Utc::now(),
-                    doc: left_doc,
-                }),
-                Err(problem) => {
-                    self.alert(
-                        &t.rel,
-                        WATCHER,
-                        format!("{}: {problem} (edited outside tavern; not reverted, no source started)", t.rel),
-                    )?;
-                }
+            let valid = self.validate(t, left.as_bytes());
+            let events = external_events(created, base.as_bytes(), left_doc.as_ref());
+            if let Some(c) = self.external_change(t, valid, events, entry.seq, left_doc)? {
+                changes.push(c);
             }
         }
         // Whether the file existed before tavern's first write.
@@ -619,27 +607,45 @@ impl Reconciler {
             let note = self.note(&t.rel, &what);
             let rev = logged_rev(t, doc.as_ref());
             let entry = self.log_external(t, &entries, diff, note, rev)?;
-            match valid {
-                Ok(_) => changes.push(Change {
-                    tracked: t.clone(),
-                    events: external_events(created, from.as_bytes(), doc.as_ref()),
-                    actor: None,
-                    seq: entry.seq,
-                    at: Utc::now(),
-                    doc: doc.clone(),
-                }),
-                Err(problem) => {
-                    self.alert(
-                        &t.rel,
-                        WATCHER,
-                        format!("{}: {problem} (edited outside tavern; not reverted, no source started)", t.rel),
-                    )?;
-                }
+            let events = external_events(created, from.as_bytes(), doc.as_ref());
+            if let Some(c) = self.external_change(t, valid, events, entry.seq, doc.clone())? {
+                changes.push(c);
             }
         }
         self.stage(&t.rel, Some(bytes));
         self.remember(&t.rel, stat, bytes);
         Ok(Outcome::Handled(changes))
+    }
+
+    /// The change a logged external edit is, for the sources; or, when the file is not
+    /// valid, an alert and nothing for them.
+    fn external_change(
+        &mut self,
+        t: &Tracked,
+        valid: std::result::Result<(), String>,
+        events: Vec<On>,
+        seq: u64,
+        doc: Option<Document>,
+    ) -> Result<Option<Change>> {
+        if let Err(problem) = valid {
+            self.alert(
+                &t.rel,
+                WATCHER,
+                format!(
+                    "{}: {problem} (edited outside tavern; not reverted, no source started)",
+                    t.rel
+                ),
+            )?;
+            return Ok(None);
+        }
+        Ok(Some(Change {
+            tracked: t.clone(),
+            events,
+            actor: None,
+            seq,
+            at: Utc::now(),
+            doc,
+        }))
     }
 
     /// "changed outside tavern", and when it was noticed at start, say so.

@@ -130,6 +130,15 @@ pub fn write_state(path: &Path, bytes: &[u8]) -> Result<()> {
 fn in_its_directory(path: &Path, write: impl Fn() -> std::io::Result<()>) -> Result<()> {
     if write().is_err() {
         let parent = path.parent().unwrap_or(Path::new("."));
+        // Never the board itself: a board removed under the watcher stays removed.
+        let board = path
+            .ancestors()
+            .find(|a| a.file_name().is_some_and(|n| n == ".state"))
+            .and_then(Path::parent);
+        if board.is_some_and(|b| !b.is_dir()) {
+            let gone = std::io::Error::from(std::io::ErrorKind::NotFound);
+            return Err(Error::io(path, "write", gone));
+        }
         std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, "create directory", e))?;
         write().map_err(|e| Error::io(path, "write", e))?;
     }
