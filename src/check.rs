@@ -96,11 +96,28 @@ pub fn check(board: &Board) -> Result<Report> {
         push(first, format!("dependency cycle: {}", cycle.join(" -> ")));
     }
 
-    let (entries, _, unreadable) = crate::log::read_from(board, 0)?;
+    let (entries, end, unreadable) = crate::log::read_from(board, 0)?;
     for u in unreadable {
         push(
             "log.yaml".into(),
             format!("line {}: entry cannot be parsed", u.line),
+        );
+    }
+    // What follows the last readable entry: a torn write, or lines added by hand. (A
+    // writer appends each entry in one write, so a reader does not catch one half done.)
+    let len = std::fs::metadata(board.log_path()).map_or(0, |m| m.len());
+    if end < len {
+        let text = std::fs::read(board.log_path()).unwrap_or_default();
+        let line = text[..(end as usize).min(text.len())]
+            .iter()
+            .filter(|b| **b == b'\n')
+            .count()
+            + 1;
+        push(
+            "log.yaml".into(),
+            format!(
+                "line {line}: the end of the log cannot be read (a torn entry, or lines added by hand); the next tavern write cuts it"
+            ),
         );
     }
     // Knowledge sources: a broken one would silently never run, so it is a board problem.

@@ -221,12 +221,58 @@ fn a_torn_log_entry_is_cut_and_reported() {
     log.push_str("- seq: 2\n  at: 2026-11-22T10:00:00.000Z\n  actor: \"half");
     b.write("log.yaml", &log);
     b.run(&["log"]).ok();
+    b.run(&["check"]).code(6).stderr_is(&format!(
+        "log.yaml: line {}: the end of the log cannot be read (a torn entry, or lines added by hand); the next tavern write cuts it\n1 problem in {}\n",
+        log.lines().count() - 2,
+        b.board().display()
+    ));
     let out = b.run(&["claim", "t-1", "--as", "a"]);
-    out.ok()
-        .stderr_is("warning: log.yaml: cut a torn last entry left by an interrupted write\n");
+    out.ok().stderr_is(CUT);
     let entries = b.log();
     assert_eq!(entries.len(), 2);
     assert_eq!(entries[1]["seq"], 2);
     assert_eq!(entries[1]["op"], "claim");
+    b.run(&["check"]).ok();
+}
+
+const CUT: &str = "warning: log.yaml: cut an unreadable end (a torn entry left by an interrupted write, or lines added by hand)\n";
+
+#[test]
+fn lines_added_to_the_log_by_hand_are_cut_but_the_entry_before_them_stays() {
+    let b = TestBoard::new();
+    b.task("One", &["--id", "t-1"]);
+    b.run(&["edit", "t-1", "--set", "priority=1", "--as", "b"])
+        .ok();
+    let before = b.read("log.yaml");
+    b.write("log.yaml", format!("{before}junk line : [\n"));
+    // Until the next write, the last entry and the junk are one unreadable end.
+    let last_entry_line = before
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.starts_with("- seq:"))
+        .last()
+        .unwrap()
+        .0
+        + 1;
+    b.run(&["check"]).code(6).stderr_has(&format!(
+        "log.yaml: line {last_entry_line}: the end of the log cannot be read"
+    ));
+    b.run(&["edit", "t-1", "--set", "priority=3", "--as", "c"])
+        .ok()
+        .stderr_is(CUT);
+    let log = b.log();
+    let who: Vec<(u64, &str, u64)> = log
+        .iter()
+        .map(|e| {
+            (
+                e["seq"].as_u64().unwrap(),
+                e["actor"].as_str().unwrap(),
+                e["rev"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(who, vec![(1, "tester", 1), (2, "b", 2), (3, "c", 3)]);
+    assert!(b.read("log.yaml").starts_with(&before));
+    assert!(!b.read("log.yaml").contains("junk"));
     b.run(&["check"]).ok();
 }

@@ -172,6 +172,22 @@ fn parse_chunk(chunk: &str) -> Option<Entry> {
     }
 }
 
+/// A complete entry at the start of an unreadable last chunk, followed by lines that are
+/// not its own (every line of an entry but the first is indented or empty; `echo junk >>
+/// log.yaml` is not): its length and the entry. None for a chunk whose lines are all
+/// indented, which is a torn write: that one is cut whole, and the write's intent logs it
+/// again in full.
+fn entry_prefix(chunk: &str) -> Option<(usize, Entry)> {
+    let mut end = 0;
+    for (i, line) in chunk.split_inclusive('\n').enumerate() {
+        if i > 0 && !(line.starts_with(' ') || line == "\n") {
+            return parse_chunk(&chunk[..end]).map(|e| (end, e));
+        }
+        end += line.len();
+    }
+    None
+}
+
 /// Does this line start an entry chunk? Everything inside an entry is indented.
 fn starts_chunk(line: &[u8]) -> bool {
     line.starts_with(b"- ") || line == b"-\n"
@@ -215,7 +231,7 @@ pub fn append(board: &Board, mut entry: Entry) -> Result<Entry> {
         file.set_len(cut)
             .map_err(|e| Error::io(&path, "repair", e))?;
         eprintln!(
-            "warning: {}: cut a torn last entry left by an interrupted write",
+            "warning: {}: cut an unreadable end (a torn entry left by an interrupted write, or lines added by hand)",
             board.rel(&path)
         );
     }
@@ -285,7 +301,13 @@ fn scan_tail(file: &mut std::fs::File, len: u64) -> std::io::Result<(u64, Option
             };
             match seq {
                 Some(seq) => max_seq = max_seq.max(seq),
-                None if last => cut = Some(start + (skip + offset) as u64),
+                None if last => {
+                    // Cut only what cannot be read: a complete entry followed by a stray
+                    // line (or a torn one whose complete lines still make an entry) stays.
+                    let (keep, seq) = entry_prefix(chunk).map_or((0, 0), |(n, e)| (n, e.seq));
+                    max_seq = max_seq.max(seq);
+                    cut = Some(start + (skip + offset + keep) as u64);
+                }
                 None => {}
             }
         }
