@@ -1352,7 +1352,7 @@ fn a_board_removed_under_the_watcher_stops_it_and_nothing_is_made_in_its_place()
     assert_eq!(
         error["error"]["message"],
         format!(
-            "{}/board.yaml not found\nhint: the board was removed or moved while `tavern watch` ran; it stopped without writing anything more and killed the 1 activation that ran",
+            "board {} not found\nhint: it was removed or moved away while `tavern watch` ran (a board made in its place since is another board: start a watcher for it); the watcher stopped without writing anything more and killed the 1 activation that ran",
             b.board().display()
         )
     );
@@ -1383,6 +1383,8 @@ fn a_board_removed_under_the_watcher_stops_it_and_nothing_is_made_in_its_place()
 fn a_cleaned_state_directory_does_not_let_a_second_watcher_in() {
     let b = TestBoard::new();
     recorder(&b, "rec", "created");
+    let by_hand = b.task("Edited by hand after the clean", &[]);
+    let by_tavern = b.task("Edited with tavern after the clean", &[]);
     let w = Watcher::start(&b, &[]);
     std::fs::remove_dir_all(b.board().join(".state")).unwrap();
     // The first watcher notices within a second and locks the board again.
@@ -1402,11 +1404,24 @@ fn a_cleaned_state_directory_does_not_let_a_second_watcher_in() {
             w.pid()
         ));
     let mut w = w;
+    // The shadows went with .state/: existing documents are still not new ones.
+    sh(&b, &format!("echo more >> .tavern/tasks/{by_hand}.md"));
+    b.run(&["edit", &by_tavern, "--set", "priority=0"]).ok();
+    w.wait_until("both edits seen", |seen| {
+        seen.iter().filter(|v| v["event"] == "change").count() >= 2
+    });
     let id = b.task("Seen once", &[]);
     w.wait_finished(1);
     let (code, _) = w.stop();
     assert_eq!(code, 0);
     assert_eq!(lines_of(&b, "ran.txt"), vec![format!("created {id}")]);
+    let hand = ops(&b.log(), "external-edit");
+    assert_eq!(hand.len(), 1, "{hand:#?}");
+    assert_eq!(hand[0]["doc"], format!("tasks/{by_hand}.md"));
+    assert_eq!(
+        hand[0]["note"],
+        "changed outside tavern (its last content was not kept: no diff)"
+    );
 }
 
 fn walkdir_list(dir: &std::path::Path) -> Vec<String> {
@@ -1626,4 +1641,162 @@ fn an_activation_left_running_by_a_killed_watcher_is_logged_as_lost_at_the_next_
         .arg("-c")
         .arg(format!("kill -s KILL -- -{pid}"))
         .status();
+}
+
+#[test]
+fn a_document_tavern_wrote_and_someone_deleted_before_the_watcher_looked_is_logged_deleted_with_its_last_content()
+ {
+    let b = TestBoard::new();
+    recorder(&b, "made", "created");
+    recorder(&b, "gone", "deleted");
+    let old = b.task("Seen by the watcher", &[]);
+    once(&b, &[]).0.ok();
+
+    // Made by tavern and removed by hand; changed by tavern and removed by hand.
+    let new = b.task("Never seen", &[]);
+    b.run(&["edit", &old, "--set", "priority=3"]).ok();
+    let last_of_new = b.read(&format!("tasks/{new}.md"));
+    let last_of_old = b.read(&format!("tasks/{old}.md"));
+    std::fs::remove_file(b.board().join(format!("tasks/{new}.md"))).unwrap();
+    std::fs::remove_file(b.board().join(format!("tasks/{old}.md"))).unwrap();
+    once(&b, &[]).0.ok();
+
+    let deleted: BTreeMap<String, Value> = ops(&b.log(), "external-edit")
+        .into_iter()
+        .map(|e| (e["doc"].as_str().unwrap().to_string(), e))
+        .collect();
+    assert_eq!(deleted.len(), 2, "{deleted:#?}");
+    for (id, last) in [(&new, &last_of_new), (&old, &last_of_old)] {
+        let e = &deleted[&format!("tasks/{id}.md")];
+        assert_eq!(
+            e["note"],
+            "deleted outside tavern (noticed when tavern watch started)"
+        );
+        let removed: String = e["diff"]
+            .as_str()
+            .unwrap()
+            .lines()
+            .skip(1)
+            .map(|l| format!("{}\n", l.strip_prefix('-').unwrap()))
+            .collect();
+        assert_eq!(&removed, last, "the diff removes what tavern wrote last");
+    }
+    assert_eq!(
+        sorted(lines_of(&b, "ran.txt")),
+        sorted(vec![
+            format!("created {new}"),
+            format!("deleted {new}"),
+            format!("deleted {old}"),
+        ])
+    );
+}
+
+#[test]
+fn a_board_swapped_for_a_new_one_stops_the_watcher_of_the_old_one() {
+    let b = TestBoard::new();
+    let mut w = Watcher::start(&b, &[]);
+    std::fs::rename(b.board(), b.root().join("old-board")).unwrap();
+    b.run(&["init"]).ok();
+    assert_eq!(w.wait_exit(), 4, "{}", w.dump());
+    let stderr = w.stderr();
+    assert!(
+        stderr.contains(&format!("board {} not found", b.board().display())),
+        "{stderr}"
+    );
+    // A watcher for the new board starts: nothing holds its lock.
+    let w = Watcher::start(&b, &[]);
+    assert_eq!(w.stop().0, 0);
+}
+
+#[test]
+fn a_directory_replaced_by_a_file_of_its_name_and_back_is_followed_file_by_file() {
+    let b = TestBoard::new();
+    b.write("solutions/task-1/README.md", "notes\n");
+    once(&b, &[]).0.ok();
+    let mut w = Watcher::start(&b, &[]);
+    let logged = b.log().len();
+    let s = ".tavern/solutions/task-1";
+    let external = |b: &TestBoard| -> Vec<(String, String, String)> {
+        ops(&b.log()[logged..], "external-edit")
+            .iter()
+            .map(|e| {
+                (
+                    e["doc"]
+                        .as_str()
+                        .unwrap()
+                        .trim_start_matches("solutions/task-1/")
+                        .to_string(),
+                    e["note"].as_str().unwrap().to_string(),
+                    e["diff"].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .collect()
+    };
+    let steps = [
+        format!("mkdir {s}/g && echo 1 > {s}/g/1"),
+        format!("rm -r {s}/g"),
+        format!("echo a > {s}/g"),
+        format!("echo b > {s}/g"),
+        format!("rm {s}/g"),
+        format!("mkdir {s}/g && echo in > {s}/g/in"),
+        format!("echo more >> {s}/g/in"),
+        format!("echo again > {s}/h"),
+        // In one go: the file's deletion must not be lost in the directory's creation.
+        format!("rm {s}/h && mkdir {s}/h && echo a > {s}/h/a"),
+    ];
+    for (step, n) in steps.iter().zip([1, 2, 3, 4, 5, 6, 7, 8, 10]) {
+        sh(&b, step);
+        w.wait_until(step, |_| external(&b).len() >= n);
+    }
+    let (code, _) = w.stop();
+    assert_eq!(code, 0);
+    let e =
+        |doc: &str, note: &str, diff: &str| (doc.to_string(), note.to_string(), diff.to_string());
+    let mut seen = external(&b);
+    // Which of the last two is looked at first is up to the events' order.
+    let last_two: BTreeSet<_> = seen.split_off(8).into_iter().collect();
+    assert_eq!(
+        last_two,
+        BTreeSet::from([
+            e("h", "deleted outside tavern", "@@ -1 +0,0 @@\n-again\n"),
+            e("h/a", "created outside tavern", "@@ -0,0 +1 @@\n+a\n"),
+        ])
+    );
+    assert_eq!(
+        seen,
+        vec![
+            e("g/1", "created outside tavern", "@@ -0,0 +1 @@\n+1\n"),
+            e("g/1", "deleted outside tavern", "@@ -1 +0,0 @@\n-1\n"),
+            e("g", "created outside tavern", "@@ -0,0 +1 @@\n+a\n"),
+            e("g", "changed outside tavern", "@@ -1 +1 @@\n-a\n+b\n"),
+            e("g", "deleted outside tavern", "@@ -1 +0,0 @@\n-b\n"),
+            e("g/in", "created outside tavern", "@@ -0,0 +1 @@\n+in\n"),
+            e(
+                "g/in",
+                "changed outside tavern",
+                "@@ -1 +1,2 @@\n in\n+more\n"
+            ),
+            e("h", "created outside tavern", "@@ -0,0 +1 @@\n+again\n"),
+        ]
+    );
+    // No shadow of what is gone is left behind, nor a temp file.
+    let shadow = b.board().join(".state/watch/shadow/solutions/task-1");
+    let left: BTreeSet<String> = walkdir_list(&shadow)
+        .into_iter()
+        .map(|p| {
+            p.trim_start_matches(&shadow.display().to_string())
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        left,
+        BTreeSet::from([
+            "".to_string(),
+            "/README.md".into(),
+            "/g".into(),
+            "/g/in".into(),
+            "/h".into(),
+            "/h/a".into()
+        ])
+    );
 }

@@ -143,6 +143,8 @@ struct Watch {
     /// When old run outputs were last removed; `None` until the first time, at start.
     last_prune: Option<Instant>,
     lock: WatchLock,
+    /// The board directory's identity when the watcher started.
+    root_id: Option<(u64, u64)>,
     /// Files with names that are not UTF-8, already reported.
     undecodable: HashSet<PathBuf>,
     /// When the board and the lock were last checked to be still there.
@@ -183,6 +185,7 @@ impl Watch {
             last_snapshot: Instant::now(),
             last_prune: None,
             lock,
+            root_id: dir_id(&board.root),
             undecodable: HashSet::new(),
             last_check: Instant::now(),
             summary: Summary::default(),
@@ -389,6 +392,10 @@ impl Watch {
         let region_dir = areas::FLAT_DIRS.contains(&rel.as_str()) || rel == "solutions";
         if is_dir || in_solutions || region_dir {
             self.rec.rescan_dir(&rel);
+        }
+        if is_dir && areas::classify(&rel).is_some() {
+            // A file of that name may have been there a moment ago: its deletion.
+            self.rec.hints.insert(rel);
         }
     }
 
@@ -850,15 +857,17 @@ impl Watch {
     /// a half board of log and state files where it was), and keeps the one-watcher lock
     /// when `.state/` was cleaned under it.
     fn still_there(&mut self) -> Result<()> {
-        if self.board_gone() {
+        // A board moved away and another made in its place is gone too: the native
+        // watches followed the old directory.
+        if self.board_gone() || dir_id(&self.board.root) != self.root_id {
             let n = self.sched.running.len();
             for r in self.sched.running.values() {
                 crate::process::kill_group(r.pid);
             }
             return Err(Error::NotFound {
-                what: format!("{}/board.yaml", self.board.root.display()),
+                what: format!("board {}", self.board.root.display()),
                 hint: format!(
-                    "the board was removed or moved while `tavern watch` ran; it stopped without writing anything more{}",
+                    "it was removed or moved away while `tavern watch` ran (a board made in its place since is another board: start a watcher for it); the watcher stopped without writing anything more{}",
                     if n == 0 {
                         String::new()
                     } else {
@@ -1033,6 +1042,20 @@ impl Watch {
 
     fn warn(&self, text: String) {
         let _ = writeln!(std::io::stderr(), "warning: {text}");
+    }
+}
+
+/// A directory's device and inode (None where that is not known).
+fn dir_id(path: &std::path::Path) -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
     }
 }
 

@@ -428,38 +428,66 @@ impl Reconciler {
         entries: Vec<Entry>,
     ) -> Result<Outcome> {
         let known = self.snapshot.files.remove(&t.rel).is_some();
-        if before.is_none() && !known {
-            // Appeared and vanished between two looks: nothing to report.
-            return Ok(Outcome::Handled(Vec::new()));
-        }
-        let doc = before.as_deref().and_then(|b| self.parse(t, b));
         let by_tavern = entries
             .iter()
             .rev()
             .find(|e| matches!(e.op.as_str(), "move" | "delete" | "resume"));
-        let change = match by_tavern {
-            Some(e) => Some(self.change_from_entry(t, e, vec![On::Deleted], doc)),
-            None => {
-                let diff = before.as_deref().and_then(|b| text_diff(b, b""));
-                let what = match &before {
-                    Some(_) if diff.is_none() => "deleted outside tavern (binary: no diff)",
-                    Some(_) => "deleted outside tavern",
-                    None => "deleted outside tavern (its last content was not kept: no diff)",
-                };
-                let note = self.note(&t.rel, what);
-                let entry = self.log_external(t, &entries, diff, note, None)?;
-                Some(Change {
-                    tracked: t.clone(),
-                    events: vec![On::Deleted],
-                    actor: None,
-                    seq: entry.seq,
-                    at: Utc::now(),
-                    doc,
-                })
-            }
+        if let Some(e) = by_tavern {
+            let doc = before.as_deref().and_then(|b| self.parse(t, b));
+            let change = self.change_from_entry(t, e, vec![On::Deleted], doc);
+            self.stage(&t.rel, None);
+            return Ok(Outcome::Handled(vec![change]));
+        }
+        // Deleted by someone else, perhaps after tavern wrote it since the watcher last
+        // looked: those writes are changes too, and the last content is what they made.
+        let before_rev = before.as_deref().map_or(0, rev_of);
+        let writes: Vec<&Entry> = entries
+            .iter()
+            .filter(|e| e.op != "external-edit")
+            .filter(|e| !t.has_rev() || e.rev.is_none_or(|r| r > before_rev))
+            .collect();
+        let base = before
+            .as_deref()
+            .map(String::from_utf8_lossy)
+            .unwrap_or_default();
+        let last: Option<Vec<u8>> = match replay(&base, &writes) {
+            Replay::Exact(text) if !writes.is_empty() => Some(text.into_bytes()),
+            _ => before.clone(),
         };
+        if last.is_none() && !known {
+            // Appeared and vanished between two looks: nothing to report.
+            self.stage(&t.rel, None);
+            return Ok(Outcome::Handled(Vec::new()));
+        }
+        let doc = last.as_deref().and_then(|b| self.parse(t, b));
+        let mut changes = Vec::new();
+        for (i, e) in writes.iter().enumerate() {
+            let mut events = events_of(e);
+            if i == 0 && before.is_none() && !known && events[0] == On::Changed {
+                events[0] = On::Created;
+            } else if events[0] == On::Created && (before.is_some() || known) {
+                events[0] = On::Changed;
+            }
+            changes.push(self.change_from_entry(t, e, events, doc.clone()));
+        }
+        let diff = last.as_deref().and_then(|b| text_diff(b, b""));
+        let what = match &last {
+            Some(_) if diff.is_none() => "deleted outside tavern (binary: no diff)",
+            Some(_) => "deleted outside tavern",
+            None => "deleted outside tavern (its last content was not kept: no diff)",
+        };
+        let note = self.note(&t.rel, what);
+        let entry = self.log_external(t, &entries, diff, note, None)?;
+        changes.push(Change {
+            tracked: t.clone(),
+            events: vec![On::Deleted],
+            actor: None,
+            seq: entry.seq,
+            at: Utc::now(),
+            doc,
+        });
         self.stage(&t.rel, None);
-        Ok(Outcome::Handled(change.into_iter().collect()))
+        Ok(Outcome::Handled(changes))
     }
 
     /// A symlink or other special file where a document should be: reported once.
@@ -506,7 +534,13 @@ impl Reconciler {
         // What is left to explain after tavern's own writes, if anything.
         let before_text = before.as_deref().map(String::from_utf8_lossy);
         let base = before_text.as_deref().unwrap_or("");
-        let extra = if tavern.is_empty() {
+        // Known to the snapshot but without a shadow (`.state/` was cleaned): what the
+        // watcher last saw is not known, so neither is what changed.
+        let lost = before.is_none() && self.snapshot.files.contains_key(&t.rel);
+        let extra = if lost && !tavern.is_empty() {
+            // Trust the log.
+            Extra::Nothing
+        } else if tavern.is_empty() {
             Extra::After(base.to_string())
         } else {
             match replay(base, &tavern) {
@@ -545,13 +579,13 @@ impl Reconciler {
             let rev = logged_rev(t, left_doc.as_ref());
             let entry = self.log_external(t, &entries, diff, note, rev)?;
             let valid = self.validate(t, left.as_bytes());
-            let events = external_events(created, base.as_bytes(), left_doc.as_ref());
+            let events = external_events(created, Some(base.as_bytes()), left_doc.as_ref());
             if let Some(c) = self.external_change(t, valid, events, entry.seq, left_doc)? {
                 changes.push(c);
             }
         }
         // Whether the file existed before tavern's first write.
-        let existed = before.is_some() || matches!(extra, Extra::Before(_));
+        let existed = before.is_some() || lost || matches!(extra, Extra::Before(_));
         for (i, e) in tavern.iter().enumerate() {
             let mut events = events_of(e);
             // A file tavern made counts as created only if the watcher did not know it.
@@ -584,7 +618,7 @@ impl Reconciler {
                 self.deferred.insert(t.rel.clone());
                 return Ok(Outcome::Deferred(SETTLE));
             }
-            let created = before.is_none() && tavern.is_empty();
+            let created = before.is_none() && !lost && tavern.is_empty();
             let what = match (created, around) {
                 (true, _) => "created outside tavern",
                 (false, false) => "changed outside tavern",
@@ -592,13 +626,15 @@ impl Reconciler {
                     "changed outside tavern around tavern's own writes (the diff holds both)"
                 }
             };
-            let diff = if big {
+            let diff = if big || lost {
                 None
             } else {
                 text_diff(from.as_bytes(), bytes)
             };
             let what = if big {
                 format!("{what} (over the size limit: no diff)")
+            } else if lost {
+                format!("{what} (its last content was not kept: no diff)")
             } else if diff.is_none() {
                 format!("{what} (binary: no diff)")
             } else {
@@ -607,7 +643,8 @@ impl Reconciler {
             let note = self.note(&t.rel, &what);
             let rev = logged_rev(t, doc.as_ref());
             let entry = self.log_external(t, &entries, diff, note, rev)?;
-            let events = external_events(created, from.as_bytes(), doc.as_ref());
+            let from = (!lost).then_some(from.as_bytes());
+            let events = external_events(created, from, doc.as_ref());
             if let Some(c) = self.external_change(t, valid, events, entry.seq, doc.clone())? {
                 changes.push(c);
             }
@@ -818,12 +855,14 @@ enum Extra {
 
 /// The events of a change made outside tavern: created, or changed (and a transition when
 /// the status moved).
-fn external_events(created: bool, from: &[u8], doc: Option<&Document>) -> Vec<On> {
+/// `from` is None when what the file held before is not known: then no transition.
+fn external_events(created: bool, from: Option<&[u8]>, doc: Option<&Document>) -> Vec<On> {
     if created {
         return vec![On::Created];
     }
     let mut events = vec![On::Changed];
-    if let Some(status) = doc.and_then(Document::status)
+    if let Some(from) = from
+        && let Some(status) = doc.and_then(Document::status)
         && Some(status) != status_of(from).as_deref()
     {
         events.push(On::Transition(status.to_string()));

@@ -121,7 +121,9 @@ pub fn write_state(path: &Path, bytes: &[u8]) -> Result<()> {
     in_its_directory(path, || {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
-        std::fs::rename(&tmp, path)
+        std::fs::rename(&tmp, path).inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
     })
 }
 
@@ -195,14 +197,42 @@ pub fn write_baseline_shadow(board: &Board, rel: &str, bytes: &[u8]) -> Result<(
 pub fn write_shadow(board: &Board, rel: &str, content: Option<&[u8]>) -> Result<()> {
     let path = shadow_path(board, rel);
     match content {
-        Some(bytes) => write_state(&path, bytes),
+        Some(bytes) => write_state(&path, bytes).or_else(|_| {
+            // A directory became a file of the same name, or a file a directory: the
+            // shadows of what was there before are in the way.
+            make_way(board, &path);
+            write_state(&path, bytes)
+        }),
         None => match std::fs::remove_file(&path) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                // The shadow directories of a directory that is gone go too.
+                let root = dir(board).join("shadow");
+                for parent in path.ancestors().skip(1).take_while(|p| *p != root) {
+                    if std::fs::remove_dir(parent).is_err() {
+                        break;
+                    }
+                }
+                Ok(())
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             // The shadows of the files under a directory of that name: theirs to go.
             Err(_) if path.is_dir() => Ok(()),
             Err(e) => Err(Error::io(&path, "remove", e)),
         },
+    }
+}
+
+/// Removes what stands where the shadow `path` must go: a directory at its place, or a
+/// file where one of its directories must be.
+fn make_way(board: &Board, path: &Path) {
+    if path.is_dir() {
+        let _ = std::fs::remove_dir_all(path);
+    }
+    let root = dir(board).join("shadow");
+    for parent in path.ancestors().skip(1).take_while(|p| *p != root) {
+        if std::fs::symlink_metadata(parent).is_ok_and(|m| !m.is_dir()) {
+            let _ = std::fs::remove_file(parent);
+        }
     }
 }
 
