@@ -440,12 +440,7 @@ impl Reconciler {
         }
         // Deleted by someone else, perhaps after tavern wrote it since the watcher last
         // looked: those writes are changes too, and the last content is what they made.
-        let before_rev = before.as_deref().map_or(0, rev_of);
-        let writes: Vec<&Entry> = entries
-            .iter()
-            .filter(|e| e.op != "external-edit")
-            .filter(|e| !t.has_rev() || e.rev.is_none_or(|r| r > before_rev))
-            .collect();
+        let writes = tavern_writes(t, before.as_deref(), &entries);
         let base = before
             .as_deref()
             .map(String::from_utf8_lossy)
@@ -523,12 +518,7 @@ impl Reconciler {
         now: Written<'_>,
     ) -> Result<Outcome> {
         let Written { bytes, stat, big } = now;
-        let before_rev = before.as_deref().map_or(0, rev_of);
-        let tavern: Vec<&Entry> = entries
-            .iter()
-            .filter(|e| e.op != "external-edit")
-            .filter(|e| !t.has_rev() || e.rev.is_none_or(|r| r > before_rev))
-            .collect();
+        let tavern = tavern_writes(t, before.as_deref(), &entries);
         let doc = if big { None } else { self.parse(t, bytes) };
 
         // What is left to explain after tavern's own writes, if anything.
@@ -830,6 +820,17 @@ fn events_of(e: &Entry) -> Vec<On> {
         events.push(On::Transition(to.clone()));
     }
     events
+}
+
+/// tavern's writes of a file since the watcher last saw it (`before`): its log entries,
+/// without external edits and without those the watcher's copy already holds.
+fn tavern_writes<'a>(t: &Tracked, before: Option<&[u8]>, entries: &'a [Entry]) -> Vec<&'a Entry> {
+    let before_rev = before.map_or(0, rev_of);
+    entries
+        .iter()
+        .filter(|e| e.op != "external-edit")
+        .filter(|e| !t.has_rev() || e.rev.is_none_or(|r| r > before_rev))
+        .collect()
 }
 
 /// The rev an external edit's entry records: the document's own, for files that have one.
