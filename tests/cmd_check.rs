@@ -1,7 +1,7 @@
 //! `tavern check`: exit 0 with one summary line on a clean board, exit 6 listing every
 //! problem (each with its file) on a broken one, and never a change to the board.
 
-use crate::util::{TestBoard, snapshot};
+use crate::util::{TestBoard, problems_report, snapshot};
 
 #[test]
 fn a_clean_board_passes() {
@@ -149,15 +149,7 @@ fn a_broken_board_lists_every_problem_and_exits_6() {
         ),
         ("tasks/t-yaml.md", "line 4: unclosed bracket '['".into()),
     ];
-    let mut expected: String = problems
-        .iter()
-        .map(|(path, problem)| format!("{path}: {problem}\n"))
-        .collect();
-    expected.push_str(&format!(
-        "{} problems in {}\n",
-        problems.len(),
-        b.board().display()
-    ));
+    let expected = problems_report(&problems, &b.board());
     b.run(&["check"]).code(6).stdout_is("").stderr_is(&expected);
 
     let v = b.run(&["check", "--json"]).code(6).json();

@@ -200,26 +200,7 @@ fn unreadable_entries_are_skipped_with_a_warning() {
 #[test]
 fn follow_prints_entries_appended_by_others() {
     let b = story();
-    let mut child = b
-        .cmd(&["log", "--follow", "--since", "5"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut reader = BufReader::new(stdout);
-        loop {
-            let mut line = String::new();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                break;
-            }
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let (mut child, rx) = lines_of_output(b.cmd(&["log", "--follow", "--since", "5"]));
     // What is already there and matches comes first.
     let first = rx.recv_timeout(Duration::from_secs(10));
     let first = first.expect("no output from log --follow");
@@ -464,8 +445,8 @@ fn events_seek_from_the_cursor_in_a_big_log() {
         .stdout_is(&shown(&all, |_| true));
 }
 
-/// Starts `cmd`; the first line it prints arrives on the receiver.
-fn first_line_of(
+/// Starts `cmd`; each line it prints arrives on the receiver.
+fn lines_of_output(
     mut cmd: std::process::Command,
 ) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
     let mut child = cmd
@@ -476,9 +457,12 @@ fn first_line_of(
     let stdout = child.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let mut line = String::new();
-        if BufReader::new(stdout).read_line(&mut line).unwrap_or(0) > 0 {
-            let _ = tx.send(line);
+        let mut reader = BufReader::new(stdout);
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 || tx.send(line).is_err() {
+                break;
+            }
         }
     });
     (child, rx)
@@ -489,7 +473,7 @@ fn follow_from_a_seek_waits_for_a_torn_last_entry() {
     let (b, _) = big_log();
     // Entry 601 does not name its document yet: it must still be read again.
     let (mut child, rx) =
-        first_line_of(b.cmd(&["log", "--follow", "--since", "600", "--doc", "t-a"]));
+        lines_of_output(b.cmd(&["log", "--follow", "--since", "600", "--doc", "t-a"]));
     std::thread::sleep(Duration::from_millis(500));
     // The writer finishes entry 601.
     let mut log = std::fs::OpenOptions::new()
@@ -515,7 +499,7 @@ fn follow_from_a_seek_survives_the_cut_of_a_torn_entry() {
         "    +a line of a diff that was never finished\n".repeat(100)
     );
     b.write("log.yaml", torn);
-    let (mut child, rx) = first_line_of(b.cmd(&["log", "--follow", "--since", "601"]));
+    let (mut child, rx) = lines_of_output(b.cmd(&["log", "--follow", "--since", "601"]));
     std::thread::sleep(Duration::from_millis(500));
     b.run(&["edit", "t-a", "--set", "x=1", "--as", "coder-1"]);
     b.run(&["edit", "t-a", "--set", "x=2", "--as", "coder-2"])

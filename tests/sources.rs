@@ -2,7 +2,7 @@
 //! ran, from the log), `tavern sources check` (every problem of every file, exit 6), and
 //! the same problems in `tavern check`.
 
-use crate::util::{TestBoard, snapshot};
+use crate::util::{TestBoard, problems_report, snapshot};
 
 const EXAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/.tavern-example");
 
@@ -383,15 +383,7 @@ fn check_lists_every_problem_of_every_file_and_exits_6() {
     let b = broken_board();
     let before = snapshot(&b);
     let problems = broken_problems();
-    let mut expected: String = problems
-        .iter()
-        .map(|(path, problem)| format!("{path}: {problem}\n"))
-        .collect();
-    expected.push_str(&format!(
-        "{} problems in {}\n",
-        problems.len(),
-        b.board().join("control/sources").display()
-    ));
+    let expected = problems_report(&problems, &b.board().join("control/sources"));
     b.run(&["sources", "check"])
         .code(6)
         .stdout_is("")
@@ -415,15 +407,7 @@ fn tavern_check_reports_source_problems_too() {
     // `tavern check` sorts the problems of one file by their text.
     let mut problems = broken_problems();
     problems.sort();
-    let mut expected: String = problems
-        .iter()
-        .map(|(path, problem)| format!("{path}: {problem}\n"))
-        .collect();
-    expected.push_str(&format!(
-        "{} problems in {}\n",
-        problems.len(),
-        b.board().display()
-    ));
+    let expected = problems_report(&problems, &b.board());
     b.run(&["check"]).code(6).stdout_is("").stderr_is(&expected);
     let v = b.run(&["check", "--json"]).code(6).json();
     assert_eq!(v["ok"], false);

@@ -1360,7 +1360,7 @@ fn a_board_removed_under_the_watcher_stops_it_and_nothing_is_made_in_its_place()
     assert!(
         !b.board().exists(),
         "the watcher made a new board directory: {:?}",
-        walkdir_list(&b.board())
+        find_all(&b.board())
     );
     // The activation's process group is gone (once init has reaped what was the
     // watcher's child).
@@ -1424,7 +1424,7 @@ fn a_cleaned_state_directory_does_not_let_a_second_watcher_in() {
     );
 }
 
-fn walkdir_list(dir: &std::path::Path) -> Vec<String> {
+fn find_all(dir: &std::path::Path) -> Vec<String> {
     let out = Command::new("find").arg(dir).output().unwrap();
     String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -1781,7 +1781,7 @@ fn a_directory_replaced_by_a_file_of_its_name_and_back_is_followed_file_by_file(
     );
     // No shadow of what is gone is left behind, nor a temp file.
     let shadow = b.board().join(".state/watch/shadow/solutions/task-1");
-    let left: BTreeSet<String> = walkdir_list(&shadow)
+    let left: BTreeSet<String> = find_all(&shadow)
         .into_iter()
         .map(|p| {
             p.trim_start_matches(&shadow.display().to_string())

@@ -93,40 +93,28 @@ fn block_safe(s: &str) -> bool {
 /// The YAML text of one entry, ending with a newline.
 pub fn render(e: &Entry) -> String {
     let mut out = format!("- seq: {}\n", e.seq);
-    let mut field = |k: &str, v: &str| out.push_str(&format!("  {k}: {}\n", yaml::render_str(v)));
-    field("at", &e.at);
-    field("actor", &e.actor);
-    field("op", &e.op);
-    field("doc", &e.doc);
-    for (k, v) in [
-        ("transition", &e.transition),
-        ("from", &e.from),
-        ("to", &e.to),
-    ] {
-        if let Some(v) = v {
-            field(k, v);
+    // Fields in this order, each on its line; an absent one is left out.
+    let text = |s: &Option<String>| s.as_deref().map(yaml::render_str);
+    let fields = [
+        ("at", Some(yaml::render_str(&e.at))),
+        ("actor", Some(yaml::render_str(&e.actor))),
+        ("op", Some(yaml::render_str(&e.op))),
+        ("doc", Some(yaml::render_str(&e.doc))),
+        ("transition", text(&e.transition)),
+        ("from", text(&e.from)),
+        ("to", text(&e.to)),
+        ("rev", e.rev.map(|n| n.to_string())),
+        ("event", text(&e.event)),
+        ("cause", e.cause.map(|n| n.to_string())),
+        ("exit", e.exit.map(|n| n.to_string())),
+        ("duration_ms", e.duration_ms.map(|n| n.to_string())),
+        ("force", e.force.then(|| "true".to_string())),
+        ("note", text(&e.note)),
+    ];
+    for (key, value) in fields {
+        if let Some(value) = value {
+            out.push_str(&format!("  {key}: {value}\n"));
         }
-    }
-    if let Some(rev) = e.rev {
-        out.push_str(&format!("  rev: {rev}\n"));
-    }
-    if let Some(event) = &e.event {
-        out.push_str(&format!("  event: {}\n", yaml::render_str(event)));
-    }
-    if let Some(cause) = e.cause {
-        out.push_str(&format!("  cause: {cause}\n"));
-    }
-    if let Some(exit) = e.exit {
-        out.push_str(&format!("  exit: {exit}\n"));
-    }
-    if let Some(ms) = e.duration_ms {
-        out.push_str(&format!("  duration_ms: {ms}\n"));
-    }
-    if e.force {
-        out.push_str("  force: true\n");
-    }
-    if let Some(note) = &e.note {
-        out.push_str(&format!("  note: {}\n", yaml::render_str(note)));
     }
     if let Some(diff) = &e.diff {
         if block_safe(diff) {

@@ -8,7 +8,7 @@
 //! the one it holds, and locks the new one, or stops when another watcher got it first.
 
 use std::fs::File;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::snapshot;
 use crate::board::Board;
@@ -74,16 +74,24 @@ fn try_lock(board: &Board, path: &PathBuf, pid_path: &PathBuf) -> Result<File> {
     }
 }
 
-#[cfg(unix)]
-fn same_file(file: &File, path: &PathBuf) -> bool {
-    use std::os::unix::fs::MetadataExt;
+fn same_file(file: &File, path: &Path) -> bool {
     match (file.metadata(), std::fs::metadata(path)) {
-        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        (Ok(a), Ok(b)) => identity(&a) == identity(&b),
         _ => false,
     }
 }
 
-#[cfg(not(unix))]
-fn same_file(_file: &File, path: &PathBuf) -> bool {
-    path.exists()
+/// A file's device and inode: which file a path names now (None where that is not known,
+/// and then two files compare as the same).
+pub fn identity(meta: &std::fs::Metadata) -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some((meta.dev(), meta.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        None
+    }
 }

@@ -1045,18 +1045,11 @@ impl Watch {
     }
 }
 
-/// A directory's device and inode (None where that is not known).
+/// A directory's identity (device and inode), None if it is gone.
 fn dir_id(path: &std::path::Path) -> Option<(u64, u64)> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = path;
-        None
-    }
+    std::fs::metadata(path)
+        .ok()
+        .and_then(|m| lock::identity(&m))
 }
 
 /// Gathers the rest of a burst of events: until it is quiet for DEBOUNCE, at most

@@ -278,3 +278,21 @@ pub fn snapshot(b: &TestBoard) -> std::collections::BTreeMap<String, Vec<u8>> {
     walk(&b.board(), &b.board(), &mut out);
     out
 }
+
+/// What `check` (or `sources check`) prints on stderr for these problems, found in `dir`:
+/// a line per problem, then the count.
+pub fn problems_report<P: std::fmt::Display, Q: std::fmt::Display>(
+    problems: &[(P, Q)],
+    dir: &Path,
+) -> String {
+    let mut out: String = problems
+        .iter()
+        .map(|(path, problem)| format!("{path}: {problem}\n"))
+        .collect();
+    out.push_str(&format!(
+        "{} problems in {}\n",
+        problems.len(),
+        dir.display()
+    ));
+    out
+}
