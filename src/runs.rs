@@ -10,6 +10,7 @@
 use std::collections::HashSet;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::{Duration, SystemTime};
 
 use crate::board::Board;
@@ -26,6 +27,23 @@ pub fn create(board: &Board, name: &str) -> Result<(File, PathBuf)> {
     let path = dir.join(name);
     let file = File::create(&path).map_err(|e| Error::io(&path, "create", e))?;
     Ok((file, path))
+}
+
+/// `sh -c CMD` in the project directory, in its own process group (so a timeout ends what
+/// it started too), with stdout and stderr going to a new output file `name`. The caller
+/// adds stdin and the environment, and starts it.
+pub fn shell(board: &Board, name: &str, cmd: &str) -> Result<(Command, PathBuf)> {
+    let (out, path) = create(board, name)?;
+    let err = out.try_clone().map_err(|e| Error::io(&path, "create", e))?;
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg(cmd)
+        .current_dir(board.project())
+        .stdout(out)
+        .stderr(err);
+    crate::process::own_group(&mut command);
+    Ok((command, path))
 }
 
 /// A file-name-safe form of a value: ASCII letters, digits, `.`, `_` and `-` stay, the rest

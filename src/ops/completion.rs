@@ -13,7 +13,7 @@
 //! ```
 
 use std::path::{Component, Path};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -174,20 +174,10 @@ fn check_run(
     timeout: chrono::Duration,
 ) -> Result<Option<String>> {
     let stamp = crate::time::now().format("%Y%m%dT%H%M%S%.3fZ");
-    let (log, log_path) = crate::runs::create(board, &format!("check-{id}-{n}-{stamp}.log"))?;
-    let err = log
-        .try_clone()
-        .map_err(|e| Error::io(&log_path, "create", e))?;
+    let (mut command, log_path) =
+        crate::runs::shell(board, &format!("check-{id}-{n}-{stamp}.log"), cmd)?;
+    command.stdin(Stdio::null());
     let project = board.project();
-    let mut command = Command::new("sh");
-    command
-        .arg("-c")
-        .arg(cmd)
-        .current_dir(project)
-        .stdin(Stdio::null())
-        .stdout(log)
-        .stderr(err);
-    crate::process::own_group(&mut command);
     let mut child = command
         .spawn()
         .map_err(|e| Error::io(project, "run a completion check in", e))?;

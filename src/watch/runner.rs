@@ -1,13 +1,13 @@
 //! Starting a knowledge source's command for one activation.
 //!
 //! The command runs as `sh -c RUN` in the project root, in its own process group (so a
-//! timeout kills everything it started), with the source's prompt on stdin and its output
-//! in `.state/runs/`. Only `{id}`, `{path}` and `{region}` are substituted into the command
+//! timeout kills everything it started; [`crate::runs::shell`]), with the source's prompt
+//! on stdin and its output in `.state/runs/`. Only `{id}`, `{path}` and `{region}` are substituted into the command
 //! line, quoted when needed; everything else about the change reaches the command through
 //! the environment, so a hostile title never reaches a shell.
 
 use std::io::Write;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{ExitStatus, Stdio};
 
 use super::scheduler::Activation;
 use super::sources::Source;
@@ -30,7 +30,9 @@ pub fn spawn(
     on_exit: impl FnOnce(std::io::Result<ExitStatus>) + Send + 'static,
 ) -> Result<Spawned> {
     let stamp = act.queued_at.format("%Y%m%dT%H%M%S%.3fZ");
-    let (log, output) = crate::runs::create(
+    let doc_path = board.root.join(&act.doc);
+    let doc_path = doc_path.to_string_lossy();
+    let (mut command, output) = crate::runs::shell(
         board,
         &format!(
             "{stamp}-{}-{}-{}.log",
@@ -38,18 +40,10 @@ pub fn spawn(
             file_safe(&act.doc_id),
             act.id
         ),
+        &source.command(&act.doc_id, &doc_path, &act.region),
     )?;
-    let err = log
-        .try_clone()
-        .map_err(|e| Error::io(&output, "create", e))?;
-    let doc_path = board.root.join(&act.doc);
-    let doc_path = doc_path.to_string_lossy();
     let project = board.project();
-    let mut command = Command::new("sh");
     command
-        .arg("-c")
-        .arg(source.command(&act.doc_id, &doc_path, &act.region))
-        .current_dir(project)
         .env("TAVERN_BOARD", &board.root)
         .env("TAVERN_EVENT", &act.event)
         .env("TAVERN_DOC", doc_path.as_ref())
@@ -58,10 +52,7 @@ pub fn spawn(
         .env("TAVERN_AGENT", &source.name)
         .env("TAVERN_SEQ", act.seq.to_string())
         .env("TAVERN_CHAIN", act.depth.to_string())
-        .stdin(Stdio::piped())
-        .stdout(log)
-        .stderr(err);
-    crate::process::own_group(&mut command);
+        .stdin(Stdio::piped());
     let mut child = command
         .spawn()
         .map_err(|e| Error::io(project, "start a source's command in", e))?;
