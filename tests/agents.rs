@@ -136,14 +136,34 @@ fn a_killed_agents_task_returns_after_the_lease_and_its_late_submit_is_refused()
 
 #[test]
 fn claim_next_respects_capabilities_and_ready_lists_claimable_tasks() {
+    const SAME_AGE: &str = "created_at=2026-01-01T00:00:00Z";
     let b = TestBoard::new();
     b.task(
         "Needs rust",
-        &["--id", "t-rust", "-p", "0", "--set", "needs=[rust]"],
+        &[
+            "--id",
+            "t-rust",
+            "-p",
+            "0",
+            "--set",
+            "needs=[rust]",
+            "--set",
+            SAME_AGE,
+        ],
     );
+    // Equal priority and age: `ready` orders these two by id.
     b.task(
         "Needs js",
-        &["--id", "t-js", "-p", "0", "--set", "needs=[js]"],
+        &[
+            "--id",
+            "t-js",
+            "-p",
+            "0",
+            "--set",
+            "needs=[js]",
+            "--set",
+            SAME_AGE,
+        ],
     );
     b.task("Anyone", &["--id", "t-any", "-p", "1"]);
     b.task("Waits", &["--id", "t-wait", "--depends-on", "t-any"]);

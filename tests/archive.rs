@@ -5,9 +5,12 @@ use crate::util::TestBoard;
 #[test]
 fn finished_documents_move_to_the_archive_and_stay_readable() {
     let b = TestBoard::new();
-    b.task("Done one", &["--id", "t-done"]);
-    b.task("Open one", &["--id", "t-open"]);
-    b.task("Cancelled", &["--id", "t-gone"]);
+    // One creation time for all three, so `list` orders them by id whatever second
+    // each was made in.
+    let same_age = ["--set", "created_at=2026-01-01T00:00:00Z"];
+    b.task("Done one", &[&["--id", "t-done"][..], &same_age].concat());
+    b.task("Open one", &[&["--id", "t-open"][..], &same_age].concat());
+    b.task("Cancelled", &[&["--id", "t-gone"][..], &same_age].concat());
     for step in ["claim", "start", "done"] {
         b.run(&[step, "t-done", "--as", "a"]).ok();
     }
