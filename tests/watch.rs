@@ -1800,3 +1800,31 @@ fn a_directory_replaced_by_a_file_of_its_name_and_back_is_followed_file_by_file(
         ])
     );
 }
+
+#[test]
+fn a_pause_directory_pauses_and_resume_removes_it_only_when_empty() {
+    let b = TestBoard::new();
+    let pause = b.board().join("control/PAUSE");
+    std::fs::create_dir(&pause).unwrap();
+    std::fs::write(pause.join("notes.txt"), "why we stopped\n").unwrap();
+    b.run(&["claim", "--next"])
+        .code(5)
+        .stderr_has("control/PAUSE is not a regular file");
+    let before = b.log().len();
+    b.run(&["resume"]).code(3).stderr_is(
+        "error: control/PAUSE: cannot resume: control/PAUSE is a directory with files in it; \
+         move them elsewhere and remove the directory, which is what pauses the board\n",
+    );
+    assert_eq!(
+        std::fs::read_to_string(pause.join("notes.txt")).unwrap(),
+        "why we stopped\n",
+        "nothing inside was removed"
+    );
+    assert_eq!(b.log().len(), before, "a refused resume logs nothing");
+
+    std::fs::remove_file(pause.join("notes.txt")).unwrap();
+    b.run(&["resume"]).ok();
+    assert!(!pause.exists());
+    assert_eq!(ops(&b.log(), "resume").len(), 1);
+    b.run(&["claim", "--next"]).code(4);
+}

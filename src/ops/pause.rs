@@ -50,13 +50,31 @@ pub fn resume(board: &Board, actor: &str) -> Result<Option<Entry>> {
     let before = match board.pause_text() {
         PauseFile::Text(text) => text,
         PauseFile::Missing => return Ok(None),
-        // A symlink is removed itself, never read (its target could be any file); a
-        // directory fails to be removed, and says so.
+        // A symlink is removed itself, never read (its target could be any file).
         PauseFile::NotAFile => String::new(),
     };
-    std::fs::remove_file(&path).map_err(|e| Error::io(&path, "remove", e))?;
+    remove_pause(board, &path)?;
     let note = format!("was paused: {}", before.trim());
     logged(board, actor, "resume", note, log::diff(&before, ""))
+}
+
+/// Removes control/PAUSE, whatever it is. An empty directory (`mkdir control/PAUSE`
+/// pauses too) goes like a file; one with files in it is refused, since removing it
+/// would delete what someone put there.
+fn remove_pause(board: &Board, path: &std::path::Path) -> Result<()> {
+    let is_dir = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir());
+    if !is_dir {
+        return std::fs::remove_file(path).map_err(|e| Error::io(path, "remove", e));
+    }
+    match std::fs::remove_dir(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty => Err(Error::conflict(
+            board.rel(path),
+            "cannot resume: control/PAUSE is a directory with files in it; move them \
+             elsewhere and remove the directory, which is what pauses the board",
+        )),
+        Err(e) => Err(Error::io(path, "remove", e)),
+    }
 }
 
 /// Appends the entry of a pause or resume.
