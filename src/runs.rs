@@ -5,7 +5,8 @@
 //! command, but not forever: a busy watcher starts thousands of commands a day. Files older
 //! than `watch.keep_runs` (board.yaml, default 7d) are removed by the watcher (at start and
 //! then hourly) and by `tavern sweep`. A file's age is its mtime, which moves while its
-//! command still writes; the watcher also spares the files of what it runs now.
+//! command still writes; the watcher and `sweep` also spare the files of what the watcher
+//! has on record as running now.
 
 use std::collections::HashSet;
 use std::fs::File;

@@ -1261,6 +1261,32 @@ fn run_outputs_older_than_keep_runs_are_removed_by_the_watcher_and_by_sweep() {
 }
 
 #[test]
+fn sweep_spares_the_output_of_a_quiet_activation_that_still_runs() {
+    let b = TestBoard::new();
+    let config = b
+        .read("board.yaml")
+        .replace("keep_runs: 7d", "keep_runs: 1h");
+    b.write("board.yaml", config);
+    source(&b, "quiet", "watch: [tasks]\nrun: sleep 30\n", "");
+    let mut w = Watcher::start(&b, &["--grace", "200ms"]);
+    b.task("Think long", &[]);
+    let started = w.wait_for("the activation to start", |v| v["event"] == "started");
+    let output = b.board().join(started["output"].as_str().unwrap());
+    // Silent for longer than keep_runs, as a long think without output is.
+    age(&output, Duration::from_secs(2 * 3600));
+    let stale = b.board().join(".state/runs/finished-long-ago.log");
+    std::fs::write(&stale, "output\n").unwrap();
+    age(&stale, Duration::from_secs(2 * 3600));
+
+    let json = b.run(&["sweep", "--json"]).ok().json();
+    assert_eq!(json["runs_removed"], 1);
+    assert!(output.exists(), "the running activation's output was removed");
+    assert!(!stale.exists());
+    let (code, _) = w.stop();
+    assert_eq!(code, 0);
+}
+
+#[test]
 fn directories_under_solutions_made_moved_and_removed_are_their_files() {
     let b = TestBoard::new();
     source(

@@ -172,7 +172,8 @@ pub fn sweep(ctx: &Ctx) -> Result<ExitCode> {
     let released = ops::sweep::sweep(&board)?;
     let expired = ops::archive::expire_observations(&board, ops::sweep::SWEEPER)?;
     let keep = crate::runs::keep(&board);
-    let pruned = crate::runs::prune(&board, keep, &Default::default())?;
+    let running = crate::watch::scheduler::running_outputs(&board);
+    let pruned = crate::runs::prune(&board, keep, &running)?;
     if ctx.global.json {
         output::json_line(
             &json!({"released": released, "expired": expired, "runs_removed": pruned}),

@@ -149,6 +149,20 @@ pub fn take_lost(board: &Board) -> Vec<RunRecord> {
         .collect()
 }
 
+/// The output files of the activations a watcher has on record as running now (absolute
+/// paths), read without taking the record: `sweep` spares them, since a quiet activation
+/// may not have written to its output for longer than `watch.keep_runs`. A record a killed
+/// watcher left is spared too, until the next watcher takes it as lost.
+pub fn running_outputs(board: &Board) -> std::collections::HashSet<std::path::PathBuf> {
+    let Ok(text) = std::fs::read_to_string(running_path(board)) else {
+        return Default::default();
+    };
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<RunRecord>(l).ok())
+        .map(|r| board.root.join(r.output))
+        .collect()
+}
+
 impl Scheduler {
     /// Saves what runs now (after a start or an end).
     pub fn save_running(&self, board: &Board) -> Result<()> {
