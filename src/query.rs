@@ -129,6 +129,14 @@ fn parse_term(word: &str) -> Result<Term> {
         if !matches!(op, Op::Eq | Op::Ne) && values.len() > 1 {
             return Err(bad(word, "a comparison takes one value"));
         }
+        // `ordered` compares only numbers with numbers and times with times, so any other
+        // value could never hold: say so now rather than match nothing, silently.
+        if !matches!(op, Op::Eq | Op::Ne) && !comparable(&values[0]) {
+            return Err(bad(
+                word,
+                "a comparison takes a number, a time (2026-01-02, 2026-01-02T10:00:00Z) or an age (-2h)",
+            ));
+        }
         return Ok(Term::Compare {
             field: field.to_string(),
             op,
@@ -158,6 +166,12 @@ fn parse_term(word: &str) -> Result<Term> {
         };
     }
     Ok(Term::Text(word.to_lowercase()))
+}
+
+/// Can `value` be one side of `ordered`: a number, or a time absolute or relative?
+fn comparable(value: &str) -> bool {
+    value.parse::<f64>().is_ok_and(|n| !n.is_nan())
+        || crate::time::parse_time(value, chrono::Utc::now()).is_some()
 }
 
 /// A field value as the strings it matches: a scalar is one, a list is its items.
@@ -295,6 +309,9 @@ mod tests {
             "status=",
             "a=b,,c",
             "priority<1,2",
+            "priority<abc",
+            "updated_at>=yesterday",
+            "estimate>NaN",
             "what:ever",
             "has:",
             "region:nowhere",

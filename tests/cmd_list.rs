@@ -305,6 +305,10 @@ fn malformed_queries_name_the_term() {
         ("a=b,,c", "empty value in a comma-separated list"),
         ("priority<1,2", "a comparison takes one value"),
         (
+            "priority<abc",
+            "a comparison takes a number, a time (2026-01-02, 2026-01-02T10:00:00Z) or an age (-2h)",
+        ),
+        (
             "status!x",
             "expected one of = != < <= > >= after the field name",
         ),

@@ -1280,7 +1280,10 @@ fn sweep_spares_the_output_of_a_quiet_activation_that_still_runs() {
 
     let json = b.run(&["sweep", "--json"]).ok().json();
     assert_eq!(json["runs_removed"], 1);
-    assert!(output.exists(), "the running activation's output was removed");
+    assert!(
+        output.exists(),
+        "the running activation's output was removed"
+    );
     assert!(!stale.exists());
     let (code, _) = w.stop();
     assert_eq!(code, 0);
