@@ -235,6 +235,53 @@ fn a_torn_log_entry_is_cut_and_reported() {
     b.run(&["check"]).ok();
 }
 
+#[test]
+fn bytes_in_the_log_that_are_not_utf8_do_not_move_where_it_is_cut_or_read() {
+    let b = TestBoard::new();
+    b.task("One", &["--id", "t-1"]);
+    b.run(&["edit", "t-1", "--set", "priority=1", "--as", "b"])
+        .ok();
+    let path = b.board().join("log.yaml");
+    let text = b.read("log.yaml");
+    // A hand edit left Latin-1 bytes in a comment of the first entry (each is one byte
+    // on disk but three once read as U+FFFD), and a crash left a torn last entry.
+    let first_line = text.find('\n').unwrap() + 1;
+    let mut kept = text.as_bytes()[..first_line].to_vec();
+    kept.extend_from_slice(b"  # caf\xe9 \xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\n");
+    kept.extend_from_slice(&text.as_bytes()[first_line..]);
+    let mut torn = kept.clone();
+    torn.extend_from_slice(b"- seq: 3\n  at: 2026-11-22T10:00:00.000Z\n  actor: \"half");
+    std::fs::write(&path, &torn).unwrap();
+
+    b.run(&["claim", "t-1", "--as", "a"]).ok().stderr_is(CUT);
+    let after = std::fs::read(&path).unwrap();
+    assert_eq!(
+        &after[..kept.len()],
+        &kept[..],
+        "only the torn entry was cut"
+    );
+    let appended = String::from_utf8(after[kept.len()..].to_vec()).unwrap();
+    assert!(appended.starts_with("- seq: 3\n"), "{appended}");
+    assert!(appended.contains("  op: claim\n"), "{appended}");
+    b.run(&["check"]).ok();
+    let seqs = |args: &[&str]| -> Vec<u64> {
+        b.run(args)
+            .ok()
+            .stderr_is("")
+            .stdout
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["seq"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect()
+    };
+    assert_eq!(seqs(&["log", "--json"]), [1, 2, 3]);
+    assert_eq!(seqs(&["log", "--json", "--since", "1"]), [2, 3]);
+    assert_eq!(seqs(&["log", "--json", "--doc", "t-1"]), [1, 2, 3]);
+}
+
 const CUT: &str = "warning: log.yaml: cut an unreadable end (a torn entry left by an interrupted write, or lines added by hand)\n";
 
 #[test]

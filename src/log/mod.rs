@@ -146,6 +146,13 @@ pub fn contains(board: &Board, doc: &str, rev: u64) -> Result<bool> {
     Ok(entries.iter().any(|e| e.doc == doc && e.rev == Some(rev)))
 }
 
+/// Parses one chunk of log.yaml's bytes. tavern writes only UTF-8, but a hand edit or a
+/// merge may not have: such bytes are read as U+FFFD, while every offset stays the file's
+/// own (the chunking works on bytes, so a cut or a resume point never drifts).
+fn parse_bytes(chunk: &[u8]) -> Option<Entry> {
+    parse_chunk(&String::from_utf8_lossy(chunk))
+}
+
 /// Parses one chunk of log text (`- seq: …` and its indented lines).
 fn parse_chunk(chunk: &str) -> Option<Entry> {
     let limits = YamlLimits {
@@ -165,11 +172,11 @@ fn parse_chunk(chunk: &str) -> Option<Entry> {
 /// log.yaml` is not): its length and the entry. None for a chunk whose lines are all
 /// indented, which is a torn write: that one is cut whole, and the write's intent logs it
 /// again in full.
-fn entry_prefix(chunk: &str) -> Option<(usize, Entry)> {
+fn entry_prefix(chunk: &[u8]) -> Option<(usize, Entry)> {
     let mut end = 0;
-    for (i, line) in chunk.split_inclusive('\n').enumerate() {
-        if i > 0 && !(line.starts_with(' ') || line == "\n") {
-            return parse_chunk(&chunk[..end]).map(|e| (end, e));
+    for (i, line) in chunk.split_inclusive(|&b| b == b'\n').enumerate() {
+        if i > 0 && !(line.starts_with(b" ") || line == b"\n") {
+            return parse_bytes(&chunk[..end]).map(|e| (end, e));
         }
         end += line.len();
     }
@@ -181,12 +188,13 @@ fn starts_chunk(line: &[u8]) -> bool {
     line.starts_with(b"- ") || line == b"-\n"
 }
 
-/// Splits log text into entry chunks: each starts at a line beginning with `- `.
-fn chunks(text: &str) -> Vec<(usize, &str)> {
+/// Splits log bytes into entry chunks, each with its byte offset: each starts at a line
+/// beginning with `- `.
+fn chunks(text: &[u8]) -> Vec<(usize, &[u8])> {
     let mut starts: Vec<usize> = Vec::new();
     let mut offset = 0;
-    for line in text.split_inclusive('\n') {
-        if starts_chunk(line.as_bytes()) {
+    for line in text.split_inclusive(|&b| b == b'\n') {
+        if starts_chunk(line) {
             starts.push(offset);
         }
         offset += line.len();
@@ -261,14 +269,15 @@ fn scan_tail(file: &mut std::fs::File, len: u64) -> std::io::Result<(u64, Option
         file.seek(SeekFrom::Start(start))?;
         let mut buf = Vec::new();
         Read::by_ref(file).take(len - start).read_to_end(&mut buf)?;
-        let text = String::from_utf8_lossy(&buf);
         // Skip a partial first line when we started mid-file.
         let skip = if start == 0 {
             0
         } else {
-            text.find('\n').map_or(text.len(), |i| i + 1)
+            buf.iter()
+                .position(|&b| b == b'\n')
+                .map_or(buf.len(), |i| i + 1)
         };
-        let body = &text[skip..];
+        let body = &buf[skip..];
         let parts = chunks(body);
         if parts.is_empty() && start > 0 {
             start = 0;
@@ -283,8 +292,8 @@ fn scan_tail(file: &mut std::fs::File, len: u64) -> std::io::Result<(u64, Option
             // of every mutation otherwise).
             let seq = match (last, leading_seq(chunk)) {
                 (false, Some(seq)) => Some(seq),
-                _ => parse_chunk(chunk)
-                    .filter(|_| !last || chunk.ends_with('\n'))
+                _ => parse_bytes(chunk)
+                    .filter(|_| !last || chunk.ends_with(b"\n"))
                     .map(|e| e.seq),
             };
             match seq {
@@ -309,10 +318,10 @@ fn scan_tail(file: &mut std::fs::File, len: u64) -> std::io::Result<(u64, Option
 }
 
 /// The seq of an entry as tavern renders it (`- seq: 41` on its first line).
-fn leading_seq(chunk: &str) -> Option<u64> {
-    let rest = chunk.strip_prefix("- seq: ")?;
-    let digits = rest.split('\n').next()?;
-    digits.parse().ok()
+fn leading_seq(chunk: &[u8]) -> Option<u64> {
+    let rest = chunk.strip_prefix(b"- seq: ")?;
+    let digits = rest.split(|&b| b == b'\n').next()?;
+    std::str::from_utf8(digits).ok()?.parse().ok()
 }
 
 /// One entry that could not be parsed, for warnings.
@@ -358,26 +367,27 @@ pub fn read_matching(
     let mut buf = Vec::new();
     file.read_to_end(&mut buf)
         .map_err(|e| Error::io(&path, "read", e))?;
-    let text = String::from_utf8_lossy(&buf);
     let mut entries = Vec::new();
     let mut bad = Vec::new();
     let mut done = 0usize;
-    let parts = chunks(&text);
+    let parts = chunks(&buf);
     for (i, (offset, chunk)) in parts.iter().enumerate() {
         let last = i + 1 == parts.len();
-        if !last && needle.is_some_and(|n| !chunk.contains(n)) {
+        // Borrowed (no copy) for the UTF-8 that tavern writes.
+        let text = String::from_utf8_lossy(chunk);
+        if !last && needle.is_some_and(|n| !text.contains(n)) {
             done = offset + chunk.len();
             continue;
         }
-        match parse_chunk(chunk) {
-            Some(e) if chunk.ends_with('\n') => {
+        match parse_chunk(&text) {
+            Some(e) if chunk.ends_with(b"\n") => {
                 entries.push(e);
                 done = offset + chunk.len();
             }
             // The last entry may still be being written: leave it for the next read.
             _ if last => {}
             _ => {
-                let line = text[..*offset].matches('\n').count() + 1;
+                let line = count_newlines(&buf[..*offset]).unwrap_or(0) + 1;
                 bad.push(Unreadable {
                     offset: from as usize + offset,
                     line,
