@@ -1857,3 +1857,77 @@ fn a_pause_directory_pauses_and_resume_removes_it_only_when_empty() {
     assert_eq!(ops(&b.log(), "resume").len(), 1);
     b.run(&["claim", "--next"]).code(4);
 }
+
+/// Copies a directory tree (files and directories only), for putting watch state back.
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_watcher_killed_before_saving_a_handled_change_does_not_start_its_activation_twice() {
+    let b = TestBoard::new();
+    recorder(&b, "rec", "created");
+    once(&b, &[]).0.ok();
+    let made = b.task("Made with tavern", &[]);
+    b.write(
+        "tasks/t-by-hand.md",
+        "---\nid: t-by-hand\ntitle: Written by hand\nstatus: pending\n---\n",
+    );
+    // The watcher's state before it handled the two changes: what a watcher killed right
+    // after starting their activations, before it saved anything, leaves behind.
+    let state = b.board().join(".state/watch");
+    let before = b.root().join("state-before");
+    copy_tree(&state, &before);
+    once(&b, &[]).0.ok();
+    assert_eq!(
+        sorted(lines_of(&b, "ran.txt")),
+        sorted(vec![format!("created {made}"), "created t-by-hand".into()])
+    );
+    std::fs::remove_dir_all(&state).unwrap();
+    copy_tree(&before, &state);
+
+    let (out, lines) = once(&b, &[]);
+    out.ok();
+    let skipped: Vec<(String, String)> = lines
+        .iter()
+        .filter(|l| l["event"] == "skipped")
+        .map(|l| {
+            assert_eq!(l["why"], "already started", "{l}");
+            (l["source"].as_str().unwrap().into(), l["doc"].as_str().unwrap().into())
+        })
+        .collect();
+    assert_eq!(
+        sorted(skipped.iter().map(|(s, d)| format!("{s} {d}")).collect()),
+        sorted(vec![
+            format!("rec tasks/{made}.md"),
+            "rec tasks/t-by-hand.md".into()
+        ]),
+        "{lines:#?}"
+    );
+    assert!(!lines.iter().any(|l| l["event"] == "started"), "{lines:#?}");
+    assert_eq!(lines_of(&b, "ran.txt").len(), 2, "each ran once");
+    let started = ops(&b.log(), "activation")
+        .into_iter()
+        .filter(|e| e["to"] == "started")
+        .count();
+    assert_eq!(started, 2);
+    // The hand edit was logged once, not again by the second watcher.
+    assert_eq!(ops(&b.log(), "external-edit").len(), 1);
+    // Handled now: a further start has nothing to skip or run.
+    let (_, lines) = once(&b, &[]);
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l["event"] == "skipped" || l["event"] == "started"),
+        "{lines:#?}"
+    );
+}

@@ -573,6 +573,7 @@ impl Watch {
 
     /// Starts what may start now.
     fn start_ready(&mut self, now: Instant) -> Result<()> {
+        self.drop_started_before();
         self.paused = self.board.paused();
         if self.stopping.is_some() || self.paused.is_some() {
             return Ok(());
@@ -594,6 +595,36 @@ impl Watch {
             self.report_dirty = true;
         }
         Ok(())
+    }
+
+    /// Drops the waiting activations that a previous watcher already started for the same
+    /// change (its log says so): it was killed before it saved that the change was handled,
+    /// so this one saw the change again, or loaded it from the saved queue.
+    fn drop_started_before(&mut self) {
+        if self.rec.started_before.is_empty() {
+            return;
+        }
+        let (again, waiting): (Vec<Activation>, Vec<Activation>) =
+            std::mem::take(&mut self.sched.queue)
+                .into_iter()
+                .partition(|a| self.rec.started_before.contains(&(a.source.clone(), a.seq)));
+        self.sched.queue = waiting;
+        if again.is_empty() {
+            return;
+        }
+        for a in again {
+            self.say(
+                "skipped",
+                json!({"source": a.source, "doc": a.doc, "why": "already started", "seq": a.seq}),
+                format!(
+                    "{}: not started again for {}: the previous watcher started it for this change (seq {})",
+                    a.source, a.doc, a.seq
+                ),
+            );
+        }
+        self.persist_due
+            .get_or_insert(Instant::now() + PERSIST_EVERY);
+        self.report_dirty = true;
     }
 
     fn start(&mut self, act: Activation) -> Result<()> {

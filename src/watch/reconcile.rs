@@ -98,6 +98,10 @@ pub struct Reconciler {
     pub sources_changed: bool,
     /// Paths that changed while no watcher ran (hinted at start), until handled.
     catching_up: HashSet<String>,
+    /// (source, cause seq) of the activations another watcher process logged as started:
+    /// a watcher killed after starting one but before saving that its change was handled
+    /// sees the change again at the next start, and must not start it twice.
+    pub started_before: HashSet<(String, u64)>,
 }
 
 /// After log.yaml was replaced, entries written up to this long before the last one read
@@ -138,6 +142,7 @@ impl Reconciler {
             notices: Vec::new(),
             sources_changed: false,
             catching_up: HashSet::new(),
+            started_before: HashSet::new(),
         };
         if first {
             r.baseline()?;
@@ -273,7 +278,15 @@ impl Reconciler {
             {
                 continue;
             }
-            if self.own.remove(&e.seq) || matches!(e.op.as_str(), "activation" | "alert") {
+            let own = self.own.remove(&e.seq);
+            if !own
+                && e.op == "activation"
+                && e.to.as_deref() == Some("started")
+                && let Some(cause) = e.cause
+            {
+                self.started_before.insert((e.actor.clone(), cause));
+            }
+            if own || matches!(e.op.as_str(), "activation" | "alert") {
                 continue;
             }
             if areas::classify(&e.doc).is_none() {
