@@ -1203,13 +1203,19 @@ fn age(path: &std::path::Path, age: Duration) {
         .unwrap_or_else(|e| panic!("set the mtime of {}: {e}", path.display()));
 }
 
-#[test]
-fn run_outputs_older_than_keep_runs_are_removed_by_the_watcher_and_by_sweep() {
+/// A board whose run outputs are removed after an hour (board.yaml `watch.keep_runs`).
+fn board_keeping_runs_for_an_hour() -> TestBoard {
     let b = TestBoard::new();
     let config = b
         .read("board.yaml")
         .replace("keep_runs: 7d", "keep_runs: 1h");
     b.write("board.yaml", config);
+    b
+}
+
+#[test]
+fn run_outputs_older_than_keep_runs_are_removed_by_the_watcher_and_by_sweep() {
+    let b = board_keeping_runs_for_an_hour();
     source(&b, "say", "watch: [tasks]\nrun: echo said {id}\n", "");
     once(&b, &[]).0.ok();
 
@@ -1262,11 +1268,7 @@ fn run_outputs_older_than_keep_runs_are_removed_by_the_watcher_and_by_sweep() {
 
 #[test]
 fn sweep_spares_the_output_of_a_quiet_activation_that_still_runs() {
-    let b = TestBoard::new();
-    let config = b
-        .read("board.yaml")
-        .replace("keep_runs: 7d", "keep_runs: 1h");
-    b.write("board.yaml", config);
+    let b = board_keeping_runs_for_an_hour();
     source(&b, "quiet", "watch: [tasks]\nrun: sleep 30\n", "");
     let mut w = Watcher::start(&b, &["--grace", "200ms"]);
     b.task("Think long", &[]);
@@ -1902,7 +1904,10 @@ fn a_watcher_killed_before_saving_a_handled_change_does_not_start_its_activation
         .filter(|l| l["event"] == "skipped")
         .map(|l| {
             assert_eq!(l["why"], "already started", "{l}");
-            (l["source"].as_str().unwrap().into(), l["doc"].as_str().unwrap().into())
+            (
+                l["source"].as_str().unwrap().into(),
+                l["doc"].as_str().unwrap().into(),
+            )
         })
         .collect();
     assert_eq!(
