@@ -261,6 +261,7 @@ impl Reconciler {
             self.cursor.seq = 0;
             // Seqs of the old log's entries, now reused by others.
             self.own.clear();
+            self.started_before.clear();
             replaced_after = Some(after);
         }
         let (entries, next, _) = log::read_from(&self.board, self.cursor.offset)?;
