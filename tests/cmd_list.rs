@@ -132,6 +132,15 @@ fn the_table_sorts_by_priority_then_age_then_id() {
          q-1      open     -     -        Which format?\n\
          t-nopri  pending  -     -        No priority\n",
     );
+    // Columns are as wide as the rows shown need: without the observation, PRI narrows.
+    b.run(&["list", "tasks"]).ok().stderr_is("").stdout_is(
+        "ID       STATUS   PRI  OWNER    TITLE\n\
+         t-crit   claimed  0    coder-1  Fix the crash\n\
+         t-old    pending  1    -        Old parser work\n\
+         t-zed    pending  1    -        Same age, later id\n\
+         t-new    pending  1    -        New work\n\
+         t-nopri  pending  -    -        No priority\n",
+    );
     // `ls` is the same command.
     assert_eq!(b.run(&["ls"]).ok().stdout, b.run(&["list"]).ok().stdout);
 }

@@ -64,6 +64,12 @@ fn pick(seqs: &[usize]) -> Vec<String> {
 fn one_compact_line_per_entry() {
     let b = story();
     assert_eq!(lines(&b, &[]), ALL);
+    // A transition by the claimant: no "(forced)", no note.
+    b.run(&["submit", "t-log", "--as", "coder-1"]).ok();
+    assert_eq!(
+        lines(&b, &["--since", "6"]),
+        ["7 <TIME> coder-1 transition tasks/t-log.md submit working -> review rev 4"]
+    );
     let empty = TestBoard::new();
     empty.run(&["log"]).ok().stdout_is("").stderr_is("");
 }

@@ -230,6 +230,52 @@ fn body_from_flag_file_and_stdin() {
     let v = b.run(&["show", "t-file", "--json"]).ok().json();
     assert_eq!(v["body"], "\nFrom a file\n---\nwith a rule\n");
     assert_eq!(v["fields"]["title"], "File");
+
+    // Observations and questions take their bodies the same ways.
+    let obs = b
+        .run_stdin(
+            &[
+                "new",
+                "observation",
+                "--title",
+                "Slow scan",
+                "--body-file",
+                "-",
+                "--as",
+                "coder-1",
+            ],
+            "It is slow.\n",
+        )
+        .ok()
+        .text();
+    assert!(obs.starts_with("obs-"), "{obs}");
+    let text = b.read(&format!("observations/{obs}.md"));
+    assert!(
+        text.contains("\nstatus: open\ntopic: general\nseverity: info\n")
+            && text.ends_with("---\n\nIt is slow.\n"),
+        "{text}"
+    );
+    std::fs::write(b.root().join("q.md"), "Which format?").unwrap();
+    let q = b
+        .run(&[
+            "new",
+            "question",
+            "--title",
+            "CSV or TSV?",
+            "--body-file",
+            "q.md",
+            "--as",
+            "coder-2",
+        ])
+        .ok()
+        .text();
+    let text = b.read(&format!("questions/{q}.md"));
+    assert!(
+        q.starts_with("q-")
+            && text.contains("\nasked_by: coder-2\n")
+            && text.ends_with("---\n\nWhich format?\n"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -267,6 +313,7 @@ fn new_json_output() {
             "rev"
         ]
     );
+    assert_eq!(fields["status"], "pending");
     assert_eq!(fields["tags"], serde_json::json!(["x"]));
     assert_eq!(fields["created_by"], "bot");
 }
@@ -311,6 +358,19 @@ fn new_follows_an_edited_template() {
     assert_eq!(
         redact_times(&b.read("tasks/t-tpl.md")),
         "---\n# Team template\nid: t-tpl\ntitle: Templated\nstatus: pending\nteam: core   # who owns it\nestimate: 2\nrev: 1\ncreated_at: <TIME>\ncreated_by: tester\nupdated_at: <TIME>\n---\n\n## Checklist\n\n- [ ] tests\n- [ ] docs\n"
+    );
+    // A generated id fills the template too, and a body right after the closing `---`
+    // stays there.
+    b.write(
+        "templates/task.md",
+        "---\n# our own\nid: x\ntitle: t\nstatus: pending\nteam: core\nrev: 1\n---\nChecklist:\n- [ ] tests\n",
+    );
+    let id = b.task("Unspaced", &[]);
+    assert_eq!(
+        redact_times(&b.read(&format!("tasks/{id}.md"))),
+        format!(
+            "---\n# our own\nid: {id}\ntitle: Unspaced\nstatus: pending\nteam: core\nrev: 1\ncreated_at: <TIME>\ncreated_by: tester\nupdated_at: <TIME>\n---\nChecklist:\n- [ ] tests\n"
+        )
     );
     // Other kinds still use their own templates.
     b.run(&["new", "observation", "--title", "o", "--id", "o-1"])

@@ -109,6 +109,10 @@ fn show_json_has_fields_in_file_order_and_the_body() {
         .cloned()
         .collect();
     assert_eq!(keys, ["id", "title", "status", "extra"]);
+    // --json is a global flag: before the command it means the same.
+    b.run(&["--json", "show", "t-hand"])
+        .ok()
+        .stdout_is(&out.stdout);
 }
 
 #[test]
