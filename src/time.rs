@@ -39,11 +39,12 @@ pub fn parse_duration(s: &str) -> Option<chrono::Duration> {
 /// Parses an absolute RFC 3339 time, a date (`2026-11-22`, midnight UTC), or a time
 /// relative to `now` (`-2h` = two hours ago, `+1d` = in a day).
 pub fn parse_time(s: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    // A time too far away to represent (`-100000000d`) is not a time, rather than a panic.
     if let Some(rest) = s.strip_prefix('-') {
-        return parse_duration(rest).map(|d| now - d);
+        return parse_duration(rest).and_then(|d| now.checked_sub_signed(d));
     }
     if let Some(rest) = s.strip_prefix('+') {
-        return parse_duration(rest).map(|d| now + d);
+        return parse_duration(rest).and_then(|d| now.checked_add_signed(d));
     }
     if let Ok(t) = DateTime::parse_from_rfc3339(s) {
         return Some(t.with_timezone(&Utc));
@@ -90,6 +91,18 @@ pub fn format_millis(ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_too_far_away_are_not_times() {
+        let now = Utc::now();
+        for s in ["-100000000d", "+100000000d", "-9223372036854775807ms"] {
+            assert_eq!(parse_time(s, now), None, "{s}");
+        }
+        assert_eq!(
+            parse_time("-2h", now),
+            Some(now - chrono::Duration::hours(2))
+        );
+    }
 
     #[test]
     fn durations_and_relative_times() {

@@ -451,3 +451,56 @@ fn a_hostile_board_yaml_or_template_is_refused() {
         .stderr_has("error: templates/task.md: template is broken: line 7: budget breached");
     assert_eq!(snapshot(&b), before);
 }
+
+#[test]
+fn times_too_far_away_to_represent_are_not_times() {
+    let b = TestBoard::new();
+    let far = b.task("Far", &["--id", "t-far", "--set", "deadline=-100000000d"]);
+    b.task("Near", &["--id", "t-near", "--set", "deadline=2020-01-01"]);
+    // In a document: not a time, so a comparison with it does not hold.
+    let ids = |out: &Out| -> Vec<String> {
+        out.stdout
+            .lines()
+            .skip(1)
+            .map(|l| l.split(' ').next().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(ids(b.run(&["list", "deadline<-2h"]).ok()), ["t-near"]);
+    assert_eq!(ids(b.run(&["ready", "deadline<-2h"]).ok()), ["t-near"]);
+    // In a query: malformed, exit 2, wherever a query is taken.
+    for args in [
+        vec!["list", "updated_at<-100000000d"],
+        vec!["ready", "updated_at>+100000000d"],
+        vec!["claim", "--next", "updated_at<-9223372036854775807ms"],
+        vec!["log", "--since", "-100000000d"],
+        vec!["events", "--since", "-100000000d"],
+    ] {
+        let out = b.run(&args);
+        no_panic(&out);
+        out.code(2).stdout_is("").stderr_has("-");
+    }
+    // In a source's `when:`: reported by `sources check`; a source comparing with a
+    // document's far-away time runs the watcher as usual.
+    b.write(
+        "control/sources/bad.md",
+        "---\nwatch: [tasks]\nwhen: updated_at<-100000000d\nrun: echo bad\n---\n",
+    );
+    b.run(&["sources", "check"])
+        .code(6)
+        .stderr_has("control/sources/bad.md: when: malformed query term 'updated_at<-100000000d'");
+    std::fs::remove_file(b.board().join("control/sources/bad.md")).unwrap();
+    b.write(
+        "control/sources/late.md",
+        "---\nwatch: [tasks]\nwhen: deadline<-2h\nrun: echo \"$TAVERN_ID\" >> late.txt\n---\n",
+    );
+    b.run(&["watch", "--once"]).ok();
+    b.run(&["edit", &far, "--set", "x=1"]).ok();
+    b.run(&["edit", "t-near", "--set", "x=1"]).ok();
+    let out = b.run(&["watch", "--once"]);
+    no_panic(&out);
+    out.ok();
+    assert_eq!(
+        std::fs::read_to_string(b.root().join("late.txt")).unwrap(),
+        "t-near\n"
+    );
+}
