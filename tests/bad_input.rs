@@ -322,4 +322,21 @@ fn lines_added_to_the_log_by_hand_are_cut_but_the_entry_before_them_stays() {
     assert!(b.read("log.yaml").starts_with(&before));
     assert!(!b.read("log.yaml").contains("junk"));
     b.run(&["check"]).ok();
+
+    // Lines that look like a list item of their own are not tavern's either: everything
+    // after the last entry tavern wrote goes, and that entry stays whole.
+    let before = b.read("log.yaml");
+    b.write(
+        "log.yaml",
+        format!("{before}notes by hand\n- todo: x\n- another: [\n"),
+    );
+    b.run(&["edit", "t-1", "--set", "priority=4", "--as", "d"])
+        .ok()
+        .stderr_is(CUT);
+    let after = b.read("log.yaml");
+    assert!(after.starts_with(&before), "{after}");
+    assert!(after[before.len()..].starts_with("- seq: 4\n"), "{after}");
+    let seqs: Vec<u64> = b.log().iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, [1, 2, 3, 4]);
+    b.run(&["check"]).ok();
 }

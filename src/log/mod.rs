@@ -283,31 +283,32 @@ fn scan_tail(file: &mut std::fs::File, len: u64) -> std::io::Result<(u64, Option
             start = 0;
             continue;
         }
+        let Some((_, last_chunk)) = parts.last() else {
+            return Ok((0, None));
+        };
+        let last_readable = last_chunk.ends_with(b"\n") && parse_bytes(last_chunk).is_some();
+        // What stays: the whole chunks before index `k`, and `keep` bytes of chunk `k`.
+        let (k, keep) = if last_readable {
+            (parts.len() - 1, last_chunk.len())
+        } else {
+            cut_point(&parts)
+        };
+        let cut = (!last_readable).then(|| start + (skip + parts[k].0 + keep) as u64);
+        // The seqs of what stays, read from each entry's first line: a full parse of 64 KiB
+        // of entries on every append would be the cost of every mutation otherwise.
         let mut max_seq = 0;
-        let mut cut = None;
-        for (i, (offset, chunk)) in parts.iter().enumerate() {
-            let last = i + 1 == parts.len();
-            // Only the last entry can be torn: the others need their seq, read from their
-            // first line (a full parse of 64 KiB of entries on every append is the cost
-            // of every mutation otherwise).
-            let seq = match (last, leading_seq(chunk)) {
-                (false, Some(seq)) => Some(seq),
-                _ => parse_bytes(chunk)
-                    .filter(|_| !last || chunk.ends_with(b"\n"))
-                    .map(|e| e.seq),
-            };
-            match seq {
-                Some(seq) => max_seq = max_seq.max(seq),
-                None if last => {
-                    // Cut only what cannot be read: a complete entry followed by a stray
-                    // line (or a torn one whose complete lines still make an entry) stays.
-                    let (keep, seq) = entry_prefix(chunk).map_or((0, 0), |(n, e)| (n, e.seq));
-                    max_seq = max_seq.max(seq);
-                    cut = Some(start + (skip + offset + keep) as u64);
-                }
-                None => {}
-            }
+        for (_, chunk) in &parts[..k] {
+            max_seq = max_seq.max(leading_seq(chunk).unwrap_or(0));
         }
+        let chunk = parts[k].1;
+        let kept_seq = if keep == chunk.len() {
+            leading_seq(chunk)
+        } else if keep > 0 {
+            parse_bytes(&chunk[..keep]).map(|e| e.seq)
+        } else {
+            None
+        };
+        max_seq = max_seq.max(kept_seq.unwrap_or(0));
         // A complete entry may precede the window; if we saw none at all, look at it all.
         if max_seq == 0 && start > 0 {
             start = 0;
@@ -315,6 +316,33 @@ fn scan_tail(file: &mut std::fs::File, len: u64) -> std::io::Result<(u64, Option
         }
         return Ok((max_seq, cut));
     }
+}
+
+/// Where an unreadable end of the log is cut: as chunk index and bytes of that chunk kept.
+///
+/// Walks back from the last chunk over those tavern did not write (they do not begin with
+/// `- seq: `: lines added by hand, like `- todo: x`) to the first one it did. That one is
+/// kept whole if it is readable (a stray unindented line after it is a chunk of its own
+/// only if it begins with `- `); else its own complete lines are kept if they make an entry
+/// (the lines after them were added by hand); else, as the last chunk, it is a torn entry
+/// and goes; not the last, it stays for `check` to report, and only what follows goes.
+fn cut_point(parts: &[(usize, &[u8])]) -> (usize, usize) {
+    let last = parts.len() - 1;
+    for k in (0..=last).rev() {
+        let chunk = parts[k].1;
+        if !chunk.starts_with(b"- seq: ") {
+            continue;
+        }
+        if k < last && chunk.ends_with(b"\n") && parse_bytes(chunk).is_some() {
+            return (k, chunk.len());
+        }
+        if let Some((n, _)) = entry_prefix(chunk) {
+            return (k, n);
+        }
+        return if k == last { (k, 0) } else { (k, chunk.len()) };
+    }
+    // Nothing tavern wrote in the window: cut everything read.
+    (0, 0)
 }
 
 /// The seq of an entry as tavern renders it (`- seq: 41` on its first line).
