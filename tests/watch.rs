@@ -1936,3 +1936,65 @@ fn a_watcher_killed_before_saving_a_handled_change_does_not_start_its_activation
         "{lines:#?}"
     );
 }
+
+#[test]
+fn a_change_after_a_kill_is_not_taken_for_one_the_killed_watcher_had_handled() {
+    let b = TestBoard::new();
+    source(
+        &b,
+        "rec",
+        "watch: [solutions]\nrun: echo \"$TAVERN_EVENT\" {path} >> ran.txt\n",
+        "",
+    );
+    once(&b, &[]).0.ok();
+    let mut w = Watcher::start(&b, &[]);
+    // Binary: its external edits are logged without a diff, so no diff tells them apart.
+    b.write("solutions/t-1/blob.bin", b"v1\xff\xfe");
+    let seen = w.wait_for("the external edit", |v| {
+        v["event"] == "external-edit" && v["doc"] == "solutions/t-1/blob.bin"
+    });
+    let seq = seen["seq"].as_u64().unwrap().to_string();
+    w.wait_for("the activation to end", |v| v["event"] == "finished");
+    // Killed once it has recorded the change as handled, but with its log cursor still
+    // before its own entries (its appends do not wake it).
+    // Either it knows the entry as its own, or its saved cursor is past it.
+    let seq: u64 = seq.parse().unwrap();
+    let own = b.board().join(".state/watch/own");
+    let cursor = b.board().join(".state/watch/cursor");
+    let recorded = || {
+        let own = std::fs::read_to_string(&own).unwrap_or_default();
+        let read_up_to: u64 = std::fs::read_to_string(&cursor)
+            .ok()
+            .and_then(|t| t.split_whitespace().nth(1)?.parse().ok())
+            .unwrap_or(0);
+        own.lines().any(|l| l == seq.to_string()) || read_up_to >= seq
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !recorded() {
+        assert!(
+            Instant::now() < deadline,
+            "the handled change was never recorded"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    signal(w.pid(), "KILL");
+    w.wait_exit();
+
+    b.write("solutions/t-1/blob.bin", b"v2\xff\xfd\xfd");
+    let (out, lines) = once(&b, &[]);
+    out.ok();
+    assert!(
+        lines.iter().any(|l| l["event"] == "external-edit"),
+        "the second edit was not logged: {lines:#?}"
+    );
+    let edits = ops(&b.log(), "external-edit");
+    assert_eq!(edits.len(), 2, "{edits:#?}");
+    let blob = b.board().join("solutions/t-1/blob.bin");
+    assert_eq!(
+        lines_of(&b, "ran.txt"),
+        [
+            format!("created {}", blob.display()),
+            format!("changed {}", blob.display())
+        ]
+    );
+}

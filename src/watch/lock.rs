@@ -61,7 +61,7 @@ fn try_lock(board: &Board, path: &PathBuf, pid_path: &PathBuf) -> Result<File> {
             Ok(file)
         }
         Err(std::fs::TryLockError::WouldBlock) => {
-            let pid = std::fs::read_to_string(pid_path).unwrap_or_default();
+            let pid = snapshot::read_state(pid_path).unwrap_or_default();
             Err(Error::conflict(
                 board.rel(path),
                 format!(

@@ -607,7 +607,10 @@ impl Watch {
         let (again, waiting): (Vec<Activation>, Vec<Activation>) =
             std::mem::take(&mut self.sched.queue)
                 .into_iter()
-                .partition(|a| self.rec.started_before.contains(&(a.source.clone(), a.seq)));
+                .partition(|a| {
+                    let key = (a.source.clone(), a.doc.clone(), a.seq);
+                    self.rec.started_before.contains(&key)
+                });
         self.sched.queue = waiting;
         if again.is_empty() {
             return;

@@ -98,10 +98,14 @@ pub struct Reconciler {
     pub sources_changed: bool,
     /// Paths that changed while no watcher ran (hinted at start), until handled.
     catching_up: HashSet<String>,
-    /// (source, cause seq) of the activations another watcher process logged as started:
-    /// a watcher killed after starting one but before saving that its change was handled
-    /// sees the change again at the next start, and must not start it twice.
-    pub started_before: HashSet<(String, u64)>,
+    /// (source, document, cause seq) of the activations a previous watcher logged as
+    /// started, read at start: one killed after starting an activation but before saving
+    /// that its change was handled left the change to be seen again, and it must not start
+    /// twice. Entries read later are this process's own (or, after log.yaml was replaced,
+    /// about a log whose seqs mean something else).
+    pub started_before: HashSet<(String, String, u64)>,
+    /// Until the first catch-up with the log is done.
+    starting: bool,
 }
 
 /// After log.yaml was replaced, entries written up to this long before the last one read
@@ -130,12 +134,13 @@ impl Reconciler {
             // handled are known by their revs.
             _ => Cursor::default(),
         };
+        let own = snapshot::load_own(&board, cursor.seq);
         let mut r = Reconciler {
             board,
             snapshot,
             cursor,
             pending: HashMap::new(),
-            own: HashSet::new(),
+            own,
             hints: BTreeSet::new(),
             deferred: HashSet::new(),
             staged: HashMap::new(),
@@ -143,6 +148,7 @@ impl Reconciler {
             sources_changed: false,
             catching_up: HashSet::new(),
             started_before: HashSet::new(),
+            starting: true,
         };
         if first {
             r.baseline()?;
@@ -192,6 +198,7 @@ impl Reconciler {
 
     /// Marks everything hinted now as changed while no watcher ran, for the log's notes.
     pub fn mark_catching_up(&mut self) {
+        self.starting = false;
         self.catching_up = self.hints.iter().cloned().collect();
     }
 
@@ -281,11 +288,13 @@ impl Reconciler {
             }
             let own = self.own.remove(&e.seq);
             if !own
+                && self.starting
                 && e.op == "activation"
                 && e.to.as_deref() == Some("started")
                 && let Some(cause) = e.cause
             {
-                self.started_before.insert((e.actor.clone(), cause));
+                self.started_before
+                    .insert((e.actor.clone(), e.doc.clone(), cause));
             }
             if own || matches!(e.op.as_str(), "activation" | "alert") {
                 continue;
@@ -319,6 +328,13 @@ impl Reconciler {
             if let Err(e) = snapshot::write_shadow(&self.board, &rel, content.as_deref()) {
                 problems.push(format!("{rel}: cannot record it as handled: {e}"));
             }
+        }
+        // Only once every shadow is written: an unwritten one's change is handled again,
+        // and its external edit must then be recognised as already logged, not as own.
+        if problems.is_empty()
+            && let Err(e) = snapshot::save_own(&self.board, &self.own)
+        {
+            problems.push(format!("cannot record which log entries are its own: {e}"));
         }
         problems
     }

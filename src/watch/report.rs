@@ -49,8 +49,7 @@ fn metrics_path(board: &Board) -> std::path::PathBuf {
 
 impl Metrics {
     pub fn load(board: &Board) -> Metrics {
-        let mut m: Metrics = std::fs::read_to_string(metrics_path(board))
-            .ok()
+        let mut m: Metrics = super::snapshot::read_state(&metrics_path(board))
             .and_then(|t| serde_json::from_str(&t).ok())
             .unwrap_or_default();
         m.since.get_or_insert_with(Utc::now);

@@ -140,7 +140,7 @@ pub struct RunRecord {
 /// the record.
 pub fn take_lost(board: &Board) -> Vec<RunRecord> {
     let path = running_path(board);
-    let Ok(text) = std::fs::read_to_string(&path) else {
+    let Some(text) = super::snapshot::read_state(&path) else {
         return Vec::new();
     };
     let _ = std::fs::remove_file(&path);
@@ -154,7 +154,7 @@ pub fn take_lost(board: &Board) -> Vec<RunRecord> {
 /// may not have written to its output for longer than `watch.keep_runs`. A record a killed
 /// watcher left is spared too, until the next watcher takes it as lost.
 pub fn running_outputs(board: &Board) -> std::collections::HashSet<std::path::PathBuf> {
-    let Ok(text) = std::fs::read_to_string(running_path(board)) else {
+    let Some(text) = super::snapshot::read_state(&running_path(board)) else {
         return Default::default();
     };
     text.lines()
@@ -186,7 +186,7 @@ impl Scheduler {
     /// waiting when it stopped).
     pub fn load(board: &Board) -> Scheduler {
         let mut s = Scheduler::default();
-        if let Ok(text) = std::fs::read_to_string(queue_path(board)) {
+        if let Some(text) = super::snapshot::read_state(&queue_path(board)) {
             s.queue = text
                 .lines()
                 .filter_map(|l| serde_json::from_str::<Activation>(l).ok())

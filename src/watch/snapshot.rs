@@ -105,6 +105,43 @@ fn cursor_path(board: &Board) -> PathBuf {
     dir(board).join("cursor")
 }
 
+fn own_path(board: &Board) -> PathBuf {
+    dir(board).join("own")
+}
+
+/// Saves the seqs of the log entries the watcher wrote and has not read back yet, with the
+/// shadows of what it handled: at the next start those entries are known as its own, and
+/// not taken for news about changes the shadows already hold (the cursor is saved less
+/// often, and the watcher's own appends do not wake it to read past them).
+pub fn save_own(board: &Board, own: &std::collections::HashSet<u64>) -> Result<()> {
+    let mut seqs: Vec<u64> = own.iter().copied().collect();
+    seqs.sort_unstable();
+    let text: String = seqs.iter().map(|s| format!("{s}\n")).collect();
+    write_state(&own_path(board), text.as_bytes())
+}
+
+/// The seqs [`save_own`] saved, above `read_up_to` (those at or below it were read back).
+pub fn load_own(board: &Board, read_up_to: u64) -> std::collections::HashSet<u64> {
+    let Some(text) = read_state(&own_path(board)) else {
+        return Default::default();
+    };
+    text.split_whitespace()
+        .filter_map(|s| s.parse().ok())
+        .filter(|&s| s > read_up_to)
+        .collect()
+}
+
+/// Reads a state file, if it is a regular file: anything else (a FIFO would block) is
+/// taken as missing.
+pub fn read_state(path: &Path) -> Option<String> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    let bytes = std::fs::read(path).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 pub fn shadow_path(board: &Board, rel: &str) -> PathBuf {
     dir(board).join("shadow").join(rel)
 }
@@ -151,7 +188,7 @@ impl Snapshot {
     /// Loads the snapshot written by the last run (an unreadable one is an empty one:
     /// every file is then compared with its shadow).
     pub fn load(board: &Board) -> Snapshot {
-        let Ok(text) = std::fs::read_to_string(snapshot_path(board)) else {
+        let Some(text) = read_state(&snapshot_path(board)) else {
             return Snapshot::default();
         };
         let mut files = HashMap::new();
@@ -182,7 +219,12 @@ impl Snapshot {
 
 /// The last content the watcher handled of `rel`, or None if it had none.
 pub fn read_shadow(board: &Board, rel: &str) -> Option<Vec<u8>> {
-    std::fs::read(shadow_path(board, rel)).ok()
+    let path = shadow_path(board, rel);
+    // Only a regular file: a FIFO put there would block the watcher.
+    if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
+    std::fs::read(path).ok()
 }
 
 /// A shadow of the first start, written in place: until the snapshot is saved at its end,
@@ -255,7 +297,7 @@ const TAIL: u64 = 256;
 
 impl Cursor {
     pub fn load(board: &Board) -> Option<Cursor> {
-        let text = std::fs::read_to_string(cursor_path(board)).ok()?;
+        let text = read_state(&cursor_path(board))?;
         let mut parts = text.split_whitespace();
         let offset = parts.next()?.parse().ok()?;
         let seq = parts.next()?.parse().ok()?;
