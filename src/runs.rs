@@ -21,9 +21,22 @@ fn dir(board: &Board) -> PathBuf {
     board.state_dir().join("runs")
 }
 
+/// Refuses a `.state/runs` that is a symlink (or not a directory): its target's files
+/// would be written, and removed by the pruning, wherever it points.
+fn refuse_unless_real_dir(board: &Board, dir: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(meta) if !meta.is_dir() => Err(Error::conflict(
+            board.rel(dir),
+            "is a symbolic link or not a directory: run outputs are written and removed only in a real directory; remove it and tavern makes one",
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Creates the output file `name` for a command; returns it open for writing.
 pub fn create(board: &Board, name: &str) -> Result<(File, PathBuf)> {
     let dir = dir(board);
+    refuse_unless_real_dir(board, &dir)?;
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, "create directory", e))?;
     let path = dir.join(name);
     let file = File::create(&path).map_err(|e| Error::io(&path, "create", e))?;
@@ -73,6 +86,7 @@ pub fn keep(board: &Board) -> Duration {
 /// directory are considered: a symlink or a directory someone put there is left alone.
 pub fn prune(board: &Board, keep: Duration, spare: &HashSet<PathBuf>) -> Result<usize> {
     let dir = dir(board);
+    refuse_unless_real_dir(board, &dir)?;
     let entries = match std::fs::read_dir(&dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),

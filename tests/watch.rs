@@ -1853,11 +1853,66 @@ fn a_pause_directory_pauses_and_resume_removes_it_only_when_empty() {
     );
     assert_eq!(b.log().len(), before, "a refused resume logs nothing");
 
+    // `pause` cannot write its reason over it either.
+    b.run(&["pause", "deploy"])
+        .code(3)
+        .stderr_has("cannot pause: control/PAUSE is a directory with files in it");
+    assert_eq!(b.log().len(), before);
+
     std::fs::remove_file(pause.join("notes.txt")).unwrap();
     b.run(&["resume"]).ok();
     assert!(!pause.exists());
     assert_eq!(ops(&b.log(), "resume").len(), 1);
     b.run(&["claim", "--next"]).code(4);
+    // An empty one makes way for the reason.
+    std::fs::create_dir(&pause).unwrap();
+    b.run(&["pause", "deploy"]).ok();
+    assert_eq!(b.read("control/PAUSE"), "deploy\n");
+}
+
+#[test]
+fn sweep_never_follows_a_symlinked_runs_directory_nor_blocks_on_a_fifo() {
+    let b = board_keeping_runs_for_an_hour();
+    let elsewhere = b.root().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("notes.txt"), "keep me\n").unwrap();
+    age(&elsewhere.join("notes.txt"), Duration::from_secs(3 * 3600));
+    let state = b.board().join(".state");
+    std::fs::create_dir_all(state.join("watch")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, state.join("runs")).unwrap();
+    // A FIFO where the record of running activations is: read, it would never end.
+    let fifo = state.join("watch/running");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut child = b
+        .cmd(&["sweep"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("sweep blocked on the FIFO");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: .state/runs: is a symbolic link or not a directory: run outputs are written and removed only in a real directory; remove it and tavern makes one\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(elsewhere.join("notes.txt")).unwrap(),
+        "keep me\n"
+    );
 }
 
 /// Copies a directory tree (files and directories only), for putting watch state back.

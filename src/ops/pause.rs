@@ -38,6 +38,10 @@ pub fn pause(board: &Board, actor: &str, reason: &str) -> Result<Option<Entry>> 
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
     }
+    // A file cannot be renamed over a directory: an empty one makes way for the reason.
+    if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+        remove_pause(board, &path, "pause")?;
+    }
     store::write_atomic(&path, after.as_bytes())?;
     let diff = log::diff(before.as_deref().unwrap_or(""), &after);
     logged(board, actor, "pause", reason, diff)
@@ -53,7 +57,7 @@ pub fn resume(board: &Board, actor: &str) -> Result<Option<Entry>> {
         // A symlink is removed itself, never read (its target could be any file).
         PauseFile::NotAFile => String::new(),
     };
-    remove_pause(board, &path)?;
+    remove_pause(board, &path, "resume")?;
     let note = format!("was paused: {}", before.trim());
     logged(board, actor, "resume", note, log::diff(&before, ""))
 }
@@ -61,7 +65,7 @@ pub fn resume(board: &Board, actor: &str) -> Result<Option<Entry>> {
 /// Removes control/PAUSE, whatever it is. An empty directory (`mkdir control/PAUSE`
 /// pauses too) goes like a file; one with files in it is refused, since removing it
 /// would delete what someone put there.
-fn remove_pause(board: &Board, path: &std::path::Path) -> Result<()> {
+fn remove_pause(board: &Board, path: &std::path::Path, command: &str) -> Result<()> {
     let is_dir = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir());
     if !is_dir {
         return std::fs::remove_file(path).map_err(|e| Error::io(path, "remove", e));
@@ -70,8 +74,10 @@ fn remove_pause(board: &Board, path: &std::path::Path) -> Result<()> {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty => Err(Error::conflict(
             board.rel(path),
-            "cannot resume: control/PAUSE is a directory with files in it; move them \
-             elsewhere and remove the directory, which is what pauses the board",
+            format!(
+                "cannot {command}: control/PAUSE is a directory with files in it; move them \
+                 elsewhere and remove the directory, which is what pauses the board"
+            ),
         )),
         Err(e) => Err(Error::io(path, "remove", e)),
     }
