@@ -146,7 +146,8 @@ fn parse_since(since: Option<&str>) -> Result<Since> {
             Err(_) => {
                 let now = crate::time::now();
                 let t = crate::time::parse_time(s, now)
-                    .or_else(|| crate::time::parse_duration(s).and_then(|d| now.checked_sub_signed(d)))
+                    // A bare duration means that long ago, as `-2h` does.
+                    .or_else(|| crate::time::parse_time(&format!("-{s}"), now))
                     .ok_or_else(|| Error::usage(format!("--since '{s}': expected a seq number, an RFC 3339 time, a date, or a relative time like -2h")))?;
                 Since::Time(t)
             }

@@ -44,7 +44,7 @@ impl WatchLock {
     }
 }
 
-fn try_lock(board: &Board, path: &PathBuf, pid_path: &Path) -> Result<File> {
+fn try_lock(board: &Board, path: &Path, pid_path: &Path) -> Result<File> {
     let dir = path.parent().unwrap_or(path);
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
     let file = std::fs::OpenOptions::new()

@@ -608,8 +608,9 @@ impl Watch {
             std::mem::take(&mut self.sched.queue)
                 .into_iter()
                 .partition(|a| {
-                    let key = (a.source.clone(), a.doc.clone(), a.seq);
-                    self.rec.started_before.contains(&key)
+                    self.rec.started_before.get(&a.seq).is_some_and(|pairs| {
+                        pairs.iter().any(|(s, d)| *s == a.source && *d == a.doc)
+                    })
                 });
         self.sched.queue = waiting;
         if again.is_empty() {

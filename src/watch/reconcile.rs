@@ -98,12 +98,12 @@ pub struct Reconciler {
     pub sources_changed: bool,
     /// Paths that changed while no watcher ran (hinted at start), until handled.
     catching_up: HashSet<String>,
-    /// (source, document, cause seq) of the activations a previous watcher logged as
-    /// started, read at start: one killed after starting an activation but before saving
+    /// The activations a previous watcher logged as started, by cause seq: (source,
+    /// document) pairs. Read at start: one killed after starting an activation but before saving
     /// that its change was handled left the change to be seen again, and it must not start
     /// twice. Entries read later are this process's own (or, after log.yaml was replaced,
     /// about a log whose seqs mean something else).
-    pub started_before: HashSet<(String, String, u64)>,
+    pub started_before: HashMap<u64, Vec<(String, String)>>,
     /// Until the first catch-up with the log is done.
     starting: bool,
 }
@@ -147,7 +147,7 @@ impl Reconciler {
             notices: Vec::new(),
             sources_changed: false,
             catching_up: HashSet::new(),
-            started_before: HashSet::new(),
+            started_before: HashMap::new(),
             starting: true,
         };
         if first {
@@ -294,7 +294,9 @@ impl Reconciler {
                 && let Some(cause) = e.cause
             {
                 self.started_before
-                    .insert((e.actor.clone(), e.doc.clone(), cause));
+                    .entry(cause)
+                    .or_default()
+                    .push((e.actor.clone(), e.doc.clone()));
             }
             if own || matches!(e.op.as_str(), "activation" | "alert") {
                 continue;

@@ -139,11 +139,14 @@ pub struct RunRecord {
 /// The activations a previous watcher left running (it was killed or crashed), emptying
 /// the record.
 pub fn take_lost(board: &Board) -> Vec<RunRecord> {
-    let path = running_path(board);
-    let Some(text) = super::snapshot::read_state(&path) else {
-        return Vec::new();
-    };
-    let _ = std::fs::remove_file(&path);
+    let lost = read_running(board);
+    let _ = std::fs::remove_file(running_path(board));
+    lost
+}
+
+/// The record of what runs, one JSON line per activation (unreadable lines skipped).
+fn read_running(board: &Board) -> Vec<RunRecord> {
+    let text = super::snapshot::read_state(&running_path(board)).unwrap_or_default();
     text.lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect()
@@ -154,11 +157,8 @@ pub fn take_lost(board: &Board) -> Vec<RunRecord> {
 /// may not have written to its output for longer than `watch.keep_runs`. A record a killed
 /// watcher left is spared too, until the next watcher takes it as lost.
 pub fn running_outputs(board: &Board) -> std::collections::HashSet<std::path::PathBuf> {
-    let Some(text) = super::snapshot::read_state(&running_path(board)) else {
-        return Default::default();
-    };
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<RunRecord>(l).ok())
+    read_running(board)
+        .into_iter()
         .map(|r| board.root.join(r.output))
         .collect()
 }

@@ -131,15 +131,18 @@ pub fn load_own(board: &Board, read_up_to: u64) -> std::collections::HashSet<u64
         .collect()
 }
 
-/// Reads a state file, if it is a regular file: anything else (a FIFO would block) is
-/// taken as missing.
+/// Reads a state file as text, if it is a regular file: anything else (a FIFO would
+/// block) is taken as missing.
 pub fn read_state(path: &Path) -> Option<String> {
-    let meta = std::fs::symlink_metadata(path).ok()?;
-    if !meta.is_file() {
+    read_if_regular(path).map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// A file's bytes, if it is a regular file (never opened otherwise).
+fn read_if_regular(path: &Path) -> Option<Vec<u8>> {
+    if !std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
         return None;
     }
-    let bytes = std::fs::read(path).ok()?;
-    Some(String::from_utf8_lossy(&bytes).into_owned())
+    std::fs::read(path).ok()
 }
 
 pub fn shadow_path(board: &Board, rel: &str) -> PathBuf {
@@ -219,12 +222,7 @@ impl Snapshot {
 
 /// The last content the watcher handled of `rel`, or None if it had none.
 pub fn read_shadow(board: &Board, rel: &str) -> Option<Vec<u8>> {
-    let path = shadow_path(board, rel);
-    // Only a regular file: a FIFO put there would block the watcher.
-    if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
-        return None;
-    }
-    std::fs::read(path).ok()
+    read_if_regular(&shadow_path(board, rel))
 }
 
 /// A shadow of the first start, written in place: until the snapshot is saved at its end,
