@@ -92,6 +92,12 @@ pub enum Error {
     Paused {
         reason: String,
     },
+    /// A git command that tavern ran failed; `message` is git's own.
+    Git {
+        command: String,
+        dir: PathBuf,
+        message: String,
+    },
 }
 
 impl Error {
@@ -131,7 +137,7 @@ impl Error {
 
     pub fn kind(&self) -> Kind {
         match self {
-            Error::Io { .. } => Kind::Other,
+            Error::Io { .. } | Error::Git { .. } => Kind::Other,
             Error::NoBoard { .. } | Error::BoardNotADir { .. } | Error::NotFound { .. } => {
                 Kind::NotFound
             }
@@ -154,7 +160,8 @@ impl Error {
             Error::Io { path, .. }
             | Error::BoardNotADir { path }
             | Error::InvalidDoc { path, .. }
-            | Error::Conflict { path, .. } => Some(path),
+            | Error::Conflict { path, .. }
+            | Error::Git { dir: path, .. } => Some(path),
             _ => None,
         }
     }
@@ -204,6 +211,11 @@ impl fmt::Display for Error {
             Error::InvalidDoc { path, problem } => write!(f, "{}: {problem}", path.display()),
             Error::InvalidInput { message } | Error::Usage { message } => f.write_str(message),
             Error::Conflict { path, message } => write!(f, "{}: {message}", path.display()),
+            Error::Git {
+                command,
+                dir,
+                message,
+            } => write!(f, "`{command}` failed in {}: {message}", dir.display()),
             Error::Paused { reason } => {
                 write!(
                     f,

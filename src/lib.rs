@@ -19,6 +19,7 @@ pub mod query;
 pub mod runs;
 pub mod scan;
 pub mod store;
+pub mod sync;
 pub mod time;
 pub mod watch;
 pub mod workflow;
