@@ -6,6 +6,7 @@ mod util;
 mod agents;
 mod archive;
 mod bad_input;
+mod clones;
 mod cmd_basics;
 mod cmd_check;
 mod cmd_claim;
@@ -30,6 +31,7 @@ mod sources;
 mod summary;
 mod teamwork;
 mod watch;
+mod worktrees;
 
 #[test]
 fn every_test_file_is_included() {

@@ -3,6 +3,8 @@
 //! module says whether a board is connected to a remote.
 
 pub mod git;
+pub mod repo;
+pub mod status;
 
 use crate::board::Board;
 use crate::error::Result;
