@@ -93,7 +93,7 @@ pub fn transition(
         claims::remote(board)?
     };
     let mut lost: Option<Error> = None;
-    let mut pushed: Option<claims::Pushed> = None;
+    let mut pushed: Option<Box<claims::Pushed>> = None;
     let result = mutate(board, Region::Tasks, id, |doc| {
         if let Some(rev) = checked_rev
             && doc.rev() != rev

@@ -160,7 +160,7 @@ pub struct Pushed {
 /// What the remote said.
 #[derive(Clone, Debug)]
 pub enum Confirmed {
-    Pushed(Pushed),
+    Pushed(Box<Pushed>),
     /// Another record holds the task (or it is final, or it was taken from this actor):
     /// this clone's copy must become the record's state, and the step fails with exit 3.
     Lost {
@@ -327,6 +327,9 @@ enum PushResult {
     Done,
     /// The lease did not hold: the remote's ref is not what we expected.
     Stale,
+    /// The remote could not update the ref: another push held its lock, or (rarely) the
+    /// remote is broken. Retried after a fetch; said as unconfirmed if it persists.
+    Busy(String),
     /// Could not reach the remote, or it refused (a hook, permissions).
     Failed(String),
 }
@@ -370,6 +373,9 @@ fn push_result(out: &Output, name: &str) -> PushResult {
     }
     match line {
         Some(l) if l.contains("(stale info)") => PushResult::Stale,
+        Some(l) if l.contains("(failed to update ref)") || l.contains("(failed to lock)") => {
+            PushResult::Busy(l.split('\t').nth(2).unwrap_or(l).trim().to_string())
+        }
         Some(l) => PushResult::Failed(l.split('\t').nth(2).unwrap_or(l).trim().to_string()),
         None => PushResult::Failed(first_line(&out.stderr)),
     }
@@ -453,6 +459,7 @@ pub fn confirm(board: &Board, remote: &str, step: &Step) -> Result<Confirmed> {
         known = refresh(board, step, remote)?;
         fresh = true;
     }
+    let mut busy = None;
     for _ in 0..MAX_ATTEMPTS {
         let now = crate::time::now();
         let decision = decide(board, step, known.as_ref(), now);
@@ -504,21 +511,30 @@ pub fn confirm(board: &Board, remote: &str, step: &Step) -> Result<Confirmed> {
         )? {
             PushResult::Done => {
                 let _ = g.output(&["update-ref", &ref_name(step.task), &record.sha], None)?;
-                return Ok(Confirmed::Pushed(Pushed {
+                return Ok(Confirmed::Pushed(Box::new(Pushed {
                     remote: remote.to_string(),
                     record,
                     previous: known,
                     took_over,
-                }));
+                })));
             }
             PushResult::Stale => {
                 known = refresh(board, step, remote)?;
                 fresh = true;
+                busy = None;
+            }
+            PushResult::Busy(why) => {
+                known = refresh(board, step, remote)?;
+                fresh = true;
+                busy = Some(why);
             }
             PushResult::Failed(why) => {
                 return Err(unconfirmed(board, step, remote, &why));
             }
         }
+    }
+    if let Some(why) = busy {
+        return Err(unconfirmed(board, step, remote, &why));
     }
     Err(Error::conflict(
         board.rel(&board.doc_path(crate::doc::Region::Tasks, step.task)),
@@ -693,7 +709,7 @@ pub fn renew(board: &Board, agent: &str) -> Result<Renewed> {
                 let _ = g.output(&["update-ref", &ref_name(&r.task), &r.sha], None)?;
                 done.renewed.push(r.task);
             }
-            PushResult::Stale => done.lost.push(r.task),
+            PushResult::Stale | PushResult::Busy(_) => done.lost.push(r.task),
             PushResult::Failed(why) => {
                 let step = Step {
                     task: &r.task,
