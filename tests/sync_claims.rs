@@ -580,3 +580,44 @@ fn offline_claims_exit_7_unless_local() {
     net.run(0, &["start", "t00", "--as", "a"]).ok();
     assert_eq!(net.records()["t00"], ("a".into(), "working".into(), 1));
 }
+
+/// What `tavern sync` runs after fetching: every clone's copy of every task follows the
+/// remote's claim records, so a clone that never tried a task agrees with the winner; a
+/// task moved here after its record (a `--local` move) keeps its local state.
+#[test]
+fn reconcile_makes_a_clone_agree_with_the_remote_records() {
+    let net = Net::new(3, 2);
+    net.run(0, &["claim", "t00", "--as", "a"]).ok();
+    net.run(0, &["start", "t00", "--as", "a"]).ok();
+    net.run(0, &["claim", "t01", "--as", "a"]).ok();
+    net.run(0, &["release", "t01", "--as", "a"]).ok();
+    // c1 claimed t01 alone (before the release above was fetched) and t02 is untouched.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    net.run(1, &["claim", "t01", "--as", "b", "--local"]).ok();
+    let board = tavern::board::Board::open(&net.clone_dir(1).join(".tavern")).unwrap();
+    let records = tavern::sync::claims::fetch_all(&board).unwrap();
+    assert_eq!(
+        records
+            .iter()
+            .map(|r| (r.task.as_str(), r.agent.as_str(), r.state.as_str()))
+            .collect::<Vec<_>>(),
+        [("t00", "a", "working"), ("t01", "", "pending")]
+    );
+    assert_eq!(tavern::sync::claims::reconcile(&board).unwrap(), ["t00"]);
+    assert_eq!(
+        net.task_state(1, "t00"),
+        ("working".into(), Some("a".into()))
+    );
+    assert_eq!(
+        net.task_state(1, "t01"),
+        ("claimed".into(), Some("b".into()))
+    );
+    assert_eq!(net.task_state(1, "t02"), ("pending".into(), None));
+    let log = net.read(1, "log.yaml");
+    assert!(
+        log.contains("actor: tavern-sync\n  op: remote-claim\n  doc: tasks/t00.md"),
+        "{log}"
+    );
+    // A second run changes nothing.
+    assert!(tavern::sync::claims::reconcile(&board).unwrap().is_empty());
+}

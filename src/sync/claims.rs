@@ -726,6 +726,41 @@ pub fn renew(board: &Board, agent: &str) -> Result<Renewed> {
     Ok(done)
 }
 
+/// The actor the log names when a sync makes a task follow the remote's record.
+pub const SYNC_ACTOR: &str = "tavern-sync";
+
+/// Makes every task of this clone say what the remote's record of it (as last fetched,
+/// see [`fetch_all`]) says: state and holder. A task changed here after its record was
+/// written (a `--local` move) keeps its local state; its next confirmed move settles it.
+/// Returns the ids of the tasks that changed, each logged as a `remote-claim` entry.
+pub fn reconcile(board: &Board) -> Result<Vec<String>> {
+    let remote = remote(board)?.unwrap_or_default();
+    let mut changed = Vec::new();
+    for record in all_known(board)? {
+        if crate::id::validate(&record.task).is_err() {
+            continue;
+        }
+        let path = board.doc_path(crate::doc::Region::Tasks, &record.task);
+        if !path.exists() {
+            continue;
+        }
+        let outcome = crate::ops::mutate(board, crate::doc::Region::Tasks, &record.task, |doc| {
+            let local_later = doc
+                .str("updated_at")
+                .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+                .is_some_and(|t| t.with_timezone(&Utc) > record.at);
+            if local_later {
+                return Ok(None);
+            }
+            Ok(follow(board, doc, SYNC_ACTOR, &remote, &record))
+        })?;
+        if outcome.changed() {
+            changed.push(record.task);
+        }
+    }
+    Ok(changed)
+}
+
 /// Every record on the remote, fetched into this clone's copies (copies of records the
 /// remote no longer has are removed).
 pub fn fetch_all(board: &Board) -> Result<Vec<Record>> {
