@@ -29,8 +29,10 @@ mod questions;
 mod roundtrip;
 mod sources;
 mod summary;
+mod sync_claims;
 mod teamwork;
 mod watch;
+mod watch_feed;
 mod worktrees;
 
 #[test]
