@@ -141,6 +141,9 @@ pub struct ArchiveArgs {
     /// Only documents not updated for this long (e.g. 30d)
     #[arg(long, value_name = "DURATION")]
     pub older_than: Option<String>,
+    /// Only say what would move; move nothing
+    #[arg(long, short = 'n')]
+    pub dry_run: bool,
 }
 
 /// `archive`: moves finished documents (terminal tasks, resolved or rejected findings,
@@ -158,6 +161,22 @@ pub fn archive(ctx: &Ctx, a: ArchiveArgs) -> Result<ExitCode> {
             })
         })
         .transpose()?;
+    if a.dry_run {
+        let docs = crate::ops::archive::candidates(&board, &query, older)?;
+        if ctx.global.json {
+            let paths: Vec<String> = docs.iter().map(|d| d.rel_path()).collect();
+            output::json_line(&json!({"dry_run": true, "would_move": paths}))?;
+        } else {
+            for d in &docs {
+                line(&format!(
+                    "{}: would move to archive/{}",
+                    d.rel_path(),
+                    d.rel_path()
+                ))?;
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let moved = crate::ops::archive::archive(&board, &actor, &query, older)?;
     if ctx.global.json {
         output::json_line(&json!({"moved": moved}))?;

@@ -178,7 +178,7 @@ pub fn show(ctx: &Ctx, a: ShowArgs) -> Result<ExitCode> {
 
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    /// A region (tasks, observations, questions) and/or query terms: status=pending priority<=1 tag:parser …
+    /// Regions (tasks, observations, questions, archive) and query terms, in any order: status=pending priority<=1 tag:parser "a phrase" …
     #[arg(value_name = "[REGION] QUERY")]
     pub terms: Vec<String>,
     /// Include archived documents
@@ -188,14 +188,8 @@ pub struct ListArgs {
 
 pub fn list(ctx: &Ctx, a: ListArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
-    let mut terms = a.terms;
-    let mut regions: Vec<Region> = Vec::new();
-    if let Some(r) = terms.first().and_then(|t| Region::parse(t)) {
-        regions.push(r);
-        terms.remove(0);
-    }
-    let query = Query::parse(&terms)?;
-    regions.extend(query.regions());
+    let query = Query::parse(&a.terms)?;
+    let mut regions = query.regions();
     if regions.is_empty() {
         regions = Region::ALL.to_vec();
     }
@@ -203,8 +197,13 @@ pub fn list(ctx: &Ctx, a: ListArgs) -> Result<ExitCode> {
     regions.dedup();
     let now = crate::time::now();
     // Filter while reading: a big board is never held in memory whole.
-    let mut scanned = scan::scan_matching(&board, &regions, |d| query.matches(d, now))?;
-    if a.archived {
+    // `list archive` lists only the archive; `--archived` adds it to the board.
+    let mut scanned = if query.archived() {
+        scan::Scan::default()
+    } else {
+        scan::scan_matching(&board, &regions, |d| query.matches(d, now))?
+    };
+    if a.archived || query.archived() {
         let old = scan::scan_archive(&board, &regions, |d| query.matches(d, now))?;
         scanned.docs.extend(old.docs);
         scanned.skipped.extend(old.skipped);

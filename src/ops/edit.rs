@@ -168,7 +168,7 @@ pub fn edit(
                     let had = doc.list("depends_on");
                     for dep in deps.iter().filter(|d| !had.contains(d)) {
                         crate::id::validate(dep)?;
-                        if !board.doc_path(Region::Tasks, dep).exists() {
+                        if !super::graph::task_exists(board, dep) {
                             return Err(Error::NotFound {
                                 what: format!("task '{dep}' (named in depends_on)"),
                                 hint: "`tavern list tasks` shows the tasks on the board".into(),

@@ -65,7 +65,7 @@ pub fn create(
             if Some(dep) == spec.id.as_ref() {
                 return Err(Error::input(format!("task {dep} cannot depend on itself")));
             }
-            if !board.doc_path(Region::Tasks, dep).exists() {
+            if !super::graph::task_exists(board, dep) {
                 return Err(Error::NotFound {
                     what: format!("task '{dep}' (named in --depends-on)"),
                     hint: "`tavern list tasks` shows the tasks on the board".into(),

@@ -290,7 +290,7 @@ fn unblock_waiting(
             continue;
         }
         let opts = Options {
-            force: true,
+            answered: true,
             note: Some(format!("unblocked: {qid} answered")),
             ..Options::default()
         };

@@ -57,3 +57,34 @@ pub fn resolve(board: &Board, reference: &str, regions: &[Region]) -> Result<(Re
         }),
     }
 }
+
+/// Resolves a reference that must name a document of `want` for `what` (a command): a
+/// document found in another region is not "not found", it is the wrong kind, and the
+/// error says which kind it is.
+pub fn resolve_kind(board: &Board, reference: &str, want: Region, what: &str) -> Result<String> {
+    match resolve(board, reference, &[want]) {
+        Ok((_, id)) => Ok(id),
+        Err(e @ Error::NotFound { .. }) => {
+            let others: Vec<Region> = Region::ALL.into_iter().filter(|r| *r != want).collect();
+            match resolve(board, reference, &others) {
+                Ok((region, id)) => Err(Error::usage(format!(
+                    "{id} is {} {}, not {} {}: {what}",
+                    article(region.kind()),
+                    region.kind(),
+                    article(want.kind()),
+                    want.kind()
+                ))),
+                Err(_) => Err(e),
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn article(word: &str) -> &'static str {
+    if word.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    }
+}
