@@ -126,6 +126,9 @@ impl Board {
             if dir.join(BOARD_DIR).join("board.yaml").is_file() {
                 return Board::open(&dir.join(BOARD_DIR));
             }
+            if std::fs::symlink_metadata(&dir).is_err() {
+                return Err(Error::NoSuchBoardDir { path: dir });
+            }
             return Err(Error::BoardNotADir { path: dir });
         }
         let mut at = Some(cwd);

@@ -165,10 +165,7 @@ impl Query {
     pub fn matches_in(&self, doc: &Document, region: Option<Region>, now: DateTime<Utc>) -> bool {
         let regions = self.regions();
         (regions.is_empty() || region.is_some_and(|r| regions.contains(&r)))
-            && self
-                .terms
-                .iter()
-                .all(|t| term_matches(t, doc, region, now))
+            && self.terms.iter().all(|t| term_matches(t, doc, region, now))
     }
 }
 

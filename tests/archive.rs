@@ -148,7 +148,11 @@ fn archive_dry_run_moves_nothing_and_list_archived_marks_the_archived_rows() {
         b.run(&["archive", "--dry-run", "--json"]).ok().json(),
         serde_json::json!({"dry_run": true, "would_move": ["tasks/t-done.md"]})
     );
-    assert_eq!(crate::util::snapshot(&b), before, "a dry run changes nothing");
+    assert_eq!(
+        crate::util::snapshot(&b),
+        before,
+        "a dry run changes nothing"
+    );
     b.run(&["archive"]).ok();
     let out = b.run(&["list", "tasks", "--archived"]);
     out.ok().stdout_is(
@@ -156,7 +160,10 @@ fn archive_dry_run_moves_nothing_and_list_archived_marks_the_archived_rows() {
          t-done  cancelled (archived)  2    -      Done one\n\
          t-open  pending               2    -      Open one\n",
     );
-    let json = b.run(&["list", "tasks", "--archived", "--json"]).ok().json();
+    let json = b
+        .run(&["list", "tasks", "--archived", "--json"])
+        .ok()
+        .json();
     assert_eq!(json["documents"][0]["archived"], true);
     assert_eq!(json["documents"][1].get("archived"), None);
 }

@@ -363,7 +363,10 @@ fn query_terms_without_next_suggest_next() {
 #[test]
 fn an_explicit_claim_honours_the_tasks_needs() {
     let b = TestBoard::new();
-    b.task("Rust work", &["--id", "t-rust", "--set", "needs=[rust, unsafe]"]);
+    b.task(
+        "Rust work",
+        &["--id", "t-rust", "--set", "needs=[rust, unsafe]"],
+    );
     b.run(&[
         "agent",
         "register",

@@ -162,8 +162,14 @@ fn regions_by_name_alias_and_term() {
         ["obs-1", "q-1"]
     );
     assert_eq!(list(&b, &["observations", "questions"]), ["obs-1", "q-1"]);
-    assert_eq!(list(&b, &["priority<=1", "tasks"]), ["t-crit", "t-old", "t-zed", "t-new"]);
-    assert_eq!(list(&b, &["tag:parser", "tasks", "observations"]), ["t-old", "t-new"]);
+    assert_eq!(
+        list(&b, &["priority<=1", "tasks"]),
+        ["t-crit", "t-old", "t-zed", "t-new"]
+    );
+    assert_eq!(
+        list(&b, &["tag:parser", "tasks", "observations"]),
+        ["t-old", "t-new"]
+    );
     assert_eq!(list(&b, &["questions", "region=questions"]), ["q-1"]);
     // A region word as text needs quotes.
     assert_eq!(list(&b, &["\"work\"", "tasks"]), ["t-old", "t-new"]);

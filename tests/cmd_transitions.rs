@@ -472,9 +472,16 @@ fn reopen_brings_a_finished_task_back_to_pending() {
         b.run(&[step, "t-re", "--as", "coder"]).ok();
     }
     // Anyone may reopen (a human who found it was not done after all); the claim is gone.
-    b.run(&["reopen", "t-re", "--as", "alice", "--note", "the fix regressed"])
-        .ok()
-        .stdout_is("reopened t-re (rev 5, pending)\n");
+    b.run(&[
+        "reopen",
+        "t-re",
+        "--as",
+        "alice",
+        "--note",
+        "the fix regressed",
+    ])
+    .ok()
+    .stdout_is("reopened t-re (rev 5, pending)\n");
     let text = b.read("tasks/t-re.md");
     assert!(
         text.contains("status: pending\n") && !text.contains("claimed_by"),

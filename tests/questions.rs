@@ -55,6 +55,36 @@ fn ask_creates_the_question_and_blocks_the_working_task() {
 }
 
 #[test]
+fn a_question_without_a_body_says_what_is_asked() {
+    let b = board_with_working_task();
+    b.run(&[
+        "ask",
+        "Which database?",
+        "--options",
+        "pg,sqlite",
+        "--blocks",
+        "t-a",
+        "--context",
+        "storage",
+        "--id",
+        "q-db",
+        "--as",
+        "coder",
+    ])
+    .ok();
+    assert!(b.read("questions/q-db.md").ends_with(
+        "---\n\n## Question\n\nWhich database?\n\n## Options\n\n- pg\n- sqlite\n\n## Blocks\n\nt-a\n\n## Context\n\nstorage\n"
+    ));
+    ask_permission(&b);
+    assert!(b.read("questions/q-p.md").ends_with(
+        "---\n\n## Permission\n\n- capability: network\n- resource: github.com\n- reason: fetch dependencies\n"
+    ));
+    b.run(&["new", "question", "--title", "Plain?", "--id", "q-plain"])
+        .ok();
+    assert!(b.read("questions/q-plain.md").ends_with("\nrev: 1\n---\n"));
+}
+
+#[test]
 fn ask_json_prints_the_document() {
     let b = TestBoard::new();
     let out = b.run(&["ask", "Why?", "--id", "q-why", "--json"]);
@@ -115,10 +145,14 @@ fn answer_records_it_and_unblocks_the_task() {
     assert_eq!(last.get("force"), None);
     assert_eq!(last["note"], "unblocked: q-1 answered");
     let seq = last["seq"].to_string();
-    b.run(&["log", "--since", &(last["seq"].as_u64().unwrap() - 1).to_string()])
-        .ok()
-        .stdout_has(&format!("{seq} "))
-        .stdout_has("unblock blocked -> working rev 5 — unblocked: q-1 answered\n");
+    b.run(&[
+        "log",
+        "--since",
+        &(last["seq"].as_u64().unwrap() - 1).to_string(),
+    ])
+    .ok()
+    .stdout_has(&format!("{seq} "))
+    .stdout_has("unblock blocked -> working rev 5 — unblocked: q-1 answered\n");
     // Only an open question can be answered.
     b.run(&["answer", "q-1", "again"])
         .code(3)
@@ -346,7 +380,11 @@ fn a_human_at_a_terminal_decides_after_typing_the_id() {
         eprintln!("`script` (util-linux) is not installed: the terminal path is not tested");
         return;
     };
-    out.code(3).stdout_has("type q-p to approve: ");
+    // The prompt shows what is being decided before asking for the id.
+    out.code(3).stdout_has(
+        "permission request q-p from coder\r\n  capability: network\r\n  resource:   github.com\r\n  reason:     fetch dependencies\r\n  preview:\r\n    ## Permission\r\n",
+    );
+    out.stdout_has("type q-p to approve: ");
     out.stdout_has("the confirmation did not match");
     assert!(b.read("questions/q-p.md").contains("status: open\n"));
 

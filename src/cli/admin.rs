@@ -14,6 +14,10 @@ use crate::error::{Error, Result};
 pub struct InitArgs {
     /// The project directory to create .tavern/ in [default: the working directory]
     pub dir: Option<PathBuf>,
+    /// Create a board even inside the project of another one (which it then hides from
+    /// commands run below this directory)
+    #[arg(long)]
+    pub nested: bool,
 }
 
 pub fn init(ctx: &Ctx, a: InitArgs) -> Result<ExitCode> {
@@ -36,6 +40,21 @@ pub fn init(ctx: &Ctx, a: InitArgs) -> Result<ExitCode> {
             what: format!("directory {}", project.display()),
             hint: "create it first".into(),
         });
+    }
+    // A board inside another board's project would silently take over every command run
+    // below it: refuse unless asked for.
+    if !a.nested
+        && !project.join(crate::board::BOARD_DIR).exists()
+        && let Some(parent) = project.parent()
+        && let Ok(outer) = crate::board::Board::discover(None, parent)
+    {
+        return Err(Error::conflict(
+            &outer.root,
+            format!(
+                "{} is inside the project of this board; a board there would hide it from every command run below it\nhint: use the existing board (tavern finds it from there), or pass --nested to create a separate one",
+                project.display()
+            ),
+        ));
     }
     let report = crate::board::init(&project)?;
     if ctx.global.json {

@@ -151,12 +151,23 @@ pub fn new(ctx: &Ctx, a: NewArgs) -> Result<ExitCode> {
 
 #[derive(Debug, Args)]
 pub struct ShowArgs {
-    /// The document: id, unique id prefix, or REGION/ID
+    /// The document: id, unique id prefix, REGION/ID, or a path under solutions/
     pub id: String,
 }
 
 pub fn show(ctx: &Ctx, a: ShowArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
+    // A file under solutions/, by its path under the board.
+    if let Some(rel) = ops::resolve::solution_path(&a.id) {
+        let rel = rel?;
+        let text = ops::resolve::read_solution(&board, &rel)?;
+        if ctx.global.json {
+            output::json_line(&json!({"path": rel, "region": "solutions", "body": text}))?;
+        } else {
+            output::out(&text)?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     // Archived documents stay readable: look there when the board has no such document.
     let doc = match ops::resolve::resolve(&board, &a.id, &Region::ALL) {
         Ok((region, id)) => crate::store::read_doc(&board, region, &id)?,

@@ -17,9 +17,7 @@ pub fn read_task(board: &Board, id: &str) -> Option<Document> {
     crate::id::validate(id).ok()?;
     match store::read_doc(board, Region::Tasks, id) {
         Ok(d) => Some(d),
-        Err(Error::NotFound { .. }) => {
-            super::archive::read_archived(board, Region::Tasks, id).ok()
-        }
+        Err(Error::NotFound { .. }) => super::archive::read_archived(board, Region::Tasks, id).ok(),
         Err(_) => None,
     }
 }

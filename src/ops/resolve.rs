@@ -88,3 +88,62 @@ fn article(word: &str) -> &'static str {
         "a"
     }
 }
+
+/// A file under `solutions/` named by its path under the board
+/// (`solutions/task-7k2m/design.md`), for `show`, `diff` and `log --doc`: None when the
+/// reference is not such a path, else the path, refused when it could leave `solutions/`
+/// (`..`, an absolute path, an empty or hidden component).
+pub fn solution_path(reference: &str) -> Option<Result<String>> {
+    let rest = reference.strip_prefix("solutions/")?;
+    let bad = |why: &str| {
+        Some(Err(Error::input(format!(
+            "'{}' is not a path under solutions/: {why}",
+            reference.escape_debug()
+        ))))
+    };
+    if rest.is_empty() {
+        return bad("it names no file");
+    }
+    for part in rest.split('/') {
+        if part.is_empty() || part == "." || part == ".." {
+            return bad("empty, `.` and `..` components are not allowed");
+        }
+        if part.starts_with('.') {
+            return bad("hidden files are tavern's temp files");
+        }
+        if part.contains(['\\', '\0']) {
+            return bad("it contains a backslash or NUL");
+        }
+    }
+    Some(Ok(reference.to_string()))
+}
+
+/// Reads a file under `solutions/` (a path from [`solution_path`]): a regular file, not
+/// reached through a symbolic link at any level (it could lead outside the board), within
+/// the document size limit, UTF-8.
+pub fn read_solution(board: &Board, rel: &str) -> Result<String> {
+    let mut at = board.root.clone();
+    let parts: Vec<&str> = rel.split('/').collect();
+    for (i, part) in parts.iter().enumerate() {
+        at.push(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(crate::store::symlink_refused(std::path::Path::new(rel)));
+            }
+            Ok(m) if i + 1 < parts.len() && !m.is_dir() => break,
+            Ok(_) => {}
+            Err(_) => {
+                return Err(Error::NotFound {
+                    what: format!("file {rel}"),
+                    hint: format!(
+                        "`tavern log --doc {rel}` shows its history if it existed; files under solutions/<task>/ are written directly"
+                    ),
+                });
+            }
+        }
+    }
+    crate::store::read_text(&at, board.config.limits.max_doc_bytes).map_err(|e| match e {
+        Error::InvalidDoc { problem, .. } => Error::invalid_doc(rel, problem),
+        e => e,
+    })
+}
