@@ -62,6 +62,7 @@ fn a_region_count_requirement() {
         "about=[t-req]",
     ])
     .ok();
+    b.task("Other", &["--id", "t-other"]);
     b.run(&[
         "new",
         "observation",
