@@ -44,7 +44,8 @@ fn finished_documents_move_to_the_archive_and_stay_readable() {
     assert_eq!(ids(b.run(&["list", "tasks"]).ok()), ["t-open"]);
     assert_eq!(
         ids(b.run(&["list", "tasks", "--archived"]).ok()),
-        ["t-done", "t-gone", "t-open"]
+        ["t-open", "t-done", "t-gone"],
+        "finished documents after the open ones"
     );
     let moves: Vec<_> = b.log().into_iter().filter(|e| e["op"] == "move").collect();
     assert_eq!(moves.len(), 2);
@@ -157,13 +158,13 @@ fn archive_dry_run_moves_nothing_and_list_archived_marks_the_archived_rows() {
     let out = b.run(&["list", "tasks", "--archived"]);
     out.ok().stdout_is(
         "ID      STATUS                PRI  OWNER  TITLE\n\
-         t-done  cancelled (archived)  2    -      Done one\n\
-         t-open  pending               2    -      Open one\n",
+         t-open  pending               2    -      Open one\n\
+         t-done  cancelled (archived)  2    -      Done one\n",
     );
     let json = b
         .run(&["list", "tasks", "--archived", "--json"])
         .ok()
         .json();
-    assert_eq!(json["documents"][0]["archived"], true);
-    assert_eq!(json["documents"][1].get("archived"), None);
+    assert_eq!(json["documents"][1]["archived"], true);
+    assert_eq!(json["documents"][0].get("archived"), None);
 }

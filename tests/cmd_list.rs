@@ -425,3 +425,23 @@ fn broken_files_are_skipped_with_a_warning() {
     assert!(out.stderr.contains("warning: skipped tasks/t-broken.md"));
     assert_eq!(snapshot(&b), before, "list wrote something");
 }
+
+#[test]
+fn finished_documents_come_after_the_open_ones() {
+    let b = board();
+    // t-crit (priority 0) is cancelled and t-old (priority 1, oldest) done: both go last.
+    b.run(&["edit", "t-crit", "--force", "--set", "status=cancelled"])
+        .ok();
+    for step in ["claim", "start", "done"] {
+        b.run(&[step, "t-old", "--as", "x"]).ok();
+    }
+    assert_eq!(
+        list(&b, &["tasks"]),
+        ["t-zed", "t-new", "t-nopri", "t-crit", "t-old"]
+    );
+    b.run(&["answer", "q-1", "yaml"]).ok();
+    assert_eq!(
+        list(&b, &[]),
+        ["t-zed", "obs-1", "t-new", "t-nopri", "t-crit", "t-old", "q-1"]
+    );
+}

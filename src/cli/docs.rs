@@ -220,7 +220,7 @@ pub fn list(ctx: &Ctx, a: ListArgs) -> Result<ExitCode> {
         scanned.skipped.extend(old.skipped);
     }
     let mut docs = scanned.docs;
-    scan::sort_best_first(&mut docs);
+    scan::sort_open_first(&board, &mut docs);
     output::warn_skipped(&scanned.skipped);
     if ctx.global.json {
         let items: Vec<Value> = docs.iter().map(|d| doc_json(d, false)).collect();

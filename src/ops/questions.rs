@@ -336,8 +336,15 @@ fn unblock_waiting(
 
 /// Open questions, oldest first (created_at, then id).
 pub fn open_questions(board: &Board) -> Result<crate::scan::Scan> {
-    let mut scan =
-        crate::scan::scan_matching(board, &[Region::Questions], |d| d.status() == Some("open"))?;
+    questions(board, false)
+}
+
+/// Questions, oldest first (created_at, then id): the open ones, or with `all` every one
+/// on the board (answered and decided ones too; not the archived ones).
+pub fn questions(board: &Board, all: bool) -> Result<crate::scan::Scan> {
+    let mut scan = crate::scan::scan_matching(board, &[Region::Questions], |d| {
+        all || d.status() == Some("open")
+    })?;
     scan.docs.sort_by(|a, b| {
         a.created_at()
             .cmp(b.created_at())
