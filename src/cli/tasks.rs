@@ -7,10 +7,10 @@ use serde_json::json;
 
 use super::output::{self, line};
 use super::{Ctx, TransitionArgs};
-use crate::doc::Region;
-use crate::error::{Error, Result};
-use crate::ops::{self, Outcome, transition::Options};
-use crate::query::Query;
+use tavern::doc::Region;
+use tavern::error::{Error, Result};
+use tavern::ops::{self, Outcome, transition::Options};
+use tavern::query::Query;
 
 /// Prints what a mutation did: `VERB ID (rev N)` or a JSON object.
 pub fn report(ctx: &Ctx, outcome: &Outcome, verb: &str) -> Result<ExitCode> {
@@ -45,7 +45,7 @@ fn options(a: &TransitionArgs) -> Options {
     }
 }
 
-fn task_id(ctx: &Ctx, board: &crate::board::Board, reference: &str) -> Result<String> {
+fn task_id(ctx: &Ctx, board: &tavern::board::Board, reference: &str) -> Result<String> {
     let _ = ctx;
     Ok(ops::resolve::resolve(board, reference, &[Region::Tasks])?.1)
 }
@@ -169,7 +169,7 @@ pub fn claim(ctx: &Ctx, a: ClaimArgs) -> Result<ExitCode> {
         if_rev: a.if_rev,
         ..Options::default()
     };
-    let outcome = ops::transition::transition(&board, &actor, &id, crate::workflow::CLAIM, &opts)?;
+    let outcome = ops::transition::transition(&board, &actor, &id, tavern::workflow::CLAIM, &opts)?;
     report(
         ctx,
         &outcome,
