@@ -21,6 +21,7 @@ const FRONT_ENDS: [&str; 5] = [
 const KNOWN: &[(&str, &str)] = &[
     ("src/agents.rs", "eprintln!"),
     ("src/error.rs", "--board"),
+    ("src/error.rs", "--local"),
     ("src/log/mod.rs", "eprintln!"),
     ("src/ops/edit.rs", "--add"),
     ("src/ops/edit.rs", "--force"),
