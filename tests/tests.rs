@@ -32,6 +32,7 @@ mod summary;
 mod sync_claims;
 mod teamwork;
 mod watch;
+mod watch_feed;
 
 #[test]
 fn every_test_file_is_included() {
