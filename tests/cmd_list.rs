@@ -442,6 +442,8 @@ fn finished_documents_come_after_the_open_ones() {
     b.run(&["answer", "q-1", "yaml"]).ok();
     assert_eq!(
         list(&b, &[]),
-        ["t-zed", "obs-1", "t-new", "t-nopri", "t-crit", "t-old", "q-1"]
+        [
+            "t-zed", "obs-1", "t-new", "t-nopri", "t-crit", "t-old", "q-1"
+        ]
     );
 }

@@ -7,10 +7,10 @@ use serde_json::json;
 
 use super::output::{self, line};
 use super::{Ctx, TransitionArgs};
-use crate::doc::Region;
-use crate::error::{Error, Result};
-use crate::ops::{self, Outcome, transition::Options};
-use crate::query::Query;
+use tavern::doc::Region;
+use tavern::error::{Error, Result};
+use tavern::ops::{self, Outcome, transition::Options};
+use tavern::query::Query;
 
 /// Prints what a mutation did: `VERB ID (rev N)` or a JSON object.
 pub fn report(ctx: &Ctx, outcome: &Outcome, verb: &str) -> Result<ExitCode> {
@@ -48,8 +48,8 @@ fn options(a: &TransitionArgs) -> Options {
 }
 
 /// Says what `--local` risks, on a board where it skipped the remote.
-fn warn_local(board: &crate::board::Board, local: bool, id: &str) -> Result<()> {
-    if local && let Some(remote) = crate::sync::remote(board)? {
+fn warn_local(board: &tavern::board::Board, local: bool, id: &str) -> Result<()> {
+    if local && let Some(remote) = tavern::sync::remote(board)? {
         eprintln!(
             "warning: {}",
             format_args!(
@@ -60,7 +60,7 @@ fn warn_local(board: &crate::board::Board, local: bool, id: &str) -> Result<()> 
     Ok(())
 }
 
-fn task_id(ctx: &Ctx, board: &crate::board::Board, reference: &str) -> Result<String> {
+fn task_id(ctx: &Ctx, board: &tavern::board::Board, reference: &str) -> Result<String> {
     let _ = ctx;
     ops::resolve::resolve_kind(
         board,
@@ -205,7 +205,7 @@ pub fn claim(ctx: &Ctx, a: ClaimArgs) -> Result<ExitCode> {
         let terms = Query::parse(&a.args).map(|q| q.terms).unwrap_or_default();
         let plain = terms
             .iter()
-            .all(|t| matches!(t, crate::query::Term::Text(_)));
+            .all(|t| matches!(t, tavern::query::Term::Text(_)));
         return Err(if plain {
             Error::usage("claim takes one task id, or --next [QUERY…]")
         } else {
@@ -218,7 +218,7 @@ pub fn claim(ctx: &Ctx, a: ClaimArgs) -> Result<ExitCode> {
             if Query::parse(std::slice::from_ref(reference)).is_ok_and(|q| {
                 q.terms
                     .iter()
-                    .any(|t| !matches!(t, crate::query::Term::Text(_)))
+                    .any(|t| !matches!(t, tavern::query::Term::Text(_)))
             }) =>
         {
             return Err(by_query());
@@ -230,7 +230,7 @@ pub fn claim(ctx: &Ctx, a: ClaimArgs) -> Result<ExitCode> {
         local: a.local,
         ..Options::default()
     };
-    let outcome = ops::transition::transition(&board, &actor, &id, crate::workflow::CLAIM, &opts)?;
+    let outcome = ops::transition::transition(&board, &actor, &id, tavern::workflow::CLAIM, &opts)?;
     warn_local(&board, a.local, &id)?;
     report(
         ctx,

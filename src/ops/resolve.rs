@@ -135,9 +135,7 @@ pub fn read_solution(board: &Board, rel: &str) -> Result<String> {
             Err(_) => {
                 return Err(Error::NotFound {
                     what: format!("file {rel}"),
-                    hint: format!(
-                        "`tavern log --doc {rel}` shows its history if it existed; files under solutions/<task>/ are written directly"
-                    ),
+                    hint: "files under solutions/<task>/ are written directly; the log keeps the history of one that existed".into(),
                 });
             }
         }
