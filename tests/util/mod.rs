@@ -6,6 +6,9 @@
 pub mod git;
 pub mod watcher;
 
+#[path = "../../fixtures/fixtures.rs"]
+pub mod fixtures;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
