@@ -25,6 +25,7 @@ mod events;
 mod graph;
 mod hostile_input;
 mod layering;
+mod log_merge;
 mod observations;
 mod questions;
 mod roundtrip;
