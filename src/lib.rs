@@ -21,6 +21,7 @@ pub mod scan;
 pub mod store;
 pub mod sync;
 pub mod time;
+pub mod views;
 pub mod watch;
 pub mod workflow;
 pub mod yaml;

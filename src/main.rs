@@ -2,10 +2,17 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+mod web;
+
 fn main() -> ExitCode {
-    let cli = tavern::cli::Cli::parse();
-    let json = cli.global.json;
-    match tavern::cli::run(cli) {
+    let mut argv = std::env::args_os().skip(1).peekable();
+    let (json, result) = if argv.peek().is_some_and(|a| a == "serve") {
+        (false, web::run_cli(argv.skip(1).collect()))
+    } else {
+        let cli = tavern::cli::Cli::parse();
+        (cli.global.json, tavern::cli::run(cli))
+    };
+    match result {
         Ok(code) => code,
         Err(tavern::Error::Io { source, .. })
             if source.kind() == std::io::ErrorKind::BrokenPipe =>
