@@ -30,6 +30,7 @@ mod sources;
 mod summary;
 mod teamwork;
 mod watch;
+mod web;
 
 #[test]
 fn every_test_file_is_included() {

@@ -94,9 +94,6 @@ fn watch(root: &Path, tx: &broadcast::Sender<Update>, gone: &AtomicBool) {
             std::thread::sleep(CHECK_ROOT);
             continue;
         }
-        if gone.swap(false, Ordering::Relaxed) {
-            let _ = tx.send(Update::Back);
-        }
         let (etx, erx) = channel::<notify::Result<notify::Event>>();
         let mut watcher = match notify::recommended_watcher(etx) {
             Ok(w) => w,
@@ -111,6 +108,11 @@ fn watch(root: &Path, tx: &broadcast::Sender<Update>, gone: &AtomicBool) {
             }
             std::thread::sleep(CHECK_ROOT);
             continue;
+        }
+        // Said once the new watcher is in place, so that nothing a page re-reads after
+        // hearing it can change unseen.
+        if gone.swap(false, Ordering::Relaxed) {
+            let _ = tx.send(Update::Back);
         }
         loop {
             let first = match erx.recv_timeout(CHECK_ROOT) {

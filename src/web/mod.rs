@@ -103,6 +103,7 @@ pub fn serve(board: &Board, actor: &str, opts: &ServeOptions) -> Result<ExitCode
         .enable_time()
         .build()
         .map_err(|e| Error::io("tokio", "start", e))?;
+    let stop = shutdown()?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(std_listener)
             .map_err(|e| Error::io("127.0.0.1", "listen on", e))?;
@@ -137,25 +138,29 @@ pub fn serve(board: &Board, actor: &str, opts: &ServeOptions) -> Result<ExitCode
             served = axum::serve(listener, routes::router(app)) => {
                 served.map_err(|e| Error::io("127.0.0.1", "serve on", e))
             }
-            () = shutdown() => Ok(()),
+            () = stop => Ok(()),
         }
     })?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// Resolves on SIGINT or SIGTERM.
-async fn shutdown() {
+/// Resolves on SIGINT or SIGTERM (taken over before the URL is printed, so that a signal
+/// sent as soon as it is seen stops the server cleanly).
+fn shutdown() -> Result<impl std::future::Future<Output = ()>> {
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+    ])
+    .map_err(|e| Error::io("signals", "handle", e))?;
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     std::thread::spawn(move || {
-        if let Ok(mut signals) = signal_hook::iterator::Signals::new([
-            signal_hook::consts::SIGINT,
-            signal_hook::consts::SIGTERM,
-        ]) && signals.forever().next().is_some()
-        {
+        if signals.forever().next().is_some() {
             let _ = tx.send(());
         }
     });
-    let _ = rx.await;
+    Ok(async move {
+        let _ = rx.await;
+    })
 }
 
 /// Starts the desktop's browser on the URL; a failure is a warning (the URL is printed).
