@@ -227,7 +227,7 @@ pub fn append(board: &Board, mut entry: Entry) -> Result<Entry> {
     if entry.via.is_none() {
         entry.via = VIA.get().cloned();
     }
-    let _lock = store::lock(board, "log")?;
+    let _lock = store::lock(board, crate::layout::LOG_LOCK)?;
     let path = board.log_path();
     let mut file = OpenOptions::new()
         .read(true)
