@@ -412,6 +412,7 @@ async fn transition(
             force: b.force,
             if_rev: b.if_rev,
             note: b.note.filter(|n| !n.trim().is_empty()),
+            ..ops::transition::Options::default()
         };
         let o = ops::transition::transition(&board, &app.actor, &id, &b.name, &opts)?;
         let msg = match &o.entry {
