@@ -4,6 +4,7 @@
 //!     cargo build --release && cargo bench --bench board
 //!     TAVERN_BENCH_SIZES=1000,10000 cargo bench --bench board
 //!     TAVERN_BENCH_SIZES= TAVERN_BENCH_WATCH_SIZES=10000 cargo bench --bench board
+//!     TAVERN_BENCH_SIZES= TAVERN_BENCH_WATCH_SIZES= TAVERN_BENCH_WEB_SIZES=10000 cargo bench --bench board
 //!
 //! `cargo bench` builds the tavern binary with the bench profile (= release) before this
 //! runs, and tells us its path (CARGO_BIN_EXE_tavern), so what is timed is always the
@@ -43,12 +44,20 @@
 //! - "peak RSS": the watcher's VmHWM after its first start and after the changes, beside
 //!   the size of all task files. Target: ≤ 50 MiB at 10k tasks.
 //!
+//! The dashboard (a third table; board/web.rs), on the boards of `TAVERN_BENCH_WEB_SIZES`
+//! (default 1000,10000; empty: none): `tavern serve` on the board; its first load (page,
+//! assets, state, board, waiting queue), the time from a task changed on disk to a client
+//! of its event stream having read the board again (p50, p99; target ≤ 1 s), the event
+//! alone, and the server's peak RSS. `TAVERN_BENCH_WEB_RUNS` changes (default 100).
+//!
 //! The watcher must exit 0 on SIGTERM and log an `external-edit` for every change, or the
 //! bench fails (as it does when a wait exceeds 30 s), printing the watcher's stderr.
 //! The report is printed and written to target/bench-report.md.
 
 #[path = "board/watch.rs"]
 mod watch;
+#[path = "board/web.rs"]
+mod web;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -294,11 +303,15 @@ fn main() {
 
     // The watch sizes not among the command sizes get a board of their own.
     let watch_sizes = watch::sizes();
+    let web_sizes = web::sizes();
     let mut all = sizes.clone();
     all.extend(watch_sizes.iter().filter(|n| !sizes.contains(n)));
+    let known = all.clone();
+    all.extend(web_sizes.iter().filter(|n| !known.contains(n)));
 
     let mut rows = Vec::new();
     let mut watch_rows = Vec::new();
+    let mut web_rows = Vec::new();
     for &n in &all {
         let dir = tempfile::tempdir().unwrap();
         let keep = std::env::var_os("TAVERN_BENCH_KEEP").is_some();
@@ -318,12 +331,15 @@ fn main() {
         if watch_sizes.contains(&n) {
             watch_rows.extend(watch::run(&b, dir.path(), n, raw));
         }
+        if web_sizes.contains(&n) {
+            web_rows.extend(web::run(&b, n, raw));
+        }
         if keep {
             eprintln!("{n} tasks: board kept in {}", dir.keep().display());
         }
     }
 
-    let report = render(&rows, &watch_rows, &bin);
+    let report = render(&rows, &watch_rows, &web_rows, &bin);
     println!("{report}");
     let target_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
     let _ = std::fs::create_dir_all(&target_dir);
@@ -455,7 +471,7 @@ fn time_commands(
     raw
 }
 
-fn render(rows: &[Row], watch_rows: &[watch::Row], bin: &Path) -> String {
+fn render(rows: &[Row], watch_rows: &[watch::Row], web_rows: &[web::Row], bin: &Path) -> String {
     let mut out = format!(
         "# tavern benchmark\n\nBinary: `{}`; {} cores; medians of real process runs, baselines measured in the same run.\n\n",
         bin.display(),
@@ -486,5 +502,6 @@ fn render(rows: &[Row], watch_rows: &[watch::Row], bin: &Path) -> String {
         .unwrap();
     }
     watch::render(watch_rows, &mut out);
+    web::render(web_rows, &mut out);
     out
 }
