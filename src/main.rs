@@ -1,18 +1,14 @@
+mod cli;
+mod web;
+
 use std::process::ExitCode;
 
 use clap::Parser;
 
-mod web;
-
 fn main() -> ExitCode {
-    let mut argv = std::env::args_os().skip(1).peekable();
-    let (json, result) = if argv.peek().is_some_and(|a| a == "serve") {
-        (false, web::run_cli(argv.skip(1).collect()))
-    } else {
-        let cli = tavern::cli::Cli::parse();
-        (cli.global.json, tavern::cli::run(cli))
-    };
-    match result {
+    let cli = cli::Cli::parse();
+    let json = cli.global.json;
+    match cli::run(cli) {
         Ok(code) => code,
         Err(tavern::Error::Io { source, .. })
             if source.kind() == std::io::ErrorKind::BrokenPipe =>

@@ -208,7 +208,7 @@ pub fn run(b: &Bench, n: usize, raw: Option<Duration>) -> Vec<Row> {
         ms(p99),
         ms(event)
     );
-    let read_all = format!("read all task files raw");
+    let read_all = "read all task files raw".to_string();
     vec![
         Row {
             measure: "first load (page, assets, state, board, waiting)".into(),

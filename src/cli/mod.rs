@@ -18,8 +18,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::board::Board;
-use crate::error::{Error, Result};
+use tavern::board::Board;
+use tavern::error::{Error, Result};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -145,6 +145,8 @@ pub enum Command {
     Sweep,
     /// Watch the board: log hand edits and start the knowledge sources that react to changes
     Watch(watch::WatchArgs),
+    /// The board in a browser, live: http://127.0.0.1:PORT/ with a per-run secret
+    Serve(crate::web::ServeArgs),
     /// Stop new claims and new activations: writes control/PAUSE with the reason
     Pause(watch::PauseArgs),
     /// Lift a pause: removes control/PAUSE
@@ -172,7 +174,7 @@ impl Ctx {
     /// registered agent counts as its heartbeat.
     pub fn actor(&self, board: &Board) -> Result<String> {
         let actor = self.actor_name()?;
-        crate::agents::heartbeat_if_registered(board, &actor);
+        tavern::agents::heartbeat_if_registered(board, &actor);
         Ok(actor)
     }
 
@@ -185,7 +187,7 @@ impl Ctx {
             .or_else(|| std::env::var("USER").ok().filter(|s| !s.is_empty()))
             .or_else(|| std::env::var("LOGNAME").ok().filter(|s| !s.is_empty()))
             .unwrap_or_else(|| "unknown".to_string());
-        crate::ops::validate_actor(&actor)?;
+        tavern::ops::validate_actor(&actor)?;
         Ok(actor)
     }
 }
@@ -235,6 +237,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Tree(a) => graph::tree(&ctx, a),
         Command::Sweep => agents::sweep(&ctx),
         Command::Watch(a) => watch::watch(&ctx, a),
+        Command::Serve(a) => crate::web::run(&ctx, &a),
         Command::Pause(a) => watch::pause(&ctx, a),
         Command::Resume => watch::resume(&ctx),
         Command::Sources(a) => sources::run(&ctx, a),

@@ -183,23 +183,6 @@ fn open_browser(url: &str) {
     }
 }
 
-/// `tavern serve` as a command line of its own (until it joins the CLI's subcommands).
-#[derive(Debug, clap::Parser)]
-#[command(
-    name = "tavern serve",
-    about = "The board in a browser, live (127.0.0.1 only)"
-)]
-pub struct ServeCli {
-    /// The board: its .tavern directory or the project holding it
-    #[arg(long, env = "TAVERN_BOARD", value_name = "DIR")]
-    pub board: Option<PathBuf>,
-    /// The human acting (one of board.yaml's humans:) [default: $TAVERN_AGENT, else $USER]
-    #[arg(long = "as", value_name = "NAME")]
-    pub actor: Option<String>,
-    #[command(flatten)]
-    pub args: ServeArgs,
-}
-
 /// The flags of `tavern serve`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
@@ -224,27 +207,11 @@ impl ServeArgs {
     }
 }
 
-/// Runs `tavern serve ARGS…` (argv without the program name and `serve`).
-pub fn run_cli(argv: Vec<std::ffi::OsString>) -> Result<ExitCode> {
-    use clap::Parser;
-    let cli = match ServeCli::try_parse_from(
-        std::iter::once(std::ffi::OsString::from("tavern serve")).chain(argv),
-    ) {
-        Ok(c) => c,
-        Err(e) => {
-            let _ = e.print();
-            return Ok(ExitCode::from(if e.use_stderr() { 2 } else { 0 }));
-        }
-    };
-    loopback(&cli.args.bind)?;
-    let cwd =
-        std::env::current_dir().map_err(|e| Error::io(".", "read the working directory", e))?;
-    let board = Board::discover(cli.board.as_deref(), &cwd)?;
-    let actor = cli
-        .actor
-        .or_else(|| std::env::var("TAVERN_AGENT").ok().filter(|s| !s.is_empty()))
-        .or_else(|| std::env::var("USER").ok().filter(|s| !s.is_empty()))
-        .unwrap_or_else(|| "unknown".to_string());
-    tavern::ops::validate_actor(&actor)?;
-    serve(&board, &actor, &cli.args.options())
+/// `tavern serve`: the board of the command line, as its actor.
+pub fn run(ctx: &crate::cli::Ctx, args: &ServeArgs) -> Result<ExitCode> {
+    // Refused before anything else: no board is opened, nothing listens.
+    loopback(&args.bind)?;
+    let board = ctx.board()?;
+    let actor = ctx.actor(&board)?;
+    serve(&board, &actor, &args.options())
 }
