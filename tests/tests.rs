@@ -31,7 +31,10 @@ mod summary;
 mod sync_claims;
 mod teamwork;
 mod watch;
+mod watch_alerts;
 mod watch_feed;
+mod watch_restart;
+mod watch_schedule;
 
 #[test]
 fn every_test_file_is_included() {
