@@ -23,6 +23,7 @@ mod crash;
 mod events;
 mod graph;
 mod hostile_input;
+mod layering;
 mod observations;
 mod questions;
 mod roundtrip;
