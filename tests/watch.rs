@@ -1334,11 +1334,11 @@ fn directories_under_solutions_made_moved_and_removed_are_their_files() {
     let s = |what: &str, doc: &str| (what.to_string(), format!("solutions/task-1/{doc}"));
     // In the order of the three steps; within a step, in whatever batches the events
     // came (a busy machine splits a move's events in two).
-    let mut logged = external(&b);
-    logged[2..6].sort();
-    logged[6..8].sort();
+    let mut seen = external(&b);
+    seen[2..6].sort();
+    seen[6..8].sort();
     assert_eq!(
-        logged,
+        seen,
         vec![
             s("created", "src/a.rs"),
             s("created", "src/deep/b.rs"),
