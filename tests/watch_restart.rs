@@ -74,8 +74,8 @@ fn a_watcher_killed_at_any_moment_logs_each_change_once_and_runs_each_activation
             .push(what);
     }
     let mut expected: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for round in 0..12 {
-        expected.insert(format!("tasks/{}.md", ids[round]), vec!["deleted".into()]);
+    for (round, id) in ids.iter().take(12).enumerate() {
+        expected.insert(format!("tasks/{id}.md"), vec!["deleted".into()]);
         expected.insert(format!("tasks/t-hand-{round}.md"), vec!["created".into()]);
     }
     assert_eq!(edits, expected);
