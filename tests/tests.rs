@@ -6,6 +6,7 @@ mod util;
 mod agents;
 mod archive;
 mod bad_input;
+mod clones;
 mod cmd_basics;
 mod cmd_check;
 mod cmd_claim;
@@ -36,6 +37,7 @@ mod watch_alerts;
 mod watch_feed;
 mod watch_restart;
 mod watch_schedule;
+mod worktrees;
 
 #[test]
 fn every_test_file_is_included() {
