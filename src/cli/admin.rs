@@ -25,7 +25,7 @@ pub fn init(ctx: &Ctx, a: InitArgs) -> Result<ExitCode> {
         Some(d) if d.is_absolute() => d,
         Some(d) => ctx.cwd.join(d),
         // In a linked worktree the board is the main worktree's: every worktree shares it.
-        None => crate::sync::repo::Repo::find(&ctx.cwd)
+        None => tavern::sync::repo::Repo::find(&ctx.cwd)
             .filter(|r| r.linked)
             .and_then(|r| r.in_main(&ctx.cwd))
             .unwrap_or_else(|| ctx.cwd.clone()),

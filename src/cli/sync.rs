@@ -4,12 +4,12 @@ use std::process::ExitCode;
 
 use super::Ctx;
 use super::output::{self, line};
-use crate::error::Result;
-use crate::sync::status::Layout;
+use tavern::error::Result;
+use tavern::sync::status::Layout;
 
 pub fn status(ctx: &Ctx) -> Result<ExitCode> {
     let board = ctx.board()?;
-    let s = crate::sync::status::status(&board)?;
+    let s = tavern::sync::status::status(&board)?;
     if ctx.global.json {
         output::json_line(&serde_json::to_value(&s).unwrap_or_default())?;
         return Ok(ExitCode::SUCCESS);
