@@ -31,7 +31,14 @@ fn a_watcher_killed_at_any_moment_logs_each_change_once_and_runs_each_activation
         // A deletion by hand, a creation by hand, an edit through tavern.
         std::fs::remove_file(b.board().join(format!("tasks/{}.md", ids[round]))).unwrap();
         let hand = format!("t-hand-{round}");
-        b.write(&format!("tasks/{hand}.md"), task_text(&hand, "by hand"));
+        // Whole at once (a dot file renamed into place): one change, however loaded the
+        // machine is.
+        b.write(&format!("tasks/.{hand}.tmp"), task_text(&hand, "by hand"));
+        std::fs::rename(
+            b.board().join(format!("tasks/.{hand}.tmp")),
+            b.board().join(format!("tasks/{hand}.md")),
+        )
+        .unwrap();
         b.run(&["edit", &ids[12 + round], "--set", &format!("n={round}")])
             .ok();
         // Killed at different moments: as the first activation starts, as the first

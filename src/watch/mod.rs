@@ -617,6 +617,10 @@ impl Watch {
         let Some(source) = self.sources.iter().find(|s| s.name == act.source).cloned() else {
             return Ok(());
         };
+        if self.board_gone() {
+            // Nothing is started for a board that is gone, and nothing written where it was.
+            return self.still_there();
+        }
         let tx = self.tx.clone();
         let id = act.id;
         starting::begin(&self.board, &act)?;
