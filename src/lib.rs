@@ -8,6 +8,7 @@
 pub mod agents;
 pub mod board;
 pub mod check;
+pub mod client;
 pub mod cli;
 pub mod doc;
 pub mod error;
