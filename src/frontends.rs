@@ -38,9 +38,16 @@ pub fn dispatch() -> Option<ExitCode> {
         match cli.command {
             Command::Mcp(a) => {
                 let board = || tavern::board::Board::discover(cli.global.board.as_deref(), &cwd);
-                let explicit = cli.global.actor.clone().or_else(|| {
-                    std::env::var("TAVERN_AGENT").ok().filter(|s| !s.is_empty())
-                });
+                let explicit = cli
+                    .global
+                    .actor
+                    .clone()
+                    .or_else(|| std::env::var("TAVERN_AGENT").ok().filter(|s| !s.is_empty()))
+                    .or_else(|| {
+                        a.client.as_ref().map(|c| {
+                            crate::setup::hook::agent_name(c, None, tavern::client::holder())
+                        })
+                    });
                 let actor = explicit
                     .clone()
                     .or_else(|| std::env::var("USER").ok().filter(|s| !s.is_empty()))
@@ -48,7 +55,7 @@ pub fn dispatch() -> Option<ExitCode> {
                 tavern::ops::validate_actor(&actor)?;
                 crate::mcp::run(board, actor, explicit.is_some(), a)
             }
-            Command::Setup(a) => crate::setup::run(&cwd, cli.global.board.as_deref(), a),
+            Command::Setup(a) => crate::setup::run(&cwd, cli.global.board.as_deref(), json, a),
             Command::Hook(a) => crate::setup::hook::run(&cwd, cli.global.board.as_deref(), cli.global.actor.clone(), a),
         }
     })();

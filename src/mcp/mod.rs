@@ -26,6 +26,10 @@ pub struct McpArgs {
     /// Register the acting agent with these capabilities (matched against tasks' `needs`)
     #[arg(long, value_name = "A,B", value_delimiter = ',')]
     pub capabilities: Option<Vec<String>>,
+    /// Without --as or TAVERN_AGENT: act as CLIENT-PID, PID being the client process, the
+    /// name the hooks of `tavern setup CLIENT` register the session under
+    #[arg(long, value_name = "CLIENT")]
+    pub client: Option<String>,
     /// Print the tools/list result of this profile and exit (to measure or review it)
     #[arg(long)]
     pub list_tools: bool,
