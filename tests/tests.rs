@@ -22,6 +22,7 @@ mod concurrency;
 mod crash;
 mod events;
 mod graph;
+mod mcp;
 mod hostile_input;
 mod observations;
 mod questions;

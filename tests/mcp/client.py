@@ -6,6 +6,7 @@ Nothing here knows tavern: it speaks MCP and reports what came back.
 """
 
 import json
+import os
 import random
 import subprocess
 import sys
@@ -40,6 +41,14 @@ async def step(client, s, scenario):
             "bytes": len(json.dumps({"tools": tools}, separators=(",", ":")).encode()),
             "tools": tools,
         }
+    if op == "run":
+        # Another program changes the board meanwhile (a human at the CLI).
+        env = {k: v for k, v in os.environ.items() if k not in ("TAVERN_AGENT", "TAVERN_BOARD")}
+        env["USER"] = "tester"
+        p = subprocess.run(s["argv"], capture_output=True, text=True, cwd=s.get("cwd"), env=env)
+        return {"code": p.returncode, "stdout": p.stdout, "stderr": p.stderr}
+    if op == "pid":
+        return {"pid": os.getpid()}
     if op == "instructions":
         return {"text": client.instructions}
     if op == "call":
