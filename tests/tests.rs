@@ -27,6 +27,7 @@ mod hostile_input;
 mod observations;
 mod questions;
 mod roundtrip;
+mod setup;
 mod sources;
 mod summary;
 mod teamwork;

@@ -65,23 +65,30 @@ fn strip_hooks(o: &mut Map<String, Value>) {
     let Some(Value::Object(events)) = o.get_mut("hooks") else {
         return;
     };
-    for groups in events.values_mut() {
+    let mut emptied = Vec::new();
+    for (event, groups) in events.iter_mut() {
         let Value::Array(groups) = groups else {
             continue;
         };
-        for g in groups.iter_mut() {
-            if let Some(Value::Array(hooks)) = g.get_mut("hooks") {
-                hooks.retain(|h| !is_ours(h));
-            }
-        }
-        groups.retain(|g| {
-            !g.get("hooks")
-                .and_then(Value::as_array)
-                .is_some_and(|h| h.is_empty())
+        let before = groups.len();
+        groups.retain_mut(|g| {
+            let Some(Value::Array(hooks)) = g.get_mut("hooks") else {
+                return true;
+            };
+            let n = hooks.len();
+            hooks.retain(|h| !is_ours(h));
+            // A group goes only when it held nothing but tavern's hooks.
+            !(hooks.is_empty() && n > 0)
         });
+        if groups.is_empty() && before > 0 {
+            emptied.push(event.clone());
+        }
     }
-    events.retain(|_, groups| !groups.as_array().is_some_and(|g| g.is_empty()));
-    if events.is_empty() {
+    let had = events.len();
+    for e in emptied {
+        events.remove(&e);
+    }
+    if events.is_empty() && had > 0 {
         o.remove("hooks");
     }
 }
@@ -185,10 +192,11 @@ pub fn entry(
             servers.insert(name.into(), v);
         }
         None => {
-            if let Some(Value::Object(servers)) = o.get_mut(outer) {
-                if servers.get(name).is_some_and(is_tavern_server) {
-                    servers.remove(name);
-                }
+            if let Some(Value::Object(servers)) = o.get_mut(outer)
+                && servers.get(name).is_some_and(is_tavern_server)
+            {
+                servers.remove(name);
+                // The table goes too when tavern's entry was all it held.
                 if servers.is_empty() {
                     o.remove(outer);
                 }
