@@ -18,15 +18,15 @@ use crate::yaml;
 
 /// The directory of agent cards.
 pub fn cards_dir(board: &Board) -> PathBuf {
-    board.root.join("control").join("agents")
+    crate::layout::agents_dir(&board.root)
 }
 
 pub fn card_path(board: &Board, id: &str) -> PathBuf {
-    cards_dir(board).join(format!("{id}.md"))
+    crate::layout::agent_card(&board.root, id)
 }
 
 fn heartbeat_path(board: &Board, id: &str) -> PathBuf {
-    board.state_dir().join("heartbeats").join(id)
+    crate::layout::heartbeat(&board.root, id)
 }
 
 /// This machine's name, to tell whether an agent's recorded pid can be checked here.
@@ -194,7 +194,7 @@ pub fn register(
 ) -> Result<(Document, Entry)> {
     crate::id::validate(name)?;
     let path = card_path(board, name);
-    let _lock = store::lock(board, &format!("agents.{name}"))?;
+    let _lock = store::lock(board, &crate::layout::agent_lock(name))?;
     let now = crate::time::stamp(crate::time::now());
     let existing = match store::read_text(&path, board.config.limits.max_doc_bytes) {
         Ok(t) => Some(parse_card(board, name, t)?),
@@ -243,7 +243,7 @@ pub fn register(
 /// Marks an agent gone (its claims are released by the caller first).
 pub fn mark_gone(board: &Board, actor: &str, id: &str) -> Result<Entry> {
     let path = card_path(board, id);
-    let _lock = store::lock(board, &format!("agents.{id}"))?;
+    let _lock = store::lock(board, &crate::layout::agent_lock(id))?;
     let text = store::read_text(&path, board.config.limits.max_doc_bytes).map_err(|e| match e {
         Error::NotFound { .. } => Error::NotFound {
             what: format!("agent '{id}'"),

@@ -6,11 +6,12 @@ use serde::Deserialize;
 
 use crate::doc::Region;
 use crate::error::{Error, Result};
+use crate::layout;
 use crate::workflow::Workflow;
 use crate::yaml::YamlLimits;
 
 /// The name of the board directory inside a project.
-pub const BOARD_DIR: &str = ".tavern";
+pub use crate::layout::BOARD_DIR;
 
 /// The default board.yaml, also the reference for every setting.
 pub const DEFAULT_BOARD_YAML: &str = include_str!("../templates/board.yaml");
@@ -20,9 +21,6 @@ pub const TEMPLATES: [(&str, &str); 3] = [
     ("observation", include_str!("../templates/observation.md")),
     ("question", include_str!("../templates/question.md")),
 ];
-
-const GITIGNORE: &str = "# Runtime state and files rewritten by `tavern watch`: never tracked.\n.state/\ncontrol/schedule.md\ncontrol/metrics.md\n";
-const GITATTRIBUTES: &str = "# Two branches that both appended to the log merge by keeping both sides.\nlog.yaml merge=union\n";
 
 #[derive(Clone, Debug, Deserialize)]
 pub struct Prefixes {
@@ -120,10 +118,10 @@ impl Board {
             } else {
                 cwd.join(dir)
             };
-            if dir.join("board.yaml").is_file() {
+            if layout::board_yaml(&dir).is_file() {
                 return Board::open(&dir);
             }
-            if dir.join(BOARD_DIR).join("board.yaml").is_file() {
+            if layout::board_yaml(&dir.join(BOARD_DIR)).is_file() {
                 return Board::open(&dir.join(BOARD_DIR));
             }
             return Err(Error::BoardNotADir { path: dir });
@@ -131,7 +129,7 @@ impl Board {
         let mut at = Some(cwd);
         while let Some(dir) = at {
             let candidate = dir.join(BOARD_DIR);
-            if candidate.join("board.yaml").is_file() {
+            if layout::board_yaml(&candidate).is_file() {
                 return Board::open(&candidate);
             }
             at = dir.parent();
@@ -143,7 +141,7 @@ impl Board {
 
     /// Opens the board whose `.tavern` directory is `root`.
     pub fn open(root: &Path) -> Result<Board> {
-        let path = root.join("board.yaml");
+        let path = layout::board_yaml(root);
         let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, "read", e))?;
         let config = parse_config(&text).map_err(|problem| Error::invalid_doc(&path, problem))?;
         Ok(Board {
@@ -153,16 +151,16 @@ impl Board {
     }
 
     pub fn region_dir(&self, region: Region) -> PathBuf {
-        self.root.join(region.dir())
+        layout::region_dir(&self.root, region)
     }
 
     pub fn doc_path(&self, region: Region, id: &str) -> PathBuf {
-        self.region_dir(region).join(format!("{id}.md"))
+        layout::doc(&self.root, region, id)
     }
 
     /// Where archived documents of a region live: `archive/<region>/`.
     pub fn archive_dir(&self, region: Region) -> PathBuf {
-        self.root.join("archive").join(region.dir())
+        layout::archive_dir(&self.root, region)
     }
 
     /// The project the board belongs to: the directory holding `.tavern`, where commands
@@ -172,15 +170,15 @@ impl Board {
     }
 
     pub fn state_dir(&self) -> PathBuf {
-        self.root.join(".state")
+        layout::state_dir(&self.root)
     }
 
     pub fn log_path(&self) -> PathBuf {
-        self.root.join("log.yaml")
+        layout::log(&self.root)
     }
 
     pub fn pause_path(&self) -> PathBuf {
-        self.root.join("control").join("PAUSE")
+        layout::pause(&self.root)
     }
 
     /// The reason inside control/PAUSE when the board is paused.
@@ -220,11 +218,7 @@ impl Board {
 
     /// The template for new documents of a region: the board's own, else the built-in.
     pub fn template(&self, region: Region) -> String {
-        let path = self
-            .root
-            .join("templates")
-            .join(format!("{}.md", region.kind()));
-        std::fs::read_to_string(path).unwrap_or_else(|_| {
+        std::fs::read_to_string(layout::template(&self.root, region.kind())).unwrap_or_else(|_| {
             TEMPLATES
                 .iter()
                 .find(|(k, _)| *k == region.kind())
@@ -235,10 +229,7 @@ impl Board {
 
     /// A path relative to the board root, with `/` separators, for messages and the log.
     pub fn rel(&self, path: &Path) -> String {
-        path.strip_prefix(&self.root)
-            .unwrap_or(path)
-            .to_string_lossy()
-            .replace('\\', "/")
+        layout::rel(&self.root, path)
     }
 }
 
@@ -295,37 +286,23 @@ pub fn init(project: &Path) -> Result<InitReport> {
         root: root.clone(),
         created: Vec::new(),
     };
-    let dirs = [
-        "",
-        "tasks",
-        "solutions",
-        "observations",
-        "questions",
-        "control",
-        "control/sources",
-        "control/agents",
-        "templates",
-        "archive",
-        ".state",
-        ".state/locks",
-    ];
-    for d in dirs {
+    for d in layout::INIT_DIRS {
         let path = root.join(d);
         if !path.is_dir() {
             std::fs::create_dir_all(&path).map_err(|e| Error::io(&path, "create directory", e))?;
-            if !d.is_empty() && !d.starts_with(".state") {
+            if !d.is_empty() && !d.starts_with(layout::STATE_DIR) {
                 report.created.push(format!("{d}/"));
             }
         }
     }
     let mut files: Vec<(String, &str)> = vec![
-        ("board.yaml".into(), DEFAULT_BOARD_YAML),
-        (".gitignore".into(), GITIGNORE),
-        (".gitattributes".into(), GITATTRIBUTES),
-        ("log.yaml".into(), ""),
+        (layout::BOARD_YAML.into(), DEFAULT_BOARD_YAML),
+        (layout::GITIGNORE.into(), layout::GITIGNORE_TEXT),
+        (layout::GITATTRIBUTES.into(), layout::GITATTRIBUTES_TEXT),
+        (layout::LOG.into(), ""),
     ];
     for (kind, text) in TEMPLATES {
-        files.push((format!("templates/{kind}.md"), text));
+        files.push((layout::rel(&root, &layout::template(&root, kind)), text));
     }
     for (rel, text) in files {
         let path = root.join(&rel);

@@ -13,6 +13,7 @@ pub mod cli;
 pub mod doc;
 pub mod error;
 pub mod id;
+pub mod layout;
 pub mod log;
 pub mod ops;
 pub mod process;

@@ -18,7 +18,7 @@ use crate::board::Board;
 use crate::error::{Error, Result};
 
 fn dir(board: &Board) -> PathBuf {
-    board.state_dir().join("runs")
+    crate::layout::runs_dir(&board.root)
 }
 
 /// Refuses a `.state/runs` that is a symlink (or not a directory): its target's files

@@ -22,8 +22,8 @@ pub struct Lock {
 /// holds it. The lock file is never the document itself, because documents are replaced
 /// by rename and a lock on a replaced inode protects nothing.
 pub fn lock(board: &Board, name: &str) -> Result<Lock> {
-    let dir = board.state_dir().join("locks");
-    let path = dir.join(format!("{name}.lock"));
+    let dir = crate::layout::locks_dir(&board.root);
+    let path = crate::layout::lock_file(&board.root, name);
     let open = || {
         OpenOptions::new()
             .create(true)
@@ -47,7 +47,7 @@ pub fn lock(board: &Board, name: &str) -> Result<Lock> {
 
 /// The lock name of a document: one per region and id.
 pub fn doc_lock_name(region: Region, id: &str) -> String {
-    format!("{}.{id}", region.dir())
+    crate::layout::doc_lock(region, id)
 }
 
 /// Reads a file that must be a regular file inside the board, within the size limit and

@@ -54,7 +54,7 @@ fn init_lays_out_the_board() {
     );
     assert_eq!(
         b.read(".gitignore"),
-        "# Runtime state and files rewritten by `tavern watch`: never tracked.\n.state/\ncontrol/schedule.md\ncontrol/metrics.md\n"
+        "# Runtime state and files rewritten by `tavern watch`: never tracked.\n.state/\ncontrol/schedule.md\ncontrol/metrics.md\n# Temp files of writes in progress (or interrupted: the next tavern command removes them).\n.*.tmp\n"
     );
     let attrs = b.read(".gitattributes");
     assert_eq!(

@@ -175,7 +175,7 @@ pub fn events(ctx: &Ctx, a: EventsArgs) -> Result<ExitCode> {
             "events keeps a cursor per agent, so the actor must be a valid id; '{actor}' is not"
         ))
     })?;
-    let cursor = board.state_dir().join("cursors").join(&actor);
+    let cursor = crate::layout::events_cursor(&board.root, &actor);
     let since = match a.since.as_deref() {
         Some(s) => parse_since(Some(s))?,
         None => Since::Seq(

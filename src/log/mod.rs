@@ -209,7 +209,7 @@ fn chunks(text: &[u8]) -> Vec<(usize, &[u8])> {
 
 /// Appends an entry (its `seq` is assigned here) and returns it as written.
 pub fn append(board: &Board, mut entry: Entry) -> Result<Entry> {
-    let _lock = store::lock(board, "log")?;
+    let _lock = store::lock(board, crate::layout::LOG_LOCK)?;
     let path = board.log_path();
     let mut file = OpenOptions::new()
         .read(true)

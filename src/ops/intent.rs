@@ -14,10 +14,7 @@ use crate::error::{Error, Result};
 use crate::log::{self, Entry};
 
 fn path(board: &Board, lock_name: &str) -> PathBuf {
-    board
-        .state_dir()
-        .join("intents")
-        .join(format!("{lock_name}.yaml"))
+    crate::layout::intents_dir(&board.root).join(format!("{lock_name}.yaml"))
 }
 
 /// Records the entry a write is about to log. Called under the document's lock.

@@ -79,10 +79,7 @@ pub fn create(
     {
         super::graph::refuse_cycle(board, id, &spec.depends_on)?;
     }
-    let template_path = board
-        .root
-        .join("templates")
-        .join(format!("{}.md", region.kind()));
+    let template_path = crate::layout::template(&board.root, region.kind());
     let template = Document::parse(
         region,
         "template",

@@ -4,11 +4,11 @@
 use crate::board::Board;
 use crate::board::PauseFile;
 use crate::error::{Error, Result};
+use crate::layout::PAUSE_LOCK;
 use crate::log::{self, Entry};
 use crate::store;
-use crate::watch::areas::PAUSE_LOCK;
 
-const DOC: &str = "control/PAUSE";
+const DOC: &str = crate::layout::PAUSE;
 
 /// Pauses the board (or changes the reason of a pause). None if it was already paused for
 /// exactly this reason.

@@ -29,7 +29,7 @@ pub struct Released {
 }
 
 fn marker_path(board: &Board, agent: &str) -> std::path::PathBuf {
-    board.state_dir().join("swept").join(agent)
+    crate::layout::swept_marker(&board.root, agent)
 }
 
 fn why(agent: &Agent, board: &Board) -> String {

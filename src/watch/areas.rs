@@ -52,8 +52,8 @@ impl Tracked {
     /// The lock tavern's own writes of this file take (DESIGN §5), if tavern writes it.
     pub fn lock_name(&self) -> Option<String> {
         match self.area {
-            Area::Doc(r) => Some(crate::store::doc_lock_name(r, &self.id)),
-            Area::Agent => Some(format!("agents.{}", self.id)),
+            Area::Doc(r) => Some(crate::layout::doc_lock(r, &self.id)),
+            Area::Agent => Some(crate::layout::agent_lock(&self.id)),
             Area::Pause => Some(PAUSE_LOCK.to_string()),
             Area::Solution | Area::Source => None,
         }
@@ -66,7 +66,7 @@ impl Tracked {
 }
 
 /// The lock `pause` and `resume` take.
-pub const PAUSE_LOCK: &str = "control.PAUSE";
+pub use crate::layout::PAUSE_LOCK;
 
 /// Directories watched recursively (solutions hold whole trees) and flat ones.
 pub const RECURSIVE_DIRS: [&str; 1] = ["solutions"];

@@ -23,7 +23,7 @@ pub struct WatchLock {
 impl WatchLock {
     /// Locks the board for this watcher, or says which watcher holds it (exit 3).
     pub fn acquire(board: &Board) -> Result<WatchLock> {
-        let path = board.state_dir().join("locks").join("watch.lock");
+        let path = crate::layout::watch_lock(&board.root);
         let pid_path = snapshot::dir(board).join("pid");
         let file = try_lock(board, &path, &pid_path)?;
         Ok(WatchLock {

@@ -885,7 +885,7 @@ impl Watch {
     }
 
     fn board_gone(&self) -> bool {
-        !self.board.root.join("board.yaml").is_file()
+        !crate::layout::board_yaml(&self.board.root).is_file()
     }
 
     /// Stops the watcher when its board is gone (removed, moved away: writing on would make

@@ -252,7 +252,7 @@ pub fn render_schedule(
 /// Writes control/schedule.md and control/metrics.md.
 pub fn write(board: &Board, schedule: &str, metrics: &str) -> Result<()> {
     // Whole or not at all, but without fsync: they are rewritten often and lose nothing.
-    let control = board.root.join("control");
-    super::snapshot::write_state(&control.join("schedule.md"), schedule.as_bytes())?;
-    super::snapshot::write_state(&control.join("metrics.md"), metrics.as_bytes())
+    use crate::layout;
+    super::snapshot::write_state(&layout::schedule(&board.root), schedule.as_bytes())?;
+    super::snapshot::write_state(&layout::metrics(&board.root), metrics.as_bytes())
 }

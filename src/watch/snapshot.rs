@@ -94,7 +94,7 @@ pub struct Snapshot {
 
 /// Where watch mode keeps its state.
 pub fn dir(board: &Board) -> PathBuf {
-    board.state_dir().join("watch")
+    crate::layout::watch_dir(&board.root)
 }
 
 fn snapshot_path(board: &Board) -> PathBuf {

@@ -182,12 +182,12 @@ pub fn shell_word(value: &str) -> String {
 
 /// The directory of source files.
 pub fn dir(board: &Board) -> PathBuf {
-    board.root.join("control").join("sources")
+    crate::layout::sources_dir(&board.root)
 }
 
 /// The board-relative path of source `name`, as problems and `Source::path` name it.
 pub fn rel_path(name: &str) -> String {
-    format!("control/sources/{name}.md")
+    crate::layout::source_rel(name)
 }
 
 /// Reads and validates source `name`; the problems are as [`parse`] reports them.
