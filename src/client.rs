@@ -18,7 +18,12 @@ fn parent_and_name(pid: u32) -> Option<(u32, String)> {
     let open = stat.find('(')?;
     let close = stat.rfind(')')?;
     let name = stat.get(open + 1..close)?.to_string();
-    let ppid = stat.get(close + 1..)?.split_whitespace().nth(1)?.parse().ok()?;
+    let ppid = stat
+        .get(close + 1..)?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
     Some((ppid, name))
 }
 

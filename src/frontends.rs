@@ -56,7 +56,12 @@ pub fn dispatch() -> Option<ExitCode> {
                 crate::mcp::run(board, actor, explicit.is_some(), a)
             }
             Command::Setup(a) => crate::setup::run(&cwd, cli.global.board.as_deref(), json, a),
-            Command::Hook(a) => crate::setup::hook::run(&cwd, cli.global.board.as_deref(), cli.global.actor.clone(), a),
+            Command::Hook(a) => crate::setup::hook::run(
+                &cwd,
+                cli.global.board.as_deref(),
+                cli.global.actor.clone(),
+                a,
+            ),
         }
     })();
     Some(match result {

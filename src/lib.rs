@@ -8,8 +8,8 @@
 pub mod agents;
 pub mod board;
 pub mod check;
-pub mod client;
 pub mod cli;
+pub mod client;
 pub mod doc;
 pub mod error;
 pub mod id;

@@ -89,22 +89,35 @@ fn tools_list_per_profile_is_small_and_written_for_a_model() {
     let core = &session(&py, &b, &["--as", "coder-1"], json!([{"op": "tools"}]))[0];
     assert_eq!(
         core["names"],
-        json!(["status", "ready", "claim", "move", "show", "list", "observe", "ask"])
+        json!([
+            "status", "ready", "claim", "move", "show", "list", "observe", "ask"
+        ])
     );
     let bytes = core["bytes"].as_u64().unwrap();
     assert!(bytes <= 12 * 1024, "core tools/list is {bytes} bytes");
     let full = &session(&py, &b, &["--profile", "full"], json!([{"op": "tools"}]))[0];
     assert_eq!(full["names"].as_array().unwrap().len(), 16);
     let full_bytes = full["bytes"].as_u64().unwrap();
-    assert!(full_bytes <= 12 * 1024, "full tools/list is {full_bytes} bytes");
+    assert!(
+        full_bytes <= 12 * 1024,
+        "full tools/list is {full_bytes} bytes"
+    );
     for t in full["tools"].as_array().unwrap() {
         let d = t["description"].as_str().unwrap();
         assert!(d.len() > 30, "{} has no real description", t["name"]);
         let schema = t["inputSchema"].to_string();
-        assert!(!schema.contains("$ref") && !schema.contains("$schema"), "{schema}");
+        assert!(
+            !schema.contains("$ref") && !schema.contains("$schema"),
+            "{schema}"
+        );
     }
     // An explicit list, by flag and by environment; unknown names are refused at start.
-    let some = &session(&py, &b, &["--tools", "show,claim"], json!([{"op": "tools"}]))[0];
+    let some = &session(
+        &py,
+        &b,
+        &["--tools", "show,claim"],
+        json!([{"op": "tools"}]),
+    )[0];
     assert_eq!(some["names"], json!(["claim", "show"]));
     let mut cfg = server(&b, &[]);
     cfg["env"]["TAVERN_MCP_TOOLS"] = json!("core,log");
@@ -127,10 +140,14 @@ fn tools_list_per_profile_is_small_and_written_for_a_model() {
 fn the_agent_loop_leaves_what_the_cli_leaves() {
     let Some(py) = python() else { return };
     let setup = |b: &TestBoard| {
-        b.run(&["new", "task", "--title", "Parse", "--id", "task-a", "-p", "1"])
-            .ok();
-        b.run(&["new", "task", "--title", "Later", "--id", "task-b", "-p", "3"])
-            .ok();
+        b.run(&[
+            "new", "task", "--title", "Parse", "--id", "task-a", "-p", "1",
+        ])
+        .ok();
+        b.run(&[
+            "new", "task", "--title", "Later", "--id", "task-b", "-p", "3",
+        ])
+        .ok();
     };
     let m = TestBoard::new();
     setup(&m);
@@ -186,7 +203,13 @@ fn the_agent_loop_leaves_what_the_cli_leaves() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|c| format!("{} {}", c["actor"].as_str().unwrap(), c["op"].as_str().unwrap()))
+        .map(|c| {
+            format!(
+                "{} {}",
+                c["actor"].as_str().unwrap(),
+                c["op"].as_str().unwrap()
+            )
+        })
         .collect();
     // From the last status on: the first session's work, this session's registration, the
     // human's answer and the unblocking it did.
@@ -218,8 +241,26 @@ fn the_agent_loop_leaves_what_the_cli_leaves() {
         .ok();
     cli(&["claim", "--next"]);
     cli(&["start", "task-a"]);
-    cli(&["post", "Tabs in keys", "--topic", "parser", "--severity", "medium", "--about", "task-a"]);
-    let q = c.run(&["--as", "coder-1", "ask", "Which YAML?", "--options", "1.1,1.2", "--blocks", "task-a"]);
+    cli(&[
+        "post",
+        "Tabs in keys",
+        "--topic",
+        "parser",
+        "--severity",
+        "medium",
+        "--about",
+        "task-a",
+    ]);
+    let q = c.run(&[
+        "--as",
+        "coder-1",
+        "ask",
+        "Which YAML?",
+        "--options",
+        "1.1,1.2",
+        "--blocks",
+        "task-a",
+    ]);
     q.ok();
     // The second session registered the agent again.
     let pid2 = r2[4]["pid"].as_u64().unwrap().to_string();
@@ -249,7 +290,14 @@ fn the_agent_loop_leaves_what_the_cli_leaves() {
                 };
                 format!(
                     "{} {} {} {} {} {} {} {}",
-                    e["seq"], e["actor"], e["op"], doc, e["from"], e["to"], e["transition"], e["rev"]
+                    e["seq"],
+                    e["actor"],
+                    e["op"],
+                    doc,
+                    e["from"],
+                    e["to"],
+                    e["transition"],
+                    e["rev"]
                 )
             })
             .collect()
@@ -263,30 +311,110 @@ fn the_agent_loop_leaves_what_the_cli_leaves() {
 fn bad_input_is_a_tool_error_like_the_cli_error() {
     let Some(py) = python() else { return };
     let b = TestBoard::new();
-    b.run(&["new", "task", "--title", "One", "--id", "task-one"]).ok();
-    b.run(&["new", "task", "--title", "Two", "--id", "task-two"]).ok();
-    b.run(&["new", "task", "--title", "Held", "--id", "held"]).ok();
+    b.run(&["new", "task", "--title", "One", "--id", "task-one"])
+        .ok();
+    b.run(&["new", "task", "--title", "Two", "--id", "task-two"])
+        .ok();
+    b.run(&["new", "task", "--title", "Held", "--id", "held"])
+        .ok();
     b.run(&["--as", "other", "claim", "held"]).ok();
     // (tool, arguments, the same request at the CLI, whether the messages must match)
     let cases: Vec<(&str, Value, Vec<&str>, bool)> = vec![
         ("claim", json!({"id": "nope"}), vec!["claim", "nope"], true),
-        ("claim", json!({"id": "task-"}), vec!["claim", "task-"], true),
+        (
+            "claim",
+            json!({"id": "task-"}),
+            vec!["claim", "task-"],
+            true,
+        ),
         ("claim", json!({"id": "held"}), vec!["claim", "held"], true),
-        ("claim", json!({"id": "task-one", "if_rev": 9}), vec!["claim", "task-one", "--if-rev", "9"], true),
-        ("move", json!({"id": "task-two", "action": "start"}), vec!["start", "task-two"], true),
-        ("move", json!({"id": "held", "action": "release"}), vec!["release", "held"], true),
-        ("move", json!({"id": "task-two", "action": "fly"}), vec!["move", "task-two", "fly"], false),
-        ("show", json!({"id": "../etc/passwd"}), vec!["show", "../etc/passwd"], true),
-        ("show", json!({"id": "Task-One"}), vec!["show", "Task-One"], true),
-        ("list", json!({"query": "priority<high"}), vec!["list", "priority<high"], true),
-        ("list", json!({"query": "a=b", "colour": "red"}), vec!["list", "--colour", "red"], false),
-        ("observe", json!({"title": "x", "topic": "t", "severity": "huge"}), vec!["post", "x", "--topic", "t", "--severity", "huge"], true),
-        ("observe", json!({"title": "x", "topic": "t", "severity": "low", "confidence": 7}), vec!["post", "x", "--topic", "t", "--severity", "low", "--confidence", "7"], true),
+        (
+            "claim",
+            json!({"id": "task-one", "if_rev": 9}),
+            vec!["claim", "task-one", "--if-rev", "9"],
+            true,
+        ),
+        (
+            "move",
+            json!({"id": "task-two", "action": "start"}),
+            vec!["start", "task-two"],
+            true,
+        ),
+        (
+            "move",
+            json!({"id": "held", "action": "release"}),
+            vec!["release", "held"],
+            true,
+        ),
+        (
+            "move",
+            json!({"id": "task-two", "action": "fly"}),
+            vec!["move", "task-two", "fly"],
+            false,
+        ),
+        (
+            "show",
+            json!({"id": "../etc/passwd"}),
+            vec!["show", "../etc/passwd"],
+            true,
+        ),
+        (
+            "show",
+            json!({"id": "Task-One"}),
+            vec!["show", "Task-One"],
+            true,
+        ),
+        (
+            "list",
+            json!({"query": "priority<high"}),
+            vec!["list", "priority<high"],
+            true,
+        ),
+        (
+            "list",
+            json!({"query": "a=b", "colour": "red"}),
+            vec!["list", "--colour", "red"],
+            false,
+        ),
+        (
+            "observe",
+            json!({"title": "x", "topic": "t", "severity": "huge"}),
+            vec!["post", "x", "--topic", "t", "--severity", "huge"],
+            true,
+        ),
+        (
+            "observe",
+            json!({"title": "x", "topic": "t", "severity": "low", "confidence": 7}),
+            vec![
+                "post",
+                "x",
+                "--topic",
+                "t",
+                "--severity",
+                "low",
+                "--confidence",
+                "7",
+            ],
+            true,
+        ),
         ("ask", json!({}), vec!["ask"], false),
-        ("ready", json!({"query": "has:"}), vec!["ready", "has:"], true),
-        ("ready", json!({"cursor": "x"}), vec!["list", "--cursor", "x"], false),
+        (
+            "ready",
+            json!({"query": "has:"}),
+            vec!["ready", "has:"],
+            true,
+        ),
+        (
+            "ready",
+            json!({"cursor": "x"}),
+            vec!["list", "--cursor", "x"],
+            false,
+        ),
     ];
-    let mut steps: Vec<Value> = cases.iter().map(|(t, a, _, _)| call(t, a.clone())).collect();
+    let mut steps: Vec<Value> = cases
+        .iter()
+        .map(|(t, a, _, _)| call(t, a.clone()))
+        .collect();
     steps.push(call("status", json!({})));
     let r = session(&py, &b, &["--as", "coder-1"], json!(steps));
     for (i, (tool, args, cli, same_message)) in cases.iter().enumerate() {
@@ -297,7 +425,12 @@ fn bad_input_is_a_tool_error_like_the_cli_error() {
         argv.extend_from_slice(cli);
         let out = b.run(&argv);
         assert_ne!(out.code, 0, "the CLI accepted {cli:?}");
-        assert_eq!(err["code"], json!(out.code), "{tool} {args} vs {cli:?}: {res}\n{}", out.stderr);
+        assert_eq!(
+            err["code"],
+            json!(out.code),
+            "{tool} {args} vs {cli:?}: {res}\n{}",
+            out.stderr
+        );
         assert!(err["meaning"].as_str().unwrap().len() > 10);
         // (The CLI's own argument errors are not JSON yet; the library's are.)
         if let Ok(cli_err) = serde_json::from_str::<Value>(out.stderr.trim()) {
@@ -313,20 +446,37 @@ fn bad_input_is_a_tool_error_like_the_cli_error() {
     // Still serving after all of that.
     ok(&r[cases.len()]);
     // Nothing was written by the refused calls: the setup's entries and the registration.
-    let ops: Vec<String> = b.log().iter().map(|e| e["op"].as_str().unwrap().to_string()).collect();
+    let ops: Vec<String> = b
+        .log()
+        .iter()
+        .map(|e| e["op"].as_str().unwrap().to_string())
+        .collect();
     assert_eq!(ops, ["create", "create", "create", "claim", "agent"]);
     // A paused board: claims are refused as the CLI refuses them, with the reason.
     let r = session(
         &py,
         &b,
         &["--as", "coder-1"],
-        json!([run(&b, &["pause", "a human stopped it"]), call("claim", json!({})), call("claim", json!({"id": "task-one"}))]),
+        json!([
+            run(&b, &["pause", "a human stopped it"]),
+            call("claim", json!({})),
+            call("claim", json!({"id": "task-one"}))
+        ]),
     );
     assert_eq!(r[0]["code"], json!(0), "{}", r[0]);
     for res in &r[1..] {
         let e = &res["value"]["error"];
-        assert_eq!((e["kind"].as_str(), e["code"].as_u64()), (Some("paused"), Some(5)), "{res}");
-        assert!(e["message"].as_str().unwrap().contains("a human stopped it"));
+        assert_eq!(
+            (e["kind"].as_str(), e["code"].as_u64()),
+            (Some("paused"), Some(5)),
+            "{res}"
+        );
+        assert!(
+            e["message"]
+                .as_str()
+                .unwrap()
+                .contains("a human stopped it")
+        );
     }
 }
 
@@ -337,9 +487,25 @@ fn an_mcp_client_cannot_act_as_a_human() {
     let Some(py) = python() else { return };
     let b = TestBoard::new();
     let config = b.read("board.yaml");
-    b.write("board.yaml", config.replace("humans: []", "humans: [alice]"));
-    b.run(&["new", "task", "--title", "Deploy", "--id", "task-d"]).ok();
-    let q = b.run(&["--as", "bot", "ask", "--permission", "deploy", "--resource", "prod", "--reason", "ship it", "--id", "q-perm"]);
+    b.write(
+        "board.yaml",
+        config.replace("humans: []", "humans: [alice]"),
+    );
+    b.run(&["new", "task", "--title", "Deploy", "--id", "task-d"])
+        .ok();
+    let q = b.run(&[
+        "--as",
+        "bot",
+        "ask",
+        "--permission",
+        "deploy",
+        "--resource",
+        "prod",
+        "--reason",
+        "ship it",
+        "--id",
+        "q-perm",
+    ]);
     q.ok();
     let before = b.read("questions/q-perm.md");
     let log_before = b.log().len();
@@ -369,7 +535,9 @@ fn an_mcp_client_cannot_act_as_a_human() {
     assert_eq!(b.read("questions/q-perm.md"), before);
     let log = b.log();
     assert!(
-        log[log_before..].iter().all(|e| e["doc"] != json!("questions/q-perm.md")),
+        log[log_before..]
+            .iter()
+            .all(|e| e["doc"] != json!("questions/q-perm.md")),
         "{log:?}"
     );
 }
@@ -387,7 +555,10 @@ fn eight_servers_racing_have_one_winner_per_task() {
     let servers: Vec<Value> = (0..8)
         .map(|i| server(&b, &["--as", &format!("agent-{i}")]))
         .collect();
-    let result = drive(&py, json!({"race": {"servers": servers, "tasks": tasks, "seed": 7}}));
+    let result = drive(
+        &py,
+        json!({"race": {"servers": servers, "tasks": tasks, "seed": 7}}),
+    );
     let mut winners = std::collections::BTreeMap::new();
     for (i, got) in result.as_array().unwrap().iter().enumerate() {
         for g in got.as_array().unwrap() {
@@ -403,10 +574,18 @@ fn eight_servers_racing_have_one_winner_per_task() {
         }
     }
     assert_eq!(winners.len(), tasks.len());
-    let claims: Vec<Value> = b.log().into_iter().filter(|e| e["op"] == json!("claim")).collect();
+    let claims: Vec<Value> = b
+        .log()
+        .into_iter()
+        .filter(|e| e["op"] == json!("claim"))
+        .collect();
     assert_eq!(claims.len(), tasks.len());
     for c in &claims {
-        let task = c["doc"].as_str().unwrap().trim_start_matches("tasks/").trim_end_matches(".md");
+        let task = c["doc"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("tasks/")
+            .trim_end_matches(".md");
         assert_eq!(c["actor"].as_str(), winners.get(task).map(String::as_str));
         let file = b.read(&format!("tasks/{task}.md"));
         assert!(file.contains(&format!("claimed_by: {}", winners[task])));
@@ -421,9 +600,13 @@ fn the_client_holds_the_lease_and_a_dead_clients_claims_are_swept() {
     let Some(py) = python() else { return };
     let b = TestBoard::new();
     let config = b.read("board.yaml");
-    b.write("board.yaml", config.replace("\nlease: 5m\n", "\nlease: 1s\n"));
+    b.write(
+        "board.yaml",
+        config.replace("\nlease: 5m\n", "\nlease: 1s\n"),
+    );
     assert!(b.read("board.yaml").contains("lease: 1s"));
-    b.run(&["new", "task", "--title", "Mine", "--id", "task-m"]).ok();
+    b.run(&["new", "task", "--title", "Mine", "--id", "task-m"])
+        .ok();
     let beat = b.board().join(".state/heartbeats/coder-9");
     let r = session(
         &py,
@@ -434,7 +617,10 @@ fn the_client_holds_the_lease_and_a_dead_clients_claims_are_swept() {
     let pid = r[0]["pid"].as_u64().unwrap();
     let card = b.read("control/agents/coder-9.md");
     assert!(card.contains(&format!("pid: {pid}\n")), "{card}");
-    assert!(card.contains("capabilities:\n- rust\n") || card.contains("capabilities: [rust]"), "{card}");
+    assert!(
+        card.contains("capabilities:\n- rust\n") || card.contains("capabilities: [rust]"),
+        "{card}"
+    );
     assert!(beat.exists());
     // The client has exited: after the lease, a sweep gives the task back.
     std::thread::sleep(std::time::Duration::from_millis(2100));
@@ -446,7 +632,8 @@ fn the_client_holds_the_lease_and_a_dead_clients_claims_are_swept() {
 fn documents_are_resources_and_subscribers_hear_of_changes() {
     let Some(py) = python() else { return };
     let b = TestBoard::new();
-    b.run(&["new", "task", "--title", "Watched", "--id", "task-w"]).ok();
+    b.run(&["new", "task", "--title", "Watched", "--id", "task-w"])
+        .ok();
     let file = b.read("tasks/task-w.md");
     let r = session(
         &py,
@@ -466,11 +653,18 @@ fn documents_are_resources_and_subscribers_hear_of_changes() {
     assert!(instructions.contains("`claim`") && instructions.contains("You act as `coder-1`"));
     assert_eq!(
         r[1]["uris"],
-        json!(["tavern://guide", "tavern://summary", "tavern://tasks/task-w"])
+        json!([
+            "tavern://guide",
+            "tavern://summary",
+            "tavern://tasks/task-w"
+        ])
     );
     assert_eq!(r[2]["templates"], json!(["tavern://{region}/{id}"]));
     assert_eq!(r[3]["text"].as_str().unwrap(), file);
     assert!(r[4].get("protocol_error").is_some(), "{}", r[4]);
     let events = r[5]["events"].as_array().unwrap();
-    assert_eq!(events.last().unwrap(), &json!("ResourceUpdated:tavern://tasks/task-w"));
+    assert_eq!(
+        events.last().unwrap(),
+        &json!("ResourceUpdated:tavern://tasks/task-w")
+    );
 }

@@ -57,7 +57,10 @@ fn samples(client: &str) -> Vec<(&'static str, &'static str)> {
                 ".mcp.json",
                 "{\"mcpServers\": {\"github\": {\"command\": \"gh-mcp\", \"args\": [\"--stdio\"]}}}",
             ),
-            ("CLAUDE.md", "# House rules\n\nRun the tests before you commit.\n"),
+            (
+                "CLAUDE.md",
+                "# House rules\n\nRun the tests before you commit.\n",
+            ),
         ],
         "codex" => vec![
             (
@@ -139,10 +142,18 @@ fn setup_merges_into_each_clients_files_is_idempotent_and_removes_to_the_origina
                     ]
                 );
                 let m = json_of(b.root(), ".mcp.json");
-                assert_eq!(m["mcpServers"]["github"], json!({"command": "gh-mcp", "args": ["--stdio"]}));
-                assert_eq!(m["mcpServers"]["tavern"]["args"], json!(["mcp", "--client", "claude"]));
+                assert_eq!(
+                    m["mcpServers"]["github"],
+                    json!({"command": "gh-mcp", "args": ["--stdio"]})
+                );
+                assert_eq!(
+                    m["mcpServers"]["tavern"]["args"],
+                    json!(["mcp", "--client", "claude"])
+                );
                 let notes = read(b.root(), "CLAUDE.md").unwrap();
-                assert!(notes.starts_with("# House rules\n\nRun the tests before you commit.\n\n<!-- tavern:begin"));
+                assert!(notes.starts_with(
+                    "# House rules\n\nRun the tests before you commit.\n\n<!-- tavern:begin"
+                ));
             }
             "codex" => {
                 let h = json_of(b.root(), ".codex/hooks.json");
@@ -159,16 +170,29 @@ fn setup_merges_into_each_clients_files_is_idempotent_and_removes_to_the_origina
                 let toml = read(b.root(), ".codex/config.toml").unwrap();
                 assert!(toml.starts_with("model = \"gpt-5\"\n\n[mcp_servers.github]\ncommand = \"gh-mcp\"\nargs = [\"--stdio\"]\n\n# tavern:begin"), "{toml}");
                 assert!(toml.contains("[mcp_servers.tavern]\ncommand = \"tavern\"\nargs = [\"mcp\", \"--client\", \"codex\"]\n"));
-                assert!(read(b.root(), "AGENTS.md").unwrap().starts_with("# Agents\n\nNo force pushes.\n\n<!-- tavern:begin"));
+                assert!(
+                    read(b.root(), "AGENTS.md")
+                        .unwrap()
+                        .starts_with("# Agents\n\nNo force pushes.\n\n<!-- tavern:begin")
+                );
             }
             _ => {
                 let o = json_of(b.root(), "opencode.json");
                 assert_eq!(o["$schema"], json!("https://opencode.ai/config.json"));
                 assert_eq!(o["plugin"], json!(["opencode-wakatime"]));
                 assert_eq!(o["mcp"]["github"]["command"], json!(["gh-mcp"]));
-                assert_eq!(o["mcp"]["tavern"]["command"], json!(["tavern", "mcp", "--client", "opencode"]));
+                assert_eq!(
+                    o["mcp"]["tavern"]["command"],
+                    json!(["tavern", "mcp", "--client", "opencode"])
+                );
                 let plugin = read(b.root(), ".opencode/plugins/tavern.js").unwrap();
-                for needle in ["session-start", "heartbeat", "compact", "session-end", "process.pid"] {
+                for needle in [
+                    "session-start",
+                    "heartbeat",
+                    "compact",
+                    "session-end",
+                    "process.pid",
+                ] {
                     assert!(plugin.contains(needle), "{needle}");
                 }
             }
@@ -177,14 +201,20 @@ fn setup_merges_into_each_clients_files_is_idempotent_and_removes_to_the_origina
         // A second run changes nothing at all.
         let again = setup(&b, &home, &["setup", client, "--mcp"]);
         again.ok();
-        assert!(again.stdout.lines().all(|l| l.starts_with("unchanged ")), "{}", again.stdout);
+        assert!(
+            again.stdout.lines().all(|l| l.starts_with("unchanged ")),
+            "{}",
+            again.stdout
+        );
         assert_eq!(files(b.root()), after);
         setup(&b, &home, &["setup", client, "--mcp", "--dry-run"])
             .ok()
             .stdout_is("nothing would change\n");
 
         // --remove gives back the very bytes, and takes away what setup created.
-        setup(&b, &home, &["setup", client, "--remove"]).ok().stdout_has("restored ");
+        setup(&b, &home, &["setup", client, "--remove"])
+            .ok()
+            .stdout_has("restored ");
         assert_eq!(files(b.root()), original, "{client}");
     }
 }
@@ -200,10 +230,18 @@ fn remove_after_a_hand_edit_keeps_the_edit_and_takes_only_tavern_out() {
     let mut s = json_of(b.root(), ".claude/settings.json");
     s["permissions"]["allow"] = json!(["Bash(cargo test:*)", "Bash(ls)"]);
     write(b.root(), ".claude/settings.json", &s.to_string());
-    setup(&b, &home, &["setup", "claude", "--remove"]).ok().stdout_has("removed .claude/settings.json");
+    setup(&b, &home, &["setup", "claude", "--remove"])
+        .ok()
+        .stdout_has("removed .claude/settings.json");
     let s = json_of(b.root(), ".claude/settings.json");
-    assert_eq!(s["permissions"]["allow"], json!(["Bash(cargo test:*)", "Bash(ls)"]));
-    assert_eq!(hook_commands(&s), ["PostToolUse: cargo fmt", "SessionStart: echo hello"]);
+    assert_eq!(
+        s["permissions"]["allow"],
+        json!(["Bash(cargo test:*)", "Bash(ls)"])
+    );
+    assert_eq!(
+        hook_commands(&s),
+        ["PostToolUse: cargo fmt", "SessionStart: echo hello"]
+    );
     assert_eq!(read(b.root(), "CLAUDE.md").unwrap(), samples("claude")[2].1);
 }
 
@@ -211,19 +249,38 @@ fn remove_after_a_hand_edit_keeps_the_edit_and_takes_only_tavern_out() {
 fn user_scope_writes_the_home_configuration_and_needs_no_board() {
     let b = TestBoard::empty();
     let home = b.root().join("home");
-    write(&home, ".claude.json", "{\"numStartups\": 12, \"mcpServers\": {}}\n");
+    write(
+        &home,
+        ".claude.json",
+        "{\"numStartups\": 12, \"mcpServers\": {}}\n",
+    );
     let out = setup(&b, &home, &["--json", "setup", "claude", "--user", "--mcp"]);
     out.ok();
     let report = out.json();
     assert_eq!(report["scope"], json!("user"));
-    let paths: Vec<&str> = report["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
-    assert_eq!(paths, ["~/.claude/settings.json", "~/.claude.json", "~/.claude/CLAUDE.md"]);
+    let paths: Vec<&str> = report["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "~/.claude/settings.json",
+            "~/.claude.json",
+            "~/.claude/CLAUDE.md"
+        ]
+    );
     let c = json_of(&home, ".claude.json");
     assert_eq!(c["numStartups"], json!(12));
     assert_eq!(c["mcpServers"]["tavern"]["command"], json!("tavern"));
     assert!(!b.root().join(".claude").exists());
     setup(&b, &home, &["setup", "claude", "--user", "--remove"]).ok();
-    assert_eq!(read(&home, ".claude.json").unwrap(), "{\"numStartups\": 12, \"mcpServers\": {}}\n");
+    assert_eq!(
+        read(&home, ".claude.json").unwrap(),
+        "{\"numStartups\": 12, \"mcpServers\": {}}\n"
+    );
     assert!(!home.join(".claude/settings.json").exists());
 }
 
@@ -233,12 +290,22 @@ fn setup_refuses_to_replace_a_server_or_plugin_that_is_not_tavern_s() {
     let home = b.root().join("home");
     let theirs = "{\"mcpServers\": {\"tavern\": {\"command\": \"pub-crawler\"}}}\n";
     write(b.root(), ".mcp.json", theirs);
-    setup(&b, &home, &["setup", "claude", "--mcp"]).code(3).stderr_has("not tavern's");
+    setup(&b, &home, &["setup", "claude", "--mcp"])
+        .code(3)
+        .stderr_has("not tavern's");
     assert_eq!(read(b.root(), ".mcp.json").unwrap(), theirs);
-    write(b.root(), ".codex/config.toml", "[mcp_servers.tavern]\ncommand = \"other\"\n");
-    setup(&b, &home, &["setup", "codex", "--mcp"]).code(3).stderr_has("[mcp_servers.tavern]");
+    write(
+        b.root(),
+        ".codex/config.toml",
+        "[mcp_servers.tavern]\ncommand = \"other\"\n",
+    );
+    setup(&b, &home, &["setup", "codex", "--mcp"])
+        .code(3)
+        .stderr_has("[mcp_servers.tavern]");
     write(b.root(), ".mcp.json", "{ not json");
-    setup(&b, &home, &["setup", "claude", "--mcp"]).code(6).stderr_has("not valid JSON");
+    setup(&b, &home, &["setup", "claude", "--mcp"])
+        .code(6)
+        .stderr_has("not valid JSON");
     setup(&b, &home, &["setup", "vim"]).code(2);
 }
 
@@ -260,7 +327,12 @@ fn hook(b: &TestBoard, args: &str, stdin: &str, env: &[(&str, &str)]) -> Out {
         c.env(k, v);
     }
     let mut child = c.spawn().unwrap();
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
     let o = child.wait_with_output().unwrap();
     Out {
         code: o.status.code().unwrap_or(-1),
@@ -272,7 +344,8 @@ fn hook(b: &TestBoard, args: &str, stdin: &str, env: &[(&str, &str)]) -> Out {
 #[test]
 fn hooks_register_the_session_with_the_client_as_holder_and_deregister_it() {
     let b = TestBoard::new();
-    b.run(&["new", "task", "--title", "Open work", "--id", "task-h"]).ok();
+    b.run(&["new", "task", "--title", "Open work", "--id", "task-h"])
+        .ok();
     let me = std::process::id();
     let name = format!("claude-{me}");
     let env_file = b.root().join("claude.env");
@@ -285,38 +358,79 @@ fn hooks_register_the_session_with_the_client_as_holder_and_deregister_it() {
     );
     start.ok();
     let v: Value = serde_json::from_str(&start.stdout).unwrap();
-    assert_eq!(v["hookSpecificOutput"]["hookEventName"], json!("SessionStart"));
-    let context = v["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
-    assert!(context.contains(&format!("registered as agent `{name}`")), "{context}");
+    assert_eq!(
+        v["hookSpecificOutput"]["hookEventName"],
+        json!("SessionStart")
+    );
+    let context = v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(
+        context.contains(&format!("registered as agent `{name}`")),
+        "{context}"
+    );
     assert!(context.contains("task-h Open work"), "{context}");
     // The holder is this process (the client), not the shell that ran the hook.
     let card = b.read(&format!("control/agents/{name}.md"));
     assert!(card.contains(&format!("pid: {me}\n")), "{card}");
-    assert_eq!(std::fs::read_to_string(&env_file).unwrap(), format!("export TAVERN_AGENT={name}\n"));
+    assert_eq!(
+        std::fs::read_to_string(&env_file).unwrap(),
+        format!("export TAVERN_AGENT={name}\n")
+    );
 
     // Work happens as that agent; a tool use is a heartbeat; a compaction gives the summary
     // again and logs nothing.
     b.run(&["--as", &name, "claim", "task-h"]).ok();
     let beat = b.board().join(format!(".state/heartbeats/{name}"));
     std::fs::remove_file(&beat).unwrap();
-    hook(&b, "claude heartbeat", r#"{"hook_event_name":"PostToolUse"}"#, &[]).ok().stdout_is("");
+    hook(
+        &b,
+        "claude heartbeat",
+        r#"{"hook_event_name":"PostToolUse"}"#,
+        &[],
+    )
+    .ok()
+    .stdout_is("");
     assert!(beat.exists());
     let entries = b.log().len();
     let compact = hook(&b, "claude session-start", r#"{"source":"compact"}"#, &[]);
-    compact.ok().stdout_has("The context was compacted").stdout_has("task-h");
+    compact
+        .ok()
+        .stdout_has("The context was compacted")
+        .stdout_has("task-h");
     assert_eq!(b.log().len(), entries);
-    hook(&b, "codex compact", "", &[]).ok().stdout_has("The context was compacted");
+    hook(&b, "codex compact", "", &[])
+        .ok()
+        .stdout_has("The context was compacted");
 
     // The session ends: its claim goes back and the agent is gone.
     hook(&b, "claude session-end", r#"{"reason":"exit"}"#, &[]).ok();
     assert!(b.read("tasks/task-h.md").contains("status: pending"));
-    assert!(b.read(&format!("control/agents/{name}.md")).contains("status: gone"));
+    assert!(
+        b.read(&format!("control/agents/{name}.md"))
+            .contains("status: gone")
+    );
     let last = b.log().pop().unwrap();
-    assert_eq!((last["op"].as_str(), last["note"].as_str()), (Some("agent"), Some("deregistered")));
+    assert_eq!(
+        (last["op"].as_str(), last["note"].as_str()),
+        (Some("agent"), Some("deregistered"))
+    );
 
     // TAVERN_AGENT names the agent when set; without a board a hook does nothing.
-    hook(&b, "codex session-start", "{}", &[("TAVERN_AGENT", "coder-7")]).ok();
-    assert!(b.read("control/agents/coder-7.md").contains(&format!("pid: {me}\n")));
+    hook(
+        &b,
+        "codex session-start",
+        "{}",
+        &[("TAVERN_AGENT", "coder-7")],
+    )
+    .ok();
+    assert!(
+        b.read("control/agents/coder-7.md")
+            .contains(&format!("pid: {me}\n"))
+    );
     let nowhere = TestBoard::empty();
-    hook(&nowhere, "claude session-start", "{}", &[]).ok().stdout_is("").stderr_is("");
+    hook(&nowhere, "claude session-start", "{}", &[])
+        .ok()
+        .stdout_is("")
+        .stderr_is("");
 }

@@ -59,7 +59,14 @@ pub fn doc(d: &Document) -> Value {
 /// One row of a list: enough to choose, not the whole document.
 pub fn row(d: &Document) -> Value {
     let mut v = json!({"id": d.id(), "region": d.region.dir(), "title": d.title(), "rev": d.rev()});
-    for key in ["status", "priority", "severity", "claimed_by", "tags", "depends_on"] {
+    for key in [
+        "status",
+        "priority",
+        "severity",
+        "claimed_by",
+        "tags",
+        "depends_on",
+    ] {
         if let Some(x) = d.fields.get(key)
             && !x.is_null()
         {

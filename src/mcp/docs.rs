@@ -13,10 +13,12 @@ use tavern::scan::{self, Skipped};
 pub fn read(board: &Board, reference: &str) -> Result<Document> {
     match ops::resolve::resolve(board, reference, &Region::ALL) {
         Ok((region, id)) => tavern::store::read_doc(board, region, &id),
-        Err(e @ Error::NotFound { .. }) => match ops::archive::resolve_archived(board, reference)? {
-            Some((region, id)) => ops::archive::read_archived(board, region, &id),
-            None => Err(e),
-        },
+        Err(e @ Error::NotFound { .. }) => {
+            match ops::archive::resolve_archived(board, reference)? {
+                Some((region, id)) => ops::archive::read_archived(board, region, &id),
+                None => Err(e),
+            }
+        }
         Err(e) => Err(e),
     }
 }
@@ -44,7 +46,9 @@ pub fn agents(board: &Board) -> Result<Value> {
     let list = tavern::agents::all(board)?;
     let held = scan::scan_matching(board, &[Region::Tasks], |d| {
         d.str("claimed_by").is_some()
-            && !d.status().is_some_and(|s| board.config.workflow.is_terminal(s))
+            && !d
+                .status()
+                .is_some_and(|s| board.config.workflow.is_terminal(s))
     })?;
     let now = chrono::Utc::now();
     let items: Vec<Value> = list

@@ -58,7 +58,8 @@ pub fn start(board: Board, tx: Sender<Change>) {
         loop {
             tokio::time::sleep(POLL).await;
             let b = board.clone();
-            let read = tokio::task::spawn_blocking(move || tavern::log::read_from(&b, offset)).await;
+            let read =
+                tokio::task::spawn_blocking(move || tavern::log::read_from(&b, offset)).await;
             let Ok(Ok((entries, next, _))) = read else {
                 continue;
             };

@@ -20,7 +20,11 @@ pub struct Changes {
 /// One entry, compact: its diff only when asked for, bounded as the log bounds it.
 pub fn entry(e: &Entry, patch: bool) -> Value {
     let mut v = json!({"seq": e.seq, "at": e.at, "actor": e.actor, "op": e.op, "doc": e.doc});
-    for (k, x) in [("transition", &e.transition), ("from", &e.from), ("to", &e.to)] {
+    for (k, x) in [
+        ("transition", &e.transition),
+        ("from", &e.from),
+        ("to", &e.to),
+    ] {
         if let Some(x) = x {
             v[k] = json!(x);
         }
@@ -48,7 +52,7 @@ pub fn changes_since_last_look(board: &Board, actor: &str) -> Result<Changes> {
             "status keeps a cursor per agent, so the agent's name must be a valid id; '{actor}' is not (start the server with --as NAME)"
         ))
     })?;
-    let cursor = board.state_dir().join("cursors").join(actor);
+    let cursor = tavern::layout::events_cursor(&board.root, actor);
     let since: u64 = std::fs::read_to_string(&cursor)
         .ok()
         .and_then(|s| s.trim().parse().ok())

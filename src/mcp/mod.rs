@@ -21,7 +21,12 @@ pub struct McpArgs {
     #[arg(long, default_value = "core", value_parser = ["core", "full"])]
     pub profile: String,
     /// Exactly these tools, comma-separated (names, or core / full for a whole profile)
-    #[arg(long, env = "TAVERN_MCP_TOOLS", value_name = "A,B,C", value_delimiter = ',')]
+    #[arg(
+        long,
+        env = "TAVERN_MCP_TOOLS",
+        value_name = "A,B,C",
+        value_delimiter = ','
+    )]
     pub tools: Vec<String>,
     /// Register the acting agent with these capabilities (matched against tasks' `needs`)
     #[arg(long, value_name = "A,B", value_delimiter = ',')]
@@ -55,7 +60,11 @@ pub fn select(profile: &str, names: &[String]) -> Result<Vec<&'static tools::Def
             n => vec![tools::find(n).ok_or_else(|| {
                 Error::usage(format!(
                     "--tools: no tool '{n}'; the tools are: {} (or core, full)",
-                    tools::ALL.iter().map(|d| d.name).collect::<Vec<_>>().join(", ")
+                    tools::ALL
+                        .iter()
+                        .map(|d| d.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ))
             })?],
         };

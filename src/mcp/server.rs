@@ -56,7 +56,9 @@ impl Server {
 pub fn tool_error(e: &tavern::Error) -> CallToolResult {
     let kind = e.kind();
     let meaning = match kind {
-        tavern::Kind::Other => "something failed outside the board's rules (I/O); retrying may help",
+        tavern::Kind::Other => {
+            "something failed outside the board's rules (I/O); retrying may help"
+        }
         tavern::Kind::Usage => "bad arguments: fix the call",
         tavern::Kind::Conflict => {
             "someone else got there first, you do not hold it, its rev changed, or the transition is not allowed now: re-read and choose again"
@@ -231,17 +233,14 @@ impl ServerHandler for Server {
             match read_uri.as_str() {
                 "tavern://guide" => Ok(GUIDE.to_string()),
                 "tavern://summary" => {
-                    let v = tavern::ops::summary::summary(
-                        &ctx.board,
-                        None,
-                        chrono::Duration::hours(1),
-                    )
-                    .map_err(|e| e.to_string())?;
+                    let v =
+                        tavern::ops::summary::summary(&ctx.board, None, chrono::Duration::hours(1))
+                            .map_err(|e| e.to_string())?;
                     Ok(tavern::ops::summary::render(&v))
                 }
                 other => {
-                    let (region, id) = parse_doc_uri(other)
-                        .ok_or_else(|| format!("no resource {other}"))?;
+                    let (region, id) =
+                        parse_doc_uri(other).ok_or_else(|| format!("no resource {other}"))?;
                     tavern::id::validate(id).map_err(|e| e.to_string())?;
                     let doc = tavern::store::read_doc(&ctx.board, region, id)
                         .map_err(|e| e.to_string())?;
@@ -303,8 +302,7 @@ impl ServerHandler for Server {
                             return;
                         }
                     }
-                    if change.list_changed && peer.notify_resource_list_changed().await.is_err()
-                    {
+                    if change.list_changed && peer.notify_resource_list_changed().await.is_err() {
                         return;
                     }
                 }

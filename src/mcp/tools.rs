@@ -69,9 +69,8 @@ fn inline(v: &mut Value, defs: &Value) {
     match v {
         Value::Object(o) => {
             if let Some(Value::String(r)) = o.get("$ref")
-                && let Some(Value::Object(def)) = r
-                    .strip_prefix("#/$defs/")
-                    .and_then(|name| defs.get(name))
+                && let Some(Value::Object(def)) =
+                    r.strip_prefix("#/$defs/").and_then(|name| defs.get(name))
             {
                 let def = def.clone();
                 o.remove("$ref");
@@ -127,8 +126,7 @@ fn compact(v: &mut Value) {
 }
 
 fn parse<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T> {
-    serde_json::from_value(args)
-        .map_err(|e| Error::usage(format!("{tool}: bad arguments: {e}")))
+    serde_json::from_value(args).map_err(|e| Error::usage(format!("{tool}: bad arguments: {e}")))
 }
 
 /// Query terms from one string, as the command line takes them from several words.
@@ -287,8 +285,7 @@ fn move_task(ctx: &Ctx, args: Value) -> Result<Value> {
         if_rev: a.if_rev,
         note: a.note,
     };
-    let outcome =
-        ops::transition::transition(&ctx.board, &ctx.actor, &id, a.action.name(), &opts)?;
+    let outcome = ops::transition::transition(&ctx.board, &ctx.actor, &id, a.action.name(), &opts)?;
     Ok(bound::outcome(&outcome))
 }
 
@@ -403,9 +400,7 @@ fn ask(ctx: &Ctx, args: Value) -> Result<Value> {
         }
         None => {
             if a.resource.is_some() || a.reason.is_some() {
-                return Err(Error::usage(
-                    "ask: resource and reason go with permission",
-                ));
+                return Err(Error::usage("ask: resource and reason go with permission"));
             }
             None
         }
@@ -685,38 +680,134 @@ macro_rules! def {
 
 /// Every tool, the core profile first, in the order of the agent loop.
 pub const ALL: &[Def] = &[
-    def!("status", true, false, StatusArgs, status,
-        "Where things stand: a digest of the board (agents and what they hold, open findings, tasks by state, open questions, what looks stuck) and the log entries since your last status call. Call it first, and again after a context reset."),
-    def!("ready", true, true, ReadyArgs, ready,
-        "Tasks you could claim now (claimable state, dependencies done), best first, paginated."),
-    def!("claim", true, false, ClaimArgs, claim,
-        "Claim a task: the given id, or else the best ready task matching query. Exactly one of several racing agents wins; a lost race is a conflict error: pick another. Returns the task with its body."),
-    def!("move", true, false, MoveArgs, move_task,
-        "Move a task you hold along the workflow: start it, submit it for review, block or release it, mark it done or failed. Only tasks; only yours."),
-    def!("show", true, true, ShowArgs, show,
-        "One document (task, observation, question; archived ones too): its fields and body. Long bodies come in parts: pass body_cut.next_offset as offset."),
-    def!("list", true, true, ListArgs, list,
-        "Documents matching a query, best first (priority, then age), paginated with the total count. Without a query: everything."),
-    def!("observe", true, false, ObserveArgs, observe,
-        "Post an observation: a finding others should know (a bug, a risk, a test result), with a topic and a severity."),
-    def!("ask", true, false, AskArgs, ask,
-        "Ask a human a question (optionally blocking your tasks until answered), or request a permission. Humans answer outside this server; check status for the answer."),
-    def!("agents", false, true, AgentsArgs, agents,
-        "Registered agents: active, idle, stale or gone, what each holds, when last seen."),
-    def!("answer", false, false, AnswerArgs, answer,
-        "Answer an open question (not a permission request: only a human decides those). Unblocks the tasks that waited only on it."),
-    def!("triage", false, false, TriageArgs, triage,
-        "Acknowledge, resolve or reject an observation."),
-    def!("archive", false, false, ArchiveArgs, archive,
-        "Move finished documents (done, cancelled, resolved, answered…) to the archive."),
-    def!("log", false, true, LogArgs, log,
-        "The audit log: who changed what, newest last, filtered by seq, document or actor."),
-    def!("deps", false, true, DepsArgs, deps,
-        "What a task waits for and what waits for it, or with tree its subtasks."),
-    def!("create_task", false, false, TaskArgs, create_task,
-        "Create a task (for planners): title, body, priority, dependencies, parent, needed capabilities."),
-    def!("edit", false, false, EditArgs, edit,
-        "Change fields or the body of a task or observation. Workflow fields (status, claimed_by) change only through move and claim."),
+    def!(
+        "status",
+        true,
+        false,
+        StatusArgs,
+        status,
+        "Where things stand: a digest of the board (agents and what they hold, open findings, tasks by state, open questions, what looks stuck) and the log entries since your last status call. Call it first, and again after a context reset."
+    ),
+    def!(
+        "ready",
+        true,
+        true,
+        ReadyArgs,
+        ready,
+        "Tasks you could claim now (claimable state, dependencies done), best first, paginated."
+    ),
+    def!(
+        "claim",
+        true,
+        false,
+        ClaimArgs,
+        claim,
+        "Claim a task: the given id, or else the best ready task matching query. Exactly one of several racing agents wins; a lost race is a conflict error: pick another. Returns the task with its body."
+    ),
+    def!(
+        "move",
+        true,
+        false,
+        MoveArgs,
+        move_task,
+        "Move a task you hold along the workflow: start it, submit it for review, block or release it, mark it done or failed. Only tasks; only yours."
+    ),
+    def!(
+        "show",
+        true,
+        true,
+        ShowArgs,
+        show,
+        "One document (task, observation, question; archived ones too): its fields and body. Long bodies come in parts: pass body_cut.next_offset as offset."
+    ),
+    def!(
+        "list",
+        true,
+        true,
+        ListArgs,
+        list,
+        "Documents matching a query, best first (priority, then age), paginated with the total count. Without a query: everything."
+    ),
+    def!(
+        "observe",
+        true,
+        false,
+        ObserveArgs,
+        observe,
+        "Post an observation: a finding others should know (a bug, a risk, a test result), with a topic and a severity."
+    ),
+    def!(
+        "ask",
+        true,
+        false,
+        AskArgs,
+        ask,
+        "Ask a human a question (optionally blocking your tasks until answered), or request a permission. Humans answer outside this server; check status for the answer."
+    ),
+    def!(
+        "agents",
+        false,
+        true,
+        AgentsArgs,
+        agents,
+        "Registered agents: active, idle, stale or gone, what each holds, when last seen."
+    ),
+    def!(
+        "answer",
+        false,
+        false,
+        AnswerArgs,
+        answer,
+        "Answer an open question (not a permission request: only a human decides those). Unblocks the tasks that waited only on it."
+    ),
+    def!(
+        "triage",
+        false,
+        false,
+        TriageArgs,
+        triage,
+        "Acknowledge, resolve or reject an observation."
+    ),
+    def!(
+        "archive",
+        false,
+        false,
+        ArchiveArgs,
+        archive,
+        "Move finished documents (done, cancelled, resolved, answered…) to the archive."
+    ),
+    def!(
+        "log",
+        false,
+        true,
+        LogArgs,
+        log,
+        "The audit log: who changed what, newest last, filtered by seq, document or actor."
+    ),
+    def!(
+        "deps",
+        false,
+        true,
+        DepsArgs,
+        deps,
+        "What a task waits for and what waits for it, or with tree its subtasks."
+    ),
+    def!(
+        "create_task",
+        false,
+        false,
+        TaskArgs,
+        create_task,
+        "Create a task (for planners): title, body, priority, dependencies, parent, needed capabilities."
+    ),
+    def!(
+        "edit",
+        false,
+        false,
+        EditArgs,
+        edit,
+        "Change fields or the body of a task or observation. Workflow fields (status, claimed_by) change only through move and claim."
+    ),
 ];
 
 pub fn find(name: &str) -> Option<&'static Def> {

@@ -10,7 +10,8 @@ use super::merge::{self, Hook};
 use tavern::error::{Error, Result};
 
 /// The agent-loop section for AGENTS.md / CLAUDE.md.
-const NOTES: &str = "<!-- tavern:begin (added by `tavern setup`; `tavern setup CLIENT --remove` takes it out) -->
+const NOTES: &str =
+    "<!-- tavern:begin (added by `tavern setup`; `tavern setup CLIENT --remove` takes it out) -->
 ## Working on the tavern board
 
 This project coordinates agents on a tavern board (`.tavern/`). Your session is registered

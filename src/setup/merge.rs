@@ -39,7 +39,11 @@ fn render(o: Map<String, Value>) -> Option<String> {
 
 /// Keeps the user's text when the merge changes nothing, so a second run writes nothing
 /// even if tavern would have formatted the file differently.
-fn unless_same(old: Option<&str>, old_value: &Map<String, Value>, new: Map<String, Value>) -> Option<String> {
+fn unless_same(
+    old: Option<&str>,
+    old_value: &Map<String, Value>,
+    new: Map<String, Value>,
+) -> Option<String> {
     if &new == old_value {
         return old.map(str::to_string);
     }
@@ -172,9 +176,7 @@ pub fn entry(
     let mut o = old.clone();
     match value {
         Some(v) => {
-            let servers = o
-                .entry(outer)
-                .or_insert_with(|| Value::Object(Map::new()));
+            let servers = o.entry(outer).or_insert_with(|| Value::Object(Map::new()));
             let Value::Object(servers) = servers else {
                 return Err(Error::input(format!(
                     "{path}: `{outer}` is not an object; nothing changed"
@@ -186,7 +188,9 @@ pub fn entry(
             {
                 return Err(Error::conflict(
                     path,
-                    format!("already has a `{outer}.{name}` entry that is not tavern's; rename or remove it, nothing changed"),
+                    format!(
+                        "already has a `{outer}.{name}` entry that is not tavern's; rename or remove it, nothing changed"
+                    ),
                 ));
             }
             servers.insert(name.into(), v);

@@ -36,20 +36,23 @@ pub struct SetupArgs {
     pub user: bool,
 }
 
+/// The new content of a file from its current one (None: no file), with tavern's part
+/// (true) or without it (false).
+pub type Merge = Box<dyn Fn(Option<&str>, bool) -> Result<Option<String>>>;
+
 /// One file setup manages, and how its content changes.
 pub struct Plan {
     pub path: PathBuf,
     /// What it holds of tavern's, for the report.
     pub what: &'static str,
-    /// The new content from the current one (None: no file), with tavern's part or without it.
-    pub merge: Box<dyn Fn(Option<&str>, bool) -> Result<Option<String>>>,
+    pub merge: Merge,
 }
 
 /// Where backups of the files as they were before setup live, so that `--remove` can give
 /// back the very bytes.
 fn backup_dir(board: Option<&tavern::board::Board>, home: &Path, user: bool) -> PathBuf {
     match (user, board) {
-        (false, Some(b)) => b.state_dir().join("setup"),
+        (false, Some(b)) => tavern::layout::setup_backups(&b.root),
         _ => std::env::var_os("XDG_STATE_HOME")
             .map(PathBuf::from)
             .filter(|p| p.is_absolute())
@@ -62,7 +65,13 @@ fn backup_dir(board: Option<&tavern::board::Board>, home: &Path, user: bool) -> 
 fn backup_key(path: &Path) -> String {
     path.to_string_lossy()
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 
