@@ -30,6 +30,7 @@ mod roundtrip;
 mod setup;
 mod sources;
 mod summary;
+mod sync_claims;
 mod teamwork;
 mod watch;
 
