@@ -66,6 +66,9 @@ pub fn tool_error(e: &tavern::Error) -> CallToolResult {
         tavern::Kind::NotFound => "no such board or document, or nothing to claim",
         tavern::Kind::Paused => "a human paused the board: claim nothing new until it is resumed",
         tavern::Kind::Invalid => "an invalid document or input (malformed, over a limit, hostile)",
+        tavern::Kind::Unconfirmed => {
+            "the board's remote could not confirm the claim or move, so nothing changed: try again when it is reachable"
+        }
     };
     let v = json!({"error": {
         "kind": kind.name(),

@@ -281,9 +281,9 @@ fn move_task(ctx: &Ctx, args: Value) -> Result<Value> {
     let a: MoveArgs = parse("move", args)?;
     let id = task_id(&ctx.board, &a.id)?;
     let opts = ops::transition::Options {
-        force: false,
         if_rev: a.if_rev,
         note: a.note,
+        ..Default::default()
     };
     let outcome = ops::transition::transition(&ctx.board, &ctx.actor, &id, a.action.name(), &opts)?;
     Ok(bound::outcome(&outcome))
