@@ -18,8 +18,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::board::Board;
-use crate::error::{Error, Result};
+use tavern::board::Board;
+use tavern::error::{Error, Result};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -152,6 +152,13 @@ pub enum Command {
     /// List or validate the knowledge sources (control/sources/*.md)
     #[command(subcommand)]
     Sources(sources::SourcesCommand),
+    /// Serve the board to an agent client over MCP on stdio: the agent loop as tools
+    Mcp(crate::mcp::McpArgs),
+    /// Set up an agent client (claude, codex, opencode): hooks, notes, and with --mcp the MCP server
+    Setup(crate::setup::SetupArgs),
+    /// What the hooks `tavern setup` installs run (the client's event comes on stdin)
+    #[command(hide = true)]
+    Hook(crate::setup::hook::HookArgs),
     /// Any other transition defined in board.yaml: `tavern NAME ID`
     #[command(external_subcommand)]
     Custom(Vec<String>),
@@ -172,7 +179,7 @@ impl Ctx {
     /// registered agent counts as its heartbeat.
     pub fn actor(&self, board: &Board) -> Result<String> {
         let actor = self.actor_name()?;
-        crate::agents::heartbeat_if_registered(board, &actor);
+        tavern::agents::heartbeat_if_registered(board, &actor);
         Ok(actor)
     }
 
@@ -185,7 +192,7 @@ impl Ctx {
             .or_else(|| std::env::var("USER").ok().filter(|s| !s.is_empty()))
             .or_else(|| std::env::var("LOGNAME").ok().filter(|s| !s.is_empty()))
             .unwrap_or_else(|| "unknown".to_string());
-        crate::ops::validate_actor(&actor)?;
+        tavern::ops::validate_actor(&actor)?;
         Ok(actor)
     }
 }
@@ -238,6 +245,16 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Pause(a) => watch::pause(&ctx, a),
         Command::Resume => watch::resume(&ctx),
         Command::Sources(a) => sources::run(&ctx, a),
+        Command::Mcp(a) => crate::mcp::command(&ctx, a),
+        Command::Setup(a) => {
+            crate::setup::run(&ctx.cwd, ctx.global.board.as_deref(), ctx.global.json, a)
+        }
+        Command::Hook(a) => crate::setup::hook::run(
+            &ctx.cwd,
+            ctx.global.board.as_deref(),
+            ctx.global.actor.clone(),
+            a,
+        ),
         Command::Custom(args) => tasks::custom(&ctx, args),
     }
 }

@@ -85,6 +85,27 @@ pub fn tools_list_json(selected: &[&'static tools::Def]) -> String {
     serde_json::json!({ "tools": tools }).to_string()
 }
 
+/// `tavern mcp`: the acting agent from --as, TAVERN_AGENT or (with --client) the client's
+/// process; the board found as every command finds it, once it is needed.
+pub fn command(ctx: &crate::cli::Ctx, a: McpArgs) -> Result<ExitCode> {
+    let explicit = ctx
+        .global
+        .actor
+        .clone()
+        .or_else(|| std::env::var("TAVERN_AGENT").ok().filter(|s| !s.is_empty()))
+        .or_else(|| {
+            a.client
+                .as_ref()
+                .map(|c| crate::setup::hook::agent_name(c, None, tavern::client::holder()))
+        });
+    let actor = explicit
+        .clone()
+        .or_else(|| std::env::var("USER").ok().filter(|s| !s.is_empty()))
+        .unwrap_or_else(|| "unknown".into());
+    tavern::ops::validate_actor(&actor)?;
+    run(|| ctx.board(), actor, explicit.is_some(), a)
+}
+
 /// Serves the board on stdin/stdout until the client closes the connection.
 /// `explicit_actor` is the agent named by --as or TAVERN_AGENT: it is registered, with the
 /// client (this server's parent, past any shell) as the holder of its claims.
