@@ -306,7 +306,6 @@ fn main() {
 
     let only_mcp = std::env::var("TAVERN_BENCH_ONLY").is_ok_and(|v| v == "mcp");
     let watch_sizes = if only_mcp { Vec::new() } else { watch_sizes };
-    let mut all = all;
     all.retain(|n| sizes.contains(n) || watch_sizes.contains(n));
     let mut rows = Vec::new();
     let mut watch_rows = Vec::new();
