@@ -1,6 +1,7 @@
-//! Changes to the board, for resource notifications: the log's new entries, read as they
-//! are appended. Followed only once a client subscribes; nothing relies on it, since many
-//! clients drop these notifications.
+//! Changes to the board, for resource notifications: the change feed watch mode's own
+//! change detection drives (`tavern::watch::feed`), so hand edits are reported as well as
+//! tavern's writes. Followed only once a client subscribes, on one thread of its own;
+//! nothing relies on it, since many clients drop these notifications.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -8,8 +9,9 @@ use std::time::Duration;
 use tokio::sync::broadcast::Sender;
 
 use tavern::board::Board;
+use tavern::watch::feed::{Batch, Feed, Kind};
 
-/// What one log entry changed: the resources to report as updated, and whether the list of
+/// What one batch changed: the resources to report as updated, and whether the list of
 /// resources changed (a document created, moved or deleted).
 #[derive(Clone, Debug)]
 pub struct Change {
@@ -17,56 +19,46 @@ pub struct Change {
     pub list_changed: bool,
 }
 
-const POLL: Duration = Duration::from_millis(250);
-
 static STARTED: AtomicBool = AtomicBool::new(false);
 
-/// The resource a log entry's document is, if it is one (`tasks/x.md` -> `tavern://tasks/x`).
-fn uri_of(doc: &str) -> Option<String> {
-    let (region, file) = doc.split_once('/')?;
-    tavern::doc::Region::parse(region)?;
-    let id = file.strip_suffix(".md")?;
-    (!id.contains('/')).then(|| format!("tavern://{region}/{id}"))
-}
-
-fn change_of(e: &tavern::log::Entry) -> Change {
-    let mut uris = vec!["tavern://summary".to_string()];
-    uris.extend(uri_of(&e.doc));
-    if let Some(moved) = e.doc.strip_prefix("archive/") {
-        uris.extend(uri_of(moved));
+fn change_of(batch: &Batch) -> Option<Change> {
+    let mut uris = Vec::new();
+    let mut list_changed = false;
+    for c in &batch.changes {
+        if tavern::doc::Region::parse(&c.region).is_none() {
+            continue;
+        }
+        let uri = format!("tavern://{}/{}", c.region, c.id);
+        if !uris.contains(&uri) {
+            uris.push(uri);
+        }
+        list_changed |= !matches!(c.kind, Kind::Changed);
     }
-    let list_changed = matches!(e.op.as_str(), "create" | "move" | "delete")
-        || (e.op == "external-edit"
-            && e.note
-                .as_deref()
-                .is_some_and(|n| n.contains("created") || n.contains("deleted")));
-    Change { uris, list_changed }
+    if batch.changes.is_empty() && batch.board.is_empty() {
+        return None;
+    }
+    // Whatever changed, the summary may have.
+    uris.push("tavern://summary".to_string());
+    Some(Change { uris, list_changed })
 }
 
-/// Starts following the log (once per process) and sends every change on `tx`.
+/// Starts following the board (once per process) and sends every change on `tx`.
 pub fn start(board: Board, tx: Sender<Change>) {
     if STARTED.swap(true, Ordering::SeqCst) {
         return;
     }
-    tokio::spawn(async move {
-        let b = board.clone();
-        let mut offset = tokio::task::spawn_blocking(move || tavern::log::end(&b).map(|e| e.0))
-            .await
-            .ok()
-            .and_then(|r| r.ok())
-            .unwrap_or(0);
+    let Ok(mut feed) = Feed::open(&board, Default::default()) else {
+        return;
+    };
+    std::thread::spawn(move || {
         loop {
-            tokio::time::sleep(POLL).await;
-            let b = board.clone();
-            let read =
-                tokio::task::spawn_blocking(move || tavern::log::read_from(&b, offset)).await;
-            let Ok(Ok((entries, next, _))) = read else {
-                continue;
-            };
-            offset = next;
-            for e in &entries {
-                // No receiver (nobody subscribed any more) is not an error worth stopping for.
-                let _ = tx.send(change_of(e));
+            if let Some(change) = feed
+                .next(Duration::from_secs(1))
+                .as_ref()
+                .and_then(change_of)
+            {
+                // No receiver (nobody listens any more) is not a reason to stop.
+                let _ = tx.send(change);
             }
         }
     });
