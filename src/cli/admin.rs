@@ -14,6 +14,10 @@ use tavern::error::{Error, Result};
 pub struct InitArgs {
     /// The project directory to create .tavern/ in [default: the working directory]
     pub dir: Option<PathBuf>,
+    /// Create a board even inside the project of another one (which it then hides from
+    /// commands run below this directory)
+    #[arg(long)]
+    pub nested: bool,
 }
 
 pub fn init(ctx: &Ctx, a: InitArgs) -> Result<ExitCode> {
@@ -36,6 +40,21 @@ pub fn init(ctx: &Ctx, a: InitArgs) -> Result<ExitCode> {
             what: format!("directory {}", project.display()),
             hint: "create it first".into(),
         });
+    }
+    // A board inside another board's project would silently take over every command run
+    // below it: refuse unless asked for.
+    if !a.nested
+        && !project.join(tavern::board::BOARD_DIR).exists()
+        && let Some(parent) = project.parent()
+        && let Ok(outer) = tavern::board::Board::discover(None, parent)
+    {
+        return Err(Error::conflict(
+            &outer.root,
+            format!(
+                "{} is inside the project of this board; a board there would hide it from every command run below it\nhint: use the existing board (tavern finds it from there), or pass --nested to create a separate one",
+                project.display()
+            ),
+        ));
     }
     let report = tavern::board::init(&project)?;
     if ctx.global.json {
@@ -141,6 +160,9 @@ pub struct ArchiveArgs {
     /// Only documents not updated for this long (e.g. 30d)
     #[arg(long, value_name = "DURATION")]
     pub older_than: Option<String>,
+    /// Only say what would move; move nothing
+    #[arg(long, short = 'n')]
+    pub dry_run: bool,
 }
 
 /// `archive`: moves finished documents (terminal tasks, resolved or rejected findings,
@@ -158,6 +180,22 @@ pub fn archive(ctx: &Ctx, a: ArchiveArgs) -> Result<ExitCode> {
             })
         })
         .transpose()?;
+    if a.dry_run {
+        let docs = tavern::ops::archive::candidates(&board, &query, older)?;
+        if ctx.global.json {
+            let paths: Vec<String> = docs.iter().map(|d| d.rel_path()).collect();
+            output::json_line(&json!({"dry_run": true, "would_move": paths}))?;
+        } else {
+            for d in &docs {
+                line(&format!(
+                    "{}: would move to archive/{}",
+                    d.rel_path(),
+                    d.rel_path()
+                ))?;
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let moved = tavern::ops::archive::archive(&board, &actor, &query, older)?;
     if ctx.global.json {
         output::json_line(&json!({"moved": moved}))?;
