@@ -129,7 +129,7 @@ pub struct Board {
 }
 
 impl Board {
-    /// Finds the board: an explicit `--board`/`TAVERN_BOARD` path (the `.tavern` directory
+    /// Finds the board: an explicit path (the command line or `TAVERN_BOARD`) (the `.tavern` directory
     /// or the project holding it), else the nearest `.tavern` walking up from `cwd`. In a
     /// linked git worktree the board is the main worktree's (the same relative place
     /// there), so every worktree of a repository shares one board: one lock domain, one
@@ -214,7 +214,7 @@ impl Board {
                     "tavern board of the repository at {} (its common directory is bare, so it has no main worktree to keep the board in)",
                     repo.common_dir.display()
                 ),
-                hint: "point at a board with --board DIR or TAVERN_BOARD".into(),
+                hint: "name the board in TAVERN_BOARD=DIR".into(),
             });
         };
         let main = repo.main.clone().unwrap_or_default();
@@ -239,7 +239,7 @@ impl Board {
                 main.display()
             ),
             hint: format!(
-                "create it with `tavern init {}`, check out the branch that holds it there, or point at a board with --board DIR",
+                "create it with `tavern init {}`, check out the branch that holds it there, or name the board in TAVERN_BOARD=DIR",
                 main.display()
             ),
         })

@@ -110,7 +110,7 @@ fn normalize(path: &Path) -> PathBuf {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum How {
-    /// `--board DIR`.
+    /// Named on the command line.
     Flag,
     /// `TAVERN_BOARD`.
     Env,
@@ -124,7 +124,7 @@ pub enum How {
 impl How {
     pub fn describe(self) -> &'static str {
         match self {
-            How::Flag => "given with --board",
+            How::Flag => "named on the command line",
             How::Env => "given by TAVERN_BOARD",
             How::Cwd => "the nearest .tavern above the working directory",
             How::Worktree => {
