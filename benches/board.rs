@@ -44,7 +44,12 @@
 //! - "peak RSS": the watcher's VmHWM after its first start and after the changes, beside
 //!   the size of all task files. Target: ≤ 50 MiB at 10k tasks.
 //!
-//! The dashboard (a third table; board/web.rs), on the boards of `TAVERN_BENCH_WEB_SIZES`
+//! `tavern mcp` (a third table; board/mcp.rs), at every size of TAVERN_BENCH_SIZES: `show`,
+//! `list` and `claim` as tool calls over one open session, each beside the same command
+//! run as a process, and the size of `tools/list` per profile. `TAVERN_BENCH_ONLY=mcp`
+//! times only these rows.
+//!
+//! The dashboard (a fourth table; board/web.rs), on the boards of `TAVERN_BENCH_WEB_SIZES`
 //! (default 1000,10000; empty: none): `tavern serve` on the board; its first load (page,
 //! assets, state, board, waiting queue), the time from a task changed on disk to a client
 //! of its event stream having read the board again (p50, p99; target ≤ 1 s), the event
@@ -57,6 +62,8 @@
 //! Every board also holds four of the hand-written documents of `fixtures/` (shared with
 //! the tests): one tavern reads through its full YAML parser, three it skips with a warning.
 
+#[path = "board/mcp.rs"]
+mod mcp;
 #[path = "board/watch.rs"]
 mod watch;
 #[path = "board/web.rs"]
@@ -327,8 +334,14 @@ fn main() {
     let known = all.clone();
     all.extend(web_sizes.iter().filter(|n| !known.contains(n)));
 
+    let only_mcp = std::env::var("TAVERN_BENCH_ONLY").is_ok_and(|v| v == "mcp");
+    let watch_sizes = if only_mcp { Vec::new() } else { watch_sizes };
+    let web_sizes = if only_mcp { Vec::new() } else { web_sizes };
+    all.retain(|n| sizes.contains(n) || watch_sizes.contains(n) || web_sizes.contains(n));
     let mut rows = Vec::new();
     let mut watch_rows = Vec::new();
+    let mut mcp_rows = Vec::new();
+    let mut mcp_sizes = Vec::new();
     let mut web_rows = Vec::new();
     for &n in &all {
         let dir = tempfile::tempdir().unwrap();
@@ -343,9 +356,14 @@ fn main() {
             bin: bin.clone(),
             board: built.board.clone(),
         };
-        let raw = sizes
-            .contains(&n)
+        let raw = (sizes.contains(&n) && !only_mcp)
             .then(|| time_commands(&b, &built, n, runs, true_bin, &mut rows));
+        if sizes.contains(&n) {
+            if mcp_sizes.is_empty() {
+                mcp_sizes = mcp::tools_list_sizes(&b);
+            }
+            mcp_rows.extend(mcp::time(&b, &built, n, runs, runs + 1));
+        }
         if watch_sizes.contains(&n) {
             watch_rows.extend(watch::run(&b, dir.path(), n, raw));
         }
@@ -357,7 +375,9 @@ fn main() {
         }
     }
 
-    let report = render(&rows, &watch_rows, &web_rows, &bin);
+    let mut report = render(&rows, &watch_rows, &bin);
+    mcp::render(&mcp_rows, &mcp_sizes, &mut report);
+    web::render(&web_rows, &mut report);
     println!("{report}");
     let target_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
     let _ = std::fs::create_dir_all(&target_dir);
@@ -489,7 +509,7 @@ fn time_commands(
     raw
 }
 
-fn render(rows: &[Row], watch_rows: &[watch::Row], web_rows: &[web::Row], bin: &Path) -> String {
+fn render(rows: &[Row], watch_rows: &[watch::Row], bin: &Path) -> String {
     let mut out = format!(
         "# tavern benchmark\n\nBinary: `{}`; {} cores; medians of real process runs, baselines measured in the same run.\n\n",
         bin.display(),
@@ -520,6 +540,5 @@ fn render(rows: &[Row], watch_rows: &[watch::Row], web_rows: &[web::Row], bin: &
         .unwrap();
     }
     watch::render(watch_rows, &mut out);
-    web::render(web_rows, &mut out);
     out
 }
