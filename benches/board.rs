@@ -45,8 +45,14 @@
 //!
 //! The watcher must exit 0 on SIGTERM and log an `external-edit` for every change, or the
 //! bench fails (as it does when a wait exceeds 30 s), printing the watcher's stderr.
+//! Claims across machines (a third table; board/claims.rs): a connected claim's median and
+//! p99 beside a plain local claim and a bare `git push`, and claims per second with 16
+//! agents over 4 clones of a local bare remote. `TAVERN_BENCH_CLAIMS=0` leaves it out.
+//!
 //! The report is printed and written to target/bench-report.md.
 
+#[path = "board/claims.rs"]
+mod claims;
 #[path = "board/watch.rs"]
 mod watch;
 
@@ -323,7 +329,9 @@ fn main() {
         }
     }
 
-    let report = render(&rows, &watch_rows, &bin);
+    let claim_rows = claims::run(&bin);
+    let mut report = render(&rows, &watch_rows, &bin);
+    claims::render(&claim_rows, &mut report);
     println!("{report}");
     let target_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
     let _ = std::fs::create_dir_all(&target_dir);

@@ -225,6 +225,7 @@ pub fn transition(
                 to: &t.to,
                 force: forced,
                 local_holder: takeover_of,
+                expired_hold_of: None,
             };
             match claims::confirm(board, r, &step)? {
                 claims::Confirmed::Pushed(p) => {
@@ -395,7 +396,11 @@ pub fn claim_next_with(
             .as_ref()
             .is_none_or(|caps| doc.list("needs").iter().all(|n| caps.contains(n)))
     };
-    for doc in candidates.into_iter().filter(|d| capable(d)) {
+    let mut candidates: Vec<Document> = candidates.into_iter().filter(|d| capable(d)).collect();
+    if !opts.local && claims::remote(board)?.is_some() {
+        claims::spread(&mut candidates, actor);
+    }
+    for doc in candidates {
         let opts = Options {
             local: opts.local,
             ..Options::default()

@@ -144,6 +144,9 @@ pub struct Step<'a> {
     /// On a claim, the agent this clone's copy says holds the task (another one): the
     /// claim is a takeover, allowed only if the remote's record of that hold expired.
     pub local_holder: Option<&'a str>,
+    /// A sweep's release of this agent's claim: allowed only if the remote's record is that
+    /// agent's and expired too (or the remote never heard of the claim).
+    pub expired_hold_of: Option<&'a str>,
 }
 
 /// The remote took the new record.
@@ -396,6 +399,19 @@ fn decide(
     rec: Option<&Record>,
     now: DateTime<Utc>,
 ) -> Option<Decision> {
+    if let Some(holder) = step.expired_hold_of {
+        return Some(match rec {
+            None => Decision::Go {
+                epoch: 1,
+                took_over: None,
+            },
+            Some(r) if r.agent == holder && r.expired(board, now) => Decision::Go {
+                epoch: r.epoch,
+                took_over: Some(r.clone()),
+            },
+            Some(_) => Decision::Lost,
+        });
+    }
     let Some(r) = rec else {
         if step.local_holder.is_some() {
             return None; // Takeover of a hold the remote never saw: the local hold stands.
@@ -445,6 +461,33 @@ fn decide(
     }
     // A final task, or (for a move) one that is no longer held by this actor.
     Some(Decision::Lost)
+}
+
+/// How many of the best candidates of one priority `claim --next` spreads its agents over
+/// on a connected board.
+pub const SPREAD: usize = 16;
+
+/// On a connected board, agents on different machines see one another's claims only by
+/// losing a race to them, so if all went for the very best task they would queue on it,
+/// one push and one fetch per loser per task. `claim --next` therefore starts each agent at
+/// its own place among the first [`SPREAD`] candidates of the best priority (by a hash of
+/// its name) and goes on from there, wrapping round; priorities are kept.
+pub fn spread(candidates: &mut [crate::doc::Document], actor: &str) {
+    let Some(first) = candidates.first().map(|d| d.priority()) else {
+        return;
+    };
+    let lead = candidates
+        .iter()
+        .take(SPREAD)
+        .take_while(|d| d.priority() == first)
+        .count();
+    if lead > 1 {
+        // FNV-1a: stable across runs and machines.
+        let hash = actor.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        candidates[..lead].rotate_left((hash % lead as u64) as usize);
+    }
 }
 
 /// Confirms `step` with `remote`: pushes the new record under a lease on the one this
@@ -718,6 +761,7 @@ pub fn renew(board: &Board, agent: &str) -> Result<Renewed> {
                     to: &r.state,
                     force: false,
                     local_holder: None,
+                    expired_hold_of: None,
                 };
                 return Err(unconfirmed(board, &step, &remote, &why));
             }
