@@ -620,6 +620,11 @@ fn reconcile_makes_a_clone_agree_with_the_remote_records() {
     );
     // A second run changes nothing.
     assert!(tavern::sync::claims::reconcile(&board).unwrap().is_empty());
+    // t01 is held here by b, and the remote never heard of it: unconfirmed.
+    assert_eq!(
+        tavern::sync::claims::unconfirmed(&board).unwrap(),
+        [("t01".to_string(), "b".to_string())]
+    );
 }
 
 /// An agent's deregistration releases its claims on the remote too, so another clone can

@@ -229,7 +229,7 @@ fn git_error(g: &Git, what: &str, out: &Output) -> Error {
 }
 
 /// The remote could not be reached or refused: nothing was confirmed.
-fn unconfirmed(board: &Board, step: &Step, remote: &str, why: &str) -> Error {
+fn unconfirmed_error(board: &Board, step: &Step, remote: &str, why: &str) -> Error {
     let what = if step.claim {
         format!("the claim of {}", step.task)
     } else {
@@ -268,7 +268,7 @@ fn refresh(board: &Board, step: &Step, remote: &str) -> Result<Option<Record>> {
             let _ = g.output(&["update-ref", "-d", &name], None)?;
             return Ok(None);
         }
-        return Err(unconfirmed(
+        return Err(unconfirmed_error(
             board,
             step,
             remote,
@@ -572,12 +572,12 @@ pub fn confirm(board: &Board, remote: &str, step: &Step) -> Result<Confirmed> {
                 busy = Some(why);
             }
             PushResult::Failed(why) => {
-                return Err(unconfirmed(board, step, remote, &why));
+                return Err(unconfirmed_error(board, step, remote, &why));
             }
         }
     }
     if let Some(why) = busy {
-        return Err(unconfirmed(board, step, remote, &why));
+        return Err(unconfirmed_error(board, step, remote, &why));
     }
     Err(Error::conflict(
         board.rel(&board.doc_path(crate::doc::Region::Tasks, step.task)),
@@ -763,7 +763,7 @@ pub fn renew(board: &Board, agent: &str) -> Result<Renewed> {
                     local_holder: None,
                     expired_hold_of: None,
                 };
-                return Err(unconfirmed(board, &step, &remote, &why));
+                return Err(unconfirmed_error(board, &step, &remote, &why));
             }
         }
     }
@@ -803,6 +803,39 @@ pub fn reconcile(board: &Board) -> Result<Vec<String>> {
         }
     }
     Ok(changed)
+}
+
+/// The claims this clone holds that the remote has not confirmed, as `(task, holder)`: a
+/// held task whose record (as last fetched) names another holder or none (a `--local`
+/// claim, one made before the board was connected). Empty on a board not connected. For
+/// `tavern check`.
+pub fn unconfirmed(board: &Board) -> Result<Vec<(String, String)>> {
+    if remote(board)?.is_none() {
+        return Ok(Vec::new());
+    }
+    let records: std::collections::HashMap<String, Record> = all_known(board)?
+        .into_iter()
+        .map(|r| (r.task.clone(), r))
+        .collect();
+    let w = &board.config.workflow;
+    let scan = crate::scan::scan_matching(board, &[crate::doc::Region::Tasks], |d| {
+        d.str("claimed_by").is_some_and(|a| !a.is_empty())
+            && d.status()
+                .is_some_and(|s| !w.is_claimable(s) && !w.is_terminal(s))
+    })?;
+    let mut out: Vec<(String, String)> = scan
+        .docs
+        .iter()
+        .filter_map(|d| {
+            let holder = d.str("claimed_by")?;
+            let confirmed = records
+                .get(d.id())
+                .is_some_and(|r| r.agent == holder && r.held(board));
+            (!confirmed).then(|| (d.id().to_string(), holder.to_string()))
+        })
+        .collect();
+    out.sort();
+    Ok(out)
 }
 
 /// Every record on the remote, fetched into this clone's copies (copies of records the
