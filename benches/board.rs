@@ -50,11 +50,17 @@
 //! agents over 4 clones of a local bare remote. `TAVERN_BENCH_CLAIMS=0` leaves it out.
 //!
 //! The report is printed and written to target/bench-report.md.
+//!
+//! Every board also holds four of the hand-written documents of `fixtures/` (shared with
+//! the tests): one tavern reads through its full YAML parser, three it skips with a warning.
 
 #[path = "board/claims.rs"]
 mod claims;
 #[path = "board/watch.rs"]
 mod watch;
+
+#[path = "../fixtures/fixtures.rs"]
+mod fixtures;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -237,6 +243,18 @@ fn build_board(bin: &Path, dir: &Path, n: usize) -> Built {
         if status == "pending" && depends_on == "[]" {
             claimable.push(id);
         }
+    }
+    // The awkward documents boards collect, shared with the tests (fixtures/): every scan
+    // meets a hand-written CRLF document with comments (the full YAML parser's path) and
+    // three it must skip with a warning (an alias bomb, bytes that are not UTF-8, broken
+    // YAML).
+    for (name, id) in [
+        ("crlf-hand-written.md", "t-hand"),
+        ("alias-bomb.md", "t-bomb"),
+        ("not-utf8.md", "t-bin"),
+        ("unclosed-bracket.md", "t-bad"),
+    ] {
+        std::fs::write(tasks.join(format!("{id}.md")), fixtures::read(name)).unwrap();
     }
     std::fs::write(board.join("log.yaml"), &log).unwrap();
     Built { board, claimable }

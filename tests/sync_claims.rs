@@ -692,3 +692,29 @@ fn deregister_and_sweeps_release_claims_on_the_remote() {
         ("claimed".into(), Some("z".into()))
     );
 }
+
+/// A finished task's record stays, so a clone that has not heard of it cannot claim it
+/// again; reopening it frees the record, and then any clone can.
+#[test]
+fn a_finished_task_stays_finished_on_the_remote_until_reopened() {
+    let net = Net::new(1, 2);
+    net.run(0, &["claim", "t00", "--as", "a"]).ok();
+    net.run(0, &["start", "t00", "--as", "a"]).ok();
+    net.run(0, &["done", "t00", "--as", "a"]).ok();
+    assert_eq!(net.records()["t00"], ("a".into(), "done".into(), 1));
+    let out = net.run(1, &["claim", "t00", "--as", "b"]);
+    out.code(3);
+    out.stderr_has(
+        "error: tasks/t00.md: already finished by a (status done; confirmed by the remote 'origin'",
+    );
+    assert_eq!(net.task_state(1, "t00"), ("done".into(), Some("a".into())));
+    net.run(1, &["reopen", "t00", "--as", "b"]).ok();
+    assert_eq!(net.records()["t00"], (String::new(), "pending".into(), 1));
+    // c0 still says done until it hears of the reopen (what `tavern sync` does).
+    net.run(0, &["claim", "t00", "--as", "c"]).code(3);
+    let board = tavern::board::Board::open(&net.clone_dir(0).join(".tavern")).unwrap();
+    tavern::sync::claims::fetch_all(&board).unwrap();
+    assert_eq!(tavern::sync::claims::reconcile(&board).unwrap(), ["t00"]);
+    net.run(0, &["claim", "t00", "--as", "c"]).ok();
+    assert_eq!(net.records()["t00"], ("c".into(), "claimed".into(), 2));
+}

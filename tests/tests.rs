@@ -23,6 +23,7 @@ mod crash;
 mod events;
 mod graph;
 mod hostile_input;
+mod layering;
 mod observations;
 mod questions;
 mod roundtrip;
@@ -31,6 +32,7 @@ mod summary;
 mod sync_claims;
 mod teamwork;
 mod watch;
+mod watch_feed;
 
 #[test]
 fn every_test_file_is_included() {

@@ -8,12 +8,16 @@ use serde_json::json;
 
 use super::Ctx;
 use super::output::{self, line};
-use crate::error::{Error, Result};
+use tavern::error::{Error, Result};
 
 #[derive(Debug, Args)]
 pub struct InitArgs {
     /// The project directory to create .tavern/ in [default: the working directory]
     pub dir: Option<PathBuf>,
+    /// Create a board even inside the project of another one (which it then hides from
+    /// commands run below this directory)
+    #[arg(long)]
+    pub nested: bool,
 }
 
 pub fn init(ctx: &Ctx, a: InitArgs) -> Result<ExitCode> {
@@ -25,7 +29,7 @@ pub fn init(ctx: &Ctx, a: InitArgs) -> Result<ExitCode> {
     // `--board path/.tavern` names the board itself; create it there, not inside it.
     let project = if project
         .file_name()
-        .is_some_and(|n| n == crate::board::BOARD_DIR)
+        .is_some_and(|n| n == tavern::board::BOARD_DIR)
     {
         project.parent().map(PathBuf::from).unwrap_or(project)
     } else {
@@ -37,7 +41,22 @@ pub fn init(ctx: &Ctx, a: InitArgs) -> Result<ExitCode> {
             hint: "create it first".into(),
         });
     }
-    let report = crate::board::init(&project)?;
+    // A board inside another board's project would silently take over every command run
+    // below it: refuse unless asked for.
+    if !a.nested
+        && !project.join(tavern::board::BOARD_DIR).exists()
+        && let Some(parent) = project.parent()
+        && let Ok(outer) = tavern::board::Board::discover(None, parent)
+    {
+        return Err(Error::conflict(
+            &outer.root,
+            format!(
+                "{} is inside the project of this board; a board there would hide it from every command run below it\nhint: use the existing board (tavern finds it from there), or pass --nested to create a separate one",
+                project.display()
+            ),
+        ));
+    }
+    let report = tavern::board::init(&project)?;
     if ctx.global.json {
         output::json_line(&json!({"board": report.root, "created": report.created}))?;
     } else if report.created.is_empty() {
@@ -56,7 +75,7 @@ pub fn init(ctx: &Ctx, a: InitArgs) -> Result<ExitCode> {
 
 pub fn check(ctx: &Ctx) -> Result<ExitCode> {
     let board = ctx.board()?;
-    let report = crate::check::check(&board)?;
+    let report = tavern::check::check(&board)?;
     if ctx.global.json {
         output::json_line(
             &json!({"ok": report.is_clean(), "documents": report.documents, "log_entries": report.log_entries, "problems": report.problems}),
@@ -80,7 +99,7 @@ pub fn check(ctx: &Ctx) -> Result<ExitCode> {
     Ok(if report.is_clean() {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(crate::error::Kind::Invalid.exit_code())
+        ExitCode::from(tavern::error::Kind::Invalid.exit_code())
     })
 }
 
@@ -110,14 +129,14 @@ pub struct SummaryArgs {
 
 pub fn summary(ctx: &Ctx, a: SummaryArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
-    let stuck = crate::time::parse_duration(&a.stuck_after).ok_or_else(|| {
+    let stuck = tavern::time::parse_duration(&a.stuck_after).ok_or_else(|| {
         Error::usage(format!(
             "--stuck-after '{}': expected a duration like 30m or 2h",
             a.stuck_after
         ))
     })?;
-    crate::ops::sweep::sweep(&board)?;
-    let v = crate::ops::summary::summary(&board, a.context.as_deref(), stuck)?;
+    tavern::ops::sweep::sweep(&board)?;
+    let v = tavern::ops::summary::summary(&board, a.context.as_deref(), stuck)?;
     for s in v["skipped"].as_array().into_iter().flatten() {
         eprintln!(
             "warning: skipped {}: {}",
@@ -128,7 +147,7 @@ pub fn summary(ctx: &Ctx, a: SummaryArgs) -> Result<ExitCode> {
     if ctx.global.json {
         output::json_line(&v)?;
     } else {
-        output::out(&crate::ops::summary::render(&v))?;
+        output::out(&tavern::ops::summary::render(&v))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -141,6 +160,9 @@ pub struct ArchiveArgs {
     /// Only documents not updated for this long (e.g. 30d)
     #[arg(long, value_name = "DURATION")]
     pub older_than: Option<String>,
+    /// Only say what would move; move nothing
+    #[arg(long, short = 'n')]
+    pub dry_run: bool,
 }
 
 /// `archive`: moves finished documents (terminal tasks, resolved or rejected findings,
@@ -148,17 +170,33 @@ pub struct ArchiveArgs {
 pub fn archive(ctx: &Ctx, a: ArchiveArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
     let actor = ctx.actor(&board)?;
-    let query = crate::query::Query::parse(&a.query)?;
+    let query = tavern::query::Query::parse(&a.query)?;
     let older = a
         .older_than
         .as_deref()
         .map(|d| {
-            crate::time::parse_duration(d).ok_or_else(|| {
+            tavern::time::parse_duration(d).ok_or_else(|| {
                 Error::usage(format!("--older-than '{d}': expected a duration like 30d"))
             })
         })
         .transpose()?;
-    let moved = crate::ops::archive::archive(&board, &actor, &query, older)?;
+    if a.dry_run {
+        let docs = tavern::ops::archive::candidates(&board, &query, older)?;
+        if ctx.global.json {
+            let paths: Vec<String> = docs.iter().map(|d| d.rel_path()).collect();
+            output::json_line(&json!({"dry_run": true, "would_move": paths}))?;
+        } else {
+            for d in &docs {
+                line(&format!(
+                    "{}: would move to archive/{}",
+                    d.rel_path(),
+                    d.rel_path()
+                ))?;
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let moved = tavern::ops::archive::archive(&board, &actor, &query, older)?;
     if ctx.global.json {
         output::json_line(&json!({"moved": moved}))?;
     } else {

@@ -7,9 +7,9 @@ use clap::Args;
 use super::docs::BodyArgs;
 use super::output;
 use super::{Ctx, TransitionArgs};
-use crate::doc::Region;
-use crate::error::Result;
-use crate::ops::observations::{self, Action, Post};
+use tavern::doc::Region;
+use tavern::error::Result;
+use tavern::ops::observations::{self, Action, Post};
 
 #[derive(Debug, Args)]
 pub struct PostArgs {
@@ -100,32 +100,42 @@ fn run(
 ) -> Result<ExitCode> {
     let board = ctx.board()?;
     let actor = ctx.actor(&board)?;
-    let (_, id) = crate::ops::resolve::resolve(&board, reference, &[Region::Observations])?;
+    let id = tavern::ops::resolve::resolve_kind(
+        &board,
+        reference,
+        Region::Observations,
+        &format!("{verb} works on observations"),
+    )?;
     let outcome = observations::act(&board, &actor, &id, &action, if_rev)?;
-    super::tasks::report(ctx, &outcome, verb)
+    let done = match verb {
+        "ack" => "acknowledged",
+        "resolve" => "resolved",
+        _ => "rejected",
+    };
+    super::tasks::report(ctx, &outcome, done)
 }
 
 pub fn ack(ctx: &Ctx, a: AckArgs) -> Result<ExitCode> {
-    run(ctx, &a.id, Action::Ack, a.if_rev, "acknowledged")
+    run(ctx, &a.id, Action::Ack, a.if_rev, "ack")
 }
 
 pub fn resolve(ctx: &Ctx, a: ResolveArgs) -> Result<ExitCode> {
     let action = Action::Resolve {
         resolution: a.resolution,
     };
-    run(ctx, &a.id, action, a.if_rev, "resolved")
+    run(ctx, &a.id, action, a.if_rev, "resolve")
 }
 
 /// `tavern reject ID`: an observation is rejected; a task takes its `reject` transition.
 pub fn reject(ctx: &Ctx, a: TransitionArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
     let (region, _) =
-        crate::ops::resolve::resolve(&board, &a.id, &[Region::Tasks, Region::Observations])?;
+        tavern::ops::resolve::resolve(&board, &a.id, &[Region::Tasks, Region::Observations])?;
     if region == Region::Tasks {
         return super::tasks::run_transition(ctx, "reject", a);
     }
     let action = Action::Reject {
         note: a.note.clone(),
     };
-    run(ctx, &a.id, action, a.if_rev, "rejected")
+    run(ctx, &a.id, action, a.if_rev, "reject")
 }

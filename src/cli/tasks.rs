@@ -7,10 +7,10 @@ use serde_json::json;
 
 use super::output::{self, line};
 use super::{Ctx, TransitionArgs};
-use crate::doc::Region;
-use crate::error::{Error, Result};
-use crate::ops::{self, Outcome, transition::Options};
-use crate::query::Query;
+use tavern::doc::Region;
+use tavern::error::{Error, Result};
+use tavern::ops::{self, Outcome, transition::Options};
+use tavern::query::Query;
 
 /// Prints what a mutation did: `VERB ID (rev N)` or a JSON object.
 pub fn report(ctx: &Ctx, outcome: &Outcome, verb: &str) -> Result<ExitCode> {
@@ -43,12 +43,13 @@ fn options(a: &TransitionArgs) -> Options {
         if_rev: a.if_rev,
         note: a.note.clone(),
         local: a.local,
+        ..Options::default()
     }
 }
 
 /// Says what `--local` risks, on a board where it skipped the remote.
-fn warn_local(board: &crate::board::Board, local: bool, id: &str) -> Result<()> {
-    if local && let Some(remote) = crate::sync::remote(board)? {
+fn warn_local(board: &tavern::board::Board, local: bool, id: &str) -> Result<()> {
+    if local && let Some(remote) = tavern::sync::remote(board)? {
         eprintln!(
             "warning: {}",
             format_args!(
@@ -59,9 +60,14 @@ fn warn_local(board: &crate::board::Board, local: bool, id: &str) -> Result<()> 
     Ok(())
 }
 
-fn task_id(ctx: &Ctx, board: &crate::board::Board, reference: &str) -> Result<String> {
+fn task_id(ctx: &Ctx, board: &tavern::board::Board, reference: &str) -> Result<String> {
     let _ = ctx;
-    Ok(ops::resolve::resolve(board, reference, &[Region::Tasks])?.1)
+    ops::resolve::resolve_kind(
+        board,
+        reference,
+        Region::Tasks,
+        "claims and transitions work on tasks",
+    )
 }
 
 /// Past tense for the human report of a transition.
@@ -78,6 +84,7 @@ fn verb(name: &str) -> String {
         "done" => "done".into(),
         "fail" => "failed".into(),
         "cancel" => "cancelled".into(),
+        "reopen" => "reopened".into(),
         other => format!("{other}:"),
     }
 }
@@ -187,16 +194,43 @@ pub fn claim(ctx: &Ctx, a: ClaimArgs) -> Result<ExitCode> {
             }),
         };
     }
-    let [reference] = a.args.as_slice() else {
-        return Err(Error::usage("claim takes one task id, or --next [QUERY…]"));
+    // Query terms without --next: say how to claim by query instead of "invalid id".
+    let by_query = || {
+        Error::usage(format!(
+            "claim takes one task id; to claim the best task matching a query, use --next: tavern claim --next {}",
+            a.args.join(" ")
+        ))
     };
-    let id = task_id(ctx, &board, reference)?;
+    let [reference] = a.args.as_slice() else {
+        let terms = Query::parse(&a.args).map(|q| q.terms).unwrap_or_default();
+        let plain = terms
+            .iter()
+            .all(|t| matches!(t, tavern::query::Term::Text(_)));
+        return Err(if plain {
+            Error::usage("claim takes one task id, or --next [QUERY…]")
+        } else {
+            by_query()
+        });
+    };
+    let id = match task_id(ctx, &board, reference) {
+        Ok(id) => id,
+        Err(Error::InvalidId { .. })
+            if Query::parse(std::slice::from_ref(reference)).is_ok_and(|q| {
+                q.terms
+                    .iter()
+                    .any(|t| !matches!(t, tavern::query::Term::Text(_)))
+            }) =>
+        {
+            return Err(by_query());
+        }
+        Err(e) => return Err(e),
+    };
     let opts = Options {
         if_rev: a.if_rev,
         local: a.local,
         ..Options::default()
     };
-    let outcome = ops::transition::transition(&board, &actor, &id, crate::workflow::CLAIM, &opts)?;
+    let outcome = ops::transition::transition(&board, &actor, &id, tavern::workflow::CLAIM, &opts)?;
     warn_local(&board, a.local, &id)?;
     report(
         ctx,

@@ -87,6 +87,7 @@ pub fn release_claims_of(
                     task: doc.id(),
                     actor: agent,
                     claim: false,
+                    from: status,
                     to: &release.to,
                     force: false,
                     local_holder: None,

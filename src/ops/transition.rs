@@ -19,6 +19,9 @@ pub struct Options {
     pub force: bool,
     pub if_rev: Option<u64>,
     pub note: Option<String>,
+    /// The move is the answer to a question the task waited for (`unblock` after `answer`):
+    /// it is not an override of the claimant, who asked for exactly that.
+    pub answered: bool,
     /// On a board connected to a remote: act on this clone alone, without the remote's
     /// confirmation (another machine may claim the same task meanwhile).
     pub local: bool,
@@ -28,9 +31,7 @@ pub struct Options {
 fn unmet_dependencies(board: &Board, doc: &Document) -> Option<String> {
     let mut waiting = Vec::new();
     for dep in doc.list("depends_on") {
-        let state = crate::id::validate(&dep)
-            .ok()
-            .and_then(|_| store::read_doc(board, Region::Tasks, &dep).ok())
+        let state = super::graph::read_task(board, &dep)
             .map(|d| d.status().unwrap_or("no status").to_string());
         match state {
             Some(s) if board.config.workflow.is_success(&s) => {}
@@ -83,6 +84,12 @@ pub fn transition(
         } else {
             None
         }
+    } else {
+        None
+    };
+    // A registered agent claims only what its capabilities cover, by id as by --next.
+    let capabilities = if name == CLAIM {
+        crate::agents::read(board, actor)?.map(|a| a.capabilities())
     } else {
         None
     };
@@ -166,7 +173,9 @@ pub fn transition(
             }
             return Err(Error::conflict(
                 &path,
-                format!("cannot {name}: the task is {status}; allowed from {status}: {allowed}"),
+                format!(
+                    "transition '{name}' is not allowed: the task's status is {status}; allowed from {status}: {allowed}"
+                ),
             ));
         }
         let mut forced = false;
@@ -175,15 +184,18 @@ pub fn transition(
             && name != CLAIM
             && t.by == crate::workflow::By::Claimant
         {
-            if !opts.force {
+            if opts.answered {
+                // Not forced: the claimant's own question was answered.
+            } else if !opts.force {
                 return Err(Error::conflict(
                     &path,
                     format!(
                         "claimed by {owner}; only the claimant may move it (you are {actor}; a human may override with --force)"
                     ),
                 ));
+            } else {
+                forced = true;
             }
-            forced = true;
         }
         if name == CLAIM
             && let Some(waiting) = unmet_dependencies(board, doc)
@@ -192,6 +204,27 @@ pub fn transition(
                 &path,
                 format!("not claimable yet: waits for {waiting}"),
             ));
+        }
+        if let Some(caps) = &capabilities {
+            let missing: Vec<String> = doc
+                .list("needs")
+                .into_iter()
+                .filter(|n| !caps.contains(n))
+                .collect();
+            if !missing.is_empty() {
+                return Err(Error::conflict(
+                    &path,
+                    format!(
+                        "needs {}, which {actor} does not have (its capabilities: {})",
+                        missing.join(", "),
+                        if caps.is_empty() {
+                            "none".to_string()
+                        } else {
+                            caps.join(", ")
+                        }
+                    ),
+                ));
+            }
         }
         let mut edits = vec![FieldEdit::Set("status".into(), t.to.clone().into())];
         if name == CLAIM {
@@ -222,6 +255,7 @@ pub fn transition(
                 task: doc.id(),
                 actor,
                 claim: name == CLAIM,
+                from: status,
                 to: &t.to,
                 force: forced,
                 local_holder: takeover_of,
@@ -354,9 +388,8 @@ pub fn ready(board: &Board, query: &Query) -> Result<(Vec<Document>, Vec<scan::S
     let mut done: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
     let mut is_done = |dep: &str| {
         *done.entry(dep.to_string()).or_insert_with(|| {
-            crate::id::validate(dep).is_ok()
-                && store::read_doc(board, Region::Tasks, dep)
-                    .is_ok_and(|d| d.status().is_some_and(|s| workflow.is_success(s)))
+            super::graph::read_task(board, dep)
+                .is_some_and(|d| d.status().is_some_and(|s| workflow.is_success(s)))
         })
     };
     let mut ready: Vec<Document> = scan
@@ -397,7 +430,11 @@ pub fn claim_next_with(
             .is_none_or(|caps| doc.list("needs").iter().all(|n| caps.contains(n)))
     };
     let mut candidates: Vec<Document> = candidates.into_iter().filter(|d| capable(d)).collect();
-    if !opts.local && claims::remote(board)?.is_some() {
+    if !opts.local
+        && let Some(remote) = claims::remote(board)?
+    {
+        let records = claims::fetch_for_next(board, &remote)?;
+        candidates.retain(|d| claims::worth_trying(board, records.get(d.id()), actor));
         claims::spread(&mut candidates, actor);
     }
     for doc in candidates {

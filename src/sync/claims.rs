@@ -137,7 +137,8 @@ pub struct Step<'a> {
     pub actor: &'a str,
     /// `claim` (a new holder) rather than a move of a held task.
     pub claim: bool,
-    /// The state the task moves to.
+    /// The state the task is in, as this clone's copy says, and the one it moves to.
+    pub from: &'a str,
     pub to: &'a str,
     /// A human's `--force`: the move goes through whoever holds the task.
     pub force: bool,
@@ -444,6 +445,13 @@ fn decide(
         return Some(Decision::Lost);
     }
     let w = &board.config.workflow;
+    // A finished task moved on again (`reopen`) from the state its record has.
+    if !step.claim && w.is_terminal(&r.state) && step.from == r.state {
+        return Some(Decision::Go {
+            epoch: r.epoch,
+            took_over: None,
+        });
+    }
     if step.claim && w.is_claimable(&r.state) {
         return Some(Decision::Go {
             epoch: r.epoch + 1,
@@ -461,6 +469,53 @@ fn decide(
     }
     // A final task, or (for a move) one that is no longer held by this actor.
     Some(Decision::Lost)
+}
+
+/// Before `claim --next` tries candidates on a connected board: every record on the
+/// remote, fetched in one exchange, so that tasks other clones hold or finished are skipped
+/// instead of each being learnt by losing a push to it. Unreachable: exit 7.
+pub fn fetch_for_next(
+    board: &Board,
+    remote: &str,
+) -> Result<std::collections::HashMap<String, Record>> {
+    let g = git(board);
+    let spec = format!("+{REF_PREFIX}*:{REF_PREFIX}*");
+    let out = g.output(
+        &[
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--prune",
+            "--no-write-fetch-head",
+            "--no-recurse-submodules",
+            remote,
+            &spec,
+        ],
+        None,
+    )?;
+    if !out.success {
+        return Err(Error::Unconfirmed {
+            task: "the next task".into(),
+            remote: remote.to_string(),
+            message: format!(
+                "cannot learn the claims on the remote '{remote}' ({}): {}; nothing was claimed",
+                board.project().display(),
+                first_line(&out.stderr)
+            ),
+        });
+    }
+    Ok(all_known(board)?
+        .into_iter()
+        .map(|r| (r.task.clone(), r))
+        .collect())
+}
+
+/// Whether `claim --next` should try a task, given the remote's record of it: no record,
+/// a free one, or one this actor holds.
+pub fn worth_trying(board: &Board, record: Option<&Record>, actor: &str) -> bool {
+    record.is_none_or(|r| {
+        r.agent == actor || (board.config.workflow.is_claimable(&r.state) && !r.held(board))
+    })
 }
 
 /// How many of the best candidates of one priority `claim --next` spreads its agents over
@@ -758,6 +813,7 @@ pub fn renew(board: &Board, agent: &str) -> Result<Renewed> {
                     task: &r.task,
                     actor: agent,
                     claim: false,
+                    from: &r.state,
                     to: &r.state,
                     force: false,
                     local_holder: None,

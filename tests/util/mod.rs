@@ -5,6 +5,9 @@
 
 pub mod watcher;
 
+#[path = "../../fixtures/fixtures.rs"]
+pub mod fixtures;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
