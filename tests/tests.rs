@@ -6,6 +6,7 @@ mod util;
 mod agents;
 mod archive;
 mod bad_input;
+mod clones;
 mod cmd_basics;
 mod cmd_check;
 mod cmd_claim;
@@ -24,15 +25,18 @@ mod events;
 mod graph;
 mod hostile_input;
 mod layering;
+mod mcp;
 mod observations;
 mod questions;
 mod roundtrip;
+mod setup;
 mod sources;
 mod summary;
 mod sync_claims;
 mod teamwork;
 mod watch;
 mod watch_feed;
+mod worktrees;
 
 #[test]
 fn every_test_file_is_included() {

@@ -24,7 +24,11 @@ pub fn init(ctx: &Ctx, a: InitArgs) -> Result<ExitCode> {
     let project = match a.dir.or_else(|| ctx.global.board.clone()) {
         Some(d) if d.is_absolute() => d,
         Some(d) => ctx.cwd.join(d),
-        None => ctx.cwd.clone(),
+        // In a linked worktree the board is the main worktree's: every worktree shares it.
+        None => tavern::sync::repo::Repo::find(&ctx.cwd)
+            .filter(|r| r.linked)
+            .and_then(|r| r.in_main(&ctx.cwd))
+            .unwrap_or_else(|| ctx.cwd.clone()),
     };
     // `--board path/.tavern` names the board itself; create it there, not inside it.
     let project = if project

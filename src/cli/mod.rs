@@ -10,6 +10,7 @@ mod observations;
 mod output;
 mod questions;
 mod sources;
+mod sync;
 mod tasks;
 mod watch;
 
@@ -130,6 +131,8 @@ pub enum Command {
     Summary(admin::SummaryArgs),
     /// Validate the whole board; exit 6 listing every problem, 0 when clean
     Check,
+    /// Which board is used and why, its layout, and the remote it is connected to
+    Status,
     /// Print shell completions
     Completions(admin::CompletionsArgs),
     /// Tasks that are claimable now (dependencies done), best first
@@ -152,6 +155,13 @@ pub enum Command {
     /// List or validate the knowledge sources (control/sources/*.md)
     #[command(subcommand)]
     Sources(sources::SourcesCommand),
+    /// Serve the board to an agent client over MCP on stdio: the agent loop as tools
+    Mcp(crate::mcp::McpArgs),
+    /// Set up an agent client (claude, codex, opencode): hooks, notes, and with --mcp the MCP server
+    Setup(crate::setup::SetupArgs),
+    /// What the hooks `tavern setup` installs run (the client's event comes on stdin)
+    #[command(hide = true)]
+    Hook(crate::setup::hook::HookArgs),
     /// Any other transition defined in board.yaml: `tavern NAME ID`
     #[command(external_subcommand)]
     Custom(Vec<String>),
@@ -226,6 +236,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Events(a) => history::events(&ctx, a),
         Command::Diff(a) => history::diff(&ctx, a),
         Command::Check => admin::check(&ctx),
+        Command::Status => sync::status(&ctx),
         Command::Summary(a) => admin::summary(&ctx, a),
         Command::Archive(a) => admin::archive(&ctx, a),
         Command::Completions(a) => admin::completions(a),
@@ -238,6 +249,16 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Pause(a) => watch::pause(&ctx, a),
         Command::Resume => watch::resume(&ctx),
         Command::Sources(a) => sources::run(&ctx, a),
+        Command::Mcp(a) => crate::mcp::command(&ctx, a),
+        Command::Setup(a) => {
+            crate::setup::run(&ctx.cwd, ctx.global.board.as_deref(), ctx.global.json, a)
+        }
+        Command::Hook(a) => crate::setup::hook::run(
+            &ctx.cwd,
+            ctx.global.board.as_deref(),
+            ctx.global.actor.clone(),
+            a,
+        ),
         Command::Custom(args) => tasks::custom(&ctx, args),
     }
 }

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod git;
 pub mod watcher;
 
 #[path = "../../fixtures/fixtures.rs"]
