@@ -35,7 +35,10 @@ mod summary;
 mod sync_claims;
 mod teamwork;
 mod watch;
+mod watch_alerts;
 mod watch_feed;
+mod watch_restart;
+mod watch_schedule;
 mod worktrees;
 
 #[test]
