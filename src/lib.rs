@@ -10,6 +10,7 @@
 pub mod agents;
 pub mod board;
 pub mod check;
+pub mod client;
 pub mod doc;
 pub mod error;
 pub mod id;
@@ -24,6 +25,7 @@ pub mod schema;
 pub mod store;
 pub mod sync;
 pub mod time;
+pub mod views;
 pub mod watch;
 pub mod workflow;
 pub mod yaml;

@@ -26,15 +26,21 @@ mod graph;
 mod hostile_input;
 mod layering;
 mod log_merge;
+mod mcp;
 mod observations;
 mod questions;
 mod roundtrip;
+mod setup;
 mod sources;
 mod summary;
 mod sync_claims;
 mod teamwork;
 mod watch;
+mod watch_alerts;
 mod watch_feed;
+mod watch_restart;
+mod watch_schedule;
+mod web;
 mod worktrees;
 
 #[test]

@@ -198,7 +198,20 @@ pub fn events(ctx: &Ctx, a: EventsArgs) -> Result<ExitCode> {
         print_entry(ctx, e, a.patch)?;
         marks.advance(e);
     }
-    if !entries.is_empty() {
+    if entries.is_empty() {
+        let since = match a.since.as_deref() {
+            Some(s) => match parse_since(Some(s))? {
+                Since::All => String::new(),
+                Since::Seq(n) => format!(" since seq {n}"),
+                Since::Time(t) => format!(" since {}", tavern::time::stamp(t)),
+            },
+            None => match marks.by_origin.values().copied().chain([marks.base]).max() {
+                Some(0) | None => " (the log is empty)".to_string(),
+                Some(n) => format!(" since seq {n}"),
+            },
+        };
+        output::note(ctx.global.json, &format!("no new events{since}"));
+    } else {
         marks.save(&cursor)?;
     }
     Ok(ExitCode::SUCCESS)
