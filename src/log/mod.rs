@@ -656,7 +656,7 @@ mod tests {
         let text = render(&e);
         assert_eq!(
             text,
-            "- {seq: 7, origin: \"k3f9q2ab\", at: \"2026-11-22T10:04:05.123Z\", actor: \"coder: 1\", op: \"transition\", doc: \"tasks/task-7k2m.md\", transition: \"start\", from: \"claimed\", to: \"working\", rev: 3, event: \"transition:review\", cause: 40, exit: -1, duration_ms: 1234, force: true, note: \"yes\", diff: \"@@ -1,3 +1,3 @@\\n a\\n-status: claimed\\n+status: working\\n ---\\n\"}\n"
+            "- {seq: 7, origin: \"k3f9q2ab\", at: \"2026-11-22T10:04:05.123Z\", actor: \"coder: 1\", op: \"transition\", via: \"dashboard\", doc: \"tasks/task-7k2m.md\", transition: \"start\", from: \"claimed\", to: \"working\", rev: 3, event: \"transition:review\", cause: 40, exit: -1, duration_ms: 1234, force: true, note: \"yes\", diff: \"@@ -1,3 +1,3 @@\\n a\\n-status: claimed\\n+status: working\\n ---\\n\"}\n"
         );
         assert_eq!(parse_chunk(&text), Some(e.clone()));
         assert_eq!(
