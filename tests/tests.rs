@@ -42,6 +42,7 @@ mod watch_pause;
 mod watch_restart;
 mod watch_runs;
 mod watch_schedule;
+mod web;
 mod worktrees;
 
 #[test]
