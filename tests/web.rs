@@ -972,3 +972,51 @@ fn sigterm_stops_the_server_with_exit_0() {
     let code = s.child.wait().unwrap();
     assert_eq!(code.code(), Some(0));
 }
+
+#[test]
+fn open_starts_the_desktop_opener_on_the_url_with_its_secret() {
+    let b = board_with_human();
+    let bin = b.root().join("fake-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let opened = b.root().join("opened");
+    let script = bin.join("xdg-open");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\nprintf '%s\\n' \"$1\" > {}\n", opened.display()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut child = b
+        .cmd(&["serve", "--port", "0", "--open"])
+        .env("PATH", path)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("tavern serve: ")
+        .unwrap()
+        .to_string();
+    // The opener runs on its own; wait for what it wrote (bounded, not timed).
+    let mut seen = String::new();
+    for _ in 0..600 {
+        seen = std::fs::read_to_string(&opened).unwrap_or_default();
+        if seen.ends_with('\n') {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(seen, format!("{url}\n"));
+}

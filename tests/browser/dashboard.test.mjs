@@ -282,3 +282,50 @@ test("Pause and Resume from the page", async () => {
   const ops = logEntries().filter((e) => /op: (pause|resume)\n\s+via: dashboard/.test(e) && e.includes("actor: alice"));
   assert.equal(ops.length, 2);
 });
+
+test("a 10,000-task board shows 50 cards per column and more on request", async () => {
+  const big = path.join(tmp, "big");
+  const bigBoard = path.join(big, ".tavern");
+  fs.mkdirSync(big, { recursive: true });
+  execFileSync(bin, ["init", big], { encoding: "utf8" });
+  const states = ["pending", "pending", "pending", "claimed", "working", "review", "done", "done"];
+  for (let i = 0; i < 10_000; i++) {
+    const id = `task-${String(i).padStart(5, "0")}`;
+    const status = states[i % states.length];
+    const claimed = status === "pending" || status === "done" ? "" : `claimed_by: coder-${i % 4}\n`;
+    fs.writeFileSync(
+      path.join(bigBoard, "tasks", id + ".md"),
+      `---\nid: ${id}\ntitle: Task number ${i}\nstatus: ${status}\npriority: ${i % 5}\ntags: [t${i % 10}]\n${claimed}created_at: 2026-11-20T10:00:00Z\ncreated_by: planner\nupdated_at: 2026-11-20T10:00:00Z\nrev: 1\n---\n\nBody of task ${i}.\n`,
+    );
+  }
+  const big_server = spawn(bin, ["serve", "--port", "0", "--board", bigBoard, "--as", "alice"], { stdio: ["ignore", "pipe", "inherit"] });
+  try {
+    const bigUrl = await new Promise((resolve, reject) => {
+      let out = "";
+      big_server.stdout.on("data", (d) => {
+        out += d;
+        const m = /^tavern serve: (\S+)$/m.exec(out);
+        if (m) resolve(m[1]);
+      });
+      big_server.on("exit", (code) => reject(new Error("tavern serve exited " + code)));
+    });
+    const fresh = await context.newPage();
+    await fresh.goto(bigUrl);
+    await fresh.waitForSelector(card("pending", "task-00000"), { timeout: 60_000 });
+    await fresh.waitForFunction(() => document.body.dataset.firstPaint, null, { timeout: 60_000 });
+    const firstPaint = Number(await fresh.evaluate(() => document.body.dataset.firstPaint));
+    console.log(`first paint of a 10000-task board: ${firstPaint} ms after navigation`);
+    assert.equal(await fresh.locator(".column").count(), 8);
+    assert.equal(await fresh.locator(".card").count(), 50 * 5, "50 cards in each of the 5 non-empty columns");
+    assert.equal(await fresh.locator('.column[data-state="pending"] h2 .count').innerText(), "3750");
+    await fresh.click('.column[data-state="pending"] button.more');
+    await fresh.waitForFunction(() => document.querySelectorAll('.column[data-state="pending"] .card').length >= 100, null, { timeout: 60_000 }).catch(async (e) => {
+      console.log("cards:", await fresh.locator('.column[data-state="pending"] .card').count(), await fresh.locator(".flash").innerText().catch(() => ""));
+      throw e;
+    });
+    await fresh.screenshot({ path: path.join(shots, "board-10k.png") });
+    await fresh.close();
+  } finally {
+    big_server.kill("SIGTERM");
+  }
+});
