@@ -55,7 +55,7 @@ pub fn init(ctx: &Ctx, a: InitArgs) -> Result<ExitCode> {
 }
 
 pub fn check(ctx: &Ctx) -> Result<ExitCode> {
-    let board = ctx.board()?;
+    let board = ctx.board_as_found()?;
     let report = crate::check::check(&board)?;
     if ctx.global.json {
         output::json_line(

@@ -174,9 +174,10 @@ pub fn sweep(ctx: &Ctx) -> Result<ExitCode> {
     let keep = crate::runs::keep(&board);
     let running = crate::watch::scheduler::running_outputs(&board);
     let pruned = crate::runs::prune(&board, keep, &running)?;
+    let temps = crate::store::write::remove_stale_temps(&board)?;
     if ctx.global.json {
         output::json_line(
-            &json!({"released": released, "expired": expired, "runs_removed": pruned}),
+            &json!({"released": released, "expired": expired, "runs_removed": pruned, "temps_removed": temps}),
         )?;
     } else {
         for r in &released {
@@ -190,6 +191,11 @@ pub fn sweep(ctx: &Ctx) -> Result<ExitCode> {
                 "removed {pruned} run output{} older than {} from .state/runs/",
                 if pruned == 1 { "" } else { "s" },
                 board.config.watch.keep_runs
+            ))?;
+        }
+        for t in &temps {
+            line(&format!(
+                "removed {t}: a temp file left by an interrupted write"
             ))?;
         }
     }

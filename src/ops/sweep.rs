@@ -71,7 +71,7 @@ pub fn release_claims_of(
     let mut released = Vec::new();
     for doc in held.docs {
         let id = doc.file_id.clone();
-        let outcome = mutate(board, Region::Tasks, &id, |doc| {
+        let outcome = mutate(board, Region::Tasks, &id, None, |doc| {
             // Re-checked under the lock: the agent may have come back or moved on.
             let status = doc.status().unwrap_or("");
             if doc.str("claimed_by") != Some(agent) || !workflow.allows_from(release, status) {

@@ -82,7 +82,7 @@ pub fn transition(
     } else {
         None
     };
-    mutate(board, Region::Tasks, id, |doc| {
+    mutate(board, Region::Tasks, id, opts.if_rev, |doc| {
         if let Some(rev) = checked_rev
             && doc.rev() != rev
         {
@@ -123,17 +123,6 @@ pub fn transition(
                     format!("already claimed by {owner} (status {status})"),
                 ));
             }
-        }
-        if let Some(want) = opts.if_rev
-            && doc.rev() != want
-        {
-            return Err(Error::conflict(
-                &path,
-                format!(
-                    "rev is {}, not {want} (--if-rev); re-read and retry",
-                    doc.rev()
-                ),
-            ));
         }
         if !workflow.allows_from(t, status) {
             let allowed = workflow.allowed_from(status);
