@@ -24,6 +24,9 @@ pub enum Kind {
     Paused,
     /// A document or input that is malformed, over a limit, or hostile.
     Invalid,
+    /// A connected board's remote could not confirm a claim or a move of a claimed task
+    /// (unreachable, or it refused): nothing was changed.
+    Unconfirmed,
 }
 
 impl Kind {
@@ -35,6 +38,7 @@ impl Kind {
             Kind::NotFound => 4,
             Kind::Paused => 5,
             Kind::Invalid => 6,
+            Kind::Unconfirmed => 7,
         }
     }
 
@@ -46,6 +50,7 @@ impl Kind {
             Kind::NotFound => "not-found",
             Kind::Paused => "paused",
             Kind::Invalid => "invalid",
+            Kind::Unconfirmed => "unconfirmed",
         }
     }
 }
@@ -91,6 +96,13 @@ pub enum Error {
     },
     Paused {
         reason: String,
+    },
+    /// The remote of a connected board could not confirm a claim or a move of a claimed
+    /// task; `message` says which and why.
+    Unconfirmed {
+        task: String,
+        remote: String,
+        message: String,
     },
     /// A git command that tavern ran failed; `message` is git's own.
     Git {
@@ -147,6 +159,7 @@ impl Error {
             }
             Error::Conflict { .. } => Kind::Conflict,
             Error::Paused { .. } => Kind::Paused,
+            Error::Unconfirmed { .. } => Kind::Unconfirmed,
         }
     }
 
@@ -222,6 +235,16 @@ impl fmt::Display for Error {
                     "the board is paused: {reason}\nhint: `tavern resume` lifts the pause"
                 )
             }
+            Error::Unconfirmed {
+                task,
+                remote,
+                message,
+            } => write!(
+                f,
+                "{message}\nhint: retry when the remote '{remote}' is reachable (`git ls-remote {remote}` tells); \
+                 or act on this clone alone with --local, at the risk that another machine claims {task} too \
+                 (the remote hears of it at the task's next confirmed move)"
+            ),
         }
     }
 }

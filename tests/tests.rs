@@ -29,6 +29,7 @@ mod questions;
 mod roundtrip;
 mod sources;
 mod summary;
+mod sync_claims;
 mod teamwork;
 mod watch;
 

@@ -65,8 +65,17 @@ pub fn agent(ctx: &Ctx, cmd: AgentCommand) -> Result<ExitCode> {
                 return Err(not_registered(&actor));
             }
             agents::heartbeat(&board, &actor)?;
+            // On a connected board, the remote's records of this agent's claims renewed.
+            let claims = crate::sync::claims::renew(&board, &actor)?;
+            for task in &claims.lost {
+                eprintln!(
+                    "warning: {task}: no longer held by {actor} on the remote (taken over, released or moved); `tavern claim {task}` to learn who holds it"
+                );
+            }
             if ctx.global.json {
-                output::json_line(&json!({"ok": true, "agent": actor}))?;
+                output::json_line(
+                    &json!({"ok": true, "agent": actor, "renewed": claims.renewed, "lost": claims.lost}),
+                )?;
             }
         }
         AgentCommand::Deregister => {

@@ -62,6 +62,9 @@ pub struct TransitionArgs {
     /// A note for the log entry
     #[arg(long, value_name = "TEXT")]
     pub note: Option<String>,
+    /// On a board connected to a remote: move it on this clone alone, unconfirmed
+    #[arg(long)]
+    pub local: bool,
 }
 
 #[derive(Debug, Subcommand)]

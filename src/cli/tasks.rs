@@ -42,7 +42,21 @@ fn options(a: &TransitionArgs) -> Options {
         force: a.force,
         if_rev: a.if_rev,
         note: a.note.clone(),
+        local: a.local,
     }
+}
+
+/// Says what `--local` risks, on a board where it skipped the remote.
+fn warn_local(board: &crate::board::Board, local: bool, id: &str) -> Result<()> {
+    if local && let Some(remote) = crate::sync::remote(board)? {
+        eprintln!(
+            "warning: {}",
+            format_args!(
+                "{id}: changed on this clone only; the remote '{remote}' was not asked, so another machine may claim it too (the remote hears of it at its next confirmed move)"
+            )
+        );
+    }
+    Ok(())
 }
 
 fn task_id(ctx: &Ctx, board: &crate::board::Board, reference: &str) -> Result<String> {
@@ -73,6 +87,7 @@ pub fn run_transition(ctx: &Ctx, name: &str, a: TransitionArgs) -> Result<ExitCo
     let actor = ctx.actor(&board)?;
     let id = task_id(ctx, &board, &a.id)?;
     let outcome = ops::transition::transition(&board, &actor, &id, name, &options(&a))?;
+    warn_local(&board, a.local, &id)?;
     report(ctx, &outcome, &verb(name))
 }
 
@@ -144,6 +159,10 @@ pub struct ClaimArgs {
     /// Only if the task's rev is still N (compare-and-swap)
     #[arg(long, value_name = "N", conflicts_with = "next")]
     pub if_rev: Option<u64>,
+    /// On a board connected to a remote: claim on this clone alone, unconfirmed (another
+    /// machine may claim the same task)
+    #[arg(long)]
+    pub local: bool,
 }
 
 pub fn claim(ctx: &Ctx, a: ClaimArgs) -> Result<ExitCode> {
@@ -151,10 +170,17 @@ pub fn claim(ctx: &Ctx, a: ClaimArgs) -> Result<ExitCode> {
     let actor = ctx.actor(&board)?;
     if a.next {
         let query = Query::parse(&a.args)?;
-        let (outcome, skipped) = ops::transition::claim_next(&board, &actor, &query)?;
+        let opts = Options {
+            local: a.local,
+            ..Options::default()
+        };
+        let (outcome, skipped) = ops::transition::claim_next_with(&board, &actor, &query, &opts)?;
         output::warn_skipped(&skipped);
         return match outcome {
-            Some(o) => report(ctx, &o, "claimed"),
+            Some(o) => {
+                warn_local(&board, a.local, o.doc.id())?;
+                report(ctx, &o, "claimed")
+            }
             None => Err(Error::NotFound {
                 what: "a claimable task".into(),
                 hint: "every task is claimed, done, or waiting for its dependencies; `tavern list tasks` shows them".into(),
@@ -167,9 +193,11 @@ pub fn claim(ctx: &Ctx, a: ClaimArgs) -> Result<ExitCode> {
     let id = task_id(ctx, &board, reference)?;
     let opts = Options {
         if_rev: a.if_rev,
+        local: a.local,
         ..Options::default()
     };
     let outcome = ops::transition::transition(&board, &actor, &id, crate::workflow::CLAIM, &opts)?;
+    warn_local(&board, a.local, &id)?;
     report(
         ctx,
         &outcome,
@@ -194,5 +222,6 @@ pub fn move_cmd(ctx: &Ctx, a: MoveArgs) -> Result<ExitCode> {
     let actor = ctx.actor(&board)?;
     let id = task_id(ctx, &board, &a.t.id)?;
     let outcome = ops::transition::move_to(&board, &actor, &id, &a.state, &options(&a.t))?;
+    warn_local(&board, a.t.local, &id)?;
     report(ctx, &outcome, "moved")
 }

@@ -9,6 +9,7 @@ use crate::log::Entry;
 use crate::query::Query;
 use crate::scan;
 use crate::store;
+use crate::sync::claims;
 use crate::workflow::CLAIM;
 
 use super::{Change, Outcome, mutate};
@@ -18,6 +19,9 @@ pub struct Options {
     pub force: bool,
     pub if_rev: Option<u64>,
     pub note: Option<String>,
+    /// On a board connected to a remote: act on this clone alone, without the remote's
+    /// confirmation (another machine may claim the same task meanwhile).
+    pub local: bool,
 }
 
 /// Why a task's dependencies keep it from being claimed, or None when they are all done.
@@ -82,7 +86,15 @@ pub fn transition(
     } else {
         None
     };
-    mutate(board, Region::Tasks, id, opts.if_rev, |doc| {
+    // A connected board's claims are confirmed by its remote (DESIGN §12).
+    let remote = if opts.local {
+        None
+    } else {
+        claims::remote(board)?
+    };
+    let mut lost: Option<Error> = None;
+    let mut pushed: Option<Box<claims::Pushed>> = None;
+    let result = mutate(board, Region::Tasks, id, opts.if_rev, |doc| {
         if let Some(rev) = checked_rev
             && doc.rev() != rev
         {
@@ -106,6 +118,9 @@ pub fn transition(
             ));
         }
         let owner = doc.str("claimed_by").filter(|s| !s.is_empty());
+        // A claim of a task this copy says another agent holds: on a connected board the
+        // remote decides whether that hold expired and may be taken over.
+        let mut takeover_of = None;
         if name == CLAIM {
             if owner == Some(actor)
                 && !workflow.is_claimable(status)
@@ -118,13 +133,16 @@ pub fn transition(
                 && !workflow.is_claimable(status)
                 && !workflow.is_terminal(status)
             {
-                return Err(Error::conflict(
-                    &path,
-                    format!("already claimed by {owner} (status {status})"),
-                ));
+                if remote.is_none() {
+                    return Err(Error::conflict(
+                        &path,
+                        format!("already claimed by {owner} (status {status})"),
+                    ));
+                }
+                takeover_of = Some(owner);
             }
         }
-        if !workflow.allows_from(t, status) {
+        if takeover_of.is_none() && !workflow.allows_from(t, status) {
             let allowed = workflow.allowed_from(status);
             let mut allowed = if allowed.is_empty() {
                 "none (it is final)".to_string()
@@ -181,11 +199,64 @@ pub fn transition(
             "release" => "release",
             _ => "transition",
         };
-        let note = match (forced, owner, &opts.note) {
+        let mut note = match (forced, owner, &opts.note) {
             (true, Some(o), Some(n)) => Some(format!("forced over {o}: {n}")),
             (true, Some(o), None) => Some(format!("forced over {o}")),
             (_, _, n) => n.clone(),
         };
+        if let Some(r) = &remote
+            && (name == CLAIM || owner.is_some())
+        {
+            let step = claims::Step {
+                task: doc.id(),
+                actor,
+                claim: name == CLAIM,
+                to: &t.to,
+                force: forced,
+                local_holder: takeover_of,
+            };
+            match claims::confirm(board, r, &step)? {
+                claims::Confirmed::Pushed(p) => {
+                    if let Some(old) = &p.took_over {
+                        let took = format!(
+                            "took over from {}: lease expired on the remote '{r}' (last renewed {})",
+                            old.agent,
+                            crate::time::stamp(old.at)
+                        );
+                        note = Some(match note {
+                            Some(n) => format!("{took}; {n}"),
+                            None => took,
+                        });
+                    }
+                    pushed = Some(p);
+                }
+                claims::Confirmed::Lost { remote, record } => {
+                    lost = Some(Error::conflict(
+                        &path,
+                        claims::lost_message(board, name, status, actor, &remote, &record),
+                    ));
+                    return Ok(claims::follow(board, doc, actor, &remote, &record));
+                }
+                claims::Confirmed::NoRecord => {
+                    return Err(Error::conflict(
+                        &path,
+                        format!(
+                            "already claimed by {} (status {status})",
+                            takeover_of.unwrap_or_default()
+                        ),
+                    ));
+                }
+            }
+        } else if opts.local
+            && (name == CLAIM || owner.is_some())
+            && let Some(r) = claims::remote(board)?
+        {
+            let local = format!("local only: not confirmed by the remote '{r}'");
+            note = Some(match note {
+                Some(n) => format!("{local}; {n}"),
+                None => local,
+            });
+        }
         let entry = Entry {
             actor: actor.to_string(),
             op: op.into(),
@@ -201,7 +272,20 @@ pub fn transition(
             body: None,
             entry,
         }))
-    })
+    });
+    match result {
+        Err(e) => {
+            // The remote took a record this clone failed to write: take it back.
+            if let Some(p) = &pushed {
+                claims::undo(board, p);
+            }
+            Err(e)
+        }
+        Ok(outcome) => match lost {
+            Some(e) => Err(e),
+            None => Ok(outcome),
+        },
+    }
 }
 
 /// `move ID STATE`: whichever transition leads from the current state to STATE.
@@ -279,6 +363,16 @@ pub fn claim_next(
     actor: &str,
     query: &Query,
 ) -> Result<(Option<Outcome>, Vec<scan::Skipped>)> {
+    claim_next_with(board, actor, query, &Options::default())
+}
+
+/// `claim --next` with options (`local`).
+pub fn claim_next_with(
+    board: &Board,
+    actor: &str,
+    query: &Query,
+    opts: &Options,
+) -> Result<(Option<Outcome>, Vec<scan::Skipped>)> {
     if let Some(reason) = board.paused() {
         return Err(Error::Paused { reason });
     }
@@ -291,7 +385,11 @@ pub fn claim_next(
             .is_none_or(|caps| doc.list("needs").iter().all(|n| caps.contains(n)))
     };
     for doc in candidates.into_iter().filter(|d| capable(d)) {
-        match transition(board, actor, doc.id(), CLAIM, &Options::default()) {
+        let opts = Options {
+            local: opts.local,
+            ..Options::default()
+        };
+        match transition(board, actor, doc.id(), CLAIM, &opts) {
             Ok(outcome) => return Ok((Some(outcome), skipped)),
             // Lost the race (or the task changed since the scan): try the next one.
             Err(e)

@@ -2,6 +2,7 @@
 //! machines. [`git`] runs the `git` executable (its push is the compare-and-swap); this
 //! module says whether a board is connected to a remote.
 
+pub mod claims;
 pub mod git;
 
 use crate::board::Board;
