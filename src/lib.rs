@@ -1,14 +1,15 @@
 //! tavern: a blackboard made of plain files for teams of AI coding agents.
 //!
-//! The library holds everything; the `tavern` binary is a thin layer over [`cli`].
+//! This is the library: it never prints, has no clap and names no command-line flag
+//! (tests/layering.rs holds the line). The front-ends are the binary's modules, declared
+//! in src/main.rs (`cli`, the command line), and use the library as `tavern::…`.
 //! Layers, bottom up: [`yaml`] and [`doc`] (byte-exact documents), [`store`] and [`log`]
 //! (the mutation protocol), [`board`], [`workflow`] and [`query`] (the model), [`ops`]
-//! (the operations), [`cli`] (the commands).
+//! (the operations).
 
 pub mod agents;
 pub mod board;
 pub mod check;
-pub mod cli;
 pub mod doc;
 pub mod error;
 pub mod id;

@@ -1,11 +1,13 @@
+mod cli;
+
 use std::process::ExitCode;
 
 use clap::Parser;
 
 fn main() -> ExitCode {
-    let cli = tavern::cli::Cli::parse();
+    let cli = cli::Cli::parse();
     let json = cli.global.json;
-    match tavern::cli::run(cli) {
+    match cli::run(cli) {
         Ok(code) => code,
         Err(tavern::Error::Io { source, .. })
             if source.kind() == std::io::ErrorKind::BrokenPipe =>

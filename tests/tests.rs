@@ -24,6 +24,7 @@ mod crash_points;
 mod events;
 mod graph;
 mod hostile_input;
+mod layering;
 mod observations;
 mod questions;
 mod roundtrip;
@@ -32,6 +33,7 @@ mod summary;
 mod sync_claims;
 mod teamwork;
 mod watch;
+mod watch_feed;
 
 #[test]
 fn every_test_file_is_included() {

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::Ctx;
 use super::output::{self, line};
-use crate::error::{Error, Result};
+use tavern::error::{Error, Result};
 
 #[derive(Debug, Args)]
 pub struct InitArgs {
@@ -25,7 +25,7 @@ pub fn init(ctx: &Ctx, a: InitArgs) -> Result<ExitCode> {
     // `--board path/.tavern` names the board itself; create it there, not inside it.
     let project = if project
         .file_name()
-        .is_some_and(|n| n == crate::board::BOARD_DIR)
+        .is_some_and(|n| n == tavern::board::BOARD_DIR)
     {
         project.parent().map(PathBuf::from).unwrap_or(project)
     } else {
@@ -37,7 +37,7 @@ pub fn init(ctx: &Ctx, a: InitArgs) -> Result<ExitCode> {
             hint: "create it first".into(),
         });
     }
-    let report = crate::board::init(&project)?;
+    let report = tavern::board::init(&project)?;
     if ctx.global.json {
         output::json_line(&json!({"board": report.root, "created": report.created}))?;
     } else if report.created.is_empty() {
@@ -56,7 +56,7 @@ pub fn init(ctx: &Ctx, a: InitArgs) -> Result<ExitCode> {
 
 pub fn check(ctx: &Ctx) -> Result<ExitCode> {
     let board = ctx.board_as_found()?;
-    let report = crate::check::check(&board)?;
+    let report = tavern::check::check(&board)?;
     if ctx.global.json {
         output::json_line(
             &json!({"ok": report.is_clean(), "documents": report.documents, "log_entries": report.log_entries, "problems": report.problems}),
@@ -80,7 +80,7 @@ pub fn check(ctx: &Ctx) -> Result<ExitCode> {
     Ok(if report.is_clean() {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(crate::error::Kind::Invalid.exit_code())
+        ExitCode::from(tavern::error::Kind::Invalid.exit_code())
     })
 }
 
@@ -110,14 +110,14 @@ pub struct SummaryArgs {
 
 pub fn summary(ctx: &Ctx, a: SummaryArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
-    let stuck = crate::time::parse_duration(&a.stuck_after).ok_or_else(|| {
+    let stuck = tavern::time::parse_duration(&a.stuck_after).ok_or_else(|| {
         Error::usage(format!(
             "--stuck-after '{}': expected a duration like 30m or 2h",
             a.stuck_after
         ))
     })?;
-    crate::ops::sweep::sweep(&board)?;
-    let v = crate::ops::summary::summary(&board, a.context.as_deref(), stuck)?;
+    tavern::ops::sweep::sweep(&board)?;
+    let v = tavern::ops::summary::summary(&board, a.context.as_deref(), stuck)?;
     for s in v["skipped"].as_array().into_iter().flatten() {
         eprintln!(
             "warning: skipped {}: {}",
@@ -128,7 +128,7 @@ pub fn summary(ctx: &Ctx, a: SummaryArgs) -> Result<ExitCode> {
     if ctx.global.json {
         output::json_line(&v)?;
     } else {
-        output::out(&crate::ops::summary::render(&v))?;
+        output::out(&tavern::ops::summary::render(&v))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -148,17 +148,17 @@ pub struct ArchiveArgs {
 pub fn archive(ctx: &Ctx, a: ArchiveArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
     let actor = ctx.actor(&board)?;
-    let query = crate::query::Query::parse(&a.query)?;
+    let query = tavern::query::Query::parse(&a.query)?;
     let older = a
         .older_than
         .as_deref()
         .map(|d| {
-            crate::time::parse_duration(d).ok_or_else(|| {
+            tavern::time::parse_duration(d).ok_or_else(|| {
                 Error::usage(format!("--older-than '{d}': expected a duration like 30d"))
             })
         })
         .transpose()?;
-    let moved = crate::ops::archive::archive(&board, &actor, &query, older)?;
+    let moved = tavern::ops::archive::archive(&board, &actor, &query, older)?;
     if ctx.global.json {
         output::json_line(&json!({"moved": moved}))?;
     } else {

@@ -7,10 +7,10 @@ use serde_json::json;
 
 use super::Ctx;
 use super::output::{self, line};
-use crate::agents;
-use crate::error::{Error, Result};
-use crate::ops;
-use crate::query::Query;
+use tavern::agents;
+use tavern::error::{Error, Result};
+use tavern::ops;
+use tavern::query::Query;
 
 #[derive(Debug, Subcommand)]
 pub enum AgentCommand {
@@ -43,7 +43,7 @@ pub fn agent(ctx: &Ctx, cmd: AgentCommand) -> Result<ExitCode> {
     match cmd {
         AgentCommand::Register(a) => {
             let actor = ctx.global.actor.clone().unwrap_or_else(|| a.name.clone());
-            crate::ops::validate_actor(&actor)?;
+            tavern::ops::validate_actor(&actor)?;
             let pid = a.pid.unwrap_or_else(std::os::unix::process::parent_id);
             let (card, entry) = agents::register(&board, &actor, &a.name, &a.capabilities, pid)?;
             if ctx.global.json {
@@ -66,7 +66,7 @@ pub fn agent(ctx: &Ctx, cmd: AgentCommand) -> Result<ExitCode> {
             }
             agents::heartbeat(&board, &actor)?;
             // On a connected board, the remote's records of this agent's claims renewed.
-            let claims = crate::sync::claims::renew(&board, &actor)?;
+            let claims = tavern::sync::claims::renew(&board, &actor)?;
             for task in &claims.lost {
                 eprintln!(
                     "warning: {task}: no longer held by {actor} on the remote (taken over, released or moved); `tavern claim {task}` to learn who holds it"
@@ -106,7 +106,7 @@ pub fn agent(ctx: &Ctx, cmd: AgentCommand) -> Result<ExitCode> {
         AgentCommand::List => {
             ops::sweep::sweep(&board)?;
             let list = agents::all(&board)?;
-            let held = crate::scan::scan_matching(&board, &[crate::doc::Region::Tasks], |d| {
+            let held = tavern::scan::scan_matching(&board, &[tavern::doc::Region::Tasks], |d| {
                 d.str("claimed_by").is_some()
                     && !d
                         .status()
@@ -135,7 +135,7 @@ pub fn agent(ctx: &Ctx, cmd: AgentCommand) -> Result<ExitCode> {
             if ctx.global.json {
                 let items: Vec<_> = rows
                     .iter()
-                    .map(|(a, status, holds)| json!({"id": a.id(), "status": status, "holds": holds, "last_seen": crate::time::stamp(a.last_seen), "capabilities": a.capabilities(), "host": a.host(), "pid": a.pid()}))
+                    .map(|(a, status, holds)| json!({"id": a.id(), "status": status, "holds": holds, "last_seen": tavern::time::stamp(a.last_seen), "capabilities": a.capabilities(), "host": a.host(), "pid": a.pid()}))
                     .collect();
                 output::json_line(&json!({"agents": items}))?;
             } else {
@@ -156,7 +156,7 @@ pub fn agent(ctx: &Ctx, cmd: AgentCommand) -> Result<ExitCode> {
                         if a.last_seen == chrono::DateTime::<chrono::Utc>::UNIX_EPOCH {
                             "never".to_string()
                         } else {
-                            crate::time::ago(a.last_seen, now)
+                            tavern::time::ago(a.last_seen, now)
                         },
                         holds,
                         a.capabilities().join(",")
@@ -180,10 +180,10 @@ pub fn sweep(ctx: &Ctx) -> Result<ExitCode> {
     let board = ctx.board()?;
     let released = ops::sweep::sweep(&board)?;
     let expired = ops::archive::expire_observations(&board, ops::sweep::SWEEPER)?;
-    let keep = crate::runs::keep(&board);
-    let running = crate::watch::scheduler::running_outputs(&board);
-    let pruned = crate::runs::prune(&board, keep, &running)?;
-    let temps = crate::store::write::remove_stale_temps(&board)?;
+    let keep = tavern::runs::keep(&board);
+    let running = tavern::watch::scheduler::running_outputs(&board);
+    let pruned = tavern::runs::prune(&board, keep, &running)?;
+    let temps = tavern::store::write::remove_stale_temps(&board)?;
     if ctx.global.json {
         output::json_line(
             &json!({"released": released, "expired": expired, "runs_removed": pruned, "temps_removed": temps}),

@@ -9,11 +9,11 @@ use serde_json::{Value, json};
 
 use super::Ctx;
 use super::output::{self, doc_json};
-use crate::doc::Region;
-use crate::error::{Error, Result};
-use crate::ops::{self, edit::EditSpec, new::NewDoc};
-use crate::query::Query;
-use crate::scan;
+use tavern::doc::Region;
+use tavern::error::{Error, Result};
+use tavern::ops::{self, edit::EditSpec, new::NewDoc};
+use tavern::query::Query;
+use tavern::scan;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Kind {
@@ -96,7 +96,7 @@ pub struct NewArgs {
 }
 
 /// Splits `KEY=VALUE`, checking the key.
-fn key_value(arg: &str, flag: &str, board: &crate::board::Board) -> Result<(String, Value)> {
+fn key_value(arg: &str, flag: &str, board: &tavern::board::Board) -> Result<(String, Value)> {
     let Some((k, v)) = arg.split_once('=') else {
         return Err(Error::usage(format!(
             "{flag} expects KEY=VALUE, got '{arg}'"
@@ -105,7 +105,7 @@ fn key_value(arg: &str, flag: &str, board: &crate::board::Board) -> Result<(Stri
     check_key(k, flag)?;
     Ok((
         k.to_string(),
-        crate::yaml::parse_cli_value(v, board.config.yaml_limits()),
+        tavern::yaml::parse_cli_value(v, board.config.yaml_limits()),
     ))
 }
 
@@ -159,8 +159,8 @@ pub fn show(ctx: &Ctx, a: ShowArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
     // Archived documents stay readable: look there when the board has no such document.
     let doc = match ops::resolve::resolve(&board, &a.id, &Region::ALL) {
-        Ok((region, id)) => crate::store::read_doc(&board, region, &id)?,
-        Err(e @ crate::error::Error::NotFound { .. }) => {
+        Ok((region, id)) => tavern::store::read_doc(&board, region, &id)?,
+        Err(e @ tavern::error::Error::NotFound { .. }) => {
             match ops::archive::resolve_archived(&board, &a.id)? {
                 Some((region, id)) => ops::archive::read_archived(&board, region, &id)?,
                 None => return Err(e),
@@ -201,7 +201,7 @@ pub fn list(ctx: &Ctx, a: ListArgs) -> Result<ExitCode> {
     }
     regions.sort();
     regions.dedup();
-    let now = crate::time::now();
+    let now = tavern::time::now();
     // Filter while reading: a big board is never held in memory whole.
     let mut scanned = scan::scan_matching(&board, &regions, |d| query.matches(d, now))?;
     if a.archived {

@@ -6,9 +6,9 @@ use clap::Args;
 
 use super::Ctx;
 use super::output::{self, line};
-use crate::doc::Region;
-use crate::error::Result;
-use crate::ops;
+use tavern::doc::Region;
+use tavern::error::Result;
+use tavern::ops;
 
 #[derive(Debug, Args)]
 pub struct GraphArgs {

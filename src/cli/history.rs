@@ -7,10 +7,10 @@ use serde_json::json;
 
 use super::Ctx;
 use super::output::{self, line};
-use crate::board::Board;
-use crate::doc::Region;
-use crate::error::{Error, Result};
-use crate::log::Entry;
+use tavern::board::Board;
+use tavern::doc::Region;
+use tavern::error::{Error, Result};
+use tavern::log::Entry;
 
 #[derive(Debug, Args)]
 pub struct LogArgs {
@@ -48,7 +48,7 @@ impl Filter {
         let since = match self.since {
             Since::All => true,
             Since::Seq(n) => e.seq > n,
-            Since::Time(t) => crate::time::parse_time(&e.at, t).is_some_and(|at| at >= t),
+            Since::Time(t) => tavern::time::parse_time(&e.at, t).is_some_and(|at| at >= t),
         };
         since
             && self.doc.as_ref().is_none_or(|d| &e.doc == d)
@@ -57,13 +57,13 @@ impl Filter {
 
     /// Reads the part of the log that can hold entries `keep` accepts: from where `--since`
     /// says, parsing only entries that mention the doc or actor asked for.
-    fn read(&self, board: &Board) -> Result<(Vec<Entry>, u64, Vec<crate::log::Unreadable>)> {
+    fn read(&self, board: &Board) -> Result<(Vec<Entry>, u64, Vec<tavern::log::Unreadable>)> {
         let from = match self.since {
             Since::All => 0,
-            Since::Seq(n) => crate::log::offset_after_seq(board, n)?,
-            Since::Time(t) => crate::log::offset_near_time(board, t)?,
+            Since::Seq(n) => tavern::log::offset_after_seq(board, n)?,
+            Since::Time(t) => tavern::log::offset_near_time(board, t)?,
         };
-        crate::log::read_matching(board, from, self.needle())
+        tavern::log::read_matching(board, from, self.needle())
     }
 
     fn needle(&self) -> Option<&str> {
@@ -73,12 +73,12 @@ impl Filter {
 
 /// The log path (`tasks/x.md`) of a document reference, even for a deleted document.
 fn doc_path(board: &Board, reference: &str) -> Result<String> {
-    match crate::ops::resolve::resolve(board, reference, &Region::ALL) {
+    match tavern::ops::resolve::resolve(board, reference, &Region::ALL) {
         Ok((region, id)) => Ok(format!("{}/{id}.md", region.dir())),
         Err(Error::NotFound { .. }) => {
-            crate::id::validate(reference.rsplit('/').next().unwrap_or(reference))?;
+            tavern::id::validate(reference.rsplit('/').next().unwrap_or(reference))?;
             let stem = reference.trim_end_matches(".md");
-            let (entries, _, _) = crate::log::read_matching(board, 0, Some(stem))?;
+            let (entries, _, _) = tavern::log::read_matching(board, 0, Some(stem))?;
             let wanted = format!("/{stem}.md");
             entries
                 .iter()
@@ -144,10 +144,10 @@ fn parse_since(since: Option<&str>) -> Result<Since> {
         Some(s) => match s.parse::<u64>() {
             Ok(n) => Since::Seq(n),
             Err(_) => {
-                let now = crate::time::now();
-                let t = crate::time::parse_time(s, now)
+                let now = tavern::time::now();
+                let t = tavern::time::parse_time(s, now)
                     // A bare duration means that long ago, as `-2h` does.
-                    .or_else(|| crate::time::parse_time(&format!("-{s}"), now))
+                    .or_else(|| tavern::time::parse_time(&format!("-{s}"), now))
                     .ok_or_else(|| Error::usage(format!("--since '{s}': expected a seq number, an RFC 3339 time, a date, or a relative time like -2h")))?;
                 Since::Time(t)
             }
@@ -170,12 +170,12 @@ pub struct EventsArgs {
 pub fn events(ctx: &Ctx, a: EventsArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
     let actor = ctx.actor(&board)?;
-    crate::id::validate(&actor).map_err(|_| {
+    tavern::id::validate(&actor).map_err(|_| {
         Error::usage(format!(
             "events keeps a cursor per agent, so the actor must be a valid id; '{actor}' is not"
         ))
     })?;
-    let cursor = crate::layout::events_cursor(&board.root, &actor);
+    let cursor = tavern::layout::events_cursor(&board.root, &actor);
     let since = match a.since.as_deref() {
         Some(s) => parse_since(Some(s))?,
         None => Since::Seq(
@@ -199,7 +199,7 @@ pub fn events(ctx: &Ctx, a: EventsArgs) -> Result<ExitCode> {
     if let Some(seq) = last {
         let dir = cursor.parent().unwrap_or(&cursor).to_path_buf();
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, "create directory", e))?;
-        crate::store::write_state_file(&cursor, format!("{seq}\n").as_bytes())?;
+        tavern::store::write_state_file(&cursor, format!("{seq}\n").as_bytes())?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -226,7 +226,7 @@ pub fn log(ctx: &Ctx, a: LogArgs) -> Result<ExitCode> {
     if a.follow {
         loop {
             std::thread::sleep(std::time::Duration::from_millis(200));
-            let (entries, next, _) = crate::log::read_matching(&board, offset, filter.needle())?;
+            let (entries, next, _) = tavern::log::read_matching(&board, offset, filter.needle())?;
             offset = next;
             for e in entries.iter().filter(|e| filter.keep(e)) {
                 print_entry(ctx, e, a.patch)?;
@@ -245,7 +245,7 @@ pub struct DiffArgs {
 pub fn diff(ctx: &Ctx, a: DiffArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
     let path = doc_path(&board, &a.id)?;
-    let (entries, _, _) = crate::log::read_matching(&board, 0, Some(&path))?;
+    let (entries, _, _) = tavern::log::read_matching(&board, 0, Some(&path))?;
     let mine: Vec<&Entry> = entries.iter().filter(|e| e.doc == path).collect();
     if ctx.global.json {
         output::json_line(&json!({"doc": path, "entries": mine}))?;

@@ -18,8 +18,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::board::Board;
-use crate::error::{Error, Result};
+use tavern::board::Board;
+use tavern::error::{Error, Result};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -167,7 +167,7 @@ impl Ctx {
     /// The board, with any change an interrupted command left half made completed first.
     pub fn board(&self) -> Result<Board> {
         let board = self.board_as_found()?;
-        crate::store::recover(&board)?;
+        tavern::store::recover(&board)?;
         Ok(board)
     }
 
@@ -180,7 +180,7 @@ impl Ctx {
     /// registered agent counts as its heartbeat.
     pub fn actor(&self, board: &Board) -> Result<String> {
         let actor = self.actor_name()?;
-        crate::agents::heartbeat_if_registered(board, &actor);
+        tavern::agents::heartbeat_if_registered(board, &actor);
         Ok(actor)
     }
 
@@ -193,7 +193,7 @@ impl Ctx {
             .or_else(|| std::env::var("USER").ok().filter(|s| !s.is_empty()))
             .or_else(|| std::env::var("LOGNAME").ok().filter(|s| !s.is_empty()))
             .unwrap_or_else(|| "unknown".to_string());
-        crate::ops::validate_actor(&actor)?;
+        tavern::ops::validate_actor(&actor)?;
         Ok(actor)
     }
 }

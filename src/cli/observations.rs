@@ -7,9 +7,9 @@ use clap::Args;
 use super::docs::BodyArgs;
 use super::output;
 use super::{Ctx, TransitionArgs};
-use crate::doc::Region;
-use crate::error::Result;
-use crate::ops::observations::{self, Action, Post};
+use tavern::doc::Region;
+use tavern::error::Result;
+use tavern::ops::observations::{self, Action, Post};
 
 #[derive(Debug, Args)]
 pub struct PostArgs {
@@ -100,7 +100,7 @@ fn run(
 ) -> Result<ExitCode> {
     let board = ctx.board()?;
     let actor = ctx.actor(&board)?;
-    let (_, id) = crate::ops::resolve::resolve(&board, reference, &[Region::Observations])?;
+    let (_, id) = tavern::ops::resolve::resolve(&board, reference, &[Region::Observations])?;
     let outcome = observations::act(&board, &actor, &id, &action, if_rev)?;
     super::tasks::report(ctx, &outcome, verb)
 }
@@ -120,7 +120,7 @@ pub fn resolve(ctx: &Ctx, a: ResolveArgs) -> Result<ExitCode> {
 pub fn reject(ctx: &Ctx, a: TransitionArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
     let (region, _) =
-        crate::ops::resolve::resolve(&board, &a.id, &[Region::Tasks, Region::Observations])?;
+        tavern::ops::resolve::resolve(&board, &a.id, &[Region::Tasks, Region::Observations])?;
     if region == Region::Tasks {
         return super::tasks::run_transition(ctx, "reject", a);
     }

@@ -5,9 +5,9 @@ use std::io::Write;
 
 use serde_json::{Value, json};
 
-use crate::doc::Document;
-use crate::error::{Error, Result};
-use crate::scan::Skipped;
+use tavern::doc::Document;
+use tavern::error::{Error, Result};
+use tavern::scan::Skipped;
 
 pub fn out(text: &str) -> Result<()> {
     let mut stdout = std::io::stdout().lock();
@@ -60,7 +60,7 @@ pub fn doc_json(doc: &Document, with_body: bool) -> Value {
 pub fn created(
     json: bool,
     doc: &Document,
-    entry: &crate::log::Entry,
+    entry: &tavern::log::Entry,
 ) -> Result<std::process::ExitCode> {
     if json {
         let mut v = doc_json(doc, false);

@@ -10,9 +10,9 @@ use serde_json::{Value, json};
 use super::docs::BodyArgs;
 use super::output::{self, doc_json, line};
 use super::{Ctx, TransitionArgs};
-use crate::doc::Region;
-use crate::error::{Error, Result};
-use crate::ops::questions::{self, Ask, Permission};
+use tavern::doc::Region;
+use tavern::error::{Error, Result};
+use tavern::ops::questions::{self, Ask, Permission};
 
 #[derive(Debug, Args)]
 pub struct AskArgs {
@@ -100,7 +100,7 @@ pub fn ask(ctx: &Ctx, a: AskArgs) -> Result<ExitCode> {
 pub fn answer(ctx: &Ctx, a: AnswerArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
     let actor = ctx.actor(&board)?;
-    let (_, id) = crate::ops::resolve::resolve(&board, &a.id, &[Region::Questions])?;
+    let (_, id) = tavern::ops::resolve::resolve(&board, &a.id, &[Region::Questions])?;
     let answered = questions::answer(&board, &actor, &id, a.text.as_deref(), a.choice.as_deref())?;
     for w in &answered.warnings {
         eprintln!("warning: {w}");
@@ -157,7 +157,7 @@ fn prompt(text: &str) -> std::io::Result<String> {
 fn decide(ctx: &Ctx, reference: &str, approve: bool, if_rev: Option<u64>) -> Result<ExitCode> {
     let board = ctx.board()?;
     let actor = ctx.actor(&board)?;
-    let (_, id) = crate::ops::resolve::resolve(&board, reference, &[Region::Questions])?;
+    let (_, id) = tavern::ops::resolve::resolve(&board, reference, &[Region::Questions])?;
     let mut ask_human = prompt;
     let confirm: questions::Confirm<'_> = if std::io::stdin().is_terminal() {
         Some(&mut ask_human)
@@ -174,7 +174,7 @@ fn decide(ctx: &Ctx, reference: &str, approve: bool, if_rev: Option<u64>) -> Res
 pub fn approve(ctx: &Ctx, a: TransitionArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
     let (region, id) =
-        crate::ops::resolve::resolve(&board, &a.id, &[Region::Tasks, Region::Questions])?;
+        tavern::ops::resolve::resolve(&board, &a.id, &[Region::Tasks, Region::Questions])?;
     if region == Region::Tasks {
         return super::tasks::run_transition(ctx, "approve", a);
     }

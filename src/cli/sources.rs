@@ -10,10 +10,10 @@ use serde_json::{Value, json};
 
 use super::Ctx;
 use super::output::{self, cell, line};
-use crate::check::Problem;
-use crate::error::{Kind, Result};
-use crate::log::Entry;
-use crate::watch::sources::{self, Source};
+use tavern::check::Problem;
+use tavern::error::{Kind, Result};
+use tavern::log::Entry;
+use tavern::watch::sources::{self, Source};
 
 #[derive(Debug, Subcommand)]
 pub enum SourcesCommand {
@@ -95,7 +95,7 @@ fn on_names(s: &Source) -> Vec<String> {
 /// `30s`, `15m`: as a source file would spell it.
 fn duration_text(d: Duration) -> String {
     match chrono::Duration::from_std(d) {
-        Ok(d) => crate::time::format_duration(d),
+        Ok(d) => tavern::time::format_duration(d),
         Err(_) => format!("{}s", d.as_secs()),
     }
 }

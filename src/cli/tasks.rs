@@ -7,10 +7,10 @@ use serde_json::json;
 
 use super::output::{self, line};
 use super::{Ctx, TransitionArgs};
-use crate::doc::Region;
-use crate::error::{Error, Result};
-use crate::ops::{self, Outcome, transition::Options};
-use crate::query::Query;
+use tavern::doc::Region;
+use tavern::error::{Error, Result};
+use tavern::ops::{self, Outcome, transition::Options};
+use tavern::query::Query;
 
 /// Prints what a mutation did: `VERB ID (rev N)` or a JSON object.
 pub fn report(ctx: &Ctx, outcome: &Outcome, verb: &str) -> Result<ExitCode> {
@@ -47,8 +47,8 @@ fn options(a: &TransitionArgs) -> Options {
 }
 
 /// Says what `--local` risks, on a board where it skipped the remote.
-fn warn_local(board: &crate::board::Board, local: bool, id: &str) -> Result<()> {
-    if local && let Some(remote) = crate::sync::remote(board)? {
+fn warn_local(board: &tavern::board::Board, local: bool, id: &str) -> Result<()> {
+    if local && let Some(remote) = tavern::sync::remote(board)? {
         eprintln!(
             "warning: {}",
             format_args!(
@@ -59,7 +59,7 @@ fn warn_local(board: &crate::board::Board, local: bool, id: &str) -> Result<()> 
     Ok(())
 }
 
-fn task_id(ctx: &Ctx, board: &crate::board::Board, reference: &str) -> Result<String> {
+fn task_id(ctx: &Ctx, board: &tavern::board::Board, reference: &str) -> Result<String> {
     let _ = ctx;
     Ok(ops::resolve::resolve(board, reference, &[Region::Tasks])?.1)
 }
@@ -196,7 +196,7 @@ pub fn claim(ctx: &Ctx, a: ClaimArgs) -> Result<ExitCode> {
         local: a.local,
         ..Options::default()
     };
-    let outcome = ops::transition::transition(&board, &actor, &id, crate::workflow::CLAIM, &opts)?;
+    let outcome = ops::transition::transition(&board, &actor, &id, tavern::workflow::CLAIM, &opts)?;
     warn_local(&board, a.local, &id)?;
     report(
         ctx,

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::Ctx;
 use super::output::{self, line};
-use crate::error::{Error, Kind, Result};
+use tavern::error::{Error, Kind, Result};
 
 #[derive(Debug, Args)]
 pub struct WatchArgs {
@@ -35,7 +35,7 @@ pub struct PauseArgs {
 }
 
 fn duration(flag: &str, text: &str) -> Result<Duration> {
-    let parsed = crate::time::parse_duration(text).and_then(|d| d.to_std().ok());
+    let parsed = tavern::time::parse_duration(text).and_then(|d| d.to_std().ok());
     parsed.ok_or_else(|| {
         Error::usage(format!(
             "{flag} '{text}': expected a duration like 500ms, 2s or 1m"
@@ -56,14 +56,14 @@ pub fn watch(ctx: &Ctx, a: WatchArgs) -> Result<ExitCode> {
     if poll.is_some_and(|p| p.is_zero()) {
         return Err(Error::usage("--poll must be longer than 0"));
     }
-    let opts = crate::watch::Options {
+    let opts = tavern::watch::Options {
         once: a.once,
         jobs: a.jobs,
         poll,
         grace: duration("--grace", &a.grace)?,
         json: ctx.global.json,
     };
-    let summary = crate::watch::run(board, opts)?;
+    let summary = tavern::watch::run(board, opts)?;
     Ok(if !a.once {
         ExitCode::SUCCESS
     } else if summary.failed > 0 {
@@ -78,7 +78,7 @@ pub fn watch(ctx: &Ctx, a: WatchArgs) -> Result<ExitCode> {
 pub fn pause(ctx: &Ctx, a: PauseArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
     let actor = ctx.actor(&board)?;
-    let entry = crate::ops::pause::pause(&board, &actor, &a.reason.join(" "))?;
+    let entry = tavern::ops::pause::pause(&board, &actor, &a.reason.join(" "))?;
     let reason = board.paused().unwrap_or_default();
     if ctx.global.json {
         output::json_line(
@@ -95,7 +95,7 @@ pub fn pause(ctx: &Ctx, a: PauseArgs) -> Result<ExitCode> {
 pub fn resume(ctx: &Ctx) -> Result<ExitCode> {
     let board = ctx.board()?;
     let actor = ctx.actor(&board)?;
-    let entry = crate::ops::pause::resume(&board, &actor)?;
+    let entry = tavern::ops::pause::resume(&board, &actor)?;
     if ctx.global.json {
         output::json_line(&json!({"paused": false, "seq": entry.as_ref().map(|e| e.seq)}))?;
     } else if entry.is_some() {

@@ -121,9 +121,7 @@ pub fn check_rev(rel: &str, rev: u64, want: Option<u64>) -> Result<()> {
     match want {
         Some(want) if want != rev => Err(Error::conflict(
             rel,
-            format!(
-                "rev is {rev}, not {want} (--if-rev): it changed since you read it; re-read and retry"
-            ),
+            format!("rev is {rev}, not {want}: it changed since you read it; re-read and retry"),
         )),
         _ => Ok(()),
     }

@@ -66,10 +66,19 @@ fn relevant(kind: &EventKind) -> bool {
     }
 }
 
+/// What a native watcher reports besides the tracked files.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Extra {
+    /// Appends to log.yaml and the comings and goings of board.yaml (the change feed
+    /// reports them; the watcher reads the log only when a file changed, and would
+    /// otherwise wake up for its own appends).
+    pub log_and_board: bool,
+}
+
 /// Could a change of this path be a change of a tracked file or of a directory holding
 /// some? Not the log, board.yaml, the reports watch mode writes, or temp and swap files:
 /// every append to log.yaml (the watcher's own included) would wake the watcher up.
-fn worth_a_look(root: &std::path::Path, path: &std::path::Path) -> bool {
+fn worth_a_look(root: &std::path::Path, path: &std::path::Path, extra: Extra) -> bool {
     let Ok(rel) = path.strip_prefix(root) else {
         return false;
     };
@@ -80,7 +89,11 @@ fn worth_a_look(root: &std::path::Path, path: &std::path::Path) -> bool {
     let parent = rel.parent().and_then(|p| p.to_str()).unwrap_or("");
     match parent {
         // Directly in the board: only the region directories themselves.
-        "" => areas::FLAT_DIRS.contains(&name) || areas::RECURSIVE_DIRS.contains(&name),
+        "" => {
+            areas::FLAT_DIRS.contains(&name)
+                || areas::RECURSIVE_DIRS.contains(&name)
+                || (extra.log_and_board && matches!(name, "log.yaml" | "board.yaml"))
+        }
         "control" => !matches!(name, "schedule.md" | "metrics.md"),
         _ => true,
     }
@@ -115,6 +128,7 @@ impl Native {
         board: &Board,
         tx: Sender<Msg>,
         backlog: Backlog,
+        extra: Extra,
     ) -> Result<Native, notify::Error> {
         let root = board.root.clone();
         let handler = move |res: notify::Result<notify::Event>| {
@@ -123,7 +137,7 @@ impl Native {
                 Ok(ev) if !relevant(&ev.kind) => return,
                 Ok(mut ev) => {
                     // The log, our own reports and temp files: not worth waking up for.
-                    ev.paths.retain(|p| worth_a_look(&root, p));
+                    ev.paths.retain(|p| worth_a_look(&root, p, extra));
                     if ev.paths.is_empty() {
                         return;
                     }
@@ -161,6 +175,63 @@ impl Native {
     }
 }
 
+/// Where a path the native watcher named sends the watcher (or the feed) to look.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Look {
+    /// A tracked file (or where one was): compare it with what was last seen.
+    File(String),
+    /// A directory that appeared, moved in or changed wholesale: every tracked file under
+    /// it, and every known one that was under it.
+    Under(String),
+    /// A path under solutions/ that is gone, perhaps a directory (`rm -r`, `mv src lib`),
+    /// whose files were tracked one by one and get no event of their own.
+    GoneUnder(String),
+    /// A watched directory removed and made again: the old watch went with the old one.
+    Rewatch(PathBuf),
+    /// A path whose name is not UTF-8.
+    Undecodable(PathBuf),
+}
+
+/// What a path named by a file-system event asks to look at. Board-level files (log.yaml,
+/// board.yaml) are the caller's: they are not tracked files.
+pub fn looks(board: &Board, path: &std::path::Path) -> Vec<Look> {
+    let Some(rel) = areas::relative(board, path) else {
+        return vec![Look::Undecodable(path.to_path_buf())];
+    };
+    if rel.is_empty() {
+        return Vec::new();
+    }
+    // Not `path.is_dir()`: a symlink to a directory (solutions/x -> /) is never entered.
+    let meta = std::fs::symlink_metadata(path);
+    let is_dir = meta.as_ref().is_ok_and(|m| m.is_dir());
+    let tracked = areas::classify(&rel).is_some();
+    let mut out = Vec::new();
+    if !is_dir && tracked {
+        if meta.is_err() && rel.starts_with("solutions/") {
+            out.push(Look::GoneUnder(rel.clone()));
+        }
+        out.push(Look::File(rel));
+        return out;
+    }
+    let name = rel.rsplit('/').next().unwrap_or(&rel);
+    if areas::is_noise(name) {
+        return out;
+    }
+    if is_dir && Native::is_watched_dir(board, path) {
+        out.push(Look::Rewatch(path.to_path_buf()));
+    }
+    let in_solutions = rel.starts_with("solutions/") && rel.matches('/').count() == 1;
+    let region_dir = areas::FLAT_DIRS.contains(&rel.as_str()) || rel == "solutions";
+    if is_dir || in_solutions || region_dir {
+        out.push(Look::Under(rel.clone()));
+    }
+    if is_dir && tracked {
+        // A file of that name may have been there a moment ago: its deletion.
+        out.push(Look::File(rel));
+    }
+    out
+}
+
 /// What to tell a user whose native watcher failed, and what happens next.
 pub fn explain(e: &notify::Error) -> String {
     match &e.kind {
@@ -196,7 +267,7 @@ mod tests {
     #[test]
     fn the_log_reports_and_temp_files_wake_nobody() {
         let root = std::path::Path::new("/p/.tavern");
-        let look = |rel: &str| worth_a_look(root, &root.join(rel));
+        let look = |rel: &str| worth_a_look(root, &root.join(rel), Extra::default());
         for yes in [
             "tasks",
             "tasks/task-1.md",
@@ -220,7 +291,17 @@ mod tests {
         ] {
             assert!(!look(no), "{no}");
         }
-        assert!(!worth_a_look(root, std::path::Path::new("/elsewhere/x.md")));
+        assert!(!worth_a_look(
+            root,
+            std::path::Path::new("/elsewhere/x.md"),
+            Extra::default()
+        ));
+        let feed = Extra {
+            log_and_board: true,
+        };
+        assert!(worth_a_look(root, &root.join("log.yaml"), feed));
+        assert!(worth_a_look(root, &root.join("board.yaml"), feed));
+        assert!(!worth_a_look(root, &root.join("control/schedule.md"), feed));
     }
 
     #[test]

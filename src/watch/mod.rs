@@ -8,6 +8,7 @@
 //! what was last seen, [`patch`] replays logged diffs, [`sources`] reads the sources.
 
 pub mod areas;
+pub mod feed;
 pub mod fsevents;
 pub mod lock;
 pub mod patch;
@@ -29,7 +30,7 @@ use serde_json::{Value, json};
 use crate::board::Board;
 use crate::error::{Error, Result};
 use crate::log::Entry;
-use fsevents::{Backlog, Msg, Native};
+use fsevents::{Backlog, Look, Msg, Native};
 use lock::WatchLock;
 use reconcile::{Change, Outcome, Reconciler, WATCHER};
 use scheduler::{Activation, Guard, Offer, Running, Scheduler};
@@ -200,7 +201,7 @@ impl Watch {
             w.poll = Some((every, Instant::now() + every));
             format!("polling every {}", human_duration(every))
         } else {
-            match Native::start(&w.board, tx, backlog) {
+            match Native::start(&w.board, tx, backlog, fsevents::Extra::default()) {
                 Ok(n) => {
                     w.native = Some(n);
                     "native file events".to_string()
@@ -359,43 +360,20 @@ impl Watch {
 
     /// A path the native watcher named: the file, or everything under a directory.
     fn hint(&mut self, path: PathBuf) {
-        let Some(rel) = areas::relative(&self.board, &path) else {
-            self.undecodable(&path);
-            return;
-        };
-        if rel.is_empty() {
-            return;
-        }
-        // Not `path.is_dir()`: a symlink to a directory (solutions/x -> /) is never entered.
-        let meta = std::fs::symlink_metadata(&path);
-        let is_dir = meta.as_ref().is_ok_and(|m| m.is_dir());
-        if !is_dir && areas::classify(&rel).is_some() {
-            if meta.is_err() && rel.starts_with("solutions/") {
-                // Gone: perhaps a directory (`rm -r`, `mv src lib`), whose files were
-                // tracked one by one and get no event of their own.
-                self.rec.forget_dir(&rel);
+        for look in fsevents::looks(&self.board, &path) {
+            match look {
+                Look::File(rel) => {
+                    self.rec.hints.insert(rel);
+                }
+                Look::Under(rel) => self.rec.rescan_dir(&rel),
+                Look::GoneUnder(rel) => self.rec.forget_dir(&rel),
+                Look::Rewatch(dir) => {
+                    if let Some(n) = &mut self.native {
+                        n.rewatch(&self.board, &dir);
+                    }
+                }
+                Look::Undecodable(path) => self.undecodable(&path),
             }
-            self.rec.hints.insert(rel);
-            return;
-        }
-        let name = rel.rsplit('/').next().unwrap_or(&rel);
-        if areas::is_noise(name) {
-            return;
-        }
-        if is_dir && Native::is_watched_dir(&self.board, &path) {
-            // Removed and made again: the old watch went with the old directory.
-            if let Some(n) = &mut self.native {
-                n.rewatch(&self.board, &path);
-            }
-        }
-        let in_solutions = rel.starts_with("solutions/") && rel.matches('/').count() == 1;
-        let region_dir = areas::FLAT_DIRS.contains(&rel.as_str()) || rel == "solutions";
-        if is_dir || in_solutions || region_dir {
-            self.rec.rescan_dir(&rel);
-        }
-        if is_dir && areas::classify(&rel).is_some() {
-            // A file of that name may have been there a moment ago: its deletion.
-            self.rec.hints.insert(rel);
         }
     }
 

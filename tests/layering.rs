@@ -1,0 +1,340 @@
+//! The line between the library and its front-ends (README, "The code"), held here since
+//! both live in one crate. The library is src/lib.rs and every module it declares: it never
+//! prints, has no clap and names no command-line flag, so that the MCP server and the web
+//! dashboard can use every call as the CLI does. The front-ends are the binary's modules
+//! (src/main.rs, src/cli/, src/mcp/, src/web/, src/setup/): they parse and render.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// The binary and its front-end trees: the only places allowed to print and parse flags.
+const FRONT_ENDS: [&str; 5] = [
+    "src/main.rs",
+    "src/cli/",
+    "src/mcp/",
+    "src/web/",
+    "src/setup/",
+];
+
+/// Offenders known while they are being removed: (file, what it does). The list may only
+/// shrink: an entry that no longer offends fails the test too, so remove it with the fix.
+const KNOWN: &[(&str, &str)] = &[
+    ("src/agents.rs", "eprintln!"),
+    ("src/error.rs", "--board"),
+    ("src/error.rs", "--local"),
+    ("src/log/mod.rs", "eprintln!"),
+    ("src/ops/edit.rs", "--add"),
+    ("src/ops/edit.rs", "--force"),
+    ("src/ops/edit.rs", "--remove"),
+    ("src/ops/mod.rs", "--as"),
+    ("src/ops/new.rs", "--depends-on"),
+    ("src/ops/new.rs", "--id"),
+    ("src/ops/new.rs", "--set"),
+    ("src/ops/new.rs", "--title"),
+    ("src/ops/observations.rs", "--about"),
+    ("src/ops/observations.rs", "--parent"),
+    ("src/ops/observations.rs", "--resolution"),
+    ("src/ops/observations.rs", "--scope"),
+    ("src/ops/observations.rs", "--topic"),
+    ("src/ops/observations.rs", "--ttl"),
+    ("src/ops/questions.rs", "--blocks"),
+    ("src/ops/questions.rs", "--choice"),
+    ("src/ops/questions.rs", "--permission"),
+    ("src/ops/questions.rs", "--reason"),
+    ("src/ops/questions.rs", "--resource"),
+    ("src/ops/transition.rs", "--force"),
+    ("src/watch/fsevents.rs", "--poll"),
+    ("src/watch/mod.rs", "stderr()"),
+    ("src/watch/mod.rs", "stdout()"),
+];
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// `src/…` with forward slashes, as FRONT_ENDS and KNOWN spell it.
+fn rel(path: &Path) -> String {
+    path.strip_prefix(root())
+        .unwrap()
+        .to_string_lossy()
+        .replace('\\', "/")
+}
+
+fn is_front_end(rel: &str) -> bool {
+    FRONT_ENDS.iter().any(|f| {
+        if f.ends_with('/') {
+            rel.starts_with(f)
+        } else {
+            rel == *f
+        }
+    })
+}
+
+/// A source file split into its code (comments and literals blanked) and the contents of
+/// its string literals. Unit tests at the end (`#[cfg(test)]`) are left out: they may
+/// quote what a front-end would type.
+struct Lexed {
+    code: String,
+    strings: Vec<String>,
+}
+
+fn lex(text: &str) -> Lexed {
+    let text = match text.find("#[cfg(test)]\nmod ") {
+        Some(at) => &text[..at],
+        None => text,
+    };
+    let c: Vec<char> = text.chars().collect();
+    let mut code = String::new();
+    let mut strings = Vec::new();
+    let mut i = 0;
+    while i < c.len() {
+        let next = c.get(i + 1).copied();
+        if c[i] == '/' && next == Some('/') {
+            while i < c.len() && c[i] != '\n' {
+                i += 1;
+            }
+        } else if c[i] == '/' && next == Some('*') {
+            let mut depth = 0;
+            while i < c.len() {
+                if c[i] == '/' && c.get(i + 1) == Some(&'*') {
+                    depth += 1;
+                    i += 2;
+                } else if c[i] == '*' && c.get(i + 1) == Some(&'/') {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+        } else if c[i] == 'r'
+            && (next == Some('"') || next == Some('#'))
+            && !ident(c.get(i.wrapping_sub(1)))
+        {
+            // A raw string: r"…", r#"…"#.
+            let mut j = i + 1;
+            let mut hashes = 0;
+            while c.get(j) == Some(&'#') {
+                hashes += 1;
+                j += 1;
+            }
+            if c.get(j) != Some(&'"') {
+                code.push(c[i]);
+                i += 1;
+                continue;
+            }
+            let start = j + 1;
+            let mut k = start;
+            loop {
+                if k >= c.len() {
+                    break;
+                }
+                if c[k] == '"' && (1..=hashes).all(|h| c.get(k + h) == Some(&'#')) {
+                    break;
+                }
+                k += 1;
+            }
+            strings.push(c[start..k.min(c.len())].iter().collect());
+            code.push_str("\"\"");
+            i = k + 1 + hashes;
+        } else if c[i] == '"' {
+            let mut s = String::new();
+            i += 1;
+            while i < c.len() && c[i] != '"' {
+                if c[i] == '\\' {
+                    s.push(c[i]);
+                    i += 1;
+                }
+                if i < c.len() {
+                    s.push(c[i]);
+                }
+                i += 1;
+            }
+            i += 1;
+            strings.push(s);
+            code.push_str("\"\"");
+        } else if c[i] == '\'' {
+            // A char literal ('x', '\n', '\'') or a lifetime ('a).
+            if next == Some('\\') {
+                let mut j = i + 2;
+                while j < c.len() && c[j] != '\'' {
+                    j += 1;
+                }
+                i = j + 1;
+                code.push_str("' '");
+            } else if c.get(i + 2) == Some(&'\'') {
+                i += 3;
+                code.push_str("' '");
+            } else {
+                code.push(c[i]);
+                i += 1;
+            }
+        } else {
+            code.push(c[i]);
+            i += 1;
+        }
+    }
+    Lexed { code, strings }
+}
+
+fn ident(c: Option<&char>) -> bool {
+    c.is_some_and(|c| c.is_alphanumeric() || *c == '_')
+}
+
+/// Whether `code` uses `word` as a whole token (not as the tail of a longer name).
+fn uses(code: &str, word: &str) -> bool {
+    code.match_indices(word).any(|(at, _)| {
+        let before = code[..at].chars().next_back();
+        let after = code[at + word.len()..].chars().next();
+        // `clap` must not be the tail of a longer name; `print!` ends in its own `!`.
+        let whole_after = !word.ends_with(|l: char| l.is_alphanumeric()) || !ident(after.as_ref());
+        !ident(before.as_ref()) && whole_after
+    })
+}
+
+/// Every long flag the CLI defines, read from its clap attributes (`#[arg(long …)]` on a
+/// field, or `long = "name"`), plus clap's own.
+fn cli_flags() -> BTreeSet<String> {
+    let mut files = Vec::new();
+    rust_files(&root().join("src/cli"), &mut files);
+    let mut flags: BTreeSet<String> = ["help", "version"].map(String::from).into();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (at, _) in text.match_indices("#[arg(") {
+            let attr_end = at + text[at..].find(")]").unwrap();
+            let attr = &text[at..attr_end];
+            let Some(long) = attr.find("long") else {
+                continue;
+            };
+            let rest = attr[long + 4..].trim_start();
+            if let Some(named) = rest.strip_prefix('=') {
+                let named = named.trim_start().trim_start_matches('"');
+                flags.insert(named[..named.find('"').unwrap()].to_string());
+            } else {
+                // The field below the attributes names the flag: `pub if_rev: …` is --if-rev.
+                let field = text[attr_end..]
+                    .lines()
+                    .map(str::trim)
+                    .find(|l| {
+                        !l.is_empty()
+                            && !l.starts_with("#[")
+                            && !l.starts_with("///")
+                            && !l.starts_with(')')
+                    })
+                    .unwrap();
+                let name = field.trim_start_matches("pub ").split(':').next().unwrap();
+                flags.insert(name.trim().replace('_', "-"));
+            }
+        }
+    }
+    flags
+}
+
+/// The flags a string names: `--name` not part of a longer dash run or word.
+fn flags_in(s: &str, flags: &BTreeSet<String>) -> Vec<String> {
+    let mut found = Vec::new();
+    for (at, _) in s.match_indices("--") {
+        if s[..at].ends_with('-') {
+            continue;
+        }
+        let name: String = s[at + 2..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect();
+        if flags.contains(&name) {
+            found.push(format!("--{name}"));
+        }
+    }
+    found
+}
+
+/// What each library file does that only a front-end may: (file, what) pairs.
+fn offences() -> BTreeSet<(String, String)> {
+    let flags = cli_flags();
+    assert!(
+        ["if-rev", "force", "set", "as", "json", "board"]
+            .iter()
+            .all(|f| flags.contains(*f)),
+        "the flag reader missed flags the CLI has: {flags:?}"
+    );
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    let mut out = BTreeSet::new();
+    for f in files {
+        let rel = rel(&f);
+        if is_front_end(&rel) {
+            continue;
+        }
+        let lexed = lex(&std::fs::read_to_string(&f).unwrap());
+        for word in [
+            "print!",
+            "println!",
+            "eprint!",
+            "eprintln!",
+            "dbg!",
+            "clap",
+            "stdout()",
+            "stderr()",
+        ] {
+            if uses(&lexed.code, word) {
+                out.insert((rel.clone(), word.to_string()));
+            }
+        }
+        for s in &lexed.strings {
+            for flag in flags_in(s, &flags) {
+                out.insert((rel.clone(), flag));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_library_never_prints_and_names_no_flag() {
+    let found = offences();
+    let known: BTreeSet<(String, String)> = KNOWN
+        .iter()
+        .map(|(f, w)| (f.to_string(), w.to_string()))
+        .collect();
+    let new: Vec<_> = found.difference(&known).collect();
+    let gone: Vec<_> = known.difference(&found).collect();
+    assert!(
+        new.is_empty(),
+        "library files that print, use clap or name a CLI flag (move it to a front-end: \
+         return typed data and let src/cli/ render it): {new:?}"
+    );
+    assert!(
+        gone.is_empty(),
+        "fixed, so remove from KNOWN in tests/layering.rs: {gone:?}"
+    );
+}
+
+#[test]
+fn the_lexer_tells_code_from_strings_and_comments() {
+    let l = lex(concat!(
+        "// println!(\"--force\")\n",
+        "let a = \"say --if-rev\"; let r = r#\"a \"--set\" b\"#; let c = '\"';\n",
+        "fn f<'a>(x: &'a str) { eprintln!(\"{x}\") }\n",
+        "#[cfg(test)]\nmod tests { fn t() { println!(\"--as\") } }\n"
+    ));
+    assert_eq!(l.strings, ["say --if-rev", "a \"--set\" b", "{x}"]);
+    assert!(uses(&l.code, "eprintln!") && !uses(&l.code, "println!"));
+    let flags: BTreeSet<String> = ["if-rev", "set", "as"].map(String::from).into();
+    assert_eq!(
+        flags_in("use --if-rev N, not ---, --setx or --as", &flags),
+        ["--if-rev", "--as"]
+    );
+}
