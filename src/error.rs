@@ -68,6 +68,10 @@ pub enum Error {
     BoardNotADir {
         path: PathBuf,
     },
+    /// The board directory named explicitly does not exist at all.
+    NoSuchBoardDir {
+        path: PathBuf,
+    },
     NotFound {
         what: String,
         hint: String,
@@ -150,9 +154,10 @@ impl Error {
     pub fn kind(&self) -> Kind {
         match self {
             Error::Io { .. } | Error::Git { .. } => Kind::Other,
-            Error::NoBoard { .. } | Error::BoardNotADir { .. } | Error::NotFound { .. } => {
-                Kind::NotFound
-            }
+            Error::NoBoard { .. }
+            | Error::BoardNotADir { .. }
+            | Error::NoSuchBoardDir { .. }
+            | Error::NotFound { .. } => Kind::NotFound,
             Error::Ambiguous { .. } | Error::Usage { .. } => Kind::Usage,
             Error::InvalidId { .. } | Error::InvalidDoc { .. } | Error::InvalidInput { .. } => {
                 Kind::Invalid
@@ -172,6 +177,7 @@ impl Error {
         match self {
             Error::Io { path, .. }
             | Error::BoardNotADir { path }
+            | Error::NoSuchBoardDir { path }
             | Error::InvalidDoc { path, .. }
             | Error::Conflict { path, .. }
             | Error::Git { dir: path, .. } => Some(path),
@@ -203,6 +209,11 @@ impl fmt::Display for Error {
                     path.display()
                 )
             }
+            Error::NoSuchBoardDir { path } => write!(
+                f,
+                "the board directory {} does not exist\nhint: check the path given with --board or TAVERN_BOARD",
+                path.display()
+            ),
             Error::NotFound { what, hint } => {
                 write!(f, "{what} not found")?;
                 if !hint.is_empty() {

@@ -14,13 +14,21 @@ use tavern::error::{Error, Result};
 pub struct InitArgs {
     /// The project directory to create .tavern/ in [default: the working directory]
     pub dir: Option<PathBuf>,
+    /// Create a board even inside the project of another one (which it then hides from
+    /// commands run below this directory)
+    #[arg(long)]
+    pub nested: bool,
 }
 
 pub fn init(ctx: &Ctx, a: InitArgs) -> Result<ExitCode> {
     let project = match a.dir.or_else(|| ctx.global.board.clone()) {
         Some(d) if d.is_absolute() => d,
         Some(d) => ctx.cwd.join(d),
-        None => ctx.cwd.clone(),
+        // In a linked worktree the board is the main worktree's: every worktree shares it.
+        None => tavern::sync::repo::Repo::find(&ctx.cwd)
+            .filter(|r| r.linked)
+            .and_then(|r| r.in_main(&ctx.cwd))
+            .unwrap_or_else(|| ctx.cwd.clone()),
     };
     // `--board path/.tavern` names the board itself; create it there, not inside it.
     let project = if project
@@ -36,6 +44,21 @@ pub fn init(ctx: &Ctx, a: InitArgs) -> Result<ExitCode> {
             what: format!("directory {}", project.display()),
             hint: "create it first".into(),
         });
+    }
+    // A board inside another board's project would silently take over every command run
+    // below it: refuse unless asked for.
+    if !a.nested
+        && !project.join(tavern::board::BOARD_DIR).exists()
+        && let Some(parent) = project.parent()
+        && let Ok(outer) = tavern::board::Board::discover(None, parent)
+    {
+        return Err(Error::conflict(
+            &outer.root,
+            format!(
+                "{} is inside the project of this board; a board there would hide it from every command run below it\nhint: use the existing board (tavern finds it from there), or pass --nested to create a separate one",
+                project.display()
+            ),
+        ));
     }
     let report = tavern::board::init(&project)?;
     if ctx.global.json {
@@ -141,6 +164,9 @@ pub struct ArchiveArgs {
     /// Only documents not updated for this long (e.g. 30d)
     #[arg(long, value_name = "DURATION")]
     pub older_than: Option<String>,
+    /// Only say what would move; move nothing
+    #[arg(long, short = 'n')]
+    pub dry_run: bool,
 }
 
 /// `archive`: moves finished documents (terminal tasks, resolved or rejected findings,
@@ -158,6 +184,22 @@ pub fn archive(ctx: &Ctx, a: ArchiveArgs) -> Result<ExitCode> {
             })
         })
         .transpose()?;
+    if a.dry_run {
+        let docs = tavern::ops::archive::candidates(&board, &query, older)?;
+        if ctx.global.json {
+            let paths: Vec<String> = docs.iter().map(|d| d.rel_path()).collect();
+            output::json_line(&json!({"dry_run": true, "would_move": paths}))?;
+        } else {
+            for d in &docs {
+                line(&format!(
+                    "{}: would move to archive/{}",
+                    d.rel_path(),
+                    d.rel_path()
+                ))?;
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let moved = tavern::ops::archive::archive(&board, &actor, &query, older)?;
     if ctx.global.json {
         output::json_line(&json!({"moved": moved}))?;

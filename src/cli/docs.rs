@@ -151,12 +151,23 @@ pub fn new(ctx: &Ctx, a: NewArgs) -> Result<ExitCode> {
 
 #[derive(Debug, Args)]
 pub struct ShowArgs {
-    /// The document: id, unique id prefix, or REGION/ID
+    /// The document: id, unique id prefix, REGION/ID, or a path under solutions/
     pub id: String,
 }
 
 pub fn show(ctx: &Ctx, a: ShowArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
+    // A file under solutions/, by its path under the board.
+    if let Some(rel) = ops::resolve::solution_path(&a.id) {
+        let rel = rel?;
+        let text = ops::resolve::read_solution(&board, &rel)?;
+        if ctx.global.json {
+            output::json_line(&json!({"path": rel, "region": "solutions", "body": text}))?;
+        } else {
+            output::out(&text)?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     // Archived documents stay readable: look there when the board has no such document.
     let doc = match ops::resolve::resolve(&board, &a.id, &Region::ALL) {
         Ok((region, id)) => tavern::store::read_doc(&board, region, &id)?,
@@ -178,7 +189,7 @@ pub fn show(ctx: &Ctx, a: ShowArgs) -> Result<ExitCode> {
 
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    /// A region (tasks, observations, questions) and/or query terms: status=pending priority<=1 tag:parser …
+    /// Regions (tasks, observations, questions, archive) and query terms, in any order: status=pending priority<=1 tag:parser "a phrase" …
     #[arg(value_name = "[REGION] QUERY")]
     pub terms: Vec<String>,
     /// Include archived documents
@@ -188,14 +199,8 @@ pub struct ListArgs {
 
 pub fn list(ctx: &Ctx, a: ListArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
-    let mut terms = a.terms;
-    let mut regions: Vec<Region> = Vec::new();
-    if let Some(r) = terms.first().and_then(|t| Region::parse(t)) {
-        regions.push(r);
-        terms.remove(0);
-    }
-    let query = Query::parse(&terms)?;
-    regions.extend(query.regions());
+    let query = Query::parse(&a.terms)?;
+    let mut regions = query.regions();
     if regions.is_empty() {
         regions = Region::ALL.to_vec();
     }
@@ -203,14 +208,19 @@ pub fn list(ctx: &Ctx, a: ListArgs) -> Result<ExitCode> {
     regions.dedup();
     let now = tavern::time::now();
     // Filter while reading: a big board is never held in memory whole.
-    let mut scanned = scan::scan_matching(&board, &regions, |d| query.matches(d, now))?;
-    if a.archived {
+    // `list archive` lists only the archive; `--archived` adds it to the board.
+    let mut scanned = if query.archived() {
+        scan::Scan::default()
+    } else {
+        scan::scan_matching(&board, &regions, |d| query.matches(d, now))?
+    };
+    if a.archived || query.archived() {
         let old = scan::scan_archive(&board, &regions, |d| query.matches(d, now))?;
         scanned.docs.extend(old.docs);
         scanned.skipped.extend(old.skipped);
     }
     let mut docs = scanned.docs;
-    scan::sort_best_first(&mut docs);
+    scan::sort_open_first(&board, &mut docs);
     output::warn_skipped(&scanned.skipped);
     if ctx.global.json {
         let items: Vec<Value> = docs.iter().map(|d| doc_json(d, false)).collect();

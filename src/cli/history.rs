@@ -17,7 +17,7 @@ pub struct LogArgs {
     /// Only entries after this seq, or at/after this time (RFC 3339, a date, or -2h)
     #[arg(long, value_name = "SEQ|TIME", allow_hyphen_values = true)]
     pub since: Option<String>,
-    /// Only entries about this document (id, prefix or REGION/ID)
+    /// Only entries about this document (id, prefix, REGION/ID, or a path under solutions/)
     #[arg(long, value_name = "ID")]
     pub doc: Option<String>,
     /// Only entries by this actor
@@ -73,6 +73,9 @@ impl Filter {
 
 /// The log path (`tasks/x.md`) of a document reference, even for a deleted document.
 fn doc_path(board: &Board, reference: &str) -> Result<String> {
+    if let Some(rel) = tavern::ops::resolve::solution_path(reference) {
+        return rel;
+    }
     match tavern::ops::resolve::resolve(board, reference, &Region::ALL) {
         Ok((region, id)) => Ok(format!("{}/{id}.md", region.dir())),
         Err(Error::NotFound { .. }) => {
@@ -238,7 +241,7 @@ pub fn log(ctx: &Ctx, a: LogArgs) -> Result<ExitCode> {
 
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// The document (id, prefix or REGION/ID)
+    /// The document (id, prefix, REGION/ID, or a path under solutions/)
     pub id: String,
 }
 

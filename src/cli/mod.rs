@@ -10,6 +10,7 @@ mod observations;
 mod output;
 mod questions;
 mod sources;
+mod sync;
 mod tasks;
 mod watch;
 
@@ -130,6 +131,8 @@ pub enum Command {
     Summary(admin::SummaryArgs),
     /// Validate the whole board; exit 6 listing every problem, 0 when clean
     Check,
+    /// Which board is used and why, its layout, and the remote it is connected to
+    Status,
     /// Print shell completions
     Completions(admin::CompletionsArgs),
     /// Tasks that are claimable now (dependencies done), best first
@@ -234,6 +237,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Events(a) => history::events(&ctx, a),
         Command::Diff(a) => history::diff(&ctx, a),
         Command::Check => admin::check(&ctx),
+        Command::Status => sync::status(&ctx),
         Command::Summary(a) => admin::summary(&ctx, a),
         Command::Archive(a) => admin::archive(&ctx, a),
         Command::Completions(a) => admin::completions(a),

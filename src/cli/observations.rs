@@ -100,20 +100,30 @@ fn run(
 ) -> Result<ExitCode> {
     let board = ctx.board()?;
     let actor = ctx.actor(&board)?;
-    let (_, id) = tavern::ops::resolve::resolve(&board, reference, &[Region::Observations])?;
+    let id = tavern::ops::resolve::resolve_kind(
+        &board,
+        reference,
+        Region::Observations,
+        &format!("{verb} works on observations"),
+    )?;
     let outcome = observations::act(&board, &actor, &id, &action, if_rev)?;
-    super::tasks::report(ctx, &outcome, verb)
+    let done = match verb {
+        "ack" => "acknowledged",
+        "resolve" => "resolved",
+        _ => "rejected",
+    };
+    super::tasks::report(ctx, &outcome, done)
 }
 
 pub fn ack(ctx: &Ctx, a: AckArgs) -> Result<ExitCode> {
-    run(ctx, &a.id, Action::Ack, a.if_rev, "acknowledged")
+    run(ctx, &a.id, Action::Ack, a.if_rev, "ack")
 }
 
 pub fn resolve(ctx: &Ctx, a: ResolveArgs) -> Result<ExitCode> {
     let action = Action::Resolve {
         resolution: a.resolution,
     };
-    run(ctx, &a.id, action, a.if_rev, "resolved")
+    run(ctx, &a.id, action, a.if_rev, "resolve")
 }
 
 /// `tavern reject ID`: an observation is rejected; a task takes its `reject` transition.
@@ -127,5 +137,5 @@ pub fn reject(ctx: &Ctx, a: TransitionArgs) -> Result<ExitCode> {
     let action = Action::Reject {
         note: a.note.clone(),
     };
-    run(ctx, &a.id, action, a.if_rev, "rejected")
+    run(ctx, &a.id, action, a.if_rev, "reject")
 }

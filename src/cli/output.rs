@@ -49,6 +49,9 @@ pub fn doc_json(doc: &Document, with_body: bool) -> Value {
         "rev": doc.rev(),
         "fields": Value::Object(doc.fields.clone()),
     });
+    if doc.archived {
+        v["archived"] = true.into();
+    }
     if with_body {
         v["body"] = Value::String(doc.body().to_string());
     }
@@ -89,9 +92,15 @@ pub fn doc_table(docs: &[Document]) -> String {
                 .or_else(|| d.text("severity"))
                 .unwrap_or_else(|| "-".into());
             let owner = d.str("claimed_by").unwrap_or("-").to_string();
+            let status = d.status().unwrap_or("-");
+            let status = if d.archived {
+                format!("{status} (archived)")
+            } else {
+                status.to_string()
+            };
             [
                 cell(d.id()),
-                cell(d.status().unwrap_or("-")),
+                cell(&status),
                 cell(&pri),
                 cell(&owner),
                 cell(d.title()),

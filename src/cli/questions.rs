@@ -100,7 +100,12 @@ pub fn ask(ctx: &Ctx, a: AskArgs) -> Result<ExitCode> {
 pub fn answer(ctx: &Ctx, a: AnswerArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
     let actor = ctx.actor(&board)?;
-    let (_, id) = tavern::ops::resolve::resolve(&board, &a.id, &[Region::Questions])?;
+    let id = tavern::ops::resolve::resolve_kind(
+        &board,
+        &a.id,
+        Region::Questions,
+        "answer works on questions",
+    )?;
     let answered = questions::answer(&board, &actor, &id, a.text.as_deref(), a.choice.as_deref())?;
     for w in &answered.warnings {
         eprintln!("warning: {w}");

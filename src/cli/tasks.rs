@@ -43,6 +43,7 @@ fn options(a: &TransitionArgs) -> Options {
         if_rev: a.if_rev,
         note: a.note.clone(),
         local: a.local,
+        ..Options::default()
     }
 }
 
@@ -61,7 +62,12 @@ fn warn_local(board: &tavern::board::Board, local: bool, id: &str) -> Result<()>
 
 fn task_id(ctx: &Ctx, board: &tavern::board::Board, reference: &str) -> Result<String> {
     let _ = ctx;
-    Ok(ops::resolve::resolve(board, reference, &[Region::Tasks])?.1)
+    ops::resolve::resolve_kind(
+        board,
+        reference,
+        Region::Tasks,
+        "claims and transitions work on tasks",
+    )
 }
 
 /// Past tense for the human report of a transition.
@@ -78,6 +84,7 @@ fn verb(name: &str) -> String {
         "done" => "done".into(),
         "fail" => "failed".into(),
         "cancel" => "cancelled".into(),
+        "reopen" => "reopened".into(),
         other => format!("{other}:"),
     }
 }
@@ -187,10 +194,37 @@ pub fn claim(ctx: &Ctx, a: ClaimArgs) -> Result<ExitCode> {
             }),
         };
     }
-    let [reference] = a.args.as_slice() else {
-        return Err(Error::usage("claim takes one task id, or --next [QUERY…]"));
+    // Query terms without --next: say how to claim by query instead of "invalid id".
+    let by_query = || {
+        Error::usage(format!(
+            "claim takes one task id; to claim the best task matching a query, use --next: tavern claim --next {}",
+            a.args.join(" ")
+        ))
     };
-    let id = task_id(ctx, &board, reference)?;
+    let [reference] = a.args.as_slice() else {
+        let terms = Query::parse(&a.args).map(|q| q.terms).unwrap_or_default();
+        let plain = terms
+            .iter()
+            .all(|t| matches!(t, tavern::query::Term::Text(_)));
+        return Err(if plain {
+            Error::usage("claim takes one task id, or --next [QUERY…]")
+        } else {
+            by_query()
+        });
+    };
+    let id = match task_id(ctx, &board, reference) {
+        Ok(id) => id,
+        Err(Error::InvalidId { .. })
+            if Query::parse(std::slice::from_ref(reference)).is_ok_and(|q| {
+                q.terms
+                    .iter()
+                    .any(|t| !matches!(t, tavern::query::Term::Text(_)))
+            }) =>
+        {
+            return Err(by_query());
+        }
+        Err(e) => return Err(e),
+    };
     let opts = Options {
         if_rev: a.if_rev,
         local: a.local,

@@ -137,6 +137,8 @@ pub fn summary(
     Ok(json!({
         "context": context,
         "generated_at": crate::time::stamp(now),
+        // The first thing to know after a context reset: nothing can be claimed.
+        "paused": board.paused(),
         "agents": agents_out,
         "findings": findings,
         "tasks": by_state,
@@ -167,6 +169,15 @@ pub fn render(v: &Value) -> String {
         Some(c) => format!("# Board summary: context {c}\n"),
         None => "# Board summary\n".to_string(),
     };
+    if let Some(reason) = v["paused"].as_str() {
+        let reason: String = reason
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        out.push_str(&format!(
+            "\n**The board is paused**: {reason}. No task can be claimed and no knowledge source starts until it is resumed.\n"
+        ));
+    }
     out.push_str("\n## Agents\n\n");
     let agents = v["agents"].as_array().cloned().unwrap_or_default();
     if agents.is_empty() {
