@@ -10,6 +10,7 @@
 pub mod agents;
 pub mod board;
 pub mod check;
+pub mod client;
 pub mod doc;
 pub mod error;
 pub mod id;

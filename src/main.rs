@@ -1,4 +1,6 @@
 mod cli;
+mod mcp;
+mod setup;
 
 use std::process::ExitCode;
 

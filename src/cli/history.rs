@@ -202,7 +202,7 @@ pub fn events(ctx: &Ctx, a: EventsArgs) -> Result<ExitCode> {
     if let Some(seq) = last {
         let dir = cursor.parent().unwrap_or(&cursor).to_path_buf();
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, "create directory", e))?;
-        tavern::store::write_state_file(&cursor, format!("{seq}\n").as_bytes())?;
+        tavern::store::write_atomic(&cursor, format!("{seq}\n").as_bytes())?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -155,6 +155,13 @@ pub enum Command {
     /// List or validate the knowledge sources (control/sources/*.md)
     #[command(subcommand)]
     Sources(sources::SourcesCommand),
+    /// Serve the board to an agent client over MCP on stdio: the agent loop as tools
+    Mcp(crate::mcp::McpArgs),
+    /// Set up an agent client (claude, codex, opencode): hooks, notes, and with --mcp the MCP server
+    Setup(crate::setup::SetupArgs),
+    /// What the hooks `tavern setup` installs run (the client's event comes on stdin)
+    #[command(hide = true)]
+    Hook(crate::setup::hook::HookArgs),
     /// Any other transition defined in board.yaml: `tavern NAME ID`
     #[command(external_subcommand)]
     Custom(Vec<String>),
@@ -250,6 +257,16 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Pause(a) => watch::pause(&ctx, a),
         Command::Resume => watch::resume(&ctx),
         Command::Sources(a) => sources::run(&ctx, a),
+        Command::Mcp(a) => crate::mcp::command(&ctx, a),
+        Command::Setup(a) => {
+            crate::setup::run(&ctx.cwd, ctx.global.board.as_deref(), ctx.global.json, a)
+        }
+        Command::Hook(a) => crate::setup::hook::run(
+            &ctx.cwd,
+            ctx.global.board.as_deref(),
+            ctx.global.actor.clone(),
+            a,
+        ),
         Command::Custom(args) => tasks::custom(&ctx, args),
     }
 }

@@ -182,10 +182,10 @@ pub fn parse_doc(
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// Replaces a runtime state file under `.state/` (a cursor) whole: a temp file of this
-/// process, fsync, rename. Board files never: every change to the board goes through
-/// [`change`], which logs it.
-pub fn write_state_file(path: &Path, content: &[u8]) -> Result<()> {
+/// Replaces a file that is not the board's (runtime state under `.state/` such as a
+/// cursor, a client's configuration) whole: a temp file of this process, fsync, rename.
+/// Board files never: every change to the board goes through [`change`], which logs it.
+pub fn write_atomic(path: &Path, content: &[u8]) -> Result<()> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
