@@ -76,6 +76,11 @@ pub enum Error {
         what: String,
         hint: String,
     },
+    /// Nothing of what was asked for exists ("no claimable task"): exit 4, like NotFound.
+    Nothing {
+        what: String,
+        hint: String,
+    },
     Ambiguous {
         prefix: String,
         candidates: Vec<String>,
@@ -157,7 +162,8 @@ impl Error {
             Error::NoBoard { .. }
             | Error::BoardNotADir { .. }
             | Error::NoSuchBoardDir { .. }
-            | Error::NotFound { .. } => Kind::NotFound,
+            | Error::NotFound { .. }
+            | Error::Nothing { .. } => Kind::NotFound,
             Error::Ambiguous { .. } | Error::Usage { .. } => Kind::Usage,
             Error::InvalidId { .. } | Error::InvalidDoc { .. } | Error::InvalidInput { .. } => {
                 Kind::Invalid
@@ -214,6 +220,13 @@ impl fmt::Display for Error {
                 "the board directory {} does not exist\nhint: check the path given with --board or TAVERN_BOARD",
                 path.display()
             ),
+            Error::Nothing { what, hint } => {
+                write!(f, "no {what}")?;
+                if !hint.is_empty() {
+                    write!(f, "\nhint: {hint}")?;
+                }
+                Ok(())
+            }
             Error::NotFound { what, hint } => {
                 write!(f, "{what} not found")?;
                 if !hint.is_empty() {

@@ -36,7 +36,11 @@ mod summary;
 mod sync_claims;
 mod teamwork;
 mod watch;
+mod watch_alerts;
 mod watch_feed;
+mod watch_restart;
+mod watch_schedule;
+mod web;
 mod worktrees;
 
 #[test]

@@ -197,6 +197,9 @@ pub fn archive(ctx: &Ctx, a: ArchiveArgs) -> Result<ExitCode> {
                     d.rel_path()
                 ))?;
             }
+            if docs.is_empty() {
+                output::note(false, "nothing to archive: no finished document matches");
+            }
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -206,6 +209,9 @@ pub fn archive(ctx: &Ctx, a: ArchiveArgs) -> Result<ExitCode> {
     } else {
         for e in &moved {
             line(&format!("{}: {}", e.doc, e.note.as_deref().unwrap_or("")))?;
+        }
+        if moved.is_empty() {
+            output::note(false, "nothing to archive: no finished document matches");
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -26,9 +26,10 @@ pub enum AgentCommand {
 
 #[derive(Debug, Args)]
 pub struct RegisterArgs {
-    /// The agent's name, which is also its id
-    #[arg(long)]
-    pub name: String,
+    /// The agent's name, which is also its id: the old spelling of `--as NAME`, which
+    /// heartbeat and deregister take too [default: the acting agent]
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
     /// What it can do, matched against tasks' `needs`
     #[arg(long, value_delimiter = ',')]
     pub capabilities: Vec<String>,
@@ -42,20 +43,27 @@ pub fn agent(ctx: &Ctx, cmd: AgentCommand) -> Result<ExitCode> {
     let board = ctx.board()?;
     match cmd {
         AgentCommand::Register(a) => {
-            let actor = ctx.global.actor.clone().unwrap_or_else(|| a.name.clone());
+            // The agent is named as on every other command (--as, TAVERN_AGENT, the user);
+            // --name is the older spelling, and names the agent when both are given.
+            let actor = match (&ctx.global.actor, &a.name) {
+                (Some(actor), _) => actor.clone(),
+                (None, Some(name)) => name.clone(),
+                (None, None) => ctx.actor_name()?,
+            };
             tavern::ops::validate_actor(&actor)?;
+            let name = a.name.clone().unwrap_or_else(|| actor.clone());
             let pid = a.pid.unwrap_or_else(std::os::unix::process::parent_id);
-            let (card, entry) = agents::register(&board, &actor, &a.name, &a.capabilities, pid)?;
+            let (card, entry) = agents::register(&board, &actor, &name, &a.capabilities, pid)?;
             if ctx.global.json {
                 let mut v = output::doc_json(&card, false);
                 v["region"] = "control/agents".into();
-                v["path"] = board.rel(&agents::card_path(&board, &a.name)).into();
+                v["path"] = board.rel(&agents::card_path(&board, &name)).into();
                 v["seq"] = entry.seq.into();
                 output::json_line(&v)?;
             } else {
                 line(&format!(
-                    "registered {} (pid {pid}, lease {})",
-                    a.name, board.config.lease
+                    "registered {name} (pid {pid}, lease {})",
+                    board.config.lease
                 ))?;
             }
         }
@@ -76,6 +84,14 @@ pub fn agent(ctx: &Ctx, cmd: AgentCommand) -> Result<ExitCode> {
                 output::json_line(
                     &json!({"ok": true, "agent": actor, "renewed": claims.renewed, "lost": claims.lost}),
                 )?;
+            } else {
+                output::note(
+                    false,
+                    &format!(
+                        "heartbeat recorded for {actor}; its lease runs {} from now",
+                        board.config.lease
+                    ),
+                );
             }
         }
         AgentCommand::Deregister => {
@@ -139,29 +155,27 @@ pub fn agent(ctx: &Ctx, cmd: AgentCommand) -> Result<ExitCode> {
                     .collect();
                 output::json_line(&json!({"agents": items}))?;
             } else {
-                let mut text = format!(
-                    "{:<16} {:<7} {:<10} {:<20} {}\n",
-                    "AGENT", "STATUS", "SEEN", "HOLDS", "CAPABILITIES"
-                );
-                for (a, status, holds) in &rows {
-                    let holds = if holds.is_empty() {
-                        "-".to_string()
-                    } else {
-                        holds.join(",")
-                    };
-                    text.push_str(&format!(
-                        "{:<16} {:<7} {:<10} {:<20} {}\n",
-                        a.id(),
-                        status,
-                        if a.last_seen == chrono::DateTime::<chrono::Utc>::UNIX_EPOCH {
-                            "never".to_string()
-                        } else {
-                            tavern::time::ago(a.last_seen, now)
-                        },
-                        holds,
-                        a.capabilities().join(",")
-                    ));
-                }
+                // Columns as wide as their widest cell, so three held ids or a long name
+                // do not push the rest out of line.
+                let cells: Vec<[String; 5]> = rows
+                    .iter()
+                    .map(|(a, status, holds)| {
+                        let or_dash = |s: String| if s.is_empty() { "-".to_string() } else { s };
+                        [
+                            output::cell(a.id()),
+                            status.to_string(),
+                            if a.last_seen == chrono::DateTime::<chrono::Utc>::UNIX_EPOCH {
+                                "never".to_string()
+                            } else {
+                                tavern::time::ago(a.last_seen, now)
+                            },
+                            or_dash(holds.join(",")),
+                            output::cell(&or_dash(a.capabilities().join(","))),
+                        ]
+                    })
+                    .collect();
+                let text =
+                    output::table(["AGENT", "STATUS", "SEEN", "HOLDS", "CAPABILITIES"], &cells);
                 output::out(&text)?;
             }
         }
@@ -172,7 +186,7 @@ pub fn agent(ctx: &Ctx, cmd: AgentCommand) -> Result<ExitCode> {
 fn not_registered(actor: &str) -> Error {
     Error::NotFound {
         what: format!("agent '{actor}'"),
-        hint: format!("register it with `tavern agent register --name {actor}`"),
+        hint: format!("register it with `tavern agent register --as {actor}`"),
     }
 }
 
@@ -207,6 +221,15 @@ pub fn sweep(ctx: &Ctx) -> Result<ExitCode> {
                 "removed {t}: a temp file left by an interrupted write"
             ))?;
         }
+        if released.is_empty() && expired.is_empty() && pruned == 0 && temps.is_empty() {
+            output::note(
+                false,
+                &format!(
+                    "nothing to sweep: no stale claims, no expired session findings, no run outputs older than {}",
+                    board.config.watch.keep_runs
+                ),
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -228,6 +251,11 @@ pub fn ready(ctx: &Ctx, a: ReadyArgs) -> Result<ExitCode> {
         output::json_line(&json!({"documents": items, "skipped": output::skipped_json(&skipped)}))?;
     } else if !docs.is_empty() {
         output::out(&output::doc_table(&docs))?;
+    } else {
+        output::note(
+            false,
+            "no claimable task matches (every task is claimed, finished, or waiting for its dependencies)",
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

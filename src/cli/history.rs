@@ -199,6 +199,15 @@ pub fn events(ctx: &Ctx, a: EventsArgs) -> Result<ExitCode> {
         print_entry(ctx, e, a.patch)?;
         last = Some(e.seq);
     }
+    if last.is_none() {
+        let since = match &filter.since {
+            Since::All => String::new(),
+            Since::Seq(0) => " (the log is empty)".to_string(),
+            Since::Seq(n) => format!(" since seq {n}"),
+            Since::Time(t) => format!(" since {}", tavern::time::stamp(*t)),
+        };
+        output::note(ctx.global.json, &format!("no new events{since}"));
+    }
     if let Some(seq) = last {
         let dir = cursor.parent().unwrap_or(&cursor).to_path_buf();
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, "create directory", e))?;

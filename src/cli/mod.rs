@@ -36,7 +36,9 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The flags every command takes: listed under their own heading, after the command's own.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
 pub struct Global {
     /// The board: its .tavern directory or the project holding it [default: found by walking up from the working directory]
     #[arg(long, global = true, env = "TAVERN_BOARD", value_name = "DIR")]
@@ -105,8 +107,8 @@ pub enum Command {
     Ask(questions::AskArgs),
     /// Answer an open question: text, or --choice OPTION; unblocks the tasks waiting only on it
     Answer(questions::AnswerArgs),
-    /// Open questions, oldest first
-    Questions,
+    /// Open questions, oldest first (--all: answered and decided ones too)
+    Questions(questions::QuestionsArgs),
     /// Send a task in review back to work (transition `reject`), or reject an observation
     Reject(TransitionArgs),
     /// Mark a task blocked (transition `block`)
@@ -148,6 +150,8 @@ pub enum Command {
     Sweep,
     /// Watch the board: log hand edits and start the knowledge sources that react to changes
     Watch(watch::WatchArgs),
+    /// The board in a browser, live: http://127.0.0.1:PORT/ with a per-run secret
+    Serve(crate::web::ServeArgs),
     /// Stop new claims and new activations: writes control/PAUSE with the reason
     Pause(watch::PauseArgs),
     /// Lift a pause: removes control/PAUSE
@@ -208,6 +212,82 @@ impl Ctx {
     }
 }
 
+/// Prints an error once, as text or (with `--json`) as one JSON object on stderr, and
+/// gives its exit code. A closed stdout (`tavern list | head`) is success.
+pub fn report_error(e: &Error, json: bool) -> ExitCode {
+    if let Error::Io { source, .. } = e
+        && source.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        return ExitCode::SUCCESS;
+    }
+    let text = if json {
+        let v = serde_json::json!({"error": {"kind": e.kind().name(), "code": e.exit_code(), "message": e.to_string(), "path": e.path()}});
+        format!("{v}\n")
+    } else {
+        format!("error: {e}\n")
+    };
+    // One write, so messages of concurrent agents sharing a terminal do not interleave.
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes());
+    ExitCode::from(e.exit_code())
+}
+
+/// Was `--json` among the arguments (before a `--`)? For errors clap finds before it has
+/// parsed anything.
+fn json_requested() -> bool {
+    std::env::args_os()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a == "--json")
+}
+
+/// What an argument-parsing error becomes: help and version go to stdout with exit 0; a
+/// missing command prints the help on stderr with exit 2; an argument that is not UTF-8
+/// is invalid input (exit 6); anything else is a usage error (exit 2). With `--json`,
+/// every error is one JSON object on stderr, as for any other command.
+pub fn parse_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    let kind = e.kind();
+    if matches!(kind, ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = e.print();
+        return ExitCode::SUCCESS;
+    }
+    let json = json_requested();
+    if kind == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand && !json {
+        let _ = e.print();
+        return ExitCode::from(tavern::Kind::Usage.exit_code());
+    }
+    let text = e.render().to_string();
+    let message = match kind {
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            "a command is required; `tavern --help` lists them".to_string()
+        }
+        _ => text
+            .trim_start_matches("error: ")
+            .trim_end()
+            .trim_end_matches("For more information, try '--help'.")
+            .trim_end()
+            .to_string(),
+    };
+    let error = if kind == ErrorKind::InvalidUtf8 {
+        Error::input(format!(
+            "{message}\nhint: arguments must be UTF-8 (ids, titles and query terms are text)"
+        ))
+    } else {
+        Error::usage(message)
+    };
+    if json {
+        return report_error(&error, true);
+    }
+    // Text mode keeps clap's own rendering (with its usage line), under our exit code.
+    let text = if kind == ErrorKind::InvalidUtf8 {
+        format!("error: {error}\n")
+    } else {
+        text
+    };
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes());
+    ExitCode::from(error.exit_code())
+}
+
 pub fn run(cli: Cli) -> Result<ExitCode> {
     let cwd =
         std::env::current_dir().map_err(|e| Error::io(".", "read the working directory", e))?;
@@ -233,7 +313,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Deny(a) => questions::deny(&ctx, a),
         Command::Ask(a) => questions::ask(&ctx, a),
         Command::Answer(a) => questions::answer(&ctx, a),
-        Command::Questions => questions::list(&ctx),
+        Command::Questions(a) => questions::list(&ctx, a),
         Command::Reject(a) => observations::reject(&ctx, a),
         Command::Block(a) => tasks::run_transition(&ctx, "block", a),
         Command::Unblock(a) => tasks::run_transition(&ctx, "unblock", a),
@@ -254,6 +334,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Tree(a) => graph::tree(&ctx, a),
         Command::Sweep => agents::sweep(&ctx),
         Command::Watch(a) => watch::watch(&ctx, a),
+        Command::Serve(a) => crate::web::run(&ctx, &a),
         Command::Pause(a) => watch::pause(&ctx, a),
         Command::Resume => watch::resume(&ctx),
         Command::Sources(a) => sources::run(&ctx, a),

@@ -25,6 +25,15 @@ pub fn json_line(v: &Value) -> Result<()> {
     line(&v.to_string())
 }
 
+/// Says on stderr what a text-mode command did when it printed nothing else ("no documents
+/// match"), so a person can tell "done" from "did nothing". JSON output is a value and
+/// needs no such note.
+pub fn note(json: bool, text: &str) {
+    if !json {
+        eprintln!("{text}");
+    }
+}
+
 pub fn warn_skipped(skipped: &[Skipped]) {
     for s in skipped {
         eprintln!("warning: skipped {}: {}", s.path, s.problem);

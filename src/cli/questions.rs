@@ -134,9 +134,16 @@ pub fn answer(ctx: &Ctx, a: AnswerArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn list(ctx: &Ctx) -> Result<ExitCode> {
+#[derive(Debug, Args)]
+pub struct QuestionsArgs {
+    /// Every question on the board: answered, approved and denied ones too
+    #[arg(long)]
+    pub all: bool,
+}
+
+pub fn list(ctx: &Ctx, a: QuestionsArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
-    let scan = questions::open_questions(&board)?;
+    let scan = questions::questions(&board, a.all)?;
     output::warn_skipped(&scan.skipped);
     if ctx.global.json {
         let items: Vec<Value> = scan.docs.iter().map(|d| doc_json(d, false)).collect();
@@ -144,9 +151,42 @@ pub fn list(ctx: &Ctx) -> Result<ExitCode> {
             &json!({"documents": items, "skipped": output::skipped_json(&scan.skipped)}),
         )?;
     } else if !scan.docs.is_empty() {
-        output::out(&output::doc_table(&scan.docs))?;
+        output::out(&question_table(&scan.docs))?;
+    } else {
+        output::note(
+            false,
+            if a.all {
+                "no questions on the board"
+            } else {
+                "no open questions"
+            },
+        );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The table of `questions`: who asked, what it blocks, and the answer once there is one
+/// (a question has no claimant, so no OWNER column).
+fn question_table(docs: &[tavern::doc::Document]) -> String {
+    let cell = output::cell;
+    let or_dash = |s: String| if s.is_empty() { "-".to_string() } else { s };
+    let rows: Vec<[String; 6]> = docs
+        .iter()
+        .map(|d| {
+            [
+                cell(d.id()),
+                cell(d.status().unwrap_or("-")),
+                cell(d.str("asked_by").unwrap_or("-")),
+                cell(&or_dash(d.list("blocks").join(","))),
+                cell(d.title()),
+                cell(&or_dash(d.text("answer").unwrap_or_default())),
+            ]
+        })
+        .collect();
+    output::table(
+        ["ID", "STATUS", "ASKED_BY", "BLOCKS", "TITLE", "ANSWER"],
+        &rows,
+    )
 }
 
 /// Prints the prompt on stderr and reads one line from the terminal.

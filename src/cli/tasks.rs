@@ -188,8 +188,12 @@ pub fn claim(ctx: &Ctx, a: ClaimArgs) -> Result<ExitCode> {
                 warn_local(&board, a.local, o.doc.id())?;
                 report(ctx, &o, "claimed")
             }
-            None => Err(Error::NotFound {
-                what: "a claimable task".into(),
+            None => Err(Error::Nothing {
+                what: if a.args.is_empty() {
+                    "claimable task".into()
+                } else {
+                    format!("claimable task matches '{}'", a.args.join(" "))
+                },
                 hint: "every task is claimed, done, or waiting for its dependencies; `tavern list tasks` shows them".into(),
             }),
         };
