@@ -194,104 +194,103 @@ pub fn register(
 ) -> Result<(Document, Entry)> {
     crate::id::validate(name)?;
     let path = card_path(board, name);
-    let _lock = store::lock(board, &crate::layout::agent_lock(name))?;
-    let now = crate::time::stamp(crate::time::now());
-    let existing = match store::read_text(&path, board.config.limits.max_doc_bytes) {
-        Ok(t) => Some(parse_card(board, name, t)?),
-        Err(Error::NotFound { .. }) => None,
-        Err(e) => return Err(e),
-    };
-    let base = match &existing {
-        Some(d) => d.clone(),
-        None => parse_card(board, name, format!("---\nid: {name}\nname: {name}\n---\n"))?,
-    };
-    let rev = base.rev() + 1;
-    let mut edits = vec![
-        FieldEdit::Set("capabilities".into(), capabilities.to_vec().into()),
-        FieldEdit::Set("status".into(), "active".into()),
-        FieldEdit::Set("host".into(), host_name().into()),
-        FieldEdit::Set("pid".into(), pid.into()),
-    ];
-    if existing.is_none() {
-        edits.push(FieldEdit::Set("registered_at".into(), now.clone().into()));
-        edits.push(FieldEdit::Set("created_by".into(), actor.into()));
-    }
-    edits.push(FieldEdit::Set("updated_at".into(), now.into()));
-    edits.push(FieldEdit::Set("rev".into(), rev.into()));
-    let after = base
-        .with_edits(&edits, None, board.config.yaml_limits())
-        .map_err(|e| Error::input(e.to_string()))?;
-    let dir = cards_dir(board);
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, "create directory", e))?;
-    let note = if existing.is_some() {
-        "registered again"
-    } else {
-        "registered"
-    };
-    let entry = write_card(
-        board,
-        actor,
-        &path,
-        existing.as_ref().map_or("", |d| &d.raw),
-        &after,
-        note,
-    )?;
+    let (after, entry) = store::change(board, &[crate::layout::agent_lock(name)], || {
+        let now = crate::time::stamp(crate::time::now());
+        let existing = match store::read_text(&path, board.config.limits.max_doc_bytes) {
+            Ok(t) => Some(parse_card(board, name, t)?),
+            Err(Error::NotFound { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        let base = match &existing {
+            Some(d) => d.clone(),
+            None => parse_card(board, name, format!("---\nid: {name}\nname: {name}\n---\n"))?,
+        };
+        let rev = base.rev() + 1;
+        let mut edits = vec![
+            FieldEdit::Set("capabilities".into(), capabilities.to_vec().into()),
+            FieldEdit::Set("status".into(), "active".into()),
+            FieldEdit::Set("host".into(), host_name().into()),
+            FieldEdit::Set("pid".into(), pid.into()),
+        ];
+        if existing.is_none() {
+            edits.push(FieldEdit::Set("registered_at".into(), now.clone().into()));
+            edits.push(FieldEdit::Set("created_by".into(), actor.into()));
+        }
+        edits.push(FieldEdit::Set("updated_at".into(), now.into()));
+        edits.push(FieldEdit::Set("rev".into(), rev.into()));
+        let after = base
+            .with_edits(&edits, None, board.config.yaml_limits())
+            .map_err(|e| Error::input(e.to_string()))?;
+        let note = if existing.is_some() {
+            "registered again"
+        } else {
+            "registered"
+        };
+        let write = card_write(board, actor, &path, existing.as_ref(), &after, note);
+        Ok((after, Some(write)))
+    })?;
     heartbeat(board, name)?;
-    Ok((after, entry))
+    Ok((after, entry.expect("a registration always writes the card")))
 }
 
 /// Marks an agent gone (its claims are released by the caller first).
 pub fn mark_gone(board: &Board, actor: &str, id: &str) -> Result<Entry> {
     let path = card_path(board, id);
-    let _lock = store::lock(board, &crate::layout::agent_lock(id))?;
-    let text = store::read_text(&path, board.config.limits.max_doc_bytes).map_err(|e| match e {
-        Error::NotFound { .. } => Error::NotFound {
-            what: format!("agent '{id}'"),
-            hint: "`tavern agent list` shows the registered agents".into(),
-        },
-        e => e,
+    let (_, entry) = store::change(board, &[crate::layout::agent_lock(id)], || {
+        let text =
+            store::read_text(&path, board.config.limits.max_doc_bytes).map_err(|e| match e {
+                Error::NotFound { .. } => Error::NotFound {
+                    what: format!("agent '{id}'"),
+                    hint: "`tavern agent list` shows the registered agents".into(),
+                },
+                e => e,
+            })?;
+        let card = parse_card(board, id, text)?;
+        let rev = card.rev() + 1;
+        let edits = vec![
+            FieldEdit::Set("status".into(), "gone".into()),
+            FieldEdit::Set(
+                "updated_at".into(),
+                crate::time::stamp(crate::time::now()).into(),
+            ),
+            FieldEdit::Set("rev".into(), rev.into()),
+        ];
+        let after = card
+            .with_edits(&edits, None, board.config.yaml_limits())
+            .map_err(|e| Error::input(e.to_string()))?;
+        let write = card_write(board, actor, &path, Some(&card), &after, "deregistered");
+        Ok(((), Some(write)))
     })?;
-    let card = parse_card(board, id, text)?;
-    let rev = card.rev() + 1;
-    let edits = vec![
-        FieldEdit::Set("status".into(), "gone".into()),
-        FieldEdit::Set(
-            "updated_at".into(),
-            crate::time::stamp(crate::time::now()).into(),
-        ),
-        FieldEdit::Set("rev".into(), rev.into()),
-    ];
-    let after = card
-        .with_edits(&edits, None, board.config.yaml_limits())
-        .map_err(|e| Error::input(e.to_string()))?;
-    let entry = write_card(board, actor, &path, &card.raw, &after, "deregistered")?;
     let _ = std::fs::remove_file(heartbeat_path(board, id));
-    Ok(entry)
+    Ok(entry.expect("a deregistration always writes the card"))
 }
 
-/// Replaces a card (under its lock) and logs the change as an `agent` entry.
-fn write_card(
+/// The change that replaces a card, logged as an `agent` entry.
+fn card_write(
     board: &Board,
     actor: &str,
     path: &std::path::Path,
-    before: &str,
+    before: Option<&Document>,
     after: &Document,
     note: &str,
-) -> Result<Entry> {
-    store::write_atomic(path, after.raw.as_bytes())?;
-    log::append(
-        board,
-        Entry {
-            at: crate::time::stamp_millis(crate::time::now()),
+) -> store::Write {
+    let rel = board.rel(path);
+    store::Write {
+        steps: vec![store::Step::put(
+            rel.clone(),
+            before.map(|d| d.raw.as_bytes()),
+            after.raw.as_bytes().to_vec(),
+        )],
+        entry: Entry {
             actor: actor.into(),
             op: "agent".into(),
-            doc: board.rel(path),
+            doc: rel,
             rev: Some(after.rev()),
             note: Some(note.into()),
-            diff: Some(log::diff(before, &after.raw)),
+            diff: Some(log::diff(before.map_or("", |d| &d.raw), &after.raw)),
             ..Entry::default()
         },
-    )
+    }
 }
 
 /// `name: value` for messages, quoted when YAML would need it.

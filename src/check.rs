@@ -125,6 +125,44 @@ pub fn check(board: &Board) -> Result<Report> {
             ),
         );
     }
+    // What interrupted writes left: changes half made or not logged, temp files.
+    for left in crate::store::write::leftovers(board)? {
+        let what = if left.doc.is_empty() {
+            "an interrupted write left an unreadable intent; the next tavern command removes it"
+                .to_string()
+        } else if left.visible {
+            format!(
+                "an interrupted write of {} is on disk but may be missing from the log; the next tavern command completes and logs it",
+                left.doc
+            )
+        } else {
+            format!(
+                "an interrupted write of {} never reached the board; the next tavern command drops it",
+                left.doc
+            )
+        };
+        push(left.intent, what);
+    }
+    for temp in crate::store::write::stale_temps(board)? {
+        push(
+            temp,
+            "a temp file left by an interrupted write; nothing refers to it: remove it (`tavern sweep` does)".into(),
+        );
+    }
+    let gitignore = crate::layout::gitignore(&board.root);
+    if let Ok(text) = std::fs::read_to_string(&gitignore)
+        && !text
+            .lines()
+            .any(|l| l.trim() == crate::layout::GITIGNORE_TEMP_PATTERN)
+    {
+        push(
+            crate::layout::GITIGNORE.into(),
+            format!(
+                "does not ignore temp files: add the line `{}` so that git never commits what an interrupted write leaves",
+                crate::layout::GITIGNORE_TEMP_PATTERN
+            ),
+        );
+    }
     // Knowledge sources: a broken one would silently never run, so it is a board problem.
     let (_, source_problems) = crate::watch::sources::load_all(board);
     report.problems.extend(source_problems);

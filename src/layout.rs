@@ -55,6 +55,34 @@ pub const GITIGNORE_TEXT: &str = "# Runtime state and files rewritten by `tavern
 pub const GITIGNORE_TEMP_PATTERN: &str = ".*.tmp";
 pub const GITATTRIBUTES_TEXT: &str = "# Two branches that both appended to the log merge by keeping both sides.\nlog.yaml merge=union\n";
 
+pub fn gitignore(root: &Path) -> PathBuf {
+    root.join(GITIGNORE)
+}
+
+/// The directories where tavern writes temp files (beside the files it replaces).
+pub fn temp_dirs(root: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = Region::ALL.iter().map(|r| region_dir(root, *r)).collect();
+    dirs.push(root.join(CONTROL_DIR));
+    dirs.push(agents_dir(root));
+    dirs
+}
+
+/// The lock held by whoever writes the temp file `name` found in `dir` (relative to the
+/// board root: `tasks`, `control/agents`, `control`). Older versions named temps
+/// `.NAME.PID.N.tmp`, this one `.NAME.tmp`.
+pub fn temp_lock(dir: &str, name: &str) -> Option<String> {
+    let inner = name.strip_prefix('.')?.strip_suffix(".tmp")?;
+    if dir == CONTROL_DIR {
+        return inner.starts_with("PAUSE").then(|| PAUSE_LOCK.to_string());
+    }
+    let id = inner.split_once(".md").map(|(id, _)| id)?;
+    if dir == AGENTS_DIR {
+        return Some(agent_lock(id));
+    }
+    let region = Region::ALL.into_iter().find(|r| r.dir() == dir)?;
+    Some(doc_lock(region, id))
+}
+
 pub fn board_yaml(root: &Path) -> PathBuf {
     root.join(BOARD_YAML)
 }

@@ -140,7 +140,7 @@ fn a_killed_agents_task_returns_after_the_lease_and_its_late_submit_is_refused()
     );
     assert_eq!(
         b.run(&["sweep", "--json"]).ok().stderr_is("").json(),
-        serde_json::json!({"released": [], "expired": [], "runs_removed": 0})
+        serde_json::json!({"released": [], "expired": [], "runs_removed": 0, "temps_removed": []})
     );
 }
 

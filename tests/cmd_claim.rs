@@ -311,7 +311,7 @@ fn claim_usage_and_lookup_errors() {
     b.run(&["claim", "t-nope"]).code(4);
     b.run(&["claim", "t-one", "--if-rev", "2"])
         .code(3)
-        .stderr_is("error: tasks/t-one.md: rev is 1, not 2 (--if-rev); re-read and retry\n");
+        .stderr_is("error: tasks/t-one.md: rev is 1, not 2: it changed since you read it; re-read and retry\n");
     assert_eq!(snapshot(&b), before);
     // By unique prefix, and compare-and-swap.
     b.run(&["claim", "t-o", "--if-rev", "1", "--as", "x"])

@@ -192,13 +192,13 @@ fn if_rev_is_compare_and_swap() {
     b.run(&["edit", "t-c", "--set", "x=2", "--if-rev", "1"])
         .code(3)
         .stdout_is("")
-        .stderr_is("error: tasks/t-c.md: rev is 2, not 1 (--if-rev): it changed since you read it; re-read and retry\n");
+        .stderr_is("error: tasks/t-c.md: rev is 2, not 1: it changed since you read it; re-read and retry\n");
     let out = b.run(&["edit", "t-c", "--set", "x=2", "--if-rev", "1", "--json"]);
     out.code(3).stdout_is("");
     let v: serde_json::Value = serde_json::from_str(&out.stderr).unwrap();
     assert_eq!(
         v,
-        serde_json::json!({"error": {"kind": "conflict", "code": 3, "message": "tasks/t-c.md: rev is 2, not 1 (--if-rev): it changed since you read it; re-read and retry", "path": "tasks/t-c.md"}})
+        serde_json::json!({"error": {"kind": "conflict", "code": 3, "message": "tasks/t-c.md: rev is 2, not 1: it changed since you read it; re-read and retry", "path": "tasks/t-c.md"}})
     );
     b.run(&["edit", "t-c", "--set", "x=2", "--if-rev", "x"])
         .code(2);

@@ -320,7 +320,7 @@ fn transitions_report_in_json_and_honour_if_rev() {
     let before = snapshot(&b);
     b.run(&["start", "t-cas", "--as", "a", "--if-rev", "1"])
         .code(3)
-        .stderr_is("error: tasks/t-cas.md: rev is 2, not 1 (--if-rev); re-read and retry\n");
+        .stderr_is("error: tasks/t-cas.md: rev is 2, not 1: it changed since you read it; re-read and retry\n");
     assert_eq!(snapshot(&b), before);
     let v = b
         .run(&["start", "t-cas", "--as", "a", "--if-rev", "2", "--json"])

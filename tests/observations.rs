@@ -339,7 +339,7 @@ fn observation_commands_refuse_missing_ids_tasks_and_stale_revs() {
         .code(2)
         .stderr_has("--resolution");
     b.run(&["ack", "obs-x", "--if-rev", "7"]).code(3).stderr_is(
-        "error: observations/obs-x.md: rev is 1, not 7 (--if-rev): it changed since you read it; re-read and retry\n",
+        "error: observations/obs-x.md: rev is 1, not 7: it changed since you read it; re-read and retry\n",
     );
     assert_eq!(snapshot(&b), before);
     b.run(&["ack", "obs-x", "--if-rev", "1"]).ok();

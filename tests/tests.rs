@@ -21,6 +21,7 @@ mod cmd_transitions;
 mod completion;
 mod concurrency;
 mod crash;
+mod crash_points;
 mod events;
 mod graph;
 mod hostile_input;

@@ -78,7 +78,7 @@ pub fn init(ctx: &Ctx, a: InitArgs) -> Result<ExitCode> {
 }
 
 pub fn check(ctx: &Ctx) -> Result<ExitCode> {
-    let board = ctx.board()?;
+    let board = ctx.board_as_found()?;
     let report = tavern::check::check(&board)?;
     if ctx.global.json {
         output::json_line(

@@ -197,9 +197,10 @@ pub fn sweep(ctx: &Ctx) -> Result<ExitCode> {
     let keep = tavern::runs::keep(&board);
     let running = tavern::watch::scheduler::running_outputs(&board);
     let pruned = tavern::runs::prune(&board, keep, &running)?;
+    let temps = tavern::store::write::remove_stale_temps(&board)?;
     if ctx.global.json {
         output::json_line(
-            &json!({"released": released, "expired": expired, "runs_removed": pruned}),
+            &json!({"released": released, "expired": expired, "runs_removed": pruned, "temps_removed": temps}),
         )?;
     } else {
         for r in &released {
@@ -215,7 +216,12 @@ pub fn sweep(ctx: &Ctx) -> Result<ExitCode> {
                 board.config.watch.keep_runs
             ))?;
         }
-        if released.is_empty() && expired.is_empty() && pruned == 0 {
+        for t in &temps {
+            line(&format!(
+                "removed {t}: a temp file left by an interrupted write"
+            ))?;
+        }
+        if released.is_empty() && expired.is_empty() && pruned == 0 && temps.is_empty() {
             output::note(
                 false,
                 &format!(

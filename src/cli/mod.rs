@@ -178,7 +178,15 @@ pub struct Ctx {
 }
 
 impl Ctx {
+    /// The board, with any change an interrupted command left half made completed first.
     pub fn board(&self) -> Result<Board> {
+        let board = self.board_as_found()?;
+        tavern::store::recover(&board)?;
+        Ok(board)
+    }
+
+    /// The board as it is (`check` reports interrupted changes instead of completing them).
+    pub fn board_as_found(&self) -> Result<Board> {
         Board::discover(self.global.board.as_deref(), &self.cwd)
     }
 

@@ -244,48 +244,90 @@ pub fn set_via(via: &str) {
     let _ = VIA.set(via.to_string());
 }
 
-/// Appends an entry (its `seq` is assigned here) and returns it as written.
-pub fn append(board: &Board, mut entry: Entry) -> Result<Entry> {
-    if entry.via.is_none() {
-        entry.via = VIA.get().cloned();
+/// Appends an entry (its `seq` and `at` are assigned here) and returns it as written.
+pub fn append(board: &Board, entry: Entry) -> Result<Entry> {
+    Appender::lock(board)?.append(entry)
+}
+
+/// The log lock, held: a writer makes its change visible and appends its entry under it,
+/// so the log's order is the order of the changes.
+pub struct Appender<'a> {
+    board: &'a Board,
+    _lock: store::Lock,
+}
+
+impl<'a> Appender<'a> {
+    pub fn lock(board: &'a Board) -> Result<Appender<'a>> {
+        let lock = store::lock(board, crate::layout::LOG_LOCK)?;
+        Ok(Appender { board, _lock: lock })
     }
-    let _lock = store::lock(board, crate::layout::LOG_LOCK)?;
-    let path = board.log_path();
-    let mut file = OpenOptions::new()
-        .read(true)
-        .append(true)
-        .create(true)
-        .open(&path)
-        .map_err(|e| Error::io(&path, "open", e))?;
-    let len = file
-        .metadata()
-        .map_err(|e| Error::io(&path, "read", e))?
-        .len();
-    let (last_seq, cut_at) = scan_tail(&mut file, len).map_err(|e| Error::io(&path, "read", e))?;
-    if let Some(cut) = cut_at {
-        // A torn entry from a crash: drop it so the file is valid YAML again.
-        file.set_len(cut)
-            .map_err(|e| Error::io(&path, "repair", e))?;
-        eprintln!(
-            "warning: {}: cut an unreadable end (a torn entry left by an interrupted write, or lines added by hand)",
-            board.rel(&path)
-        );
+
+    /// Appends an entry: its `seq` follows the last one's, its `at` is now (never before
+    /// the last entry's, whatever the clock did), both taken under the lock.
+    pub fn append(&self, mut entry: Entry) -> Result<Entry> {
+        if entry.via.is_none() {
+            entry.via = VIA.get().cloned();
+        }
+        let board = self.board;
+        let path = board.log_path();
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(&path)
+            .map_err(|e| Error::io(&path, "open", e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io(&path, "read", e))?
+            .len();
+        let (last_seq, cut_at) =
+            scan_tail(&mut file, len).map_err(|e| Error::io(&path, "read", e))?;
+        if let Some(cut) = cut_at {
+            // A torn entry from a crash: drop it so the file is valid YAML again.
+            file.set_len(cut)
+                .map_err(|e| Error::io(&path, "repair", e))?;
+            eprintln!(
+                "warning: {}: cut an unreadable end (a torn entry left by an interrupted write, or lines added by hand)",
+                board.rel(&path)
+            );
+        }
+        let clock = Clock::read(board);
+        entry.seq = last_seq.max(clock.seq) + 1;
+        entry.origin = clock.origin.clone();
+        let now = crate::time::now();
+        let last_at = last_at(&mut file, cut_at.unwrap_or(len))
+            .and_then(|t| crate::time::parse_time(&t, now))
+            .filter(|t| *t > now);
+        entry.at = crate::time::stamp_millis(last_at.unwrap_or(now));
+        let text = render(&entry);
+        file.seek(SeekFrom::End(0))
+            .map_err(|e| Error::io(&path, "append to", e))?;
+        file.write_all(text.as_bytes())
+            .and_then(|_| file.sync_data())
+            .map_err(|e| Error::io(&path, "append to", e))?;
+        Clock {
+            seq: entry.seq,
+            ..clock
+        }
+        .save(board);
+        Ok(entry)
     }
-    let clock = Clock::read(board);
-    entry.seq = last_seq.max(clock.seq) + 1;
-    entry.origin = clock.origin.clone();
-    let text = render(&entry);
-    file.seek(SeekFrom::End(0))
-        .map_err(|e| Error::io(&path, "append to", e))?;
-    file.write_all(text.as_bytes())
-        .and_then(|_| file.sync_data())
-        .map_err(|e| Error::io(&path, "append to", e))?;
-    Clock {
-        seq: entry.seq,
-        ..clock
-    }
-    .save(board);
-    Ok(entry)
+}
+
+/// The `at` of the last entry before byte `end` (one whose tail is in the last 16 KiB).
+fn last_at(file: &mut std::fs::File, end: u64) -> Option<String> {
+    let start = end.saturating_sub(16 * 1024);
+    file.seek(SeekFrom::Start(start)).ok()?;
+    let mut buf = Vec::new();
+    Read::by_ref(file)
+        .take(end - start)
+        .read_to_end(&mut buf)
+        .ok()?;
+    chunks(&buf)
+        .iter()
+        .rev()
+        .find_map(|(_, chunk)| parse_bytes(chunk))
+        .map(|e| e.at)
 }
 
 /// This clone's log clock, in `.state/clock` (`ORIGIN SEQ`): the origin its entries carry

@@ -4,10 +4,11 @@
 use crate::board::Board;
 use crate::doc::{Document, Region};
 use crate::error::{Error, Result};
-use crate::log::{self, Entry};
+use crate::layout;
+use crate::log::Entry;
 use crate::query::Query;
 use crate::scan;
-use crate::store;
+use crate::store::{self, Step, Write};
 
 /// Is a document finished, so that archiving it loses nothing in progress?
 pub fn finished(board: &Board, doc: &Document) -> bool {
@@ -28,40 +29,40 @@ pub fn archive_one(
     why: &str,
     must_be_finished: bool,
 ) -> Result<Option<Entry>> {
-    let _lock = store::lock(board, &store::doc_lock_name(region, id))?;
-    let doc = store::read_doc(board, region, id)?;
-    if must_be_finished && !finished(board, &doc) {
-        return Ok(None); // It moved on since the scan.
-    }
     let from = board.doc_path(region, id);
-    let dir = board.archive_dir(region);
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, "create directory", e))?;
-    let to = dir.join(format!("{id}.md"));
-    if to.exists() {
-        return Err(Error::conflict(
-            board.rel(&to),
-            format!(
-                "cannot archive {}: the archive already holds this id",
-                board.rel(&from)
-            ),
-        ));
-    }
-    std::fs::rename(&from, &to).map_err(|e| Error::io(&from, "move to the archive", e))?;
-    for d in [board.region_dir(region), dir] {
-        if let Ok(f) = std::fs::File::open(&d) {
-            let _ = f.sync_all();
+    let to = layout::archived_doc(&board.root, region, id);
+    let (_, entry) = store::change(board, &[layout::doc_lock(region, id)], || {
+        let doc = store::read_doc(board, region, id)?;
+        if must_be_finished && !finished(board, &doc) {
+            return Ok(((), None)); // It moved on since the scan.
         }
-    }
-    let entry = Entry {
-        at: crate::time::stamp_millis(crate::time::now()),
-        actor: actor.into(),
-        op: "move".into(),
-        doc: board.rel(&from),
-        rev: Some(doc.rev()),
-        note: Some(format!("{why}: moved to {}", board.rel(&to))),
-        ..Entry::default()
-    };
-    log::append(board, entry).map(Some)
+        if std::fs::symlink_metadata(&to).is_ok() {
+            return Err(Error::conflict(
+                board.rel(&to),
+                format!(
+                    "cannot archive {}: the archive already holds this id",
+                    board.rel(&from)
+                ),
+            ));
+        }
+        let entry = Entry {
+            actor: actor.into(),
+            op: "move".into(),
+            doc: board.rel(&from),
+            rev: Some(doc.rev()),
+            note: Some(format!("{why}: moved to {}", board.rel(&to))),
+            ..Entry::default()
+        };
+        let step = Step::moved(board.rel(&from), board.rel(&to));
+        Ok((
+            (),
+            Some(Write {
+                steps: vec![step],
+                entry,
+            }),
+        ))
+    })?;
+    Ok(entry)
 }
 
 /// `archive [QUERY…] [--older-than D]`: every finished document matching the query.
@@ -131,7 +132,7 @@ pub fn expire_observations(board: &Board, actor: &str) -> Result<Vec<Entry>> {
 
 /// Reads an archived document.
 pub fn read_archived(board: &Board, region: Region, id: &str) -> Result<Document> {
-    let path = board.archive_dir(region).join(format!("{id}.md"));
+    let path = layout::archived_doc(&board.root, region, id);
     let text = store::read_text(&path, board.config.limits.max_doc_bytes)?;
     let mut doc = store::parse_doc(board, region, id, text, &path)?;
     doc.archived = true;

@@ -83,18 +83,7 @@ pub fn edit(
     spec: &EditSpec,
 ) -> Result<Outcome> {
     check_keys(spec, region)?;
-    mutate(board, region, id, |doc| {
-        if let Some(want) = spec.if_rev
-            && doc.rev() != want
-        {
-            return Err(Error::conflict(
-                doc.rel_path(),
-                format!(
-                    "rev is {}, not {want} (--if-rev): it changed since you read it; re-read and retry",
-                    doc.rev()
-                ),
-            ));
-        }
+    mutate(board, region, id, spec.if_rev, |doc| {
         let mut edits = Vec::new();
         for (k, v) in &spec.sets {
             edits.push(FieldEdit::Set(k.clone(), v.clone()));

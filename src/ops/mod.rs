@@ -5,7 +5,6 @@ pub mod archive;
 pub mod completion;
 pub mod edit;
 pub mod graph;
-pub mod intent;
 pub mod new;
 pub mod observations;
 pub mod pause;
@@ -20,7 +19,7 @@ use crate::doc::edit::FieldEdit;
 use crate::doc::{Document, Region};
 use crate::error::{Error, Result};
 use crate::log::{self, Entry};
-use crate::store;
+use crate::store::{self, Step, Write};
 
 /// What a mutation did: the document as it is now, and the log entry if it changed.
 #[derive(Debug)]
@@ -42,61 +41,61 @@ pub struct Change {
     pub entry: Entry,
 }
 
-/// The mutation protocol (DESIGN §5) for one existing document: lock, re-read, decide,
-/// write atomically, log, unlock. `decide` returns `None` for "nothing to do".
+/// A change to one existing document by the write protocol ([`store::change`]): under its
+/// lock, re-read it, check `if_rev`, let `decide` check the rest and say what to change
+/// (`None`: nothing to do), then write and log it.
 pub fn mutate(
     board: &Board,
     region: Region,
     id: &str,
+    if_rev: Option<u64>,
     decide: impl FnOnce(&Document) -> Result<Option<Change>>,
 ) -> Result<Outcome> {
-    let lock_name = store::doc_lock_name(region, id);
-    let _lock = store::lock(board, &lock_name)?;
-    let before = store::read_doc(board, region, id)?;
-    intent::recover(board, &lock_name, before.rev())?;
-    let Some(mut change) = decide(&before)? else {
-        return Ok(Outcome {
-            doc: before,
-            entry: None,
-        });
-    };
-    let now = crate::time::now();
-    let rev = before.rev() + 1;
-    change.edits.push(FieldEdit::Set(
-        "updated_at".into(),
-        crate::time::stamp(now).into(),
-    ));
-    change.edits.push(FieldEdit::Set("rev".into(), rev.into()));
-    let after = before
-        .with_edits(
-            &change.edits,
-            change.body.as_deref(),
-            board.config.yaml_limits(),
-        )
-        .map_err(|e| {
-            Error::input(format!(
-                "{}: the edit would make the document unreadable: {e}",
-                before.rel_path()
-            ))
-        })?;
-    check_size(board, &after)?;
-    let path = board.doc_path(region, id);
-    let mut entry = change.entry;
-    entry.at = crate::time::stamp_millis(now);
-    entry.doc = after.rel_path();
-    entry.rev = Some(rev);
-    entry.diff = Some(log::diff(&before.raw, &after.raw));
-    intent::write(board, &lock_name, &entry)?;
-    if let Err(e) = store::write_atomic(&path, after.raw.as_bytes()) {
-        intent::clear(board, &lock_name);
-        return Err(e);
-    }
-    let entry = log::append(board, entry)?;
-    intent::clear(board, &lock_name);
-    Ok(Outcome {
-        doc: after,
-        entry: Some(entry),
-    })
+    let lock = crate::layout::doc_lock(region, id);
+    let (doc, entry) = store::change(board, &[lock], || {
+        let before = store::read_doc(board, region, id)?;
+        store::check_rev(&before.rel_path(), before.rev(), if_rev)?;
+        let Some(mut change) = decide(&before)? else {
+            return Ok((before, None));
+        };
+        let now = crate::time::now();
+        let rev = before.rev() + 1;
+        change.edits.push(FieldEdit::Set(
+            "updated_at".into(),
+            crate::time::stamp(now).into(),
+        ));
+        change.edits.push(FieldEdit::Set("rev".into(), rev.into()));
+        let after = before
+            .with_edits(
+                &change.edits,
+                change.body.as_deref(),
+                board.config.yaml_limits(),
+            )
+            .map_err(|e| {
+                Error::input(format!(
+                    "{}: the edit would make the document unreadable: {e}",
+                    before.rel_path()
+                ))
+            })?;
+        check_size(board, &after)?;
+        let mut entry = change.entry;
+        entry.doc = after.rel_path();
+        entry.rev = Some(rev);
+        entry.diff = Some(log::diff(&before.raw, &after.raw));
+        let step = Step::put(
+            after.rel_path(),
+            Some(before.raw.as_bytes()),
+            after.raw.as_bytes().to_vec(),
+        );
+        Ok((
+            after,
+            Some(Write {
+                steps: vec![step],
+                entry,
+            }),
+        ))
+    })?;
+    Ok(Outcome { doc, entry })
 }
 
 /// Refuses to write a document that every reader would skip as over the size limit.

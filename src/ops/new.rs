@@ -6,10 +6,9 @@ use crate::board::Board;
 use crate::doc::edit::FieldEdit;
 use crate::doc::{Document, Region};
 use crate::error::{Error, Result};
+use crate::layout;
 use crate::log::{self, Entry};
-use crate::store;
-
-use super::intent;
+use crate::store::{self, Step, Write};
 
 /// Everything `tavern new` can say about a new document.
 #[derive(Clone, Debug, Default)]
@@ -203,37 +202,32 @@ pub fn create(
         doc.file_id = id.clone();
         super::check_size(board, &doc)?;
         let path = board.doc_path(region, &id);
-        let lock_name = store::doc_lock_name(region, &id);
         let entry = Entry {
             actor: actor.to_string(),
             op: "create".into(),
-            at: crate::time::stamp_millis(crate::time::now()),
             doc: doc.rel_path(),
             rev: Some(1),
             diff: Some(log::diff("", &doc.raw)),
             ..Entry::default()
         };
-        // The document's lock keeps the intent of a lost creation race from being cleared
-        // by the winner's writes, and lets the next write recover an unlogged creation.
-        let _lock = store::lock(board, &lock_name)?;
-        if board.doc_path(region, &id).exists() {
-            if spec.id.is_some() {
-                return Err(Error::conflict(
-                    board.rel(&path),
-                    format!("a {} with id '{id}' already exists", region.kind()),
-                ));
+        // Under the new id's lock: taken means a retry with a longer generated id.
+        let (taken, entry) = store::change(board, &[layout::doc_lock(region, &id)], || {
+            if std::fs::symlink_metadata(&path).is_ok() {
+                return Ok((true, None));
             }
-            len += 1;
-            continue;
-        }
-        intent::write(board, &lock_name, &entry)?;
-        if store::create_new(&path, doc.raw.as_bytes())? {
-            let entry = log::append(board, entry)?;
-            intent::clear(board, &lock_name);
+            let step = Step::create(doc.rel_path(), doc.raw.as_bytes().to_vec());
+            Ok((
+                false,
+                Some(Write {
+                    steps: vec![step],
+                    entry,
+                }),
+            ))
+        })?;
+        if let Some(entry) = entry {
             return Ok((doc, entry));
         }
-        intent::clear(board, &lock_name);
-        if spec.id.is_some() {
+        if taken && spec.id.is_some() {
             return Err(Error::conflict(
                 board.rel(&path),
                 format!("a {} with id '{id}' already exists", region.kind()),

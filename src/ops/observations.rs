@@ -202,18 +202,7 @@ pub fn act(
             "a resolution is required: --resolution \"what was done\"",
         ));
     }
-    mutate(board, Region::Observations, id, |doc| {
-        if let Some(want) = if_rev
-            && doc.rev() != want
-        {
-            return Err(Error::conflict(
-                doc.rel_path(),
-                format!(
-                    "rev is {}, not {want} (--if-rev): it changed since you read it; re-read and retry",
-                    doc.rev()
-                ),
-            ));
-        }
+    mutate(board, Region::Observations, id, if_rev, |doc| {
         let status = doc.status().unwrap_or("");
         if !action.from().contains(&status) {
             let current = if status.is_empty() {

@@ -6,7 +6,7 @@ use crate::board::PauseFile;
 use crate::error::{Error, Result};
 use crate::layout::PAUSE_LOCK;
 use crate::log::{self, Entry};
-use crate::store;
+use crate::store::{self, Step, Write};
 
 const DOC: &str = crate::layout::PAUSE;
 
@@ -26,73 +26,77 @@ pub fn pause(board: &Board, actor: &str, reason: &str) -> Result<Option<Entry>> 
         return Err(Error::usage("the reason must be printable text"));
     }
     let path = board.pause_path();
-    let _lock = store::lock(board, PAUSE_LOCK)?;
-    let before = match board.pause_text() {
-        PauseFile::Text(text) => Some(text),
-        PauseFile::Missing | PauseFile::NotAFile => None,
-    };
-    let after = format!("{reason}\n");
-    if before.as_deref() == Some(after.as_str()) {
-        return Ok(None);
-    }
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
-    }
-    // A file cannot be renamed over a directory: an empty one makes way for the reason.
-    if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
-        remove_pause(board, &path, "pause")?;
-    }
-    store::write_atomic(&path, after.as_bytes())?;
-    let diff = log::diff(before.as_deref().unwrap_or(""), &after);
-    logged(board, actor, "pause", reason, diff)
+    let (_, entry) = store::change(board, &[PAUSE_LOCK.to_string()], || {
+        let before = match board.pause_text() {
+            PauseFile::Text(text) => Some(text),
+            PauseFile::Missing | PauseFile::NotAFile => None,
+        };
+        let after = format!("{reason}\n");
+        if before.as_deref() == Some(after.as_str()) {
+            return Ok(((), None));
+        }
+        let mut steps = Vec::new();
+        // A file cannot be renamed over a directory: an empty one makes way for the reason.
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+            refuse_full_dir(board, &path, "pause")?;
+            steps.push(Step::remove(DOC));
+        }
+        steps.push(Step::put(
+            DOC,
+            before.as_deref().map(str::as_bytes),
+            after.clone().into_bytes(),
+        ));
+        let diff = log::diff(before.as_deref().unwrap_or(""), &after);
+        Ok((
+            (),
+            Some(logged(actor, "pause", reason.clone(), diff, steps)),
+        ))
+    })?;
+    Ok(entry)
 }
 
 /// Lifts the pause. None if the board was not paused.
 pub fn resume(board: &Board, actor: &str) -> Result<Option<Entry>> {
     let path = board.pause_path();
-    let _lock = store::lock(board, PAUSE_LOCK)?;
-    let before = match board.pause_text() {
-        PauseFile::Text(text) => text,
-        PauseFile::Missing => return Ok(None),
-        // A symlink is removed itself, never read (its target could be any file).
-        PauseFile::NotAFile => String::new(),
-    };
-    remove_pause(board, &path, "resume")?;
-    let note = format!("was paused: {}", before.trim());
-    logged(board, actor, "resume", note, log::diff(&before, ""))
+    let (_, entry) = store::change(board, &[PAUSE_LOCK.to_string()], || {
+        let before = match board.pause_text() {
+            PauseFile::Text(text) => text,
+            PauseFile::Missing => return Ok(((), None)),
+            // A symlink is removed itself, never read (its target could be any file).
+            PauseFile::NotAFile => String::new(),
+        };
+        refuse_full_dir(board, &path, "resume")?;
+        let note = format!("was paused: {}", before.trim());
+        let diff = log::diff(&before, "");
+        Ok((
+            (),
+            Some(logged(actor, "resume", note, diff, vec![Step::remove(DOC)])),
+        ))
+    })?;
+    Ok(entry)
 }
 
-/// Removes control/PAUSE, whatever it is. An empty directory (`mkdir control/PAUSE`
-/// pauses too) goes like a file; one with files in it is refused, since removing it
-/// would delete what someone put there.
-fn remove_pause(board: &Board, path: &std::path::Path, command: &str) -> Result<()> {
-    let is_dir = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir());
-    if !is_dir {
-        return std::fs::remove_file(path).map_err(|e| Error::io(path, "remove", e));
-    }
-    match std::fs::remove_dir(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty => Err(Error::conflict(
+/// control/PAUSE goes whatever it is. An empty directory (`mkdir control/PAUSE` pauses
+/// too) goes like a file; one with files in it is refused, since removing it would delete
+/// what someone put there.
+fn refuse_full_dir(board: &Board, path: &std::path::Path, command: &str) -> Result<()> {
+    let full = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
+        && std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_some());
+    if full {
+        return Err(Error::conflict(
             board.rel(path),
             format!(
                 "cannot {command}: control/PAUSE is a directory with files in it; move them \
                  elsewhere and remove the directory, which is what pauses the board"
             ),
-        )),
-        Err(e) => Err(Error::io(path, "remove", e)),
+        ));
     }
+    Ok(())
 }
 
-/// Appends the entry of a pause or resume.
-fn logged(
-    board: &Board,
-    actor: &str,
-    op: &str,
-    note: String,
-    diff: String,
-) -> Result<Option<Entry>> {
+/// The change of a pause or resume.
+fn logged(actor: &str, op: &str, note: String, diff: String, steps: Vec<Step>) -> Write {
     let entry = Entry {
-        at: crate::time::stamp_millis(crate::time::now()),
         actor: actor.into(),
         op: op.into(),
         doc: DOC.into(),
@@ -100,5 +104,5 @@ fn logged(
         diff: Some(diff),
         ..Entry::default()
     };
-    log::append(board, entry).map(Some)
+    Write { steps, entry }
 }

@@ -211,7 +211,7 @@ pub fn answer(
         (Some(t), None) => t.to_string(),
         (None, Some(c)) => c.to_string(),
     };
-    let outcome = mutate(board, Region::Questions, id, |doc| {
+    let outcome = mutate(board, Region::Questions, id, None, |doc| {
         if doc.str("kind") == Some("permission") {
             return Err(Error::conflict(
                 doc.rel_path(),
@@ -405,19 +405,8 @@ pub fn decide(
             typed.trim().escape_debug()
         ));
     }
-    mutate(board, Region::Questions, id, |doc| {
+    mutate(board, Region::Questions, id, if_rev, |doc| {
         check_decidable(doc, verb)?;
-        if let Some(want) = if_rev
-            && doc.rev() != want
-        {
-            return Err(Error::conflict(
-                doc.rel_path(),
-                format!(
-                    "rev is {}, not {want} (--if-rev); re-read and retry",
-                    doc.rev()
-                ),
-            ));
-        }
         let edits = vec![
             FieldEdit::Set("status".into(), to.into()),
             FieldEdit::Set("decided_by".into(), actor.into()),

@@ -76,7 +76,7 @@ pub fn release_claims_of(
     for doc in held.docs {
         let id = doc.file_id.clone();
         let mut pushed = None;
-        let result = mutate(board, Region::Tasks, &id, |doc| {
+        let result = mutate(board, Region::Tasks, &id, None, |doc| {
             // Re-checked under the lock: the agent may have come back or moved on.
             let status = doc.status().unwrap_or("");
             if doc.str("claimed_by") != Some(agent) || !workflow.allows_from(release, status) {

@@ -101,7 +101,7 @@ pub fn transition(
     };
     let mut lost: Option<Error> = None;
     let mut pushed: Option<Box<claims::Pushed>> = None;
-    let result = mutate(board, Region::Tasks, id, |doc| {
+    let result = mutate(board, Region::Tasks, id, opts.if_rev, |doc| {
         if let Some(rev) = checked_rev
             && doc.rev() != rev
         {
@@ -148,17 +148,6 @@ pub fn transition(
                 }
                 takeover_of = Some(owner);
             }
-        }
-        if let Some(want) = opts.if_rev
-            && doc.rev() != want
-        {
-            return Err(Error::conflict(
-                &path,
-                format!(
-                    "rev is {}, not {want} (--if-rev); re-read and retry",
-                    doc.rev()
-                ),
-            ));
         }
         if takeover_of.is_none() && !workflow.allows_from(t, status) {
             let allowed = workflow.allowed_from(status);

@@ -844,16 +844,22 @@ pub fn reconcile(board: &Board) -> Result<Vec<String>> {
         if !path.exists() {
             continue;
         }
-        let outcome = crate::ops::mutate(board, crate::doc::Region::Tasks, &record.task, |doc| {
-            let local_later = doc
-                .str("updated_at")
-                .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-                .is_some_and(|t| t.with_timezone(&Utc) > record.at);
-            if local_later {
-                return Ok(None);
-            }
-            Ok(follow(board, doc, SYNC_ACTOR, &remote, &record))
-        })?;
+        let outcome = crate::ops::mutate(
+            board,
+            crate::doc::Region::Tasks,
+            &record.task,
+            None,
+            |doc| {
+                let local_later = doc
+                    .str("updated_at")
+                    .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+                    .is_some_and(|t| t.with_timezone(&Utc) > record.at);
+                if local_later {
+                    return Ok(None);
+                }
+                Ok(follow(board, doc, SYNC_ACTOR, &remote, &record))
+            },
+        )?;
         if outcome.changed() {
             changed.push(record.task);
         }

@@ -387,14 +387,12 @@ impl Reconciler {
         };
         // Under the lock the file is what tavern's last write left (or what someone else
         // made of it): read once.
-        let current = read_current(&areas::abs(&self.board, rel), self.max_bytes());
-        if let (Area::Doc(_), Some(name)) = (t.area, t.lock_name()) {
-            // A write killed between its rename and its log entry: log it now.
-            let rev = match &current {
-                Current::File(_, bytes) => rev_of(bytes),
-                _ => 0,
-            };
-            crate::ops::intent::recover(&self.board, &name, rev)?;
+        let mut current = read_current(&areas::abs(&self.board, rel), self.max_bytes());
+        if let Some(name) = t.lock_name() {
+            // A write killed before its log entry: finish and log it now, then read again.
+            if store::write::recover_held(&self.board, &[name])? {
+                current = read_current(&areas::abs(&self.board, rel), self.max_bytes());
+            }
         }
         if _lock.is_some() {
             // Entries of tavern writes that ended while this path waited for its lock.

@@ -1,10 +1,13 @@
-//! Reading documents safely and writing them by the mutation protocol (DESIGN §5):
-//! a lock per document under `.state/locks/`, a temp file in the same directory, fsync,
-//! rename over the old file, fsync the directory. Readers take no lock: a rename makes
-//! every read see the old or the new file, never half of one.
+//! Reading documents safely, the locks, and (in [`write`]) the one protocol by which every
+//! change to the board is made and logged (DESIGN §5). Readers take no lock: a rename
+//! makes every read see the old or the new file, never half of one.
+
+pub mod write;
+
+pub use write::{Step, Write, change, check_rev, recover};
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::{Read, Write as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -22,6 +25,23 @@ pub struct Lock {
 /// holds it. The lock file is never the document itself, because documents are replaced
 /// by rename and a lock on a replaced inode protects nothing.
 pub fn lock(board: &Board, name: &str) -> Result<Lock> {
+    let (file, path) = open_lock(board, name)?;
+    file.lock().map_err(|e| Error::io(&path, "lock", e))?;
+    Ok(Lock { _file: file })
+}
+
+/// Takes the lock named `name` if nobody holds it (this process included, through
+/// another handle); None if someone does.
+pub fn try_lock(board: &Board, name: &str) -> Result<Option<Lock>> {
+    let (file, path) = open_lock(board, name)?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(Lock { _file: file })),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => Err(Error::io(&path, "lock", e)),
+    }
+}
+
+fn open_lock(board: &Board, name: &str) -> Result<(File, PathBuf)> {
     let dir = crate::layout::locks_dir(&board.root);
     let path = crate::layout::lock_file(&board.root, name);
     let open = || {
@@ -41,13 +61,7 @@ pub fn lock(board: &Board, name: &str) -> Result<Lock> {
         }
         Err(e) => return Err(Error::io(&path, "open lock file", e)),
     };
-    file.lock().map_err(|e| Error::io(&path, "lock", e))?;
-    Ok(Lock { _file: file })
-}
-
-/// The lock name of a document: one per region and id.
-pub fn doc_lock_name(region: Region, id: &str) -> String {
-    crate::layout::doc_lock(region, id)
+    Ok((file, path))
 }
 
 /// Reads a file that must be a regular file inside the board, within the size limit and
@@ -168,61 +182,24 @@ pub fn parse_doc(
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// A dot-prefixed temp file next to `path`: readers and watchers ignore dot files.
-fn temp_path(path: &Path) -> PathBuf {
+/// Replaces a file that is not the board's (runtime state under `.state/` such as a
+/// cursor, a client's configuration) whole: a temp file of this process, fsync, rename.
+/// Board files never: every change to the board goes through [`change`], which logs it.
+pub fn write_atomic(path: &Path, content: &[u8]) -> Result<()> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    path.with_file_name(format!(".{name}.{}.{n}.tmp", std::process::id()))
-}
-
-fn write_temp(path: &Path, content: &[u8]) -> Result<PathBuf> {
-    let tmp = temp_path(path);
+    let tmp = path.with_file_name(format!(".{name}.{}.{n}.tmp", std::process::id()));
     let result = (|| {
         let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
         f.write_all(content)?;
-        f.sync_all()
+        f.sync_all()?;
+        fs::rename(&tmp, path)
     })();
-    if let Err(e) = result {
+    result.map_err(|e| {
         let _ = fs::remove_file(&tmp);
-        return Err(Error::io(&tmp, "write", e));
-    }
-    Ok(tmp)
-}
-
-fn sync_dir(dir: &Path) -> Result<()> {
-    // Directories cannot be opened for fsync on every platform; where they can, we must.
-    match File::open(dir) {
-        Ok(d) => d.sync_all().or(Ok(())),
-        Err(_) => Ok(()),
-    }
-}
-
-/// Replaces `path` with `content` atomically: temp file, fsync, rename, fsync directory.
-pub fn write_atomic(path: &Path, content: &[u8]) -> Result<()> {
-    let tmp = write_temp(path, content)?;
-    if let Err(e) = fs::rename(&tmp, path) {
-        let _ = fs::remove_file(&tmp);
-        return Err(Error::io(path, "replace", e));
-    }
-    sync_dir(path.parent().unwrap_or(Path::new(".")))
-}
-
-/// Creates `path` with `content` unless it exists. The content is complete before the name
-/// appears (hard link of a finished temp file), so no reader sees a half-written document
-/// and two creators cannot clobber each other. Returns false if the path was taken.
-pub fn create_new(path: &Path, content: &[u8]) -> Result<bool> {
-    let tmp = write_temp(path, content)?;
-    let linked = fs::hard_link(&tmp, path);
-    let _ = fs::remove_file(&tmp);
-    match linked {
-        Ok(()) => {
-            sync_dir(path.parent().unwrap_or(Path::new(".")))?;
-            Ok(true)
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
-        Err(e) => Err(Error::io(path, "create", e)),
-    }
+        Error::io(path, "write", e)
+    })
 }
