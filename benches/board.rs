@@ -50,11 +50,17 @@
 //!
 //! The watcher must exit 0 on SIGTERM and log an `external-edit` for every change, or the
 //! bench fails (as it does when a wait exceeds 30 s), printing the watcher's stderr.
+//! Claims across machines (a third table; board/claims.rs): a connected claim's median and
+//! p99 beside a plain local claim and a bare `git push`, and claims per second with 16
+//! agents over 4 clones of a local bare remote. `TAVERN_BENCH_CLAIMS=0` leaves it out.
+//!
 //! The report is printed and written to target/bench-report.md.
 //!
 //! Every board also holds four of the hand-written documents of `fixtures/` (shared with
 //! the tests): one tavern reads through its full YAML parser, three it skips with a warning.
 
+#[path = "board/claims.rs"]
+mod claims;
 #[path = "board/mcp.rs"]
 mod mcp;
 #[path = "board/watch.rs"]
@@ -358,8 +364,10 @@ fn main() {
         }
     }
 
+    let claim_rows = claims::run(&bin);
     let mut report = render(&rows, &watch_rows, &bin);
     mcp::render(&mcp_rows, &mcp_sizes, &mut report);
+    claims::render(&claim_rows, &mut report);
     println!("{report}");
     let target_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
     let _ = std::fs::create_dir_all(&target_dir);
