@@ -30,7 +30,7 @@ fn the_winner_gets_the_task_and_one_log_entry() {
     assert_eq!(
         keys,
         [
-            "seq", "at", "actor", "op", "doc", "from", "to", "rev", "diff"
+            "seq", "origin", "at", "actor", "op", "doc", "from", "to", "rev", "diff"
         ]
     );
     assert_eq!(e["seq"], 2);

@@ -58,7 +58,10 @@ fn set_unset_add_remove_and_what_the_log_records() {
     assert_eq!(log.len(), 2);
     let e = &log[1];
     let keys: Vec<&str> = e.as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(keys, ["seq", "at", "actor", "op", "doc", "rev", "diff"]);
+    assert_eq!(
+        keys,
+        ["seq", "origin", "at", "actor", "op", "doc", "rev", "diff"]
+    );
     assert_eq!(e["seq"], 2);
     assert_eq!(e["actor"], "ed");
     assert_eq!(e["op"], "edit");

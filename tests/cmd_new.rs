@@ -83,7 +83,10 @@ fn new_task_writes_the_template_with_the_given_fields() {
     assert_eq!(log.len(), 3);
     let e = &log[2];
     let keys: Vec<&str> = e.as_object().unwrap().keys().map(String::as_str).collect();
-    assert_eq!(keys, ["seq", "at", "actor", "op", "doc", "rev", "diff"]);
+    assert_eq!(
+        keys,
+        ["seq", "origin", "at", "actor", "op", "doc", "rev", "diff"]
+    );
     assert_eq!(e["seq"], 3);
     assert_eq!(e["actor"], "planner");
     assert_eq!(e["op"], "create");

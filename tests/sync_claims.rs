@@ -507,7 +507,7 @@ fn an_expired_claim_is_taken_over_from_another_clone_and_the_old_claimant_is_fen
         net.task_state(0, "t00"),
         ("claimed".into(), Some("y".into()))
     );
-    assert!(net.read(0, "log.yaml").contains("op: remote-claim"));
+    assert!(net.read(0, "log.yaml").contains("op: \"remote-claim\""));
     // x's renewal now reports the claim lost, and changes nothing on the remote.
     let beat = net.run(0, &["agent", "heartbeat", "--as", "x", "--json"]);
     assert_eq!(beat.json()["renewed"], serde_json::json!([]));
@@ -615,7 +615,7 @@ fn reconcile_makes_a_clone_agree_with_the_remote_records() {
     assert_eq!(net.task_state(1, "t02"), ("pending".into(), None));
     let log = net.read(1, "log.yaml");
     assert!(
-        log.contains("actor: tavern-sync\n  op: remote-claim\n  doc: tasks/t00.md"),
+        log.contains("actor: \"tavern-sync\", op: \"remote-claim\", doc: \"tasks/t00.md\""),
         "{log}"
     );
     // A second run changes nothing.

@@ -25,6 +25,7 @@ mod events;
 mod graph;
 mod hostile_input;
 mod layering;
+mod log_merge;
 mod mcp;
 mod observations;
 mod questions;

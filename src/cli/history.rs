@@ -179,39 +179,40 @@ pub fn events(ctx: &Ctx, a: EventsArgs) -> Result<ExitCode> {
         ))
     })?;
     let cursor = tavern::layout::events_cursor(&board.root, &actor);
-    let since = match a.since.as_deref() {
-        Some(s) => parse_since(Some(s))?,
-        None => Since::Seq(
-            std::fs::read_to_string(&cursor)
-                .ok()
-                .and_then(|s| s.trim().parse().ok())
-                .unwrap_or(0),
-        ),
+    // The cursor is a high-water mark per origin (log::Marks), so it stays right after a
+    // merge of several clones' logs; --since starts elsewhere and still moves it on.
+    let mut marks = tavern::log::Marks::load(&cursor);
+    let entries = match a.since.as_deref() {
+        None => marks.read_new(&board)?,
+        Some(s) => {
+            let filter = Filter {
+                since: parse_since(Some(s))?,
+                doc: None,
+                actor: None,
+            };
+            let (entries, _, _) = filter.read(&board)?;
+            entries.into_iter().filter(|e| filter.keep(e)).collect()
+        }
     };
-    let filter = Filter {
-        since,
-        doc: None,
-        actor: None,
-    };
-    let (entries, _, _) = filter.read(&board)?;
-    let mut last = None;
-    for e in entries.iter().filter(|e| filter.keep(e)) {
+    for e in &entries {
         print_entry(ctx, e, a.patch)?;
-        last = Some(e.seq);
+        marks.advance(e);
     }
-    if last.is_none() {
-        let since = match &filter.since {
-            Since::All => String::new(),
-            Since::Seq(0) => " (the log is empty)".to_string(),
-            Since::Seq(n) => format!(" since seq {n}"),
-            Since::Time(t) => format!(" since {}", tavern::time::stamp(*t)),
+    if entries.is_empty() {
+        let since = match a.since.as_deref() {
+            Some(s) => match parse_since(Some(s))? {
+                Since::All => String::new(),
+                Since::Seq(n) => format!(" since seq {n}"),
+                Since::Time(t) => format!(" since {}", tavern::time::stamp(t)),
+            },
+            None => match marks.by_origin.values().copied().chain([marks.base]).max() {
+                Some(0) | None => " (the log is empty)".to_string(),
+                Some(n) => format!(" since seq {n}"),
+            },
         };
         output::note(ctx.global.json, &format!("no new events{since}"));
-    }
-    if let Some(seq) = last {
-        let dir = cursor.parent().unwrap_or(&cursor).to_path_buf();
-        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, "create directory", e))?;
-        tavern::store::write_atomic(&cursor, format!("{seq}\n").as_bytes())?;
+    } else {
+        marks.save(&cursor)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -15,7 +15,9 @@ use crate::error::{Error, Result};
 use crate::store;
 use crate::yaml::{self, YamlLimits};
 
+mod marks;
 mod seek;
+pub use marks::Marks;
 pub use seek::{offset_after_seq, offset_near_time};
 
 /// How the note of an entry logged late begins (by the recovery of a write interrupted
@@ -31,7 +33,13 @@ const TAIL_BYTES: u64 = 64 * 1024;
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Entry {
+    /// Unique per origin, and a Lamport clock across origins: an entry's seq is above
+    /// every seq its clone's log held when it was written.
     pub seq: u64,
+    /// The clone that wrote it (a random id kept in `.state/clock`); empty in entries
+    /// written before origins existed.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub origin: String,
     pub at: String,
     pub actor: String,
     pub op: String,
@@ -86,25 +94,48 @@ pub fn diff(old: &str, new: &str) -> String {
     format!("{}… diff truncated: {rest} more lines\n", &text[..cut])
 }
 
-/// Can `s` go into a literal block scalar unchanged? (No control characters but tab, no
-/// CR, which YAML would fold into a line break, and it must not start with a space.)
-fn block_safe(s: &str) -> bool {
-    !s.starts_with([' ', '\n'])
-        && s.chars().all(|c| c == '\n' || c == '\t' || !c.is_control())
-        && !s.contains('\u{feff}')
+/// A string as a YAML double-quoted scalar that is also a JSON string, on one line:
+/// line breaks, control characters and the characters YAML does not print (U+2028,
+/// U+2029, U+FEFF, U+FFFE, U+FFFF) are escaped, so an entry can never span lines.
+pub fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control()
+                || matches!(
+                    c,
+                    '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}'
+                ) =>
+            {
+                out.push_str(&format!("\\u{:04x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
-/// The YAML text of one entry, ending with a newline.
+/// The YAML text of one entry: one line (a flow mapping in the log's sequence), ending
+/// with a newline. One line per entry is what keeps the log whole through a plain `git
+/// merge` or `git rebase` with the union driver, which keeps both sides' lines: lines of
+/// two entries can no longer interleave. Strings are always quoted (no YAML 1.1 reader
+/// takes `no` for false), the diff is one escaped string.
 pub fn render(e: &Entry) -> String {
-    let mut out = format!("- seq: {}\n", e.seq);
-    // Fields in this order, each on its line; an absent one is left out.
-    let text = |s: &Option<String>| s.as_deref().map(yaml::render_str);
+    let text = |s: &Option<String>| s.as_deref().map(quote);
     let fields = [
-        ("at", Some(yaml::render_str(&e.at))),
-        ("actor", Some(yaml::render_str(&e.actor))),
-        ("op", Some(yaml::render_str(&e.op))),
+        ("origin", (!e.origin.is_empty()).then(|| quote(&e.origin))),
+        ("at", Some(quote(&e.at))),
+        ("actor", Some(quote(&e.actor))),
+        ("op", Some(quote(&e.op))),
         ("via", text(&e.via)),
-        ("doc", Some(yaml::render_str(&e.doc))),
+        ("doc", Some(quote(&e.doc))),
         ("transition", text(&e.transition)),
         ("from", text(&e.from)),
         ("to", text(&e.to)),
@@ -115,27 +146,18 @@ pub fn render(e: &Entry) -> String {
         ("duration_ms", e.duration_ms.map(|n| n.to_string())),
         ("force", e.force.then(|| "true".to_string())),
         ("note", text(&e.note)),
+        ("diff", text(&e.diff)),
     ];
+    let mut out = format!("- {{seq: {}", e.seq);
     for (key, value) in fields {
         if let Some(value) = value {
-            out.push_str(&format!("  {key}: {value}\n"));
+            out.push_str(", ");
+            out.push_str(key);
+            out.push_str(": ");
+            out.push_str(&value);
         }
     }
-    if let Some(diff) = &e.diff {
-        if block_safe(diff) {
-            out.push_str("  diff: |\n");
-            for line in diff.lines() {
-                out.push_str("    ");
-                out.push_str(line);
-                out.push('\n');
-            }
-        } else {
-            out.push_str(&format!(
-                "  diff: {}\n",
-                serde_json::to_string(diff).unwrap_or_default()
-            ));
-        }
-    }
+    out.push_str("}\n");
     out
 }
 
@@ -249,14 +271,67 @@ pub fn append(board: &Board, mut entry: Entry) -> Result<Entry> {
             board.rel(&path)
         );
     }
-    entry.seq = last_seq + 1;
+    let clock = Clock::read(board);
+    entry.seq = last_seq.max(clock.seq) + 1;
+    entry.origin = clock.origin.clone();
     let text = render(&entry);
     file.seek(SeekFrom::End(0))
         .map_err(|e| Error::io(&path, "append to", e))?;
     file.write_all(text.as_bytes())
         .and_then(|_| file.sync_data())
         .map_err(|e| Error::io(&path, "append to", e))?;
+    Clock {
+        seq: entry.seq,
+        ..clock
+    }
+    .save(board);
     Ok(entry)
+}
+
+/// This clone's log clock, in `.state/clock` (`ORIGIN SEQ`): the origin its entries carry
+/// and the last seq it gave. The seq is kept because the log alone may forget it (a code
+/// branch switched, a log rewritten by a merge): with it, a clone never gives the same seq
+/// twice, so (origin, seq) names one entry on every machine.
+#[derive(Clone, Debug)]
+pub struct Clock {
+    pub origin: String,
+    pub seq: u64,
+}
+
+impl Clock {
+    fn path(board: &Board) -> std::path::PathBuf {
+        board.state_dir().join("clock")
+    }
+
+    /// The clock, or a new origin when there is none (a fresh clone: `.state/` is never
+    /// tracked, so each clone gets its own).
+    pub fn read(board: &Board) -> Clock {
+        let text = std::fs::read_to_string(Clock::path(board)).unwrap_or_default();
+        let mut words = text.split_whitespace();
+        match (words.next(), words.next().and_then(|n| n.parse().ok())) {
+            (Some(origin), Some(seq)) if crate::id::validate(origin).is_ok() => Clock {
+                origin: origin.to_string(),
+                seq,
+            },
+            _ => Clock {
+                origin: new_origin(),
+                seq: 0,
+            },
+        }
+    }
+
+    /// Saved under the log lock. Not synced: if it is lost, the log's own last seq is the
+    /// fallback, and a new origin keeps the seqs unique anyway.
+    fn save(&self, board: &Board) {
+        let path = Clock::path(board);
+        let _ = std::fs::write(&path, format!("{} {}\n", self.origin, self.seq));
+    }
+}
+
+/// A random origin: 8 base32 characters (40 bits).
+fn new_origin() -> String {
+    let id = crate::id::generate("o", 8, std::process::id() as u64);
+    id.trim_start_matches("o-").to_string()
 }
 
 /// Where the log's complete entries end, and the highest seq among them, from its tail
@@ -348,7 +423,7 @@ fn cut_point(parts: &[(usize, &[u8])]) -> (usize, usize) {
     let last = parts.len() - 1;
     for k in (0..=last).rev() {
         let chunk = parts[k].1;
-        if !chunk.starts_with(b"- seq: ") {
+        if !(chunk.starts_with(b"- seq: ") || chunk.starts_with(b"- {seq: ")) {
             continue;
         }
         if k < last && chunk.ends_with(b"\n") && parse_bytes(chunk).is_some() {
@@ -363,11 +438,66 @@ fn cut_point(parts: &[(usize, &[u8])]) -> (usize, usize) {
     (0, 0)
 }
 
-/// The seq of an entry as tavern renders it (`- seq: 41` on its first line).
+/// The seq of an entry as tavern renders it: `- {seq: 41, …}` (one line), or `- seq: 41`
+/// on the first line of an entry written before entries were one line.
 fn leading_seq(chunk: &[u8]) -> Option<u64> {
-    let rest = chunk.strip_prefix(b"- seq: ")?;
-    let digits = rest.split(|&b| b == b'\n').next()?;
-    std::str::from_utf8(digits).ok()?.parse().ok()
+    head(chunk).map(|h| h.seq)
+}
+
+/// What the first line of an entry says without parsing it as YAML: enough to skip it.
+#[derive(Debug, PartialEq)]
+pub struct Head<'a> {
+    pub seq: u64,
+    /// Empty for entries written before origins.
+    pub origin: &'a str,
+    /// The raw `at` value, when it is on the first line (one-line entries).
+    pub at: Option<&'a str>,
+    /// A one-line entry (the whole entry is this line).
+    pub one_line: bool,
+}
+
+/// Reads the head of an entry chunk (or line): `- {seq: N, origin: "X", at: "T", …` or
+/// `- seq: N`.
+pub fn head(chunk: &[u8]) -> Option<Head<'_>> {
+    let first = chunk.split(|&b| b == b'\n').next()?;
+    if let Some(rest) = first.strip_prefix(b"- {seq: ") {
+        let digits_end = rest.iter().position(|b| !b.is_ascii_digit())?;
+        let seq = std::str::from_utf8(&rest[..digits_end])
+            .ok()?
+            .parse()
+            .ok()?;
+        let rest = &rest[digits_end..];
+        if !(rest.starts_with(b", ") || rest.starts_with(b"}")) {
+            return None;
+        }
+        let field = |key: &[u8]| -> Option<&str> {
+            let at = find(rest, key)?;
+            let v = &rest[at + key.len()..];
+            let end = v.iter().position(|&b| b == b'"' || b == b'\\')?;
+            (v[end] == b'"').then(|| std::str::from_utf8(&v[..end]).ok())?
+        };
+        return Some(Head {
+            seq,
+            origin: field(b", origin: \"").unwrap_or(""),
+            at: field(b", at: \""),
+            one_line: true,
+        });
+    }
+    let digits = first.strip_prefix(b"- seq: ")?;
+    let digits = digits.strip_suffix(b"\r").unwrap_or(digits);
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(Head {
+        seq: std::str::from_utf8(digits).ok()?.parse().ok()?,
+        origin: "",
+        at: None,
+        one_line: false,
+    })
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
 }
 
 /// One entry that could not be parsed, for warnings.
@@ -395,6 +525,18 @@ pub fn read_matching(
     from: u64,
     needle: Option<&str>,
 ) -> Result<(Vec<Entry>, u64, Vec<Unreadable>)> {
+    read_filtered(board, from, needle, &|_| false)
+}
+
+/// Like `read_matching`, also skipping (unparsed) every entry whose head `skip` rejects:
+/// seq and origin are read from an entry's first line, so a reader that keeps a
+/// high-water mark per origin reads the whole log for what is new at the cost of a scan.
+pub fn read_filtered(
+    board: &Board,
+    from: u64,
+    needle: Option<&str>,
+    skip: &dyn Fn(&Head) -> bool,
+) -> Result<(Vec<Entry>, u64, Vec<Unreadable>)> {
     let needle = needle.filter(|n| {
         !n.is_empty()
             && n.bytes()
@@ -421,7 +563,9 @@ pub fn read_matching(
         let last = i + 1 == parts.len();
         // Borrowed (no copy) for the UTF-8 that tavern writes.
         let text = String::from_utf8_lossy(chunk);
-        if !last && needle.is_some_and(|n| !text.contains(n)) {
+        if !last
+            && (needle.is_some_and(|n| !text.contains(n)) || head(chunk).is_some_and(|h| skip(&h)))
+        {
             done = offset + chunk.len();
             continue;
         }
@@ -452,7 +596,21 @@ pub fn read_matching(
             u.line += before;
         }
     }
+    // In seq order (then origin): after a merge of two clones' logs the file holds one
+    // side's entries after the other's; a reader sees them in the order they happened.
+    sort(&mut entries);
     Ok((entries, from + done as u64, bad))
+}
+
+/// Puts entries in the order readers see: by seq (a Lamport clock), then origin; entries
+/// the same in both keep their file order.
+pub fn sort(entries: &mut [Entry]) {
+    if entries
+        .windows(2)
+        .any(|w| (w[0].seq, &w[0].origin) > (w[1].seq, &w[1].origin))
+    {
+        entries.sort_by(|a, b| (a.seq, &a.origin).cmp(&(b.seq, &b.origin)));
+    }
 }
 
 fn count_newlines(mut r: impl Read) -> std::io::Result<usize> {
@@ -474,6 +632,7 @@ mod tests {
     fn rendered_entry_parses_back() {
         let e = Entry {
             seq: 7,
+            origin: "k3f9q2ab".into(),
             at: "2026-11-22T10:04:05.123Z".into(),
             actor: "coder: 1".into(),
             op: "transition".into(),
@@ -495,8 +654,49 @@ mod tests {
             )),
         };
         let text = render(&e);
-        assert!(text.contains("  diff: |\n    @@ -1,3 +1,3 @@\n     a\n    -status: claimed\n    +status: working\n     ---\n"), "{text}");
+        assert_eq!(
+            text,
+            "- {seq: 7, origin: \"k3f9q2ab\", at: \"2026-11-22T10:04:05.123Z\", actor: \"coder: 1\", op: \"transition\", via: \"dashboard\", doc: \"tasks/task-7k2m.md\", transition: \"start\", from: \"claimed\", to: \"working\", rev: 3, event: \"transition:review\", cause: 40, exit: -1, duration_ms: 1234, force: true, note: \"yes\", diff: \"@@ -1,3 +1,3 @@\\n a\\n-status: claimed\\n+status: working\\n ---\\n\"}\n"
+        );
+        assert_eq!(parse_chunk(&text), Some(e.clone()));
+        assert_eq!(
+            head(text.as_bytes()),
+            Some(Head {
+                seq: 7,
+                origin: "k3f9q2ab",
+                at: Some("2026-11-22T10:04:05.123Z"),
+                one_line: true
+            })
+        );
+    }
+
+    #[test]
+    fn hostile_text_stays_on_one_line_and_parses_back() {
+        let nasty = "a\"b\\c\nd\re\tf\u{0}g\u{85}h\u{2028}i\u{feff}j\u{ffff}k: - [x] {y} # z\n";
+        let e = Entry {
+            seq: 1,
+            actor: nasty.into(),
+            note: Some(nasty.into()),
+            diff: Some(nasty.into()),
+            ..Default::default()
+        };
+        let text = render(&e);
+        assert_eq!(text.matches('\n').count(), 1, "{text}");
+        assert!(text.is_ascii() || !text.contains('\u{2028}'));
         assert_eq!(parse_chunk(&text), Some(e));
+        // Also JSON, once the list item's dash is gone (keys aside).
+        assert!(serde_json::from_str::<String>(&quote(nasty)).unwrap() == nasty);
+    }
+
+    #[test]
+    fn old_multi_line_entries_still_read() {
+        let old = "- seq: 3\n  at: 2026-11-22T10:04:05.123Z\n  actor: a\n  op: edit\n  doc: tasks/t.md\n  diff: |\n    -x\n    +y\n";
+        let e = parse_chunk(old).unwrap();
+        assert_eq!(
+            (e.seq, e.origin.as_str(), e.diff.as_deref()),
+            (3, "", Some("-x\n+y\n"))
+        );
+        assert_eq!(head(old.as_bytes()).unwrap().seq, 3);
     }
 
     #[test]
@@ -507,7 +707,10 @@ mod tests {
             ..Default::default()
         };
         let text = render(&e);
-        assert!(text.contains("diff: \"@@"), "{text}");
+        assert!(
+            text.contains("diff: \"@@ -1 +1 @@\\r\\n") || text.contains("diff: \"@@"),
+            "{text}"
+        );
         assert_eq!(parse_chunk(&text).unwrap().diff, e.diff);
     }
 

@@ -1041,9 +1041,14 @@ pub fn last_activations(board: &Board) -> crate::error::Result<HashMap<String, E
     Ok(last)
 }
 
-/// `  op: activation` (or `- op: …` as the first line, or quoted): a cheap test, which the
+/// `op: "activation"` in a one-line entry, `  op: activation` in an older one (or `- op: …`
+/// as the first line, or quoted): a cheap test, which the
 /// parse of the whole entry then confirms.
 fn is_activation_op_line(line: &[u8]) -> bool {
+    // A one-line entry (`- {seq: …, op: "activation", …}`).
+    if line.starts_with(b"- {") {
+        return line.windows(18).any(|w| w == b", op: \"activation\"");
+    }
     let line = line.strip_prefix(b"- ").unwrap_or(line);
     let trimmed = line.trim_ascii_start();
     trimmed.starts_with(b"op:") && trimmed.windows(10).any(|w| w == b"activation")
