@@ -520,3 +520,57 @@ fn follow_from_a_seek_survives_the_cut_of_a_torn_entry() {
         "602 <TIME> coder-2 edit tasks/t-a.md rev 3\n"
     );
 }
+
+/// Colour and the pager are for a person at a terminal: a pipe gets plain text, NO_COLOR
+/// turns colour off, PAGER is honoured (and `cat` or empty means none).
+#[test]
+fn colour_and_pager_only_at_a_terminal() {
+    let b = TestBoard::new();
+    b.task("Coloured", &["--id", "t-c"]);
+    b.run(&["claim", "t-c", "--as", "coder"]).ok();
+    let mut piped = b.cmd(&["log", "--patch"]);
+    piped.env("PAGER", "sed s/^/PAGED:/").env("TERM", "xterm");
+    let out = crate::util::output(piped);
+    out.ok();
+    assert!(
+        !out.stdout.contains('\x1b') && !out.stdout.contains("PAGED:"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("\n    +status: claimed\n"),
+        "{}",
+        out.stdout
+    );
+
+    let Some(out) = crate::util::at_terminal(&b, "log --patch", &[("PAGER", "cat")]) else {
+        eprintln!("`script` (util-linux) is not installed: the terminal path is not tested");
+        return;
+    };
+    out.ok();
+    assert!(
+        out.stdout.contains("    \x1b[32m+status: claimed\x1b[0m")
+            && out.stdout.contains("    \x1b[31m-status: pending\x1b[0m"),
+        "{:?}",
+        out.stdout
+    );
+    let out = crate::util::at_terminal(&b, "diff t-c", &[("PAGER", "cat")]).unwrap();
+    assert!(out.stdout.contains("\x1b[32m+"), "{:?}", out.stdout);
+    let out =
+        crate::util::at_terminal(&b, "log --patch", &[("NO_COLOR", "1"), ("PAGER", "")]).unwrap();
+    assert!(!out.stdout.contains('\x1b'), "{:?}", out.stdout);
+    assert!(out.stdout.contains("    +status: claimed"));
+    // The pager gets log --patch at a terminal, not a plain log, nor JSON.
+    let pager = [("PAGER", "sed s/^/PAGED:/"), ("NO_COLOR", "1")];
+    let out = crate::util::at_terminal(&b, "log --patch", &pager).unwrap();
+    out.ok();
+    assert!(
+        out.stdout.contains("PAGED:    +status: claimed"),
+        "{:?}",
+        out.stdout
+    );
+    let out = crate::util::at_terminal(&b, "log", &pager).unwrap();
+    assert!(!out.stdout.contains("PAGED:"), "{:?}", out.stdout);
+    let out = crate::util::at_terminal(&b, "log --patch --json", &pager).unwrap();
+    assert!(!out.stdout.contains("PAGED:"), "{:?}", out.stdout);
+}

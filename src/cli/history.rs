@@ -131,10 +131,10 @@ fn print_entry(ctx: &Ctx, e: &Entry, patch: bool) -> Result<()> {
     if ctx.global.json {
         return output::json_line(&serde_json::to_value(e).unwrap_or_default());
     }
-    line(&summary(e))?;
+    line(&super::style::entry_line(&summary(e)))?;
     if patch && let Some(d) = &e.diff {
         for l in d.lines() {
-            line(&format!("    {l}"))?;
+            line(&super::style::diff_line(l))?;
         }
     }
     Ok(())
@@ -233,9 +233,17 @@ pub fn log(ctx: &Ctx, a: LogArgs) -> Result<ExitCode> {
             u.line
         );
     }
+    // A long story with diffs goes through the pager at a terminal (never with --follow,
+    // which does not end, nor --json, which is for programs).
+    let pager = if a.patch && !a.follow && !ctx.global.json {
+        super::style::Pager::start()
+    } else {
+        None
+    };
     for e in entries.iter().filter(|e| filter.keep(e)) {
         print_entry(ctx, e, a.patch)?;
     }
+    drop(pager);
     if a.follow {
         loop {
             std::thread::sleep(std::time::Duration::from_millis(200));

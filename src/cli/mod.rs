@@ -10,6 +10,7 @@ mod observations;
 mod output;
 mod questions;
 mod sources;
+mod style;
 mod sync;
 mod tasks;
 mod watch;

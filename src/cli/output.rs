@@ -9,7 +9,24 @@ use tavern::doc::Document;
 use tavern::error::{Error, Result};
 use tavern::scan::Skipped;
 
+/// Where stdout goes instead while a pager runs (see `style::Pager`).
+static SINK: std::sync::Mutex<Option<std::process::ChildStdin>> = std::sync::Mutex::new(None);
+
+/// Sends stdout to `to` (a pager's input), or back to stdout with None; returns what it
+/// replaced.
+pub fn redirect(to: Option<std::process::ChildStdin>) -> Option<std::process::ChildStdin> {
+    let mut sink = SINK.lock().unwrap_or_else(|e| e.into_inner());
+    std::mem::replace(&mut *sink, to)
+}
+
 pub fn out(text: &str) -> Result<()> {
+    let mut sink = SINK.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(pager) = sink.as_mut() {
+        // A pager the human quit is a closed pipe: the command ends quietly.
+        return pager
+            .write_all(text.as_bytes())
+            .map_err(|e| Error::io("stdout", "write to", e));
+    }
     let mut stdout = std::io::stdout().lock();
     stdout
         .write_all(text.as_bytes())

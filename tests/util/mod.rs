@@ -300,3 +300,26 @@ pub fn problems_report<P: std::fmt::Display, Q: std::fmt::Display>(
     ));
     out
 }
+
+/// Runs `tavern ARGS` (one shell-quoted string) under `script`, so its standard input and
+/// output are a terminal, with `env` set. None when `script` (util-linux) is missing.
+pub fn at_terminal(b: &TestBoard, args: &str, env: &[(&str, &str)]) -> Option<Out> {
+    let script = Command::new("script").arg("--version").output().ok()?;
+    if !script.status.success() {
+        return None;
+    }
+    let mut c = Command::new("script");
+    c.args(["-qec", &format!("'{BIN}' {args}"), "/dev/null"])
+        .current_dir(b.root())
+        .env_remove("TAVERN_BOARD")
+        .env_remove("TAVERN_AGENT")
+        .env_remove("NO_COLOR")
+        .env_remove("PAGER")
+        .env("TERM", "xterm")
+        .env("USER", "tester")
+        .stdin(Stdio::null());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    Some(output(c))
+}
