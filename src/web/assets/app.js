@@ -222,9 +222,16 @@
               "/api/board?per=" + 50 + "&state=" + encodeURIComponent(col.state) + "&offset=" + shown + "&q=" + encodeURIComponent(q),
             );
             const c = next.columns[0];
-            add(list, c.cards.map(card));
             shown += c.cards.length;
             state.boardPer = Math.min(500, Math.max(state.boardPer, shown));
+            // A live update may have re-read the board meanwhile, with the old count: a
+            // read under way reads again, and a column already replaced is read afresh.
+            if (state.refreshing) state.dirty = true;
+            if (!list.isConnected) {
+              refresh();
+              return;
+            }
+            add(list, c.cards.map(card));
             if (shown >= c.total) more.remove();
             else more.textContent = "show more (" + (c.total - shown) + ")";
           } catch (e) {
