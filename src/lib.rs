@@ -8,6 +8,7 @@
 //! (the operations).
 
 pub mod agents;
+pub mod api;
 pub mod board;
 pub mod check;
 pub mod doc;
@@ -15,6 +16,7 @@ pub mod error;
 pub mod id;
 pub mod layout;
 pub mod log;
+pub mod notice;
 pub mod ops;
 pub mod process;
 pub mod query;

@@ -5,6 +5,8 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // The library reports what it handled on the way as notices; here they are warnings.
+    tavern::notice::set_sink(|n| cli::render::warn(&n.to_string()));
     let cli = cli::Cli::parse();
     let json = cli.global.json;
     match cli::run(cli) {

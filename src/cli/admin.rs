@@ -116,21 +116,11 @@ pub fn summary(ctx: &Ctx, a: SummaryArgs) -> Result<ExitCode> {
             a.stuck_after
         ))
     })?;
-    tavern::ops::sweep::sweep(&board)?;
-    let v = tavern::ops::summary::summary(&board, a.context.as_deref(), stuck)?;
-    for s in v["skipped"].as_array().into_iter().flatten() {
-        eprintln!(
-            "warning: skipped {}: {}",
-            s["path"].as_str().unwrap_or(""),
-            s["problem"].as_str().unwrap_or("")
-        );
-    }
-    if ctx.global.json {
-        output::json_line(&v)?;
-    } else {
-        output::out(&tavern::ops::summary::render(&v))?;
-    }
-    Ok(ExitCode::SUCCESS)
+    ctx.print(&tavern::api::summary::summary(
+        &board,
+        a.context.as_deref(),
+        stuck,
+    )?)
 }
 
 #[derive(Debug, Args)]

@@ -10,7 +10,6 @@ use super::output::{self, line};
 use tavern::agents;
 use tavern::error::{Error, Result};
 use tavern::ops;
-use tavern::query::Query;
 
 #[derive(Debug, Subcommand)]
 pub enum AgentCommand {
@@ -103,68 +102,7 @@ pub fn agent(ctx: &Ctx, cmd: AgentCommand) -> Result<ExitCode> {
                 ))?;
             }
         }
-        AgentCommand::List => {
-            ops::sweep::sweep(&board)?;
-            let list = agents::all(&board)?;
-            let held = tavern::scan::scan_matching(&board, &[tavern::doc::Region::Tasks], |d| {
-                d.str("claimed_by").is_some()
-                    && !d
-                        .status()
-                        .is_some_and(|s| board.config.workflow.is_terminal(s))
-            })?;
-            let now = chrono::Utc::now();
-            let mut rows = Vec::new();
-            for a in &list {
-                let holds: Vec<&str> = held
-                    .docs
-                    .iter()
-                    .filter(|d| d.str("claimed_by") == Some(a.id()))
-                    .map(|d| d.id())
-                    .collect();
-                let status = if a.gone() {
-                    "gone"
-                } else if a.stale(&board, now) {
-                    "stale"
-                } else if holds.is_empty() {
-                    "idle"
-                } else {
-                    "active"
-                };
-                rows.push((a, status, holds));
-            }
-            if ctx.global.json {
-                let items: Vec<_> = rows
-                    .iter()
-                    .map(|(a, status, holds)| json!({"id": a.id(), "status": status, "holds": holds, "last_seen": tavern::time::stamp(a.last_seen), "capabilities": a.capabilities(), "host": a.host(), "pid": a.pid()}))
-                    .collect();
-                output::json_line(&json!({"agents": items}))?;
-            } else {
-                let mut text = format!(
-                    "{:<16} {:<7} {:<10} {:<20} {}\n",
-                    "AGENT", "STATUS", "SEEN", "HOLDS", "CAPABILITIES"
-                );
-                for (a, status, holds) in &rows {
-                    let holds = if holds.is_empty() {
-                        "-".to_string()
-                    } else {
-                        holds.join(",")
-                    };
-                    text.push_str(&format!(
-                        "{:<16} {:<7} {:<10} {:<20} {}\n",
-                        a.id(),
-                        status,
-                        if a.last_seen == chrono::DateTime::<chrono::Utc>::UNIX_EPOCH {
-                            "never".to_string()
-                        } else {
-                            tavern::time::ago(a.last_seen, now)
-                        },
-                        holds,
-                        a.capabilities().join(",")
-                    ));
-                }
-                output::out(&text)?;
-            }
-        }
+        AgentCommand::List => return ctx.print(&tavern::api::agents::list(&board)?),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -214,14 +152,5 @@ pub struct ReadyArgs {
 
 pub fn ready(ctx: &Ctx, a: ReadyArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
-    let query = Query::parse(&a.query)?;
-    let (docs, skipped) = ops::transition::ready(&board, &query)?;
-    output::warn_skipped(&skipped);
-    if ctx.global.json {
-        let items: Vec<_> = docs.iter().map(|d| output::doc_json(d, false)).collect();
-        output::json_line(&json!({"documents": items, "skipped": output::skipped_json(&skipped)}))?;
-    } else if !docs.is_empty() {
-        output::out(&output::doc_table(&docs))?;
-    }
-    Ok(ExitCode::SUCCESS)
+    ctx.print(&tavern::api::tasks::ready(&board, &a.query)?)
 }

@@ -5,15 +5,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Ctx;
-use super::output::{self, doc_json};
+use super::output;
 use tavern::doc::Region;
 use tavern::error::{Error, Result};
 use tavern::ops::{self, edit::EditSpec, new::NewDoc};
-use tavern::query::Query;
-use tavern::scan;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Kind {
@@ -157,23 +155,7 @@ pub struct ShowArgs {
 
 pub fn show(ctx: &Ctx, a: ShowArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
-    // Archived documents stay readable: look there when the board has no such document.
-    let doc = match ops::resolve::resolve(&board, &a.id, &Region::ALL) {
-        Ok((region, id)) => tavern::store::read_doc(&board, region, &id)?,
-        Err(e @ tavern::error::Error::NotFound { .. }) => {
-            match ops::archive::resolve_archived(&board, &a.id)? {
-                Some((region, id)) => ops::archive::read_archived(&board, region, &id)?,
-                None => return Err(e),
-            }
-        }
-        Err(e) => return Err(e),
-    };
-    if ctx.global.json {
-        output::json_line(&doc_json(&doc, true))?;
-    } else {
-        output::out(&doc.raw)?;
-    }
-    Ok(ExitCode::SUCCESS)
+    ctx.print(&tavern::api::docs::show(&board, &a.id)?)
 }
 
 #[derive(Debug, Args)]
@@ -188,39 +170,11 @@ pub struct ListArgs {
 
 pub fn list(ctx: &Ctx, a: ListArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
-    let mut terms = a.terms;
-    let mut regions: Vec<Region> = Vec::new();
-    if let Some(r) = terms.first().and_then(|t| Region::parse(t)) {
-        regions.push(r);
-        terms.remove(0);
-    }
-    let query = Query::parse(&terms)?;
-    regions.extend(query.regions());
-    if regions.is_empty() {
-        regions = Region::ALL.to_vec();
-    }
-    regions.sort();
-    regions.dedup();
-    let now = tavern::time::now();
-    // Filter while reading: a big board is never held in memory whole.
-    let mut scanned = scan::scan_matching(&board, &regions, |d| query.matches(d, now))?;
-    if a.archived {
-        let old = scan::scan_archive(&board, &regions, |d| query.matches(d, now))?;
-        scanned.docs.extend(old.docs);
-        scanned.skipped.extend(old.skipped);
-    }
-    let mut docs = scanned.docs;
-    scan::sort_best_first(&mut docs);
-    output::warn_skipped(&scanned.skipped);
-    if ctx.global.json {
-        let items: Vec<Value> = docs.iter().map(|d| doc_json(d, false)).collect();
-        output::json_line(
-            &json!({"documents": items, "skipped": output::skipped_json(&scanned.skipped)}),
-        )?;
-    } else if !docs.is_empty() {
-        output::out(&output::doc_table(&docs))?;
-    }
-    Ok(ExitCode::SUCCESS)
+    let req = tavern::api::docs::ListRequest {
+        terms: a.terms,
+        archived: a.archived,
+    };
+    ctx.print(&tavern::api::docs::list(&board, &req)?)
 }
 
 #[derive(Debug, Args)]

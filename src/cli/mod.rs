@@ -9,6 +9,7 @@ mod history;
 mod observations;
 mod output;
 mod questions;
+pub mod render;
 mod sources;
 mod tasks;
 mod watch;
@@ -164,6 +165,19 @@ pub struct Ctx {
 }
 
 impl Ctx {
+    pub fn format(&self) -> render::Format {
+        if self.global.json {
+            render::Format::Json
+        } else {
+            render::Format::Text
+        }
+    }
+
+    /// Prints a command's result in the format asked for; its exit code.
+    pub fn print<R: render::Render>(&self, r: &R) -> Result<ExitCode> {
+        render::print(self.format(), r)
+    }
+
     pub fn board(&self) -> Result<Board> {
         Board::discover(self.global.board.as_deref(), &self.cwd)
     }

@@ -31,15 +31,6 @@ pub fn warn_skipped(skipped: &[Skipped]) {
     }
 }
 
-pub fn skipped_json(skipped: &[Skipped]) -> Value {
-    Value::Array(
-        skipped
-            .iter()
-            .map(|s| json!({"path": s.path, "problem": s.problem}))
-            .collect(),
-    )
-}
-
 /// A document as JSON: where it is, its fields in file order, and optionally its body.
 pub fn doc_json(doc: &Document, with_body: bool) -> Value {
     let mut v = json!({

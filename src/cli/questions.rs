@@ -5,10 +5,10 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 
 use clap::Args;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::docs::BodyArgs;
-use super::output::{self, doc_json, line};
+use super::output::{self, line};
 use super::{Ctx, TransitionArgs};
 use tavern::doc::Region;
 use tavern::error::{Error, Result};
@@ -131,17 +131,7 @@ pub fn answer(ctx: &Ctx, a: AnswerArgs) -> Result<ExitCode> {
 
 pub fn list(ctx: &Ctx) -> Result<ExitCode> {
     let board = ctx.board()?;
-    let scan = questions::open_questions(&board)?;
-    output::warn_skipped(&scan.skipped);
-    if ctx.global.json {
-        let items: Vec<Value> = scan.docs.iter().map(|d| doc_json(d, false)).collect();
-        output::json_line(
-            &json!({"documents": items, "skipped": output::skipped_json(&scan.skipped)}),
-        )?;
-    } else if !scan.docs.is_empty() {
-        output::out(&output::doc_table(&scan.docs))?;
-    }
-    Ok(ExitCode::SUCCESS)
+    ctx.print(&tavern::api::questions::open(&board)?)
 }
 
 /// Prints the prompt on stderr and reads one line from the terminal.

@@ -226,10 +226,9 @@ pub fn append(board: &Board, mut entry: Entry) -> Result<Entry> {
         // A torn entry from a crash: drop it so the file is valid YAML again.
         file.set_len(cut)
             .map_err(|e| Error::io(&path, "repair", e))?;
-        eprintln!(
-            "warning: {}: cut an unreadable end (a torn entry left by an interrupted write, or lines added by hand)",
-            board.rel(&path)
-        );
+        crate::notice::report(crate::notice::Notice::LogCut {
+            path: board.rel(&path),
+        });
     }
     entry.seq = last_seq + 1;
     let text = render(&entry);

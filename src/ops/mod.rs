@@ -11,7 +11,6 @@ pub mod observations;
 pub mod pause;
 pub mod questions;
 pub mod resolve;
-pub mod summary;
 pub mod sweep;
 pub mod transition;
 
