@@ -18,10 +18,10 @@ fn main() -> ExitCode {
         }
         Err(e) => {
             let text = if json {
-                let v = serde_json::json!({"error": {"kind": e.kind().name(), "code": e.exit_code(), "message": e.to_string(), "path": e.path()}});
+                let v = serde_json::json!({"error": {"kind": e.kind().name(), "code": e.exit_code(), "message": cli::errors::message(&e), "path": e.path()}});
                 format!("{v}\n")
             } else {
-                format!("error: {e}\n")
+                format!("error: {}\n", cli::errors::message(&e))
             };
             // One write, so messages of concurrent agents sharing a terminal do not interleave.
             let _ = std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes());

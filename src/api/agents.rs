@@ -154,9 +154,8 @@ pub fn register(
 }
 
 fn not_registered(actor: &str) -> Error {
-    Error::NotFound {
-        what: format!("agent '{actor}'"),
-        hint: format!("register it with `tavern agent register --name {actor}`"),
+    Error::NotRegistered {
+        agent: actor.to_string(),
     }
 }
 

@@ -4,10 +4,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, CommandFactory};
-use serde_json::json;
 
 use super::Ctx;
-use super::output::{self, line};
+use super::output;
+use tavern::api;
 use tavern::error::{Error, Result};
 
 #[derive(Debug, Args)]
@@ -17,71 +17,17 @@ pub struct InitArgs {
 }
 
 pub fn init(ctx: &Ctx, a: InitArgs) -> Result<ExitCode> {
-    let project = match a.dir.or_else(|| ctx.global.board.clone()) {
+    let dir = match a.dir.or_else(|| ctx.global.board.clone()) {
         Some(d) if d.is_absolute() => d,
         Some(d) => ctx.cwd.join(d),
         None => ctx.cwd.clone(),
     };
-    // `--board path/.tavern` names the board itself; create it there, not inside it.
-    let project = if project
-        .file_name()
-        .is_some_and(|n| n == tavern::board::BOARD_DIR)
-    {
-        project.parent().map(PathBuf::from).unwrap_or(project)
-    } else {
-        project
-    };
-    if !project.is_dir() {
-        return Err(Error::NotFound {
-            what: format!("directory {}", project.display()),
-            hint: "create it first".into(),
-        });
-    }
-    let report = tavern::board::init(&project)?;
-    if ctx.global.json {
-        output::json_line(&json!({"board": report.root, "created": report.created}))?;
-    } else if report.created.is_empty() {
-        line(&format!(
-            "board already initialised at {}; nothing changed",
-            report.root.display()
-        ))?;
-    } else {
-        line(&format!("initialised board at {}", report.root.display()))?;
-        for c in &report.created {
-            line(&format!("  created {c}"))?;
-        }
-    }
-    Ok(ExitCode::SUCCESS)
+    ctx.print(&api::board::init(&dir)?)
 }
 
 pub fn check(ctx: &Ctx) -> Result<ExitCode> {
     let board = ctx.board()?;
-    let report = tavern::check::check(&board)?;
-    if ctx.global.json {
-        output::json_line(
-            &json!({"ok": report.is_clean(), "documents": report.documents, "log_entries": report.log_entries, "problems": report.problems}),
-        )?;
-    } else if report.is_clean() {
-        line(&format!(
-            "ok: {} documents and {} log entries checked, no problems",
-            report.documents, report.log_entries
-        ))?;
-    } else {
-        for p in &report.problems {
-            eprintln!("{}: {}", p.path, p.problem);
-        }
-        eprintln!(
-            "{} problem{} in {}",
-            report.problems.len(),
-            if report.problems.len() == 1 { "" } else { "s" },
-            board.root.display()
-        );
-    }
-    Ok(if report.is_clean() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(tavern::error::Kind::Invalid.exit_code())
-    })
+    ctx.print(&api::board::check(&board)?)
 }
 
 #[derive(Debug, Args)]
@@ -116,11 +62,7 @@ pub fn summary(ctx: &Ctx, a: SummaryArgs) -> Result<ExitCode> {
             a.stuck_after
         ))
     })?;
-    ctx.print(&tavern::api::summary::summary(
-        &board,
-        a.context.as_deref(),
-        stuck,
-    )?)
+    ctx.print(&api::summary::summary(&board, a.context.as_deref(), stuck)?)
 }
 
 #[derive(Debug, Args)]
@@ -138,7 +80,6 @@ pub struct ArchiveArgs {
 pub fn archive(ctx: &Ctx, a: ArchiveArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
     let actor = ctx.actor(&board)?;
-    let query = tavern::query::Query::parse(&a.query)?;
     let older = a
         .older_than
         .as_deref()
@@ -148,13 +89,5 @@ pub fn archive(ctx: &Ctx, a: ArchiveArgs) -> Result<ExitCode> {
             })
         })
         .transpose()?;
-    let moved = tavern::ops::archive::archive(&board, &actor, &query, older)?;
-    if ctx.global.json {
-        output::json_line(&json!({"moved": moved}))?;
-    } else {
-        for e in &moved {
-            line(&format!("{}: {}", e.doc, e.note.as_deref().unwrap_or("")))?;
-        }
-    }
-    Ok(ExitCode::SUCCESS)
+    ctx.print(&api::board::archive(&board, &actor, &a.query, older)?)
 }

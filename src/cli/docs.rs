@@ -8,10 +8,12 @@ use clap::{Args, ValueEnum};
 use serde_json::Value;
 
 use super::Ctx;
-use super::output;
+use tavern::api::{
+    self,
+    docs::{EditSpec, NewDoc},
+};
 use tavern::doc::Region;
 use tavern::error::{Error, Result};
-use tavern::ops::{self, edit::EditSpec, new::NewDoc};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Kind {
@@ -143,8 +145,7 @@ pub fn new(ctx: &Ctx, a: NewArgs) -> Result<ExitCode> {
         depends_on: a.depends_on,
         sets,
     };
-    let (doc, entry) = ops::new::create(&board, &actor, a.kind.region(), &spec)?;
-    output::created(ctx.global.json, &doc, &entry)
+    ctx.print(&api::docs::create(&board, &actor, a.kind.region(), &spec)?)
 }
 
 #[derive(Debug, Args)]
@@ -234,15 +235,11 @@ pub fn edit(ctx: &Ctx, a: EditArgs) -> Result<ExitCode> {
             "nothing to edit: give --set, --unset, --add, --remove, --body or --body-file",
         ));
     }
-    let (region, id) = ops::resolve::resolve(&board, &a.id, &Region::ALL)?;
-    let outcome = ops::edit::edit(&board, &actor, region, &id, &spec)?;
-    super::tasks::report(
-        ctx,
-        &outcome,
-        if outcome.changed() {
-            "edited"
-        } else {
-            "unchanged"
-        },
-    )
+    let changed = api::docs::edit(&board, &actor, &a.id, &spec)?;
+    let verb = if changed.changed() {
+        "edited"
+    } else {
+        "unchanged"
+    };
+    super::tasks::report(ctx, &changed, verb)
 }

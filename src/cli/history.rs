@@ -5,7 +5,8 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::Ctx;
-use super::render::{EntryView, warn};
+use super::render::warn;
+use super::text::EntryView;
 use tavern::api::history::{self, LogFilter, Since};
 use tavern::error::{Error, Result};
 use tavern::log::Entry;

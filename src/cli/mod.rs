@@ -4,6 +4,7 @@
 mod admin;
 mod agents;
 mod docs;
+pub mod errors;
 mod graph;
 mod history;
 mod observations;
@@ -12,6 +13,7 @@ mod questions;
 pub mod render;
 mod sources;
 mod tasks;
+mod text;
 mod watch;
 
 use std::path::PathBuf;

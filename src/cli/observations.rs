@@ -5,11 +5,9 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::docs::BodyArgs;
-use super::output;
 use super::{Ctx, TransitionArgs};
-use tavern::doc::Region;
+use tavern::api::observations::{self, Action, Post};
 use tavern::error::Result;
-use tavern::ops::observations::{self, Action, Post};
 
 #[derive(Debug, Args)]
 pub struct PostArgs {
@@ -66,8 +64,7 @@ pub fn post(ctx: &Ctx, a: PostArgs) -> Result<ExitCode> {
         ttl: a.ttl,
         context: a.context,
     };
-    let (doc, entry) = observations::post(&board, &actor, &spec)?;
-    output::created(ctx.global.json, &doc, &entry)
+    ctx.print(&observations::post(&board, &actor, &spec)?)
 }
 
 #[derive(Debug, Args)]
@@ -100,9 +97,8 @@ fn run(
 ) -> Result<ExitCode> {
     let board = ctx.board()?;
     let actor = ctx.actor(&board)?;
-    let (_, id) = tavern::ops::resolve::resolve(&board, reference, &[Region::Observations])?;
-    let outcome = observations::act(&board, &actor, &id, &action, if_rev)?;
-    super::tasks::report(ctx, &outcome, verb)
+    let changed = observations::act(&board, &actor, reference, &action, if_rev)?;
+    super::tasks::report(ctx, &changed, verb)
 }
 
 pub fn ack(ctx: &Ctx, a: AckArgs) -> Result<ExitCode> {
@@ -119,13 +115,7 @@ pub fn resolve(ctx: &Ctx, a: ResolveArgs) -> Result<ExitCode> {
 /// `tavern reject ID`: an observation is rejected; a task takes its `reject` transition.
 pub fn reject(ctx: &Ctx, a: TransitionArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
-    let (region, _) =
-        tavern::ops::resolve::resolve(&board, &a.id, &[Region::Tasks, Region::Observations])?;
-    if region == Region::Tasks {
-        return super::tasks::run_transition(ctx, "reject", a);
-    }
-    let action = Action::Reject {
-        note: a.note.clone(),
-    };
-    run(ctx, &a.id, action, a.if_rev, "rejected")
+    let actor = ctx.actor(&board)?;
+    let changed = observations::reject(&board, &actor, &a.id, &super::tasks::options(&a))?;
+    super::tasks::report(ctx, &changed, "rejected")
 }

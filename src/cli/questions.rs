@@ -5,14 +5,11 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 
 use clap::Args;
-use serde_json::json;
 
 use super::docs::BodyArgs;
-use super::output::{self, line};
 use super::{Ctx, TransitionArgs};
-use tavern::doc::Region;
+use tavern::api::questions::{self, Ask, Permission};
 use tavern::error::{Error, Result};
-use tavern::ops::questions::{self, Ask, Permission};
 
 #[derive(Debug, Args)]
 pub struct AskArgs {
@@ -90,43 +87,20 @@ pub fn ask(ctx: &Ctx, a: AskArgs) -> Result<ExitCode> {
         context: a.context,
         permission,
     };
-    let asked = questions::ask(&board, &actor, &spec)?;
-    for w in &asked.warnings {
-        eprintln!("warning: {w}");
-    }
-    output::created(ctx.global.json, &asked.doc, &asked.entry)
+    ctx.print(&questions::ask(&board, &actor, &spec)?)
 }
 
 pub fn answer(ctx: &Ctx, a: AnswerArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
     let actor = ctx.actor(&board)?;
-    let (_, id) = tavern::ops::resolve::resolve(&board, &a.id, &[Region::Questions])?;
-    let answered = questions::answer(&board, &actor, &id, a.text.as_deref(), a.choice.as_deref())?;
-    for w in &answered.warnings {
-        eprintln!("warning: {w}");
-    }
-    let doc = &answered.outcome.doc;
-    if ctx.global.json {
-        let mut v = json!({
-            "ok": true,
-            "id": doc.id(),
-            "path": doc.rel_path(),
-            "rev": doc.rev(),
-            "status": doc.status(),
-            "answer": doc.str("answer"),
-            "unblocked": answered.unblocked,
-        });
-        if let Some(e) = &answered.outcome.entry {
-            v["seq"] = e.seq.into();
-        }
-        output::json_line(&v)?;
-    } else {
-        line(&format!("answered {} (rev {})", doc.id(), doc.rev()))?;
-        for t in &answered.unblocked {
-            line(&format!("unblocked {t}"))?;
-        }
-    }
-    Ok(ExitCode::SUCCESS)
+    let answered = questions::answer(
+        &board,
+        &actor,
+        &a.id,
+        a.text.as_deref(),
+        a.choice.as_deref(),
+    )?;
+    ctx.print(&answered)
 }
 
 pub fn list(ctx: &Ctx) -> Result<ExitCode> {
@@ -144,34 +118,34 @@ fn prompt(text: &str) -> std::io::Result<String> {
     Ok(typed)
 }
 
-fn decide(ctx: &Ctx, reference: &str, approve: bool, if_rev: Option<u64>) -> Result<ExitCode> {
-    let board = ctx.board()?;
-    let actor = ctx.actor(&board)?;
-    let (_, id) = tavern::ops::resolve::resolve(&board, reference, &[Region::Questions])?;
-    let mut ask_human = prompt;
-    let confirm: questions::Confirm<'_> = if std::io::stdin().is_terminal() {
-        Some(&mut ask_human)
+/// How a human confirms a decision here: at the terminal, or not at all.
+fn confirm_at_terminal(
+    ask: &mut dyn FnMut(&str) -> std::io::Result<String>,
+) -> questions::Confirm<'_> {
+    if std::io::stdin().is_terminal() {
+        Some(ask)
     } else {
         None
-    };
-    let outcome = questions::decide(&board, &actor, &id, approve, if_rev, confirm)?;
-    let verb = if approve { "approved" } else { "denied" };
-    super::tasks::report(ctx, &outcome, verb)
+    }
 }
 
 /// `tavern approve ID`: a permission request is decided; a task takes its `approve`
 /// transition.
 pub fn approve(ctx: &Ctx, a: TransitionArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
-    let (region, id) =
-        tavern::ops::resolve::resolve(&board, &a.id, &[Region::Tasks, Region::Questions])?;
-    if region == Region::Tasks {
-        return super::tasks::run_transition(ctx, "approve", a);
-    }
-    decide(ctx, &id, true, a.if_rev)
+    let actor = ctx.actor(&board)?;
+    let mut ask = prompt;
+    let opts = super::tasks::options(&a);
+    let changed = questions::approve(&board, &actor, &a.id, &opts, confirm_at_terminal(&mut ask))?;
+    super::tasks::report(ctx, &changed, "approved")
 }
 
 /// `tavern deny ID`: refuses a permission request.
 pub fn deny(ctx: &Ctx, a: DenyArgs) -> Result<ExitCode> {
-    decide(ctx, &a.id, false, a.if_rev)
+    let board = ctx.board()?;
+    let actor = ctx.actor(&board)?;
+    let mut ask = prompt;
+    let confirm = confirm_at_terminal(&mut ask);
+    let changed = questions::decide(&board, &actor, &a.id, false, a.if_rev, confirm)?;
+    super::tasks::report(ctx, &changed, "denied")
 }

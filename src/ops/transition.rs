@@ -4,8 +4,9 @@
 use crate::board::Board;
 use crate::doc::edit::FieldEdit;
 use crate::doc::{Document, Region};
-use crate::error::{Error, Result};
+use crate::error::{Error, Input, Kind, Result};
 use crate::log::Entry;
+use crate::msg;
 use crate::query::Query;
 use crate::scan;
 use crate::store;
@@ -145,11 +146,13 @@ pub fn transition(
         if let Some(want) = opts.if_rev
             && doc.rev() != want
         {
-            return Err(Error::conflict(
+            return Err(Error::request_at(
+                Kind::Conflict,
                 &path,
-                format!(
-                    "rev is {}, not {want} (--if-rev); re-read and retry",
-                    doc.rev()
+                msg!(
+                    format!("rev is {}, not {want} (", doc.rev()),
+                    Input::IfRev,
+                    "); re-read and retry"
                 ),
             ));
         }
@@ -176,10 +179,15 @@ pub fn transition(
             && t.by == crate::workflow::By::Claimant
         {
             if !opts.force {
-                return Err(Error::conflict(
+                return Err(Error::request_at(
+                    Kind::Conflict,
                     &path,
-                    format!(
-                        "claimed by {owner}; only the claimant may move it (you are {actor}; a human may override with --force)"
+                    msg!(
+                        format!(
+                            "claimed by {owner}; only the claimant may move it (you are {actor}; a human may override with "
+                        ),
+                        Input::Force,
+                        ")"
                     ),
                 ));
             }
