@@ -46,9 +46,15 @@
 //! The watcher must exit 0 on SIGTERM and log an `external-edit` for every change, or the
 //! bench fails (as it does when a wait exceeds 30 s), printing the watcher's stderr.
 //! The report is printed and written to target/bench-report.md.
+//!
+//! Every board also holds four of the hand-written documents of `fixtures/` (shared with
+//! the tests): one tavern reads through its full YAML parser, three it skips with a warning.
 
 #[path = "board/watch.rs"]
 mod watch;
+
+#[path = "../fixtures/fixtures.rs"]
+mod fixtures;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -231,6 +237,18 @@ fn build_board(bin: &Path, dir: &Path, n: usize) -> Built {
         if status == "pending" && depends_on == "[]" {
             claimable.push(id);
         }
+    }
+    // The awkward documents boards collect, shared with the tests (fixtures/): every scan
+    // meets a hand-written CRLF document with comments (the full YAML parser's path) and
+    // three it must skip with a warning (an alias bomb, bytes that are not UTF-8, broken
+    // YAML).
+    for (name, id) in [
+        ("crlf-hand-written.md", "t-hand"),
+        ("alias-bomb.md", "t-bomb"),
+        ("not-utf8.md", "t-bin"),
+        ("unclosed-bracket.md", "t-bad"),
+    ] {
+        std::fs::write(tasks.join(format!("{id}.md")), fixtures::read(name)).unwrap();
     }
     std::fs::write(board.join("log.yaml"), &log).unwrap();
     Built { board, claimable }

@@ -7,6 +7,7 @@ use serde::Deserialize;
 use crate::doc::Region;
 use crate::error::{Error, Result};
 use crate::layout;
+use crate::sync::repo::{Found, How, Repo};
 use crate::workflow::Workflow;
 use crate::yaml::YamlLimits;
 
@@ -21,6 +22,23 @@ pub const TEMPLATES: [(&str, &str); 3] = [
     ("observation", include_str!("../templates/observation.md")),
     ("question", include_str!("../templates/question.md")),
 ];
+
+/// The directories of a board that may be empty, which git does not keep: every command
+/// recreates the missing ones.
+const KEPT_DIRS: [&str; 8] = [
+    "tasks",
+    "solutions",
+    "observations",
+    "questions",
+    "control/sources",
+    "control/agents",
+    "templates",
+    "archive",
+];
+
+fn is_board(dir: &Path) -> bool {
+    layout::board_yaml(&dir.join(BOARD_DIR)).is_file()
+}
 
 #[derive(Clone, Debug, Deserialize)]
 pub struct Prefixes {
@@ -106,11 +124,16 @@ pub struct Board {
     /// The `.tavern` directory itself.
     pub root: PathBuf,
     pub config: Config,
+    /// How it was found, and where it sits in git.
+    pub found: Found,
 }
 
 impl Board {
-    /// Finds the board: an explicit `--board`/`TAVERN_BOARD` path (the `.tavern` directory
-    /// or the project holding it), else the nearest `.tavern` walking up from `cwd`.
+    /// Finds the board: an explicit path (the command line or `TAVERN_BOARD`) (the `.tavern` directory
+    /// or the project holding it), else the nearest `.tavern` walking up from `cwd`. In a
+    /// linked git worktree the board is the main worktree's (the same relative place
+    /// there), so every worktree of a repository shares one board: one lock domain, one
+    /// log, one set of claims. The worktree's own checked-out `.tavern/` is never used.
     pub fn discover(explicit: Option<&Path>, cwd: &Path) -> Result<Board> {
         if let Some(dir) = explicit {
             let dir = if dir.is_absolute() {
@@ -118,36 +141,133 @@ impl Board {
             } else {
                 cwd.join(dir)
             };
+            let how = match std::env::var_os("TAVERN_BOARD") {
+                Some(v) if Path::new(&v) == explicit.unwrap_or(&dir) => How::Env,
+                _ => How::Flag,
+            };
+            let found = |root: PathBuf| {
+                Board::open(&root).map(|b| {
+                    b.with_found(Found {
+                        how,
+                        ..Found::default()
+                    })
+                })
+            };
             if layout::board_yaml(&dir).is_file() {
-                return Board::open(&dir);
+                return found(dir);
             }
             if layout::board_yaml(&dir.join(BOARD_DIR)).is_file() {
-                return Board::open(&dir.join(BOARD_DIR));
+                return found(dir.join(BOARD_DIR));
+            }
+            if std::fs::symlink_metadata(&dir).is_err() {
+                return Err(Error::NoSuchBoardDir { path: dir });
             }
             return Err(Error::BoardNotADir { path: dir });
         }
-        let mut at = Some(cwd);
-        while let Some(dir) = at {
-            let candidate = dir.join(BOARD_DIR);
-            if layout::board_yaml(&candidate).is_file() {
-                return Board::open(&candidate);
+        let mut first = None;
+        let mut repo = None;
+        for dir in cwd.ancestors() {
+            if first.is_none() && is_board(dir) {
+                first = Some(dir.join(BOARD_DIR));
             }
-            at = dir.parent();
+            // Only the nearest working tree decides; past it, look for a board alone.
+            if repo.is_none()
+                && let Some(r) = Repo::at(dir)
+            {
+                if r.linked {
+                    return Board::discover_main(r, cwd, first);
+                }
+                repo = Some(r);
+            }
+            if let Some(root) = &first
+                && repo.is_some()
+            {
+                return Board::open(root).map(|b| {
+                    b.with_found(Found {
+                        how: How::Cwd,
+                        repo,
+                        ignored_copy: None,
+                    })
+                });
+            }
         }
-        Err(Error::NoBoard {
-            start: cwd.to_path_buf(),
+        match first {
+            Some(root) => Board::open(&root).map(|b| {
+                b.with_found(Found {
+                    how: How::Cwd,
+                    repo,
+                    ignored_copy: None,
+                })
+            }),
+            None => Err(Error::NoBoard {
+                start: cwd.to_path_buf(),
+            }),
+        }
+    }
+
+    /// The board of a linked worktree: the one a command run at the same place in the
+    /// main worktree would find.
+    fn discover_main(repo: Repo, cwd: &Path, copy: Option<PathBuf>) -> Result<Board> {
+        let Some(start) = repo.in_main(cwd) else {
+            return Err(Error::NotFound {
+                what: format!(
+                    "tavern board of the repository at {} (its common directory is bare, so it has no main worktree to keep the board in)",
+                    repo.common_dir.display()
+                ),
+                hint: "name the board in TAVERN_BOARD=DIR".into(),
+            });
+        };
+        let main = repo.main.clone().unwrap_or_default();
+        for dir in start.ancestors() {
+            if is_board(dir) {
+                let root = dir.join(BOARD_DIR);
+                return Board::open(&root).map(|b| {
+                    b.with_found(Found {
+                        how: How::Worktree,
+                        repo: Some(repo),
+                        ignored_copy: copy,
+                    })
+                });
+            }
+        }
+        let copy_note = copy
+            .map(|c| format!("; the checked-out copy {} is not used, so that every worktree shares one board", c.display()))
+            .unwrap_or_default();
+        Err(Error::NotFound {
+            what: format!(
+                "tavern board in the main worktree {} (this is a linked worktree of it{copy_note})",
+                main.display()
+            ),
+            hint: format!(
+                "create it with `tavern init {}`, check out the branch that holds it there, or name the board in TAVERN_BOARD=DIR",
+                main.display()
+            ),
         })
     }
 
-    /// Opens the board whose `.tavern` directory is `root`.
+    /// Opens the board whose `.tavern` directory is `root`, recreating the directories
+    /// git does not keep (a fresh clone of a committed board has no empty `tasks/`).
     pub fn open(root: &Path) -> Result<Board> {
         let path = layout::board_yaml(root);
         let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, "read", e))?;
         let config = parse_config(&text).map_err(|problem| Error::invalid_doc(&path, problem))?;
+        for d in KEPT_DIRS {
+            let dir = root.join(d);
+            if std::fs::symlink_metadata(&dir).is_err() {
+                // Best effort: a read-only board still reads; a write says what failed.
+                let _ = std::fs::create_dir_all(&dir);
+            }
+        }
         Ok(Board {
             root: root.to_path_buf(),
             config,
+            found: Found::default(),
         })
+    }
+
+    fn with_found(mut self, found: Found) -> Board {
+        self.found = found;
+        self
     }
 
     pub fn region_dir(&self, region: Region) -> PathBuf {
@@ -338,7 +458,7 @@ mod tests {
             c.workflow.allowed_from("pending"),
             ["claim", "fail", "cancel"]
         );
-        assert!(c.workflow.allowed_from("done").is_empty());
+        assert_eq!(c.workflow.allowed_from("done"), ["reopen"]);
     }
 
     #[test]

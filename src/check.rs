@@ -59,6 +59,11 @@ pub fn check(board: &Board) -> Result<Report> {
         .filter(|d| d.region == Region::Tasks)
         .map(|d| (d.id(), d))
         .collect();
+    // An archived task is still a task: depending on one (done, then archived) is fine.
+    let archived_tasks: HashSet<String> = scan::archive_files(board, Region::Tasks)?
+        .into_iter()
+        .map(|f| f.id)
+        .collect();
     let mut ids: HashMap<&str, String> = HashMap::new();
     for doc in &scan.docs {
         let path = doc.rel_path();
@@ -83,7 +88,7 @@ pub fn check(board: &Board) -> Result<Report> {
             Some(_) => {}
         }
         for dep in doc.list("depends_on") {
-            if !tasks.contains_key(dep.as_str()) {
+            if !tasks.contains_key(dep.as_str()) && !archived_tasks.contains(&dep) {
                 push(
                     path.clone(),
                     format!("depends_on names '{dep}', which is not a task on this board"),

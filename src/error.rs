@@ -84,6 +84,8 @@ pub enum Input {
     IfRev,
     /// Adding to or removing from a list field.
     AddRemove,
+    /// Creating a board inside another board's project.
+    Nested,
 }
 
 impl Input {
@@ -109,6 +111,7 @@ impl Input {
             Input::Force => "force",
             Input::IfRev => "if_rev",
             Input::AddRemove => "add/remove",
+            Input::Nested => "nested",
         }
     }
 }
@@ -180,6 +183,10 @@ pub enum Error {
         start: PathBuf,
     },
     BoardNotADir {
+        path: PathBuf,
+    },
+    /// The board directory named explicitly does not exist at all.
+    NoSuchBoardDir {
         path: PathBuf,
     },
     NotFound {
@@ -293,9 +300,10 @@ impl Error {
     pub fn kind(&self) -> Kind {
         match self {
             Error::Io { .. } | Error::Git { .. } => Kind::Other,
-            Error::NoBoard { .. } | Error::BoardNotADir { .. } | Error::NotFound { .. } => {
-                Kind::NotFound
-            }
+            Error::NoBoard { .. }
+            | Error::BoardNotADir { .. }
+            | Error::NoSuchBoardDir { .. }
+            | Error::NotFound { .. } => Kind::NotFound,
             Error::Ambiguous { .. } | Error::Usage { .. } => Kind::Usage,
             Error::InvalidId { .. } | Error::InvalidDoc { .. } | Error::InvalidInput { .. } => {
                 Kind::Invalid
@@ -317,6 +325,7 @@ impl Error {
         match self {
             Error::Io { path, .. }
             | Error::BoardNotADir { path }
+            | Error::NoSuchBoardDir { path }
             | Error::InvalidDoc { path, .. }
             | Error::Conflict { path, .. }
             | Error::Git { dir: path, .. }
@@ -349,6 +358,9 @@ impl fmt::Display for Error {
                     "{} is not a tavern board (no board.yaml inside)",
                     path.display()
                 )
+            }
+            Error::NoSuchBoardDir { path } => {
+                write!(f, "the board directory {} does not exist", path.display())
             }
             Error::NotFound { what, hint } => {
                 write!(f, "{what} not found")?;

@@ -22,6 +22,7 @@ pub mod process;
 pub mod query;
 pub mod runs;
 pub mod scan;
+pub mod schema;
 pub mod store;
 pub mod sync;
 pub mod time;

@@ -33,7 +33,12 @@ pub enum Term {
     No(String),
     Tag(String),
     Region(Region),
+    /// `archive` (or `region:archive`): the document lives under `archive/`.
+    Archived,
+    /// A bare word: text in the title or body, or the document's id. Lowercase.
     Text(String),
+    /// A double-quoted phrase (`"fix the parser"`): text in the title or body. Lowercase.
+    Phrase(String),
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -49,8 +54,62 @@ fn is_field_name(s: &str) -> bool {
 
 fn bad(term: &str, why: &str) -> Error {
     Error::usage(format!(
-        "malformed query term '{term}': {why}\nhint: terms look like status=pending, priority<=1, updated_at<-2h, has:claimed_by, tag:parser, region:tasks, or a bare word"
+        "malformed query term '{term}': {why}\nhint: terms look like status=pending, priority<=1, updated_at<-2h, has:claimed_by, tag:parser, tasks, \"a phrase\", or a bare word"
     ))
+}
+
+/// One whitespace-separated word of a query, with double quotes taken out: `"a b"` is one
+/// word (a phrase), and so is `title="a b"` (its value is quoted).
+struct Word {
+    text: String,
+    /// The whole word was quoted: a phrase, never a filter.
+    phrase: bool,
+    /// Some part of it was quoted (a value with spaces or commas): taken as one value.
+    quoted: bool,
+}
+
+fn words(arg: &str) -> Result<Vec<Word>> {
+    let mut out = Vec::new();
+    let mut chars = arg.chars().peekable();
+    loop {
+        while chars.next_if(|c| c.is_whitespace()).is_some() {}
+        if chars.peek().is_none() {
+            return Ok(out);
+        }
+        let mut w = Word {
+            text: String::new(),
+            phrase: chars.peek() == Some(&'"'),
+            quoted: false,
+        };
+        let mut in_quote = false;
+        while let Some(c) = chars.peek().copied() {
+            if c == '"' {
+                in_quote = !in_quote;
+                w.quoted = true;
+                chars.next();
+                // A phrase ends at its closing quote.
+                if !in_quote && w.phrase {
+                    break;
+                }
+                continue;
+            }
+            if c.is_whitespace() && !in_quote {
+                break;
+            }
+            w.text.push(c);
+            chars.next();
+        }
+        if in_quote {
+            return Err(bad(arg.trim(), "a double quote is not closed"));
+        }
+        if w.phrase && chars.peek().is_some_and(|c| !c.is_whitespace()) {
+            return Err(bad(
+                arg.trim(),
+                "a quoted phrase must stand alone (quote a value after its operator: title=\"a b\")",
+            ));
+        }
+        out.push(w);
+    }
 }
 
 impl Query {
@@ -58,8 +117,15 @@ impl Query {
     pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<Query> {
         let mut terms = Vec::new();
         for arg in args {
-            for word in arg.as_ref().split_whitespace() {
-                terms.push(parse_term(word)?);
+            for word in words(arg.as_ref())? {
+                terms.push(if word.phrase {
+                    if word.text.trim().is_empty() {
+                        return Err(bad("\"\"", "an empty phrase matches everything"));
+                    }
+                    Term::Phrase(word.text.to_lowercase())
+                } else {
+                    parse_term(&word.text, word.quoted)?
+                });
             }
         }
         Ok(Query { terms })
@@ -69,7 +135,8 @@ impl Query {
         self.terms.is_empty()
     }
 
-    /// The regions named by `region:` terms, if any.
+    /// The regions named by region words or `region:` terms, if any (a document must be
+    /// in one of them).
     pub fn regions(&self) -> Vec<Region> {
         self.terms
             .iter()
@@ -83,18 +150,35 @@ impl Query {
             .collect()
     }
 
+    /// Does the query ask for archived documents (`archive`, `region:archive`)?
+    pub fn archived(&self) -> bool {
+        self.terms.contains(&Term::Archived)
+    }
+
     pub fn matches(&self, doc: &Document, now: DateTime<Utc>) -> bool {
         self.matches_in(doc, Some(doc.region), now)
     }
 
     /// Like [`Query::matches`] for a file that may live outside the three document
-    /// regions (a solution file, a control file): `region:` terms hold only for `region`.
+    /// regions (a solution file, a control file): region terms hold only for `region`.
+    /// Several regions are alternatives (`tasks observations`); every other term must hold.
     pub fn matches_in(&self, doc: &Document, region: Option<Region>, now: DateTime<Utc>) -> bool {
-        self.terms.iter().all(|t| term_matches(t, doc, region, now))
+        let regions = self.regions();
+        (regions.is_empty() || region.is_some_and(|r| regions.contains(&r)))
+            && self.terms.iter().all(|t| term_matches(t, doc, region, now))
     }
 }
 
-fn parse_term(word: &str) -> Result<Term> {
+/// A bare word that names a region (`tasks`, `obs`, …) or the archive selects documents
+/// rather than searching text; quote it (`"tasks"`) to search for the word.
+fn region_word(word: &str) -> Option<Term> {
+    match word {
+        "archive" | "archived" => Some(Term::Archived),
+        _ => Region::parse(word).map(Term::Region),
+    }
+}
+
+fn parse_term(word: &str, quoted: bool) -> Result<Term> {
     if let Some(pos) = word.find(['=', '!', '<', '>']) {
         let field = &word[..pos];
         let rest = &word[pos..];
@@ -119,10 +203,21 @@ fn parse_term(word: &str) -> Result<Term> {
         if !is_field_name(field) {
             return Err(bad(word, "expected a field name before the operator"));
         }
-        if value.is_empty() {
+        if value.is_empty() && !quoted {
             return Err(bad(word, "expected a value after the operator"));
         }
-        let values: Vec<String> = value.split(',').map(str::to_string).collect();
+        if !quoted && value.starts_with(['=', '<', '>']) {
+            return Err(bad(
+                word,
+                "one operator per term: = != < <= > >= (status=pending, not status==pending)",
+            ));
+        }
+        // A quoted value is one value, commas and spaces included.
+        let values: Vec<String> = if quoted {
+            vec![value.to_string()]
+        } else {
+            value.split(',').map(str::to_string).collect()
+        };
         if values.iter().any(String::is_empty) {
             return Err(bad(word, "empty value in a comma-separated list"));
         }
@@ -156,14 +251,16 @@ fn parse_term(word: &str) -> Result<Term> {
             "no" => Ok(Term::No(need_field(arg)?)),
             "tag" if !arg.is_empty() => Ok(Term::Tag(arg.to_string())),
             "tag" => Err(bad(word, "expected a tag after the colon")),
-            "region" => Region::parse(arg)
-                .map(Term::Region)
-                .ok_or_else(|| bad(word, "regions are tasks, observations, questions")),
+            "region" => region_word(arg)
+                .ok_or_else(|| bad(word, "regions are tasks, observations, questions, archive")),
             _ => Err(bad(
                 word,
                 "unknown filter; known ones are has:, no:, tag:, region:",
             )),
         };
+    }
+    if let Some(t) = region_word(word) {
+        return Ok(t);
     }
     Ok(Term::Text(word.to_lowercase()))
 }
@@ -201,8 +298,11 @@ fn term_matches(term: &Term, doc: &Document, region: Option<Region>, now: DateTi
         Term::Has(f) => present(doc, f),
         Term::No(f) => !present(doc, f),
         Term::Tag(t) => doc.list("tags").iter().any(|x| x == t),
-        Term::Region(r) => region == Some(*r),
-        Term::Text(w) => contains_ci(doc.title(), w) || contains_ci(doc.body(), w),
+        // Regions are alternatives, decided in `matches_in`.
+        Term::Region(_) => true,
+        Term::Archived => doc.archived,
+        Term::Text(w) => doc.id() == w || contains_ci(doc.title(), w) || contains_ci(doc.body(), w),
+        Term::Phrase(p) => contains_ci(doc.title(), p) || contains_ci(doc.body(), p),
         Term::Compare { field, op, values } => {
             let have = match field.as_str() {
                 "region" => region.map(|r| r.dir().to_string()).into_iter().collect(),
@@ -294,12 +394,51 @@ mod tests {
             ("frontmatter SPLITTER", true),
             ("region:tasks", true),
             ("region:questions", false),
+            ("questions", false),
+            ("tasks", true),
+            ("questions tasks", true),
+            ("observations questions", false),
+            ("\"the frontmatter\"", true),
+            ("\"frontmatter the\"", false),
+            ("title=\"Fix the Frontmatter splitter\"", false),
+            ("archive", false),
             ("missing=x", false),
             ("missing!=x", true),
             ("status<3", false),
         ] {
             assert_eq!(q(query).matches(&d, now), expect, "{query}");
         }
+    }
+
+    #[test]
+    fn phrases_ids_and_regions() {
+        let now = Utc::now();
+        let d = Document::parse(
+            Region::Tasks,
+            "task-n9gn",
+            "---\nid: task-n9gn\ntitle: Fix the parser, then the lexer\n---\nBody\n".into(),
+            YamlLimits::default(),
+        )
+        .unwrap();
+        for (query, expect) in [
+            ("task-n9gn", true),
+            ("task-n9", false),
+            ("\"the parser\"", true),
+            ("\"parser the\"", false),
+            ("title=\"Fix the parser, then the lexer\"", true),
+            ("title=\"Fix the parser\"", false),
+            ("\"tasks\"", false),
+            ("tasks status!=done", true),
+            ("observations tasks", true),
+            ("region:observations region:tasks", true),
+        ] {
+            assert_eq!(q(query).matches(&d, now), expect, "{query}");
+        }
+        assert_eq!(
+            q("priority<=1 tasks observations").regions(),
+            [Region::Tasks, Region::Observations]
+        );
+        assert!(q("archive").archived() && q("region:archive").archived());
     }
 
     #[test]
@@ -316,6 +455,11 @@ mod tests {
             "has:",
             "region:nowhere",
             "9x=1",
+            "status==pending",
+            "status==",
+            "priority<=<1",
+            "\"open quote",
+            "\"a\"b",
         ] {
             let e = Query::parse(&[bad]).unwrap_err();
             assert!(e.to_string().contains(&format!("'{bad}'")), "{bad}: {e}");

@@ -192,6 +192,14 @@ fn scan_where(
     Ok(scan)
 }
 
+/// For `list`: what is still open before what is finished (terminal tasks, resolved or
+/// rejected findings, decided questions), each part best first.
+pub fn sort_open_first(board: &Board, docs: &mut [Document]) {
+    sort_best_first(docs);
+    // A stable sort keeps each part's order.
+    docs.sort_by_key(|d| crate::ops::archive::finished(board, d));
+}
+
 /// Best first: priority (0 = critical), then oldest, then id.
 pub fn sort_best_first(docs: &mut [Document]) {
     docs.sort_by(|a, b| {

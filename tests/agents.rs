@@ -125,7 +125,7 @@ fn a_killed_agents_task_returns_after_the_lease_and_its_late_submit_is_refused()
 
     // Fencing: the first agent comes back and submits late.
     b.run(&["submit", "t-crash", "--as", "coder-1"]).code(3).stderr_is(
-        "error: tasks/t-crash.md: cannot submit: the task is claimed; allowed from claimed: release, start, fail, cancel; it is held by coder-2, not you\n",
+        "error: tasks/t-crash.md: transition 'submit' is not allowed: the task's status is claimed; allowed from claimed: release, start, fail, cancel; it is held by coder-2, not you\n",
     );
     b.run(&["edit", "t-crash", "--set", "note=late", "--as", "coder-1"])
         .ok();

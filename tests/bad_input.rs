@@ -1,7 +1,7 @@
 //! Hostile and broken input: each is refused or reported with its exit code, names the
 //! file, never panics, and leaves every other document and the log untouched.
 
-use crate::util::{Out, TestBoard, snapshot};
+use crate::util::{Out, TestBoard, fixtures, snapshot};
 
 fn no_panic(out: &Out) {
     assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
@@ -58,24 +58,21 @@ fn refused(rel: &str, content: &[u8], expected_problem: &str) {
 fn malformed_yaml_names_file_and_line() {
     refused(
         "tasks/t-bad.md",
-        b"---\nid: t-bad\ntitle: ok\nstatus: [pending\n---\n",
+        &fixtures::read("unclosed-bracket.md"),
         "line 4: unclosed bracket '['",
     );
 }
 
 #[test]
 fn alias_bomb_is_refused() {
-    let bomb = "---\nid: t-bomb\na: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: [*e,*e,*e,*e,*e,*e,*e,*e,*e]\n---\n";
-    refused("tasks/t-bomb.md", bomb.as_bytes(), "line ");
+    refused("tasks/t-bomb.md", &fixtures::read("alias-bomb.md"), "line ");
 }
 
 #[test]
 fn huge_document_is_skipped_not_read() {
-    let mut big = b"---\nid: t-big\ntitle: big\nstatus: pending\n---\n".to_vec();
-    big.resize(50 * 1024 * 1024, b'x');
     refused(
         "tasks/t-big.md",
-        &big,
+        &fixtures::big_document(),
         "is 52428800 bytes, over the limit of 1048576",
     );
 }
@@ -84,7 +81,7 @@ fn huge_document_is_skipped_not_read() {
 fn non_utf8_is_refused() {
     refused(
         "tasks/t-bin.md",
-        b"---\nid: t-bin\ntitle: \xff\xfe\n---\n",
+        &fixtures::read("not-utf8.md"),
         "is not valid UTF-8 (invalid byte at offset 21)",
     );
 }

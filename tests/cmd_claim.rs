@@ -109,11 +109,11 @@ fn finished_tasks_cannot_be_claimed() {
     // Neither the former holder nor anyone else: the task is final.
     for who in ["coder-1", "coder-2"] {
         b.run(&["claim", "t-d", "--as", who]).code(3).stderr_is(
-            "error: tasks/t-d.md: cannot claim: the task is done; allowed from done: none (it is final)\n",
+            "error: tasks/t-d.md: transition 'claim' is not allowed: the task's status is done; allowed from done: reopen\n",
         );
     }
     b.run(&["claim", "t-k"]).code(3).stderr_is(
-        "error: tasks/t-k.md: cannot claim: the task is cancelled; allowed from cancelled: none (it is final)\n",
+        "error: tasks/t-k.md: transition 'claim' is not allowed: the task's status is cancelled; allowed from cancelled: reopen\n",
     );
     assert_eq!(snapshot(&b), before);
 }
@@ -305,9 +305,9 @@ fn claim_usage_and_lookup_errors() {
         "error: id prefix 't-' is ambiguous; it matches:\n  tasks/t-one.md\n  tasks/t-two.md\n",
     );
     // Only tasks are claimed.
-    b.run(&["claim", "o-1"])
-        .code(4)
-        .stderr_has("document 'o-1' not found");
+    b.run(&["claim", "o-1"]).code(2).stderr_is(
+        "error: o-1 is an observation, not a task: claims and transitions work on tasks\n",
+    );
     b.run(&["claim", "t-nope"]).code(4);
     b.run(&["claim", "t-one", "--if-rev", "2"])
         .code(3)
@@ -332,4 +332,57 @@ fn a_task_in_an_unknown_state_is_invalid() {
     );
     b.run(&["claim", "--next"]).code(4);
     assert_eq!(snapshot(&b), before);
+}
+
+#[test]
+fn claim_next_with_an_id_claims_that_task() {
+    let b = TestBoard::new();
+    b.task("Urgent", &["--id", "task-aaaa", "-p", "0"]);
+    b.task("Later", &["--id", "task-n9gn", "-p", "3"]);
+    b.run(&["claim", "--next", "task-n9gn", "--as", "coder-1"])
+        .ok()
+        .stdout_is("claimed task-n9gn (rev 2, claimed)\n");
+}
+
+#[test]
+fn query_terms_without_next_suggest_next() {
+    let b = TestBoard::new();
+    b.task("Tagged", &["--id", "t-1", "--tag", "x"]);
+    for args in [&["tag:x"][..], &["status=pending"], &["tag:x", "parser"]] {
+        b.run(&[&["claim"], args].concat())
+            .code(2)
+            .stderr_is(&format!(
+                "error: claim takes one task id; to claim the best task matching a query, use --next: tavern claim --next {}\n",
+                args.join(" ")
+            ));
+    }
+    // An id that is not on the board is still "not found".
+    b.run(&["claim", "t-nope"]).code(4);
+}
+
+#[test]
+fn an_explicit_claim_honours_the_tasks_needs() {
+    let b = TestBoard::new();
+    b.task(
+        "Rust work",
+        &["--id", "t-rust", "--set", "needs=[rust, unsafe]"],
+    );
+    b.run(&[
+        "agent",
+        "register",
+        "--name",
+        "pythonista",
+        "--capabilities",
+        "python,rust",
+        "--pid",
+        &std::process::id().to_string(),
+    ])
+    .ok();
+    let before = snapshot(&b);
+    b.run(&["claim", "t-rust", "--as", "pythonista"])
+        .code(3)
+        .stderr_is("error: tasks/t-rust.md: needs unsafe, which pythonista does not have (its capabilities: python, rust)\n");
+    assert_eq!(snapshot(&b), before);
+    // An actor that never registered (a human) is not held to capabilities.
+    b.run(&["claim", "t-rust", "--as", "alice"]).ok();
 }

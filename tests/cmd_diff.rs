@@ -111,3 +111,25 @@ fn diff_errors() {
     b.run(&["diff"]).code(2).stderr_has("<ID>");
     assert_eq!(snapshot(&b), before);
 }
+
+#[test]
+fn diff_and_log_name_a_solution_file_by_its_path() {
+    let b = TestBoard::new();
+    b.task("Designed", &["--id", "t-d"]);
+    b.write("solutions/t-d/design.md", "one\n");
+    // The first watch takes the board as it is; the second logs the hand edit.
+    b.run(&["watch", "--once"]).ok();
+    b.write("solutions/t-d/design.md", "one\ntwo\n");
+    b.run(&["watch", "--once"]).ok();
+    let out = b.run(&["diff", "solutions/t-d/design.md"]);
+    out.ok();
+    let text = redact_times(&out.stdout);
+    assert!(
+        text.contains(" tavern-watch external-edit solutions/t-d/design.md")
+            && text.ends_with("     one\n    +two\n"),
+        "{text}"
+    );
+    let log = b.run(&["log", "--doc", "solutions/t-d/design.md"]);
+    assert_eq!(log.ok().stdout.lines().count(), 1, "{}", log.stdout);
+    b.run(&["log", "--doc", "solutions/../board.yaml"]).code(6);
+}

@@ -49,7 +49,7 @@ fn set_unset_add_remove_and_what_the_log_records() {
     let after = b.read("tasks/t-e.md");
     assert_eq!(
         redact_times(&after),
-        "---\nid: t-e\ntitle: \"Fix: the parser\"\nstatus: pending\npriority: 0\ntags: [b]\ndepends_on: []\ncreated_at: <TIME>\ncreated_by: tester\nupdated_at: <TIME>\nrev: 2\nnew_field: [x, 2]\nreviewers: [ann]\n---\n\n## Goal\n\n## Done when\n\n"
+        "---\nid: t-e\ntitle: \"Fix: the parser\"\nstatus: pending\npriority: 0\ntags: [b]\ndepends_on: []\ncreated_at: <TIME>\ncreated_by: tester\nupdated_at: <TIME>\nrev: 2\nnew_field: [x, 2]\nreviewers: [ann]\n---\n"
     );
     assert!(after.contains("\ncreated_at: 2020-01-01T00:00:00Z\n"));
     assert!(!after.contains("updated_at: 2020"), "updated_at not bumped");
@@ -87,7 +87,11 @@ fn each_edit_bumps_rev_by_one() {
 #[test]
 fn a_no_op_edit_writes_and_logs_nothing() {
     let b = TestBoard::new();
-    old_task(&b, "t-n", &["--tag", "a", "--set", "x=1"]);
+    old_task(
+        &b,
+        "t-n",
+        &["--tag", "a", "--set", "x=1", "--body", "Some text."],
+    );
     let before = snapshot(&b);
     for args in [
         &["--set", "x=1"][..],
@@ -95,7 +99,7 @@ fn a_no_op_edit_writes_and_logs_nothing() {
         &["--add", "tags=a"],
         &["--remove", "tags=zzz"],
         &["--unset", "not_there"],
-        &["--body", "\n## Goal\n\n## Done when\n\n"],
+        &["--body", "Some text."],
     ] {
         b.run(&[&["edit", "t-n"], args].concat())
             .ok()
@@ -274,27 +278,9 @@ fn workflow_and_managed_fields_are_guarded() {
 
 /// Written by hand: comments, odd key order, quoting, unknown keys, CRLF line endings, a
 /// block list, a `---` rule in the body, leading blank lines, no final newline.
-const HAND: &str = "---\r\n\
-# Written by hand; tavern must keep this comment.\r\n\
-title: 'Hand: made, \"quoted\"'   # trailing comment\r\n\
-id: t-hand\r\n\
-status: pending    # where it stands\r\n\
-unknown_key: {nested: [1, 2], \"q\": 'x'}\r\n\
-priority: 2\r\n\
-\"quoted-key\": value\r\n\
-notes:\r\n\
-\x20\x20- one   # first\r\n\
-\x20\x20- two\r\n\
-updated_at: 2020-01-01T00:00:00Z\r\n\
-rev: 7\r\n\
----\r\n\
-\r\n\
-\r\n\
-Body line one\r\n\
----\r\n\
-after a rule\r\n\
-\r\n\
-no final newline";
+fn hand() -> String {
+    crate::util::fixtures::text("comments-unknown-keys-crlf.md")
+}
 
 fn body(text: &str) -> &str {
     text.split_once("\r\n---\r\n").unwrap().1
@@ -317,15 +303,16 @@ fn changed_lines<'a>(before: &'a str, after: &'a str) -> (Vec<&'a str>, Vec<&'a 
 #[test]
 fn claim_and_edit_of_a_hand_written_document_touch_only_their_lines() {
     let b = TestBoard::new();
-    b.write("tasks/t-hand.md", HAND);
-    b.run(&["show", "t-hand"]).ok().stdout_is(HAND);
+    b.write("tasks/t-hand.md", hand());
+    b.run(&["show", "t-hand"]).ok().stdout_is(&hand());
 
     b.run(&["claim", "t-hand", "--as", "coder-1"])
         .ok()
         .stdout_is("claimed t-hand (rev 8, claimed)\n");
     let claimed = b.read("tasks/t-hand.md");
-    assert_eq!(body(&claimed), body(HAND), "the body changed");
-    let (removed, added) = changed_lines(HAND, &claimed);
+    assert_eq!(body(&claimed), body(&hand()), "the body changed");
+    let hand_written = hand();
+    let (removed, added) = changed_lines(&hand_written, &claimed);
     assert_eq!(
         removed,
         [
@@ -347,7 +334,7 @@ fn claim_and_edit_of_a_hand_written_document_touch_only_their_lines() {
     // Changed lines stay where they were; new fields go last in the frontmatter.
     assert_eq!(
         redact_times(&claimed),
-        redact_times(HAND)
+        redact_times(&hand())
             .replace("status: pending ", "status: claimed ")
             .replace(
                 "rev: 7\r\n",
@@ -370,7 +357,7 @@ fn claim_and_edit_of_a_hand_written_document_touch_only_their_lines() {
     .ok()
     .stdout_is("edited t-hand (rev 9, claimed)\n");
     let edited = b.read("tasks/t-hand.md");
-    assert_eq!(body(&edited), body(HAND), "the body changed");
+    assert_eq!(body(&edited), body(&hand()), "the body changed");
     let (removed, added) = changed_lines(&claimed, &edited);
     // updated_at shows only when the second changed between the two commands.
     let no_time = |lines: Vec<&str>| -> Vec<String> {
@@ -416,13 +403,13 @@ fn claim_and_edit_of_a_hand_written_document_touch_only_their_lines() {
         serde_json::json!({"nested": [1, 2], "q": "x"})
     );
     assert_eq!(v["fields"]["notes"], serde_json::json!(["one", "two"]));
-    assert_eq!(v["body"], body(HAND));
+    assert_eq!(v["body"], body(&hand()));
 }
 
 #[test]
 fn a_block_list_becomes_a_flow_list_and_nothing_else_moves() {
     let b = TestBoard::new();
-    b.write("tasks/t-hand.md", HAND);
+    b.write("tasks/t-hand.md", hand());
     b.run(&[
         "edit",
         "t-hand",
@@ -435,7 +422,7 @@ fn a_block_list_becomes_a_flow_list_and_nothing_else_moves() {
     let after = b.read("tasks/t-hand.md");
     assert_eq!(
         redact_times(&after),
-        redact_times(HAND)
+        redact_times(&hand())
             .replace("unknown_key: {nested: [1, 2], \"q\": 'x'}\r\n", "")
             .replace(
                 "notes:\r\n  - one   # first\r\n  - two\r\n",
@@ -451,7 +438,7 @@ fn a_block_list_becomes_a_flow_list_and_nothing_else_moves() {
 #[test]
 fn release_and_transitions_keep_the_hand_written_bytes() {
     let b = TestBoard::new();
-    b.write("tasks/t-hand.md", HAND);
+    b.write("tasks/t-hand.md", hand());
     for step in ["claim", "start", "release"] {
         b.run(&[step, "t-hand", "--as", "c"]).ok();
     }
@@ -459,7 +446,7 @@ fn release_and_transitions_keep_the_hand_written_bytes() {
     // Back to pending: the claim lines are gone again, and only rev/updated_at differ.
     assert_eq!(
         redact_times(&after),
-        redact_times(HAND).replace("rev: 7", "rev: 10")
+        redact_times(&hand()).replace("rev: 7", "rev: 10")
     );
 }
 
@@ -502,5 +489,128 @@ fn set_then_unset_gives_back_every_byte_but_rev_and_updated_at() {
             .map_or(0, |r| r.trim().parse::<u64>().unwrap());
         assert!(back.contains(&format!("rev: {}", rev + 2)), "{back:?}");
     }
+    b.run(&["check"]).ok();
+}
+
+/// Every write checks the fields it writes against the schema; --force skips only the
+/// workflow.
+#[test]
+fn edits_are_validated_against_the_schema() {
+    let b = TestBoard::new();
+    b.task("Valid", &["--id", "t-v"]);
+    b.run(&[
+        "post",
+        "Seen",
+        "--topic",
+        "t",
+        "--severity",
+        "low",
+        "--id",
+        "obs-v",
+    ])
+    .ok();
+    let before = snapshot(&b);
+    for (args, code, message) in [
+        (
+            &["--set", "priority=-5"][..],
+            6,
+            "tasks/t-v.md: priority must be a whole number from 0 (critical) to 4 (backlog), not -5; nothing written",
+        ),
+        (
+            &["--set", "priority=9"],
+            6,
+            "tasks/t-v.md: priority must be a whole number from 0 (critical) to 4 (backlog), not 9; nothing written",
+        ),
+        (
+            &["--set", "priority=high"],
+            6,
+            "tasks/t-v.md: priority must be a whole number from 0 (critical) to 4 (backlog), not high; nothing written",
+        ),
+        (
+            &["--set", "priority=1.5"],
+            6,
+            "tasks/t-v.md: priority must be a whole number from 0 (critical) to 4 (backlog), not 1.5; nothing written",
+        ),
+        (
+            &["--set", "title="],
+            6,
+            "tasks/t-v.md: title must be text that is not empty, not \"\"; nothing written",
+        ),
+        (
+            &["--set", "title=  "],
+            6,
+            "tasks/t-v.md: title must be text that is not empty, not \"\"; nothing written",
+        ),
+        (
+            &["--unset", "title"],
+            6,
+            "tasks/t-v.md: title cannot be removed: every task has one; nothing written",
+        ),
+        (
+            &["--set", "tags=notalist"],
+            6,
+            "tasks/t-v.md: tags must be a list of text, like [a, b], not notalist; nothing written",
+        ),
+        (
+            &["--set", "created_at=yesterday"],
+            6,
+            "tasks/t-v.md: created_at must be a time like 2026-11-22T10:04:05Z or a date like 2026-11-22, not yesterday; nothing written",
+        ),
+        (
+            &["--set", "parent=task-nope"],
+            4,
+            "task 'task-nope' (named in parent of tasks/t-v.md) not found\nhint: `tavern list tasks` shows the tasks on the board",
+        ),
+        (
+            &["--force", "--set", "status=bogus"],
+            6,
+            "tasks/t-v.md: status must be a state of the workflow (pending, claimed, working, review, blocked, done, failed, cancelled), not bogus; nothing written",
+        ),
+        (
+            &["--force", "--unset", "status"],
+            6,
+            "tasks/t-v.md: status cannot be removed: every task has one; nothing written",
+        ),
+    ] {
+        b.run(&[&["edit", "t-v"], args].concat())
+            .code(code)
+            .stdout_is("")
+            .stderr_is(&format!("error: {message}\n"));
+    }
+    for (args, message) in [
+        (
+            &["--set", "severity=urgent"][..],
+            "observations/obs-v.md: severity must be one of info, low, medium, high, critical, not urgent; nothing written",
+        ),
+        (
+            &["--set", "confidence=2"],
+            "observations/obs-v.md: confidence must be a number from 0 to 1, not 2; nothing written",
+        ),
+        (
+            &["--set", "scope=forever"],
+            "observations/obs-v.md: scope must be one of session, persistent, not forever; nothing written",
+        ),
+    ] {
+        b.run(&[&["edit", "obs-v"], args].concat())
+            .code(6)
+            .stderr_is(&format!("error: {message}\n"));
+    }
+    assert_eq!(snapshot(&b), before, "a refused edit changed the board");
+    // Valid values still go through; --force still moves the workflow's fields.
+    b.task("Parent", &["--id", "t-p"]);
+    b.run(&[
+        "edit",
+        "t-v",
+        "--set",
+        "priority=4",
+        "--set",
+        "parent=t-p",
+        "--set",
+        "tags=[a, b]",
+    ])
+    .ok();
+    b.run(&["edit", "t-v", "--force", "--set", "status=done"])
+        .ok();
+    b.run(&["edit", "t-v", "--set", "priority=null"]).ok();
     b.run(&["check"]).ok();
 }

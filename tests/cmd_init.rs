@@ -248,16 +248,47 @@ fn board_flag_and_env_override_discovery() {
     assert_eq!(there.log().len(), 2);
     assert_eq!(here.log().len(), 1);
 
+    // A directory that does not exist is not "a directory without board.yaml".
     let nowhere = here.root().join("nowhere");
     here.run(&["--board", nowhere.to_str().unwrap(), "list"])
         .code(4)
         .stderr_is(&format!(
-            "error: {} is not a tavern board (no board.yaml inside)\n",
+            "error: the board directory {} does not exist\nhint: check the path given with --board or TAVERN_BOARD\n",
             nowhere.display()
         ));
     let mut c = here.cmd(&["list"]);
     c.env("TAVERN_BOARD", &nowhere);
-    output(c).code(4).stderr_has("is not a tavern board");
+    output(c).code(4).stderr_has("does not exist");
+    let plain = here.root().join("plain");
+    std::fs::create_dir(&plain).unwrap();
+    here.run(&["--board", plain.to_str().unwrap(), "list"])
+        .code(4)
+        .stderr_is(&format!(
+            "error: {} is not a tavern board (no board.yaml inside)\n",
+            plain.display()
+        ));
+}
+
+#[test]
+fn init_inside_a_boards_project_refuses_to_nest_unless_asked() {
+    let b = TestBoard::new();
+    let sub = b.root().join("crates/core");
+    std::fs::create_dir_all(&sub).unwrap();
+    let mut c = b.cmd(&["init"]);
+    c.current_dir(&sub);
+    output(c).code(3).stdout_is("").stderr_is(&format!(
+        "error: {}: {} is inside the project of this board; a board there would hide it from every command run below it\nhint: use the existing board (tavern finds it from there), or pass --nested to create a separate one\n",
+        b.board().display(),
+        sub.display()
+    ));
+    assert!(!sub.join(".tavern").exists());
+    b.run(&["init", "crates/core"]).code(3);
+    assert!(!sub.join(".tavern").exists());
+    // Asked for: a separate board.
+    b.run(&["init", "crates/core", "--nested"]).ok();
+    assert!(sub.join(".tavern/board.yaml").is_file());
+    // Running init again in the project of the board itself still says nothing changed.
+    b.run(&["init"]).ok().stdout_has("nothing changed");
 }
 
 #[test]

@@ -156,12 +156,46 @@ fn regions_by_name_alias_and_term() {
     assert_eq!(list(&b, &["obs"]), ["obs-1"]);
     assert_eq!(list(&b, &["q"]), ["q-1"]);
     assert_eq!(list(&b, &["region:questions"]), ["q-1"]);
+    // Several regions are alternatives, wherever they stand among the terms.
     assert_eq!(
         list(&b, &["region:observations", "region:questions"]),
-        Vec::<String>::new(),
-        "terms all hold, so two regions match nothing"
+        ["obs-1", "q-1"]
+    );
+    assert_eq!(list(&b, &["observations", "questions"]), ["obs-1", "q-1"]);
+    assert_eq!(
+        list(&b, &["priority<=1", "tasks"]),
+        ["t-crit", "t-old", "t-zed", "t-new"]
+    );
+    assert_eq!(
+        list(&b, &["tag:parser", "tasks", "observations"]),
+        ["t-old", "t-new"]
     );
     assert_eq!(list(&b, &["questions", "region=questions"]), ["q-1"]);
+    // A region word as text needs quotes.
+    assert_eq!(list(&b, &["\"work\"", "tasks"]), ["t-old", "t-new"]);
+}
+
+#[test]
+fn a_phrase_matches_words_in_order_and_a_quoted_value_keeps_its_spaces() {
+    let b = board();
+    assert_eq!(list(&b, &["\"parser work\""]), ["t-old"]);
+    assert_eq!(list(&b, &["\"work parser\""]), Vec::<String>::new());
+    assert_eq!(list(&b, &["\"the frontmatter splitter\""]), ["t-new"]);
+    assert_eq!(list(&b, &["title=\"Same age, later id\""]), ["t-zed"]);
+    assert_eq!(list(&b, &["title=Same"]), Vec::<String>::new());
+    // A bare word that is a document's id matches that document.
+    assert_eq!(list(&b, &["t-zed"]), ["t-zed"]);
+}
+
+#[test]
+fn list_archive_lists_the_archive_only() {
+    let b = board();
+    b.run(&["cancel", "t-zed", "--as", "x"]).ok();
+    b.run(&["archive", "t-zed"]).ok();
+    assert_eq!(list(&b, &["archive"]), ["t-zed"]);
+    assert_eq!(list(&b, &["tasks", "archive"]), ["t-zed"]);
+    assert_eq!(list(&b, &["observations", "archive"]), Vec::<String>::new());
+    assert_eq!(list(&b, &["region:archive", "Same"]), ["t-zed"]);
 }
 
 #[test]
@@ -306,7 +340,7 @@ fn list_json_shape() {
 fn malformed_queries_name_the_term() {
     let b = board();
     let before = snapshot(&b);
-    let hint = "hint: terms look like status=pending, priority<=1, updated_at<-2h, has:claimed_by, tag:parser, region:tasks, or a bare word\n";
+    let hint = "hint: terms look like status=pending, priority<=1, updated_at<-2h, has:claimed_by, tag:parser, tasks, \"a phrase\", or a bare word\n";
     for (term, why) in [
         ("status=", "expected a value after the operator"),
         ("=x", "expected a field name before the operator"),
@@ -330,7 +364,11 @@ fn malformed_queries_name_the_term() {
         ("tag:", "expected a tag after the colon"),
         (
             "region:nowhere",
-            "regions are tasks, observations, questions",
+            "regions are tasks, observations, questions, archive",
+        ),
+        (
+            "status==pending",
+            "one operator per term: = != < <= > >= (status=pending, not status==pending)",
         ),
     ] {
         // The bad term is named even when good terms surround it.
@@ -386,4 +424,26 @@ fn broken_files_are_skipped_with_a_warning() {
     );
     assert!(out.stderr.contains("warning: skipped tasks/t-broken.md"));
     assert_eq!(snapshot(&b), before, "list wrote something");
+}
+
+#[test]
+fn finished_documents_come_after_the_open_ones() {
+    let b = board();
+    // t-crit (priority 0) is cancelled and t-old (priority 1, oldest) done: both go last.
+    b.run(&["edit", "t-crit", "--force", "--set", "status=cancelled"])
+        .ok();
+    for step in ["claim", "start", "done"] {
+        b.run(&[step, "t-old", "--as", "x"]).ok();
+    }
+    assert_eq!(
+        list(&b, &["tasks"]),
+        ["t-zed", "t-new", "t-nopri", "t-crit", "t-old"]
+    );
+    b.run(&["answer", "q-1", "yaml"]).ok();
+    assert_eq!(
+        list(&b, &[]),
+        [
+            "t-zed", "obs-1", "t-new", "t-nopri", "t-crit", "t-old", "q-1"
+        ]
+    );
 }

@@ -147,6 +147,8 @@ fn generated_ids_use_the_boards_prefixes() {
 #[test]
 fn observations_and_questions_follow_their_templates() {
     let b = TestBoard::new();
+    // What it is about must exist (the schema checks references).
+    b.task("X", &["--id", "t-x"]);
     b.run(&[
         "new",
         "observation",
@@ -167,7 +169,7 @@ fn observations_and_questions_follow_their_templates() {
     .stdout_is("obs-slow\n");
     assert_eq!(
         redact_times(&b.read("observations/obs-slow.md")),
-        "---\nid: obs-slow\ntitle: Scan is slow\nstatus: open\ntopic: general\nseverity: high\ntags: []\ncreated_at: <TIME>\ncreated_by: coder-1\nupdated_at: <TIME>\nrev: 1\nconfidence: 0.8\nabout: t-x\n---\n\n## What was seen\n\n## Evidence\n\n"
+        "---\nid: obs-slow\ntitle: Scan is slow\nstatus: open\ntopic: general\nseverity: high\ntags: []\ncreated_at: <TIME>\ncreated_by: coder-1\nupdated_at: <TIME>\nrev: 1\nconfidence: 0.8\nabout: t-x\nscope: persistent\n---\n"
     );
     b.run(&[
         "new",
@@ -185,14 +187,21 @@ fn observations_and_questions_follow_their_templates() {
     .stdout_is("q-push\n");
     assert_eq!(
         redact_times(&b.read("questions/q-push.md")),
-        "---\nid: q-push\ntitle: May I push?\nstatus: open\nkind: permission\nasked_by: coder-2\ntags: []\ncreated_at: <TIME>\ncreated_by: coder-2\nupdated_at: <TIME>\nrev: 1\n---\n\n## Question\n\n## Context\n\n"
+        "---\nid: q-push\ntitle: May I push?\nstatus: open\nkind: permission\nasked_by: coder-2\ntags: []\ncreated_at: <TIME>\ncreated_by: coder-2\nupdated_at: <TIME>\nrev: 1\n---\n"
     );
     let docs: Vec<String> = b
         .log()
         .iter()
         .map(|e| e["doc"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(docs, ["observations/obs-slow.md", "questions/q-push.md"]);
+    assert_eq!(
+        docs,
+        [
+            "tasks/t-x.md",
+            "observations/obs-slow.md",
+            "questions/q-push.md"
+        ]
+    );
 }
 
 #[test]
@@ -376,12 +385,25 @@ fn new_follows_an_edited_template() {
     b.run(&["new", "observation", "--title", "o", "--id", "o-1"])
         .ok();
     assert!(b.read("observations/o-1.md").contains("\nseverity: info\n"));
-    // Without a template file, the built-in one is used.
+    // Without a template file, the built-in one is used; without a body, its headings
+    // would stay empty, so they are left out.
     std::fs::remove_file(b.board().join("templates/task.md")).unwrap();
     b.task("Builtin", &["--id", "t-builtin"]);
+    assert!(b.read("tasks/t-builtin.md").ends_with("\nrev: 1\n---\n"));
+    b.task("Given", &["--id", "t-given", "--body", "## Goal\n\nShip."]);
     assert!(
-        b.read("tasks/t-builtin.md")
-            .ends_with("---\n\n## Goal\n\n## Done when\n\n")
+        b.read("tasks/t-given.md")
+            .ends_with("\nrev: 1\n---\n\n## Goal\n\nShip.\n")
+    );
+    // A template section with text stays; only the empty ones go.
+    b.write(
+        "templates/task.md",
+        "---\nid: x\ntitle: t\nstatus: pending\nrev: 1\n---\n\n## Goal\n\n## Checklist\n\n- [ ] tests\n\n## Notes\n",
+    );
+    b.task("Partly", &["--id", "t-partly"]);
+    assert!(
+        b.read("tasks/t-partly.md")
+            .ends_with("---\n\n## Checklist\n\n- [ ] tests\n")
     );
 }
 
@@ -543,4 +565,53 @@ fn hostile_titles_stay_one_quoted_field() {
     b.run(&["list", "tasks"])
         .ok()
         .stdout_has("line break: yes ---\n");
+}
+
+#[test]
+fn new_documents_are_validated_against_the_schema() {
+    let b = TestBoard::new();
+    let before = snapshot(&b);
+    for (args, code, message) in [
+        (
+            &["task", "--priority", "9"][..],
+            6,
+            "the new task: priority must be a whole number from 0 (critical) to 4 (backlog), not 9; nothing written",
+        ),
+        (
+            &["task", "--set", "priority=high", "--id", "t-x"],
+            6,
+            "tasks/t-x.md: priority must be a whole number from 0 (critical) to 4 (backlog), not high; nothing written",
+        ),
+        (
+            &["task", "--set", "tags=notalist"],
+            6,
+            "the new task: tags must be a list of text, like [a, b], not notalist; nothing written",
+        ),
+        (
+            &["task", "--set", "parent=task-nope"],
+            4,
+            "task 'task-nope' (named in parent of the new task) not found\nhint: `tavern list tasks` shows the tasks on the board",
+        ),
+        (
+            &["task", "--set", "status=bogus"],
+            6,
+            "the new task: status must be a state of the workflow (pending, claimed, working, review, blocked, done, failed, cancelled), not bogus; nothing written",
+        ),
+        (
+            &["observation", "--set", "severity=urgent"],
+            6,
+            "the new observation: severity must be one of info, low, medium, high, critical, not urgent; nothing written",
+        ),
+        (
+            &["question", "--set", "kind=poll"],
+            6,
+            "the new question: kind must be one of question, permission, not poll; nothing written",
+        ),
+    ] {
+        b.run(&[&["new"], args, &["--title", "x"]].concat())
+            .code(code)
+            .stdout_is("")
+            .stderr_is(&format!("error: {message}\n"));
+    }
+    assert_eq!(snapshot(&b), before);
 }

@@ -143,3 +143,29 @@ fn broken_documents_are_reported_not_shown() {
             .stderr_is(&format!("error: tasks/{id}.md: {problem}\n"));
     }
 }
+
+#[test]
+fn files_under_solutions_are_named_by_their_path() {
+    let b = TestBoard::new();
+    b.task("Designed", &["--id", "t-d"]);
+    b.write("solutions/t-d/design.md", "# Design\r\n\r\nSplit first.\n");
+    b.run(&["show", "solutions/t-d/design.md"])
+        .ok()
+        .stdout_is("# Design\r\n\r\nSplit first.\n");
+    let v = b
+        .run(&["show", "solutions/t-d/design.md", "--json"])
+        .ok()
+        .json();
+    assert_eq!(v["path"], "solutions/t-d/design.md");
+    assert_eq!(v["body"], "# Design\r\n\r\nSplit first.\n");
+    b.run(&["show", "solutions/t-d/missing.md"])
+        .code(4)
+        .stderr_has("error: file solutions/t-d/missing.md not found\n");
+    b.run(&["show", "solutions/t-d/../../board.yaml"])
+        .code(6)
+        .stderr_is("error: 'solutions/t-d/../../board.yaml' is not a path under solutions/: empty, `.` and `..` components are not allowed\n");
+    std::os::unix::fs::symlink("/etc", b.board().join("solutions/t-e")).unwrap();
+    b.run(&["show", "solutions/t-e/passwd"])
+        .code(6)
+        .stderr_has("is a symbolic link");
+}

@@ -160,16 +160,16 @@ fn a_transition_not_allowed_now_lists_the_allowed_ones() {
             "blocked",
             "release, unblock, fail, cancel",
         ),
-        ("t-done", "start", "done", "none (it is final)"),
-        ("t-done", "cancel", "done", "none (it is final)"),
-        ("t-failed", "release", "failed", "none (it is final)"),
-        ("t-cancelled", "fail", "cancelled", "none (it is final)"),
+        ("t-done", "start", "done", "reopen"),
+        ("t-done", "cancel", "done", "reopen"),
+        ("t-failed", "release", "failed", "reopen"),
+        ("t-cancelled", "fail", "cancelled", "reopen"),
     ] {
         b.run(&[cmd, id, "--as", "o"])
             .code(3)
             .stdout_is("")
             .stderr_is(&format!(
-                "error: tasks/{id}.md: cannot {cmd}: the task is {state}; allowed from {state}: {allowed}\n"
+                "error: tasks/{id}.md: transition '{cmd}' is not allowed: the task's status is {state}; allowed from {state}: {allowed}\n"
             ));
     }
     assert_eq!(
@@ -246,7 +246,7 @@ fn only_the_claimant_moves_a_claimed_task() {
         .stderr_is("error: tasks/t-own.md: claimed by coder-2; only the claimant may move it (you are coder-1; a human may override with --force)\n");
     b.run(&["start", "t-own", "--as", "coder-1"])
         .code(3)
-        .stderr_is("error: tasks/t-own.md: cannot start: the task is working; allowed from working: release, submit, block, done, fail, cancel; it is held by coder-2, not you\n");
+        .stderr_is("error: tasks/t-own.md: transition 'start' is not allowed: the task's status is working; allowed from working: release, submit, block, done, fail, cancel; it is held by coder-2, not you\n");
 }
 
 #[test]
@@ -296,7 +296,7 @@ fn move_runs_whichever_transition_leads_there() {
     assert_eq!(b.log().last().unwrap()["transition"], "done");
     b.run(&["move", "t-d", "done", "--as", "m"])
         .code(3)
-        .stderr_is("error: tasks/t-d.md: no transition leads from done to done; from done it can go to: nothing (it is final)\n");
+        .stderr_is("error: tasks/t-d.md: no transition leads from done to done; from done it can go to: pending (reopen)\n");
 
     b.task("Stuck", &["--id", "t-s"]);
     let before = snapshot(&b);
@@ -340,8 +340,11 @@ fn transitions_apply_to_tasks_only() {
     b.task("A", &["--id", "t-ab"]);
     b.task("B", &["--id", "t-ac"]);
     let before = snapshot(&b);
-    b.run(&["start", "o-1"]).code(4).stderr_is(
-        "error: document 'o-1' not found\nhint: `tavern list` shows the documents on the board\n",
+    b.run(&["start", "o-1"]).code(2).stderr_is(
+        "error: o-1 is an observation, not a task: claims and transitions work on tasks\n",
+    );
+    b.run(&["start", "t-nope"]).code(4).stderr_is(
+        "error: document 't-nope' not found\nhint: `tavern list` shows the documents on the board\n",
     );
     b.run(&["cancel", "t-a"]).code(2).stderr_is(
         "error: id prefix 't-a' is ambiguous; it matches:\n  tasks/t-ab.md\n  tasks/t-ac.md\n",
@@ -424,7 +427,7 @@ fn a_boards_own_transition_runs_as_tavern_name_id() {
     // And the workflow's from-states.
     b.run(&["shelve", "t-tri", "--as", "coder-1"])
         .code(3)
-        .stderr_is("error: tasks/t-tri.md: cannot shelve: the task is review; allowed from review: approve, reject, block, done, fail, cancel\n");
+        .stderr_is("error: tasks/t-tri.md: transition 'shelve' is not allowed: the task's status is review; allowed from review: approve, reject, block, done, fail, cancel\n");
 }
 
 #[test]
@@ -433,7 +436,7 @@ fn unknown_commands_and_bad_custom_usage_are_usage_errors() {
     b.task("X", &["--id", "t-x"]);
     let before = snapshot(&b);
     b.run(&["frobnicate", "t-x"]).code(2).stdout_is("").stderr_is(
-        "error: unrecognized command 'frobnicate'\nhint: `tavern --help` lists the commands; this board's transitions are: claim, release, start, submit, approve, reject, block, unblock, done, fail, cancel, shelve, unshelve, triage\n",
+        "error: unrecognized command 'frobnicate'\nhint: `tavern --help` lists the commands; this board's transitions are: claim, release, start, submit, approve, reject, block, unblock, done, fail, cancel, shelve, unshelve, triage, reopen\n",
     );
     let out = b.run(&["shelve"]);
     out.code(2).stdout_is("");
@@ -459,4 +462,39 @@ fn unknown_commands_and_bad_custom_usage_are_usage_errors() {
         .code(2)
         .stderr_has("unrecognized command 'shelve'");
     assert_eq!(snapshot(&b), before);
+}
+
+#[test]
+fn reopen_brings_a_finished_task_back_to_pending() {
+    let b = TestBoard::new();
+    b.task("Again", &["--id", "t-re"]);
+    for step in ["claim", "start", "done"] {
+        b.run(&[step, "t-re", "--as", "coder"]).ok();
+    }
+    // Anyone may reopen (a human who found it was not done after all); the claim is gone.
+    b.run(&[
+        "reopen",
+        "t-re",
+        "--as",
+        "alice",
+        "--note",
+        "the fix regressed",
+    ])
+    .ok()
+    .stdout_is("reopened t-re (rev 5, pending)\n");
+    let text = b.read("tasks/t-re.md");
+    assert!(
+        text.contains("status: pending\n") && !text.contains("claimed_by"),
+        "{text}"
+    );
+    let last = b.log().pop().unwrap();
+    assert_eq!(last["transition"], "reopen");
+    assert_eq!(last["from"], "done");
+    assert_eq!(last.get("force"), None);
+    b.run(&["claim", "t-re", "--as", "coder-2"]).ok();
+    b.run(&["reopen", "t-re"]).code(3).stderr_is(
+        "error: tasks/t-re.md: transition 'reopen' is not allowed: the task's status is claimed; allowed from claimed: release, start, fail, cancel; it is held by coder-2, not you\n",
+    );
+    b.run(&["cancel", "t-re", "--as", "coder-2"]).ok();
+    b.run(&["move", "t-re", "pending", "--as", "bob"]).ok();
 }

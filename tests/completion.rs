@@ -19,7 +19,7 @@ fn a_document_requirement_blocks_done_until_it_holds() {
     );
     let before = snapshot(&b);
     b.run(&["done", "t-req", "--as", "coder-1"]).code(3).stderr_is(
-        "error: tasks/t-req.md: cannot done: completion requirement 1 of 1 failed: solutions/t-req/design.md does not exist\n",
+        "error: tasks/t-req.md: transition 'done' refused: completion requirement 1 of 1 failed: solutions/t-req/design.md does not exist\n",
     );
     b.write(
         "solutions/t-req/design.md",
@@ -62,6 +62,7 @@ fn a_region_count_requirement() {
         "about=[t-req]",
     ])
     .ok();
+    b.task("Other", &["--id", "t-other"]);
     b.run(&[
         "new",
         "observation",
@@ -75,7 +76,7 @@ fn a_region_count_requirement() {
     .ok();
     b.run(&["submit", "t-req", "--as", "coder-1"]).ok();
     b.run(&["approve", "t-req", "--as", "reviewer"]).code(3).stderr_is(
-        "error: tasks/t-req.md: cannot approve: completion requirement 1 of 1 failed: 1 observations match 'about=t-req severity=high,critical status!=resolved' (obs-bad), expected 0\n",
+        "error: tasks/t-req.md: transition 'approve' refused: completion requirement 1 of 1 failed: 1 observations match 'about=t-req severity=high,critical status!=resolved' (obs-bad), expected 0\n",
     );
     b.run(&["edit", "obs-bad", "--set", "status=resolved"]).ok();
     b.run(&["approve", "t-req", "--as", "reviewer"]).ok();

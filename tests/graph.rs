@@ -81,7 +81,7 @@ fn tree_shows_subtasks() {
 fn a_new_dependency_must_exist() {
     let b = chain();
     b.run(&["edit", "a", "--add", "depends_on=ghost"]).code(4).stderr_is(
-        "error: task 'ghost' (named in depends_on) not found\nhint: `tavern list tasks` shows the tasks on the board\n",
+        "error: task 'ghost' (named in depends_on of tasks/a.md) not found\nhint: `tavern list tasks` shows the tasks on the board\n",
     );
     b.run(&["edit", "a", "--add", "depends_on=../x"]).code(6);
     b.task("Other", &["--id", "o"]);

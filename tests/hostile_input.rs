@@ -6,7 +6,7 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::util::{Out, TestBoard, snapshot};
+use crate::util::{Out, TestBoard, fixtures, snapshot};
 
 /// Runs tavern, killing it (and failing) if it does not finish within `secs`: a reader
 /// that blocks on a hostile file must fail this test, not hang the suite.
@@ -46,8 +46,6 @@ fn no_panic(out: &Out) {
     );
 }
 
-const BOMB: &str = "---\nid: t-bomb\na: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: [*e,*e,*e,*e,*e,*e,*e,*e,*e]\n---\n";
-
 /// (file, id, the problem readers report) for every hostile file of the board.
 fn hostile_files() -> Vec<(&'static str, &'static str, String)> {
     let symlink =
@@ -58,7 +56,7 @@ fn hostile_files() -> Vec<(&'static str, &'static str, String)> {
             "t-big",
             format!(
                 "is {} bytes, over the limit of 1048576 (limits.max_doc_bytes in board.yaml); skipped",
-                50 * 1024 * 1024
+                fixtures::BIG_BYTES
             ),
         ),
         (
@@ -99,17 +97,10 @@ fn hostile_board() -> (TestBoard, tempfile::TempDir) {
     let b = TestBoard::new();
     b.task("Good", &["--id", "t-good"]);
     b.task("Also good", &["--id", "t-fine"]);
-    b.write("tasks/t-bomb.md", BOMB);
-    let mut big = b"---\nid: t-big\ntitle: big\nstatus: pending\n---\n".to_vec();
-    big.resize(50 * 1024 * 1024, b'x');
-    b.write("tasks/t-big.md", big);
-    b.write("tasks/t-bin.md", b"---\nid: t-bin\ntitle: \xff\xfe\n---\n");
-    let deep = format!(
-        "---\nid: t-deep\nx: {}{}\n---\n",
-        "[".repeat(20_000),
-        "]".repeat(20_000)
-    );
-    b.write("tasks/t-deep.md", deep);
+    b.write("tasks/t-bomb.md", fixtures::read("alias-bomb.md"));
+    b.write("tasks/t-big.md", fixtures::big_document());
+    b.write("tasks/t-bin.md", fixtures::read("not-utf8.md"));
+    b.write("tasks/t-deep.md", fixtures::deep_nesting());
     std::fs::create_dir(b.board().join("tasks/t-dir.md")).unwrap();
     let outside = tempfile::tempdir().unwrap();
     let secret = outside.path().join("secret.md");
@@ -442,7 +433,7 @@ fn a_hostile_board_yaml_or_template_is_refused() {
     b.write("board.yaml", &good_yaml);
     b.write(
         "templates/task.md",
-        BOMB.replace("id: t-bomb", "id: template"),
+        fixtures::text("alias-bomb.md").replace("id: t-bomb", "id: template"),
     );
     let before = snapshot(&b);
     let out = run_bounded(&b, &["new", "task", "--title", "x"], 10);

@@ -24,7 +24,7 @@ fn board_with_observation() -> TestBoard {
     b
 }
 
-const POSTED: &str = "---\nid: obs-x\ntitle: Tabs in keys\nstatus: open\ntopic: parser\nseverity: high\ntags: []\ncreated_at: <TIME>\ncreated_by: finder\nupdated_at: <TIME>\nrev: 1\nscope: persistent\n---\n\n## What was seen\n\n## Evidence\n\n";
+const POSTED: &str = "---\nid: obs-x\ntitle: Tabs in keys\nstatus: open\ntopic: parser\nseverity: high\ntags: []\ncreated_at: <TIME>\ncreated_by: finder\nupdated_at: <TIME>\nrev: 1\nscope: persistent\n---\n";
 
 #[test]
 fn post_writes_an_open_observation_with_every_field() {
@@ -330,8 +330,8 @@ fn observation_commands_refuse_missing_ids_tasks_and_stale_revs() {
     b.run(&["ack", "obs-missing"])
         .code(4)
         .stderr_is("error: document 'obs-missing' not found\nhint: `tavern list` shows the documents on the board\n");
-    // ack and resolve look only at observations.
-    b.run(&["ack", "t-a"]).code(4);
+    // ack and resolve work only on observations, and say what else it is.
+    b.run(&["ack", "t-a"]).code(2);
     b.run(&["resolve", "obs-x", "--resolution", " "])
         .code(2)
         .stderr_is("error: a resolution is required: --resolution \"what was done\"\n");
@@ -343,4 +343,38 @@ fn observation_commands_refuse_missing_ids_tasks_and_stale_revs() {
     );
     assert_eq!(snapshot(&b), before);
     b.run(&["ack", "obs-x", "--if-rev", "1"]).ok();
+}
+
+#[test]
+fn ack_on_a_task_says_it_is_a_task() {
+    let b = TestBoard::new();
+    b.task("A task", &["--id", "task-x7d2"]);
+    b.run(&[
+        "post",
+        "Seen",
+        "--topic",
+        "t",
+        "--severity",
+        "low",
+        "--id",
+        "obs-1",
+    ])
+    .ok();
+    let before = crate::util::snapshot(&b);
+    b.run(&["ack", "task-x7d2"])
+        .code(2)
+        .stderr_is("error: task-x7d2 is a task, not an observation: ack works on observations\n");
+    b.run(&["resolve", "task-x7", "--resolution", "x"])
+        .code(2)
+        .stderr_is(
+            "error: task-x7d2 is a task, not an observation: resolve works on observations\n",
+        );
+    b.run(&["answer", "obs-1", "yes"])
+        .code(2)
+        .stderr_is("error: obs-1 is an observation, not a question: answer works on questions\n");
+    b.run(&["start", "obs-1"]).code(2).stderr_is(
+        "error: obs-1 is an observation, not a task: claims and transitions work on tasks\n",
+    );
+    b.run(&["ack", "obs-nope"]).code(4);
+    assert_eq!(crate::util::snapshot(&b), before);
 }

@@ -55,6 +55,36 @@ fn ask_creates_the_question_and_blocks_the_working_task() {
 }
 
 #[test]
+fn a_question_without_a_body_says_what_is_asked() {
+    let b = board_with_working_task();
+    b.run(&[
+        "ask",
+        "Which database?",
+        "--options",
+        "pg,sqlite",
+        "--blocks",
+        "t-a",
+        "--context",
+        "storage",
+        "--id",
+        "q-db",
+        "--as",
+        "coder",
+    ])
+    .ok();
+    assert!(b.read("questions/q-db.md").ends_with(
+        "---\n\n## Question\n\nWhich database?\n\n## Options\n\n- pg\n- sqlite\n\n## Blocks\n\nt-a\n\n## Context\n\nstorage\n"
+    ));
+    ask_permission(&b);
+    assert!(b.read("questions/q-p.md").ends_with(
+        "---\n\n## Permission\n\n- capability: network\n- resource: github.com\n- reason: fetch dependencies\n"
+    ));
+    b.run(&["new", "question", "--title", "Plain?", "--id", "q-plain"])
+        .ok();
+    assert!(b.read("questions/q-plain.md").ends_with("\nrev: 1\n---\n"));
+}
+
+#[test]
 fn ask_json_prints_the_document() {
     let b = TestBoard::new();
     let out = b.run(&["ask", "Why?", "--id", "q-why", "--json"]);
@@ -70,7 +100,7 @@ fn ask_warns_about_tasks_it_cannot_block_and_refuses_missing_ones() {
     b.task("Pending", &["--id", "t-p"]);
     let out = b.run(&["ask", "Which?", "--blocks", "t-p", "--id", "q-1"]);
     out.ok().stdout_is("q-1\n").stderr_has(
-        "warning: task t-p is listed in blocks but was not blocked: tasks/t-p.md: cannot block: the task is pending",
+        "warning: task t-p is listed in blocks but was not blocked: tasks/t-p.md: transition 'block' is not allowed: the task's status is pending",
     );
     assert!(b.read("questions/q-1.md").contains("blocks: [t-p]\n"));
     assert_eq!(status(&b, "tasks/t-p.md"), "pending");
@@ -111,13 +141,18 @@ fn answer_records_it_and_unblocks_the_task() {
     let last = log.last().unwrap();
     assert_eq!(last["transition"], "unblock");
     assert_eq!(last["actor"], "alice");
-    assert_eq!(last["force"], true);
-    assert!(
-        last["note"]
-            .as_str()
-            .unwrap()
-            .ends_with("unblocked: q-1 answered")
-    );
+    // The answer is what the claimant waited for, not a human overriding it.
+    assert_eq!(last.get("force"), None);
+    assert_eq!(last["note"], "unblocked: q-1 answered");
+    let seq = last["seq"].to_string();
+    b.run(&[
+        "log",
+        "--since",
+        &(last["seq"].as_u64().unwrap() - 1).to_string(),
+    ])
+    .ok()
+    .stdout_has(&format!("{seq} "))
+    .stdout_has("unblock blocked -> working rev 5 — unblocked: q-1 answered\n");
     // Only an open question can be answered.
     b.run(&["answer", "q-1", "again"])
         .code(3)
@@ -345,7 +380,11 @@ fn a_human_at_a_terminal_decides_after_typing_the_id() {
         eprintln!("`script` (util-linux) is not installed: the terminal path is not tested");
         return;
     };
-    out.code(3).stdout_has("type q-p to approve: ");
+    // The prompt shows what is being decided before asking for the id.
+    out.code(3).stdout_has(
+        "permission request q-p from coder\r\n  capability: network\r\n  resource:   github.com\r\n  reason:     fetch dependencies\r\n  preview:\r\n    ## Permission\r\n",
+    );
+    out.stdout_has("type q-p to approve: ");
     out.stdout_has("the confirmation did not match");
     assert!(b.read("questions/q-p.md").contains("status: open\n"));
 

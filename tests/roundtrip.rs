@@ -1,15 +1,14 @@
 //! Byte-exact round trips: a hand-written document keeps every byte but the changed
 //! fields' lines through claims and edits.
 
-use crate::util::TestBoard;
-
-const HAND_WRITTEN: &str = "---\r\n# written by hand\r\ntitle: 'Hand: written'\r\nid: t-hand\r\nstatus: pending   # where it stands\r\nweird_key: {a: 1, b: [x, \"y\"]}\r\npriority: 2\r\nnotes:\r\n  - one\r\n  - two\r\n---\r\n\r\n\r\nBody line\r\n---\r\na rule above, and no final newline";
+use crate::util::{TestBoard, fixtures};
 
 #[test]
 fn claim_and_edit_change_only_their_lines() {
     let b = TestBoard::new();
-    b.write("tasks/t-hand.md", HAND_WRITTEN);
-    b.run(&["show", "t-hand"]).ok().stdout_is(HAND_WRITTEN);
+    let hand_written = fixtures::text("crlf-hand-written.md");
+    b.write("tasks/t-hand.md", &hand_written);
+    b.run(&["show", "t-hand"]).ok().stdout_is(&hand_written);
     b.run(&["claim", "t-hand", "--as", "coder-1"]).ok();
     b.run(&[
         "edit",
@@ -23,7 +22,7 @@ fn claim_and_edit_change_only_their_lines() {
     ])
     .ok();
     let after = b.read("tasks/t-hand.md");
-    let old: Vec<&str> = HAND_WRITTEN.split_inclusive('\n').collect();
+    let old: Vec<&str> = hand_written.split_inclusive('\n').collect();
     let new: Vec<&str> = after.split_inclusive('\n').collect();
     let changed = ["status:", "priority:", "notes:", "  - "];
     let added = ["updated_at:", "rev:", "claimed_by:", "claimed_at:"];

@@ -87,3 +87,18 @@ fn field(b: &TestBoard, id: &str, key: &str) -> String {
         .find_map(|l| l.strip_prefix(&format!("{key}: ")).map(str::to_string))
         .unwrap()
 }
+
+#[test]
+fn summary_says_the_board_is_paused() {
+    let b = TestBoard::new();
+    let v = b.run(&["summary", "--json"]).ok().json();
+    assert_eq!(v["paused"], serde_json::Value::Null);
+    b.run(&["pause", "release freeze"]).ok();
+    b.run(&["summary"]).ok().stdout_is(
+        "# Board summary\n\n**The board is paused**: release freeze. No task can be claimed and no knowledge source starts until it is resumed.\n\n## Agents\n\nNo registered agents.\n\n## Open findings\n\nNone.\n\n## Tasks\n\nNone.\n\n## Open questions\n\nNone.\n\n## Looks stuck\n\nNothing.\n",
+    );
+    assert_eq!(
+        b.run(&["summary", "--json"]).ok().json()["paused"],
+        "release freeze"
+    );
+}

@@ -6,6 +6,7 @@ mod util;
 mod agents;
 mod archive;
 mod bad_input;
+mod clones;
 mod cmd_basics;
 mod cmd_check;
 mod cmd_claim;
@@ -33,6 +34,7 @@ mod sync_claims;
 mod teamwork;
 mod watch;
 mod watch_feed;
+mod worktrees;
 
 #[test]
 fn every_test_file_is_included() {

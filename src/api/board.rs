@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::board::Board;
-use crate::error::{Error, Result};
+use crate::error::{Error, Input, Kind, Result};
 use crate::log::Entry;
+use crate::msg;
 use crate::query::Query;
 
 /// A board created or completed.
@@ -19,8 +20,10 @@ pub struct Initialised {
 }
 
 /// Creates the board in `dir`, a project directory or the `.tavern` directory itself,
-/// adding whatever is missing and never touching what is there.
-pub fn init(dir: &Path) -> Result<Initialised> {
+/// adding whatever is missing and never touching what is there. Inside the project of
+/// another board it refuses unless `nested`: the new board would hide the outer one from
+/// every command run below it.
+pub fn init(dir: &Path, nested: bool) -> Result<Initialised> {
     // A path to `.tavern` names the board itself: create it there, not inside it.
     let project = if dir
         .file_name()
@@ -35,6 +38,24 @@ pub fn init(dir: &Path) -> Result<Initialised> {
             what: format!("directory {}", project.display()),
             hint: "create it first".into(),
         });
+    }
+    if !nested
+        && !project.join(crate::board::BOARD_DIR).exists()
+        && let Some(parent) = project.parent()
+        && let Ok(outer) = Board::discover(None, parent)
+    {
+        return Err(Error::request_at(
+            Kind::Conflict,
+            &outer.root,
+            msg!(
+                format!(
+                    "{} is inside the project of this board; a board there would hide it from every command run below it\nhint: use the existing board (tavern finds it from there), or pass ",
+                    project.display()
+                ),
+                Input::Nested,
+                " to create a separate one"
+            ),
+        ));
     }
     let report = crate::board::init(&project)?;
     Ok(Initialised {
@@ -86,6 +107,28 @@ pub fn archive(
     let query = Query::parse(terms)?;
     Ok(Archived {
         moved: crate::ops::archive::archive(board, actor, &query, older_than)?,
+    })
+}
+
+/// What `archive` would move, moving nothing.
+#[derive(Debug, Serialize)]
+pub struct WouldArchive {
+    pub dry_run: bool,
+    /// The documents' paths under the board.
+    pub would_move: Vec<String>,
+}
+
+/// The documents `archive` would move with these terms, without moving them.
+pub fn archive_dry_run(
+    board: &Board,
+    terms: &[String],
+    older_than: Option<chrono::Duration>,
+) -> Result<WouldArchive> {
+    let query = Query::parse(terms)?;
+    let docs = crate::ops::archive::candidates(board, &query, older_than)?;
+    Ok(WouldArchive {
+        dry_run: true,
+        would_move: docs.iter().map(|d| d.rel_path()).collect(),
     })
 }
 

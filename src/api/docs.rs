@@ -12,17 +12,34 @@ use crate::ops;
 use crate::query::Query;
 use crate::scan;
 
-/// One document, with its body in JSON; `doc.raw` is its text byte for byte.
+/// One document, with its body in JSON (`doc.raw` is its text byte for byte), or a file
+/// under solutions/.
 #[derive(Debug, Serialize)]
-#[serde(transparent)]
-pub struct Shown {
-    #[serde(serialize_with = "view::doc_with_body")]
-    pub doc: Document,
+#[serde(untagged)]
+pub enum Shown {
+    Doc(#[serde(serialize_with = "view::doc_with_body")] Document),
+    Solution {
+        /// Its path under the board.
+        path: String,
+        region: &'static str,
+        /// Its text.
+        body: String,
+    },
 }
 
-/// A document by id, unique id prefix or REGION/ID. Archived documents stay readable:
-/// the archive is looked at when the board has no such document.
+/// A document by id, unique id prefix or REGION/ID, or a file under solutions/ by its
+/// path. Archived documents stay readable: the archive is looked at when the board has
+/// no such document.
 pub fn show(board: &Board, reference: &str) -> Result<Shown> {
+    if let Some(rel) = ops::resolve::solution_path(reference) {
+        let rel = rel?;
+        let body = ops::resolve::read_solution(board, &rel)?;
+        return Ok(Shown::Solution {
+            path: rel,
+            region: "solutions",
+            body,
+        });
+    }
     let doc = match ops::resolve::resolve(board, reference, &Region::ALL) {
         Ok((region, id)) => crate::store::read_doc(board, region, &id)?,
         Err(e @ Error::NotFound { .. }) => {
@@ -33,10 +50,10 @@ pub fn show(board: &Board, reference: &str) -> Result<Shown> {
         }
         Err(e) => return Err(e),
     };
-    Ok(Shown { doc })
+    Ok(Shown::Doc(doc))
 }
 
-/// What `list` reads: a region word first (`tasks`, …) and query terms, as typed.
+/// What `list` reads: query terms, region words (`tasks`, `archive`, …) among them.
 #[derive(Clone, Debug, Default)]
 pub struct ListRequest {
     pub terms: Vec<String>,
@@ -44,17 +61,11 @@ pub struct ListRequest {
     pub archived: bool,
 }
 
-/// The documents matching the request, best first. A leading region word and the
-/// query's own `region:` terms narrow the regions; none means every region.
+/// The documents matching the request, open ones first, best first. Region words narrow
+/// the regions (none: every region); `archive` lists only the archive, `archived` adds it.
 pub fn list(board: &Board, req: &ListRequest) -> Result<Listing> {
-    let mut terms = req.terms.clone();
-    let mut regions: Vec<Region> = Vec::new();
-    if let Some(r) = terms.first().and_then(|t| Region::parse(t)) {
-        regions.push(r);
-        terms.remove(0);
-    }
-    let query = Query::parse(&terms)?;
-    regions.extend(query.regions());
+    let query = Query::parse(&req.terms)?;
+    let mut regions = query.regions();
     if regions.is_empty() {
         regions = Region::ALL.to_vec();
     }
@@ -62,14 +73,18 @@ pub fn list(board: &Board, req: &ListRequest) -> Result<Listing> {
     regions.dedup();
     let now = crate::time::now();
     // Filter while reading: a big board is never held in memory whole.
-    let mut scanned = scan::scan_matching(board, &regions, |d| query.matches(d, now))?;
-    if req.archived {
+    let mut scanned = if query.archived() {
+        scan::Scan::default()
+    } else {
+        scan::scan_matching(board, &regions, |d| query.matches(d, now))?
+    };
+    if req.archived || query.archived() {
         let old = scan::scan_archive(board, &regions, |d| query.matches(d, now))?;
         scanned.docs.extend(old.docs);
         scanned.skipped.extend(old.skipped);
     }
     let mut docs = scanned.docs;
-    scan::sort_best_first(&mut docs);
+    scan::sort_open_first(board, &mut docs);
     Ok(Listing {
         docs,
         skipped: scanned.skipped,

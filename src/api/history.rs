@@ -137,6 +137,9 @@ pub fn log(board: &Board, filter: &LogFilter) -> Result<LogRead> {
 
 /// The log path (`tasks/x.md`) of a document reference, even for a deleted document.
 fn doc_path(board: &Board, reference: &str) -> Result<String> {
+    if let Some(rel) = crate::ops::resolve::solution_path(reference) {
+        return rel;
+    }
     match crate::ops::resolve::resolve(board, reference, &Region::ALL) {
         Ok((region, id)) => Ok(format!("{}/{id}.md", region.dir())),
         Err(Error::NotFound { .. }) => {

@@ -21,7 +21,17 @@ pub fn act(
     action: &Action,
     if_rev: Option<u64>,
 ) -> Result<Changed> {
-    let (_, id) = crate::ops::resolve::resolve(board, reference, &[Region::Observations])?;
+    let name = match action {
+        Action::Ack => "ack",
+        Action::Resolve { .. } => "resolve",
+        Action::Reject { .. } => "reject",
+    };
+    let id = crate::ops::resolve::resolve_kind(
+        board,
+        reference,
+        Region::Observations,
+        &format!("{name} works on observations"),
+    )?;
     Ok(Changed::new(observations::act(
         board, actor, &id, action, if_rev,
     )?))

@@ -79,7 +79,12 @@ pub fn answer(
     text: Option<&str>,
     choice: Option<&str>,
 ) -> Result<Answered> {
-    let (_, id) = crate::ops::resolve::resolve(board, reference, &[Region::Questions])?;
+    let id = crate::ops::resolve::resolve_kind(
+        board,
+        reference,
+        Region::Questions,
+        "answer works on questions",
+    )?;
     let a = questions::answer(board, actor, &id, text, choice)?;
     Ok(Answered {
         outcome: a.outcome,

@@ -77,6 +77,9 @@ pub struct Stuck {
 pub struct Summary {
     pub context: Option<String>,
     pub generated_at: String,
+    /// The pause's reason when the board is paused: the first thing to know after a
+    /// context reset, since nothing can be claimed.
+    pub paused: Option<String>,
     /// Registered agents that are not gone.
     pub agents: Vec<AgentBrief>,
     /// Open or acknowledged findings by severity, most severe first; empty ones left out.
@@ -221,6 +224,7 @@ pub fn summary(
     Ok(Summary {
         context: context.map(str::to_string),
         generated_at: crate::time::stamp(now),
+        paused: board.paused(),
         agents: agents_out,
         findings,
         tasks: by_state,

@@ -20,7 +20,12 @@ pub fn ready(board: &Board, terms: &[String]) -> Result<Listing> {
 }
 
 fn task_id(board: &Board, reference: &str) -> Result<String> {
-    Ok(crate::ops::resolve::resolve(board, reference, &[Region::Tasks])?.1)
+    crate::ops::resolve::resolve_kind(
+        board,
+        reference,
+        Region::Tasks,
+        "claims and transitions work on tasks",
+    )
 }
 
 /// Runs transition `name` (one the board's workflow defines) on a task given by id or

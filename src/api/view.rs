@@ -45,6 +45,9 @@ pub(crate) fn write_doc<S: Serializer>(
     m.serialize_entry("path", &doc.rel_path())?;
     m.serialize_entry("rev", &doc.rev())?;
     m.serialize_entry("fields", &doc.fields)?;
+    if doc.archived {
+        m.serialize_entry("archived", &true)?;
+    }
     if body {
         m.serialize_entry("body", doc.body())?;
     }

@@ -14,15 +14,23 @@ use tavern::error::{Error, Result};
 pub struct InitArgs {
     /// The project directory to create .tavern/ in [default: the working directory]
     pub dir: Option<PathBuf>,
+    /// Create a board even inside the project of another one (which it then hides from
+    /// commands run below this directory)
+    #[arg(long)]
+    pub nested: bool,
 }
 
 pub fn init(ctx: &Ctx, a: InitArgs) -> Result<ExitCode> {
     let dir = match a.dir.or_else(|| ctx.global.board.clone()) {
         Some(d) if d.is_absolute() => d,
         Some(d) => ctx.cwd.join(d),
-        None => ctx.cwd.clone(),
+        // In a linked worktree the board is the main worktree's: every worktree shares it.
+        None => tavern::sync::repo::Repo::find(&ctx.cwd)
+            .filter(|r| r.linked)
+            .and_then(|r| r.in_main(&ctx.cwd))
+            .unwrap_or_else(|| ctx.cwd.clone()),
     };
-    ctx.print(&api::board::init(&dir)?)
+    ctx.print(&api::board::init(&dir, a.nested)?)
 }
 
 pub fn check(ctx: &Ctx) -> Result<ExitCode> {
@@ -73,6 +81,9 @@ pub struct ArchiveArgs {
     /// Only documents not updated for this long (e.g. 30d)
     #[arg(long, value_name = "DURATION")]
     pub older_than: Option<String>,
+    /// Only say what would move; move nothing
+    #[arg(long, short = 'n')]
+    pub dry_run: bool,
 }
 
 /// `archive`: moves finished documents (terminal tasks, resolved or rejected findings,
@@ -89,5 +100,8 @@ pub fn archive(ctx: &Ctx, a: ArchiveArgs) -> Result<ExitCode> {
             })
         })
         .transpose()?;
+    if a.dry_run {
+        return ctx.print(&api::board::archive_dry_run(&board, &a.query, older)?);
+    }
     ctx.print(&api::board::archive(&board, &actor, &a.query, older)?)
 }

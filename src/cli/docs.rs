@@ -150,7 +150,7 @@ pub fn new(ctx: &Ctx, a: NewArgs) -> Result<ExitCode> {
 
 #[derive(Debug, Args)]
 pub struct ShowArgs {
-    /// The document: id, unique id prefix, or REGION/ID
+    /// The document: id, unique id prefix, REGION/ID, or a path under solutions/
     pub id: String,
 }
 
@@ -161,7 +161,7 @@ pub fn show(ctx: &Ctx, a: ShowArgs) -> Result<ExitCode> {
 
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    /// A region (tasks, observations, questions) and/or query terms: status=pending priority<=1 tag:parser …
+    /// Regions (tasks, observations, questions, archive) and query terms, in any order: status=pending priority<=1 tag:parser "a phrase" …
     #[arg(value_name = "[REGION] QUERY")]
     pub terms: Vec<String>,
     /// Include archived documents

@@ -26,6 +26,7 @@ fn flag(input: Input) -> String {
         Input::Force => "--force",
         Input::IfRev => "--if-rev",
         Input::AddRemove => "--add/--remove",
+        Input::Nested => "--nested",
     }
     .to_string()
 }
@@ -43,6 +44,9 @@ pub fn message(e: &Error) -> String {
         Error::NoBoard { .. } => format!(
             "{e}\nhint: create one with `tavern init`, or point at one with --board DIR or TAVERN_BOARD"
         ),
+        Error::NoSuchBoardDir { .. } => {
+            format!("{e}\nhint: check the path given with --board or TAVERN_BOARD")
+        }
         Error::Paused { .. } => format!("{e}\nhint: `tavern resume` lifts the pause"),
         Error::NotRegistered { agent } => {
             format!("{e}\nhint: register it with `tavern agent register --name {agent}`")

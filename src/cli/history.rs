@@ -16,7 +16,7 @@ pub struct LogArgs {
     /// Only entries after this seq, or at/after this time (RFC 3339, a date, or -2h)
     #[arg(long, value_name = "SEQ|TIME", allow_hyphen_values = true)]
     pub since: Option<String>,
-    /// Only entries about this document (id, prefix or REGION/ID)
+    /// Only entries about this document (id, prefix, REGION/ID, or a path under solutions/)
     #[arg(long, value_name = "ID")]
     pub doc: Option<String>,
     /// Only entries by this actor
@@ -104,7 +104,7 @@ pub fn log(ctx: &Ctx, a: LogArgs) -> Result<ExitCode> {
 
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// The document (id, prefix or REGION/ID)
+    /// The document (id, prefix, REGION/ID, or a path under solutions/)
     pub id: String,
 }
 

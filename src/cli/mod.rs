@@ -12,6 +12,7 @@ mod output;
 mod questions;
 pub mod render;
 mod sources;
+mod sync;
 mod tasks;
 mod text;
 mod watch;
@@ -133,6 +134,8 @@ pub enum Command {
     Summary(admin::SummaryArgs),
     /// Validate the whole board; exit 6 listing every problem, 0 when clean
     Check,
+    /// Which board is used and why, its layout, and the remote it is connected to
+    Status,
     /// Print shell completions
     Completions(admin::CompletionsArgs),
     /// Tasks that are claimable now (dependencies done), best first
@@ -242,6 +245,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Events(a) => history::events(&ctx, a),
         Command::Diff(a) => history::diff(&ctx, a),
         Command::Check => admin::check(&ctx),
+        Command::Status => sync::status(&ctx),
         Command::Summary(a) => admin::summary(&ctx, a),
         Command::Archive(a) => admin::archive(&ctx, a),
         Command::Completions(a) => admin::completions(a),

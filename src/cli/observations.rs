@@ -102,14 +102,14 @@ fn run(
 }
 
 pub fn ack(ctx: &Ctx, a: AckArgs) -> Result<ExitCode> {
-    run(ctx, &a.id, Action::Ack, a.if_rev, "acknowledged")
+    run(ctx, &a.id, Action::Ack, a.if_rev, "ack")
 }
 
 pub fn resolve(ctx: &Ctx, a: ResolveArgs) -> Result<ExitCode> {
     let action = Action::Resolve {
         resolution: a.resolution,
     };
-    run(ctx, &a.id, action, a.if_rev, "resolved")
+    run(ctx, &a.id, action, a.if_rev, "resolve")
 }
 
 /// `tavern reject ID`: an observation is rejected; a task takes its `reject` transition.

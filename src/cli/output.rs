@@ -35,9 +35,15 @@ pub fn doc_table(docs: &[Document]) -> String {
                 .or_else(|| d.text("severity"))
                 .unwrap_or_else(|| "-".into());
             let owner = d.str("claimed_by").unwrap_or("-").to_string();
+            let status = d.status().unwrap_or("-");
+            let status = if d.archived {
+                format!("{status} (archived)")
+            } else {
+                status.to_string()
+            };
             [
                 cell(d.id()),
-                cell(d.status().unwrap_or("-")),
+                cell(&status),
                 cell(&pri),
                 cell(&owner),
                 cell(d.title()),

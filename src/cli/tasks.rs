@@ -22,6 +22,7 @@ pub fn options(a: &TransitionArgs) -> Options {
         if_rev: a.if_rev,
         note: a.note.clone(),
         local: a.local,
+        ..Options::default()
     }
 }
 
@@ -39,6 +40,7 @@ fn verb(name: &str) -> String {
         "done" => "done".into(),
         "fail" => "failed".into(),
         "cancel" => "cancelled".into(),
+        "reopen" => "reopened".into(),
         other => format!("{other}:"),
     }
 }
@@ -144,15 +146,44 @@ pub fn claim(ctx: &Ctx, a: ClaimArgs) -> Result<ExitCode> {
             }),
         };
     }
+    // Query terms without --next: say how to claim by query instead of "invalid id".
+    let by_query = || {
+        Error::usage(format!(
+            "claim takes one task id; to claim the best task matching a query, use --next: tavern claim --next {}",
+            a.args.join(" ")
+        ))
+    };
     let [reference] = a.args.as_slice() else {
-        return Err(Error::usage("claim takes one task id, or --next [QUERY…]"));
+        let terms = tavern::query::Query::parse(&a.args)
+            .map(|q| q.terms)
+            .unwrap_or_default();
+        let plain = terms
+            .iter()
+            .all(|t| matches!(t, tavern::query::Term::Text(_)));
+        return Err(if plain {
+            Error::usage("claim takes one task id, or --next [QUERY…]")
+        } else {
+            by_query()
+        });
     };
     let opts = Options {
         if_rev: a.if_rev,
         local: a.local,
         ..Options::default()
     };
-    let changed = api::tasks::claim(&board, &actor, reference, &opts)?;
+    let changed = match api::tasks::claim(&board, &actor, reference, &opts) {
+        Ok(changed) => changed,
+        Err(Error::InvalidId { .. })
+            if tavern::query::Query::parse(std::slice::from_ref(reference)).is_ok_and(|q| {
+                q.terms
+                    .iter()
+                    .any(|t| !matches!(t, tavern::query::Term::Text(_)))
+            }) =>
+        {
+            return Err(by_query());
+        }
+        Err(e) => return Err(e),
+    };
     let verb = if changed.changed() {
         "claimed"
     } else {

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::output::{self, cell, line, out};
 use super::render::{Render, err_line, skipped_warnings};
 use tavern::api::agents::{AgentList, Deregistered, Heartbeat, Registered, Swept};
-use tavern::api::board::{Archived, Checked, Initialised, PauseState, Problem};
+use tavern::api::board::{Archived, Checked, Initialised, PauseState, Problem, WouldArchive};
 use tavern::api::docs::Shown;
 use tavern::api::graph::{Deps, Node, Task};
 use tavern::api::history::DocHistory;
@@ -35,7 +35,10 @@ impl Render for Listing {
 
 impl Render for Shown {
     fn text(&self) -> Result<()> {
-        out(&self.doc.raw)
+        match self {
+            Shown::Doc(doc) => out(&doc.raw),
+            Shown::Solution { body, .. } => out(body),
+        }
     }
 }
 
@@ -143,7 +146,13 @@ impl Render for AgentList {
 fn graph_line(t: &Task, depth: usize, repeated: bool, text: &mut String) {
     let status = t.status.as_deref().unwrap_or("missing");
     let title = t.title.as_deref().unwrap_or("");
-    let more = if repeated { " (see above)" } else { "" };
+    let more = if repeated {
+        " (see above)"
+    } else if t.archived {
+        " (archived)"
+    } else {
+        ""
+    };
     text.push_str(&format!(
         "{}{} [{status}] {title}{more}\n",
         "  ".repeat(depth),
@@ -201,6 +210,12 @@ impl Render for Summary {
             Some(c) => format!("# Board summary: context {c}\n"),
             None => "# Board summary\n".to_string(),
         };
+        if let Some(reason) = &self.paused {
+            o.push_str(&format!(
+                "\n**The board is paused**: {}. No task can be claimed and no knowledge source starts until it is resumed.\n",
+                cell(reason)
+            ));
+        }
         o.push_str("\n## Agents\n\n");
         if self.agents.is_empty() {
             o.push_str("No registered agents.\n");
@@ -509,6 +524,15 @@ impl Render for Archived {
     fn text(&self) -> Result<()> {
         for e in &self.moved {
             line(&format!("{}: {}", e.doc, e.note.as_deref().unwrap_or("")))?;
+        }
+        Ok(())
+    }
+}
+
+impl Render for WouldArchive {
+    fn text(&self) -> Result<()> {
+        for p in &self.would_move {
+            line(&format!("{p}: would move to archive/{p}"))?;
         }
         Ok(())
     }

@@ -71,6 +71,21 @@ pub fn archive(
     query: &Query,
     older_than: Option<chrono::Duration>,
 ) -> Result<Vec<Entry>> {
+    let mut moved = Vec::new();
+    for doc in candidates(board, query, older_than)? {
+        if let Some(e) = archive_one(board, actor, doc.region, &doc.file_id, "archived", true)? {
+            moved.push(e);
+        }
+    }
+    Ok(moved)
+}
+
+/// What `archive` would move now (`archive --dry-run`), best first by path.
+pub fn candidates(
+    board: &Board,
+    query: &Query,
+    older_than: Option<chrono::Duration>,
+) -> Result<Vec<Document>> {
     let now = chrono::Utc::now();
     let mut regions = query.regions();
     if regions.is_empty() {
@@ -86,13 +101,7 @@ pub fn archive(
     let found = scan::scan_matching(board, &regions, |d| {
         finished(board, d) && old_enough(d) && query.matches(d, now)
     })?;
-    let mut moved = Vec::new();
-    for doc in found.docs {
-        if let Some(e) = archive_one(board, actor, doc.region, &doc.file_id, "archived", true)? {
-            moved.push(e);
-        }
-    }
-    Ok(moved)
+    Ok(found.docs)
 }
 
 /// Session-scoped observations past their `expires_at` go to the archive (run by `sweep`).

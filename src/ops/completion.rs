@@ -86,7 +86,7 @@ pub fn check(board: &Board, task: &Document, transition: &str) -> Result<()> {
             return Err(Error::conflict(
                 &path,
                 format!(
-                    "cannot {transition}: completion requirement {n} of {} failed: {why}",
+                    "transition '{transition}' refused: completion requirement {n} of {} failed: {why}",
                     reqs.len()
                 ),
             ));

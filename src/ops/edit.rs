@@ -152,6 +152,24 @@ pub fn edit(
             FieldEdit::Set(k, v) => doc.get(k) != Some(v),
             FieldEdit::Unset(_) => true,
         });
+        // What is written must fit the schema; --force skips the workflow, not this. Of a
+        // list, only the items it did not hold yet are checked (one already dangling is
+        // `check`'s to report).
+        let path = doc.rel_path();
+        for e in &edits {
+            match e {
+                FieldEdit::Set(k, v) => {
+                    let v = match (v, doc.get(k)) {
+                        (Value::Array(new), Some(Value::Array(old))) => {
+                            Value::Array(new.iter().filter(|i| !old.contains(i)).cloned().collect())
+                        }
+                        _ => v.clone(),
+                    };
+                    crate::schema::check_value(board, region, &path, k, &v)?;
+                }
+                FieldEdit::Unset(k) => crate::schema::check_unset(region, &path, k)?,
+            }
+        }
         // A new body takes the document's line ending, so a CRLF file stays CRLF.
         let crlf = crate::doc::edit::line_ending(&doc.raw) == "\r\n";
         let body = spec
@@ -184,7 +202,7 @@ pub fn edit(
                     let had = doc.list("depends_on");
                     for dep in deps.iter().filter(|d| !had.contains(d)) {
                         crate::id::validate(dep)?;
-                        if !board.doc_path(Region::Tasks, dep).exists() {
+                        if !super::graph::task_exists(board, dep) {
                             return Err(Error::NotFound {
                                 what: format!("task '{dep}' (named in depends_on)"),
                                 hint: "`tavern list tasks` shows the tasks on the board".into(),

@@ -11,6 +11,25 @@ use crate::error::{Error, Result};
 use crate::scan;
 use crate::store;
 
+/// A task named in `depends_on` or `parent`: on the board, or moved to the archive (an
+/// archived task stays what it was: an archived done task is done).
+pub fn read_task(board: &Board, id: &str) -> Option<Document> {
+    crate::id::validate(id).ok()?;
+    match store::read_doc(board, Region::Tasks, id) {
+        Ok(d) => Some(d),
+        Err(Error::NotFound { .. }) => super::archive::read_archived(board, Region::Tasks, id).ok(),
+        Err(_) => None,
+    }
+}
+
+/// Does a task with this id exist, on the board or in the archive?
+pub fn task_exists(board: &Board, id: &str) -> bool {
+    crate::id::validate(id).is_ok()
+        && (std::fs::symlink_metadata(board.doc_path(Region::Tasks, id)).is_ok()
+            || std::fs::symlink_metadata(board.archive_dir(Region::Tasks).join(format!("{id}.md")))
+                .is_ok())
+}
+
 /// If `id` depending on `deps` would close a cycle, the cycle as a path from `id` back to
 /// itself. Follows depends_on through the task files (only those reachable from `deps`).
 pub fn cycle_through(board: &Board, id: &str, deps: &[String]) -> Option<Vec<String>> {
@@ -61,12 +80,15 @@ pub fn refuse_cycle(board: &Board, id: &str, deps: &[String]) -> Result<()> {
     }
 }
 
-/// Every task, by id, for the reverse lookups of `deps` and `tree`.
+/// Every task, by id, for the reverse lookups of `deps` and `tree`: the archived ones
+/// too, so a dependency that was done and archived shows as done, not missing.
 fn all_tasks(board: &Board) -> Result<HashMap<String, Document>> {
-    let scan = scan::scan(board, &[Region::Tasks])?;
-    Ok(scan
+    let archived = scan::scan_archive(board, &[Region::Tasks], |_| true)?;
+    let live = scan::scan(board, &[Region::Tasks])?;
+    Ok(archived
         .docs
         .into_iter()
+        .chain(live.docs)
         .map(|d| (d.file_id.clone(), d))
         .collect())
 }
@@ -80,6 +102,9 @@ pub struct Task {
     /// Named (in depends_on or as a parent) but no such task file.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub missing: bool,
+    /// Found in archive/ (a finished task moved there).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub archived: bool,
 }
 
 /// A task and the tasks below it along one relation.
@@ -109,12 +134,14 @@ fn node(tasks: &HashMap<String, Document>, id: &str) -> Task {
             title: Some(d.title().to_string()),
             status: d.status().map(str::to_string),
             missing: false,
+            archived: d.archived,
         },
         None => Task {
             id: id.to_string(),
             title: None,
             status: None,
             missing: true,
+            archived: false,
         },
     }
 }

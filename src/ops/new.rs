@@ -41,6 +41,52 @@ pub fn normalize_body(body: &str) -> String {
     out
 }
 
+/// A template's body without the sections that hold nothing but blank lines (a heading
+/// with no text under it before the next heading of its level or higher); what remains
+/// keeps its bytes. A body left with nothing is empty.
+pub fn drop_empty_sections(body: &str) -> String {
+    let lines: Vec<&str> = body.split_inclusive('\n').collect();
+    let level = |l: &str| {
+        let t = l.trim_end();
+        let n = t.chars().take_while(|c| *c == '#').count();
+        (n > 0 && (t.len() == n || t[n..].starts_with(' '))).then_some(n)
+    };
+    let mut keep = vec![true; lines.len()];
+    for i in 0..lines.len() {
+        let Some(lv) = level(lines[i]) else { continue };
+        let mut j = i + 1;
+        let mut empty = true;
+        while j < lines.len() {
+            if let Some(l2) = level(lines[j]) {
+                if l2 <= lv {
+                    break;
+                }
+                // A subsection with text makes this one non-empty; an empty one does not.
+            } else if !lines[j].trim().is_empty() {
+                empty = false;
+                break;
+            }
+            j += 1;
+        }
+        if empty {
+            // The heading and the blank lines under it.
+            for k in keep.iter_mut().take(j).skip(i) {
+                *k = false;
+            }
+        }
+    }
+    let kept: String = lines
+        .iter()
+        .zip(&keep)
+        .filter(|(_, k)| **k)
+        .map(|(l, _)| *l)
+        .collect();
+    if kept.trim().is_empty() {
+        return String::new();
+    }
+    format!("{}\n", kept.trim_end())
+}
+
 pub fn create(
     board: &Board,
     actor: &str,
@@ -75,7 +121,7 @@ pub fn create(
             if Some(dep) == spec.id.as_ref() {
                 return Err(Error::input(format!("task {dep} cannot depend on itself")));
             }
-            if !board.doc_path(Region::Tasks, dep).exists() {
+            if !super::graph::task_exists(board, dep) {
                 return Err(Error::request(
                     Kind::NotFound,
                     msg!(
@@ -133,7 +179,28 @@ pub fn create(
     for (k, v) in &spec.sets {
         edits.push(FieldEdit::Set(k.clone(), v.clone()));
     }
-    let body = spec.body.as_deref().map(normalize_body);
+    // An observation has a scope however it is made (`post` sets it, so does `new`).
+    if region == Region::Observations
+        && template.get("scope").is_none()
+        && !spec.sets.iter().any(|(k, _)| k == "scope")
+    {
+        edits.push(FieldEdit::Set("scope".into(), "persistent".into()));
+    }
+    // Without a body, the template's, less the headings that would stay empty.
+    // Every field written is checked against the schema before anything is written.
+    let path = match &spec.id {
+        Some(id) => format!("{}/{id}.md", region.dir()),
+        None => format!("the new {}", region.kind()),
+    };
+    for e in &edits {
+        if let FieldEdit::Set(k, v) = e {
+            crate::schema::check_value(board, region, &path, k, v)?;
+        }
+    }
+    let body = Some(match spec.body.as_deref() {
+        Some(b) => normalize_body(b),
+        None => drop_empty_sections(template.body()),
+    });
 
     // Try the chosen id once; generated ids grow a character on every collision.
     let mut len = crate::id::INITIAL_RANDOM_LEN;
@@ -195,4 +262,23 @@ pub fn create(
         board.rel(&board.region_dir(region)),
         "could not find a free id",
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn empty_sections_are_dropped() {
+        use super::drop_empty_sections as d;
+        assert_eq!(d("\n## Goal\n\n## Done when\n"), "");
+        assert_eq!(
+            d("\n## Goal\n\nShip it.\n\n## Done when\n\n"),
+            "\n## Goal\n\nShip it.\n"
+        );
+        assert_eq!(
+            d("\n# Plan\n\n## Empty\n\n## Steps\n\n1. one\n"),
+            "\n# Plan\n\n## Steps\n\n1. one\n"
+        );
+        assert_eq!(d("No headings\n\n\nat all\n"), "No headings\n\n\nat all\n");
+        assert_eq!(d("#hashtag is text\n"), "#hashtag is text\n");
+    }
 }

@@ -117,7 +117,7 @@ pub fn ask(board: &Board, actor: &str, a: &Ask) -> Result<Asked> {
         }
     }
     if !options.is_empty() {
-        sets.push(("options".into(), options.into()));
+        sets.push(("options".into(), options.clone().into()));
     }
     if !blocks.is_empty() {
         sets.push(("blocks".into(), blocks.clone().into()));
@@ -125,10 +125,15 @@ pub fn ask(board: &Board, actor: &str, a: &Ask) -> Result<Asked> {
     if let Some(c) = &a.context {
         sets.push(("context".into(), c.clone().into()));
     }
+    // Without a body of its own, the body says what is asked, so the file reads whole.
+    let body = a
+        .body
+        .clone()
+        .or_else(|| Some(question_body(a, &options, &blocks)));
     let spec = NewDoc {
         id: a.id.clone(),
         title,
-        body: a.body.clone(),
+        body,
         sets,
         ..NewDoc::default()
     };
@@ -163,6 +168,33 @@ pub fn ask(board: &Board, actor: &str, a: &Ask) -> Result<Asked> {
         entry,
         warnings,
     })
+}
+
+/// The body of a question asked without one: the question (or the permission asked for),
+/// its options, the tasks waiting for it, and its context.
+fn question_body(a: &Ask, options: &[String], blocks: &[String]) -> String {
+    let mut out = match &a.permission {
+        None => format!("## Question\n\n{}\n", a.text.trim()),
+        Some(p) => format!(
+            "## Permission\n\n- capability: {}\n- resource: {}\n- reason: {}\n",
+            p.capability.trim(),
+            p.resource.trim(),
+            p.reason.trim()
+        ),
+    };
+    if !options.is_empty() {
+        out.push_str("\n## Options\n\n");
+        for o in options {
+            out.push_str(&format!("- {o}\n"));
+        }
+    }
+    if !blocks.is_empty() {
+        out.push_str(&format!("\n## Blocks\n\n{}\n", blocks.join(", ")));
+    }
+    if let Some(c) = &a.context {
+        out.push_str(&format!("\n## Context\n\n{}\n", c.trim()));
+    }
+    out
 }
 
 /// What `answer` did: the answered question, the tasks it unblocked, and a warning for
@@ -321,7 +353,7 @@ fn unblock_waiting(
             continue;
         }
         let opts = Options {
-            force: true,
+            answered: true,
             note: Some(format!("unblocked: {qid} answered")),
             ..Options::default()
         };
@@ -335,8 +367,15 @@ fn unblock_waiting(
 
 /// Open questions, oldest first (created_at, then id).
 pub fn open_questions(board: &Board) -> Result<crate::scan::Scan> {
-    let mut scan =
-        crate::scan::scan_matching(board, &[Region::Questions], |d| d.status() == Some("open"))?;
+    questions(board, false)
+}
+
+/// Questions, oldest first (created_at, then id): the open ones, or with `all` every one
+/// on the board (answered and decided ones too; not the archived ones).
+pub fn questions(board: &Board, all: bool) -> Result<crate::scan::Scan> {
+    let mut scan = crate::scan::scan_matching(board, &[Region::Questions], |d| {
+        all || d.status() == Some("open")
+    })?;
     scan.docs.sort_by(|a, b| {
         a.created_at()
             .cmp(b.created_at())
@@ -387,7 +426,7 @@ pub fn decide(
             "no terminal (standard input is not a terminal; a human confirms at a prompt)".into(),
         );
     };
-    let typed = match confirm(&format!("type {id} to {verb}: ")) {
+    let typed = match confirm(&prompt(&doc, verb)) {
         Ok(line) => line,
         Err(e) => return refuse(format!("could not read the confirmation: {e}")),
     };
@@ -433,6 +472,43 @@ pub fn decide(
             },
         }))
     })
+}
+
+/// What a human reads before deciding: who asks for which capability on what and why, and
+/// the start of the request's body, then what to type. Agent-written text, so control
+/// characters (terminal escapes) are shown as spaces.
+fn prompt(doc: &Document, verb: &str) -> String {
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect()
+    };
+    let field = |k: &str| clean(doc.str(k).unwrap_or("-"));
+    let mut out = format!(
+        "permission request {} from {}\n  capability: {}\n  resource:   {}\n  reason:     {}\n",
+        doc.id(),
+        field("asked_by"),
+        field("capability"),
+        field("resource"),
+        field("reason"),
+    );
+    const PREVIEW_LINES: usize = 12;
+    let lines: Vec<&str> = doc.body().trim().lines().collect();
+    if !lines.is_empty() {
+        out.push_str("  preview:\n");
+        for l in lines.iter().take(PREVIEW_LINES) {
+            out.push_str(&format!("    {}\n", clean(l)));
+        }
+        if lines.len() > PREVIEW_LINES {
+            out.push_str(&format!(
+                "    … {} more lines in {}\n",
+                lines.len() - PREVIEW_LINES,
+                doc.rel_path()
+            ));
+        }
+    }
+    out.push_str(&format!("type {} to {verb}: ", doc.id()));
+    out
 }
 
 /// A permission request that is still open, or why it cannot be decided.

@@ -57,3 +57,91 @@ pub fn resolve(board: &Board, reference: &str, regions: &[Region]) -> Result<(Re
         }),
     }
 }
+
+/// Resolves a reference that must name a document of `want` for `what` (a command): a
+/// document found in another region is not "not found", it is the wrong kind, and the
+/// error says which kind it is.
+pub fn resolve_kind(board: &Board, reference: &str, want: Region, what: &str) -> Result<String> {
+    match resolve(board, reference, &[want]) {
+        Ok((_, id)) => Ok(id),
+        Err(e @ Error::NotFound { .. }) => {
+            let others: Vec<Region> = Region::ALL.into_iter().filter(|r| *r != want).collect();
+            match resolve(board, reference, &others) {
+                Ok((region, id)) => Err(Error::usage(format!(
+                    "{id} is {} {}, not {} {}: {what}",
+                    article(region.kind()),
+                    region.kind(),
+                    article(want.kind()),
+                    want.kind()
+                ))),
+                Err(_) => Err(e),
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn article(word: &str) -> &'static str {
+    if word.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    }
+}
+
+/// A file under `solutions/` named by its path under the board
+/// (`solutions/task-7k2m/design.md`), for `show`, `diff` and `log --doc`: None when the
+/// reference is not such a path, else the path, refused when it could leave `solutions/`
+/// (`..`, an absolute path, an empty or hidden component).
+pub fn solution_path(reference: &str) -> Option<Result<String>> {
+    let rest = reference.strip_prefix("solutions/")?;
+    let bad = |why: &str| {
+        Some(Err(Error::input(format!(
+            "'{}' is not a path under solutions/: {why}",
+            reference.escape_debug()
+        ))))
+    };
+    if rest.is_empty() {
+        return bad("it names no file");
+    }
+    for part in rest.split('/') {
+        if part.is_empty() || part == "." || part == ".." {
+            return bad("empty, `.` and `..` components are not allowed");
+        }
+        if part.starts_with('.') {
+            return bad("hidden files are tavern's temp files");
+        }
+        if part.contains(['\\', '\0']) {
+            return bad("it contains a backslash or NUL");
+        }
+    }
+    Some(Ok(reference.to_string()))
+}
+
+/// Reads a file under `solutions/` (a path from [`solution_path`]): a regular file, not
+/// reached through a symbolic link at any level (it could lead outside the board), within
+/// the document size limit, UTF-8.
+pub fn read_solution(board: &Board, rel: &str) -> Result<String> {
+    let mut at = board.root.clone();
+    let parts: Vec<&str> = rel.split('/').collect();
+    for (i, part) in parts.iter().enumerate() {
+        at.push(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(crate::store::symlink_refused(std::path::Path::new(rel)));
+            }
+            Ok(m) if i + 1 < parts.len() && !m.is_dir() => break,
+            Ok(_) => {}
+            Err(_) => {
+                return Err(Error::NotFound {
+                    what: format!("file {rel}"),
+                    hint: "files under solutions/<task>/ are written directly; the log keeps the history of one that existed".into(),
+                });
+            }
+        }
+    }
+    crate::store::read_text(&at, board.config.limits.max_doc_bytes).map_err(|e| match e {
+        Error::InvalidDoc { problem, .. } => Error::invalid_doc(rel, problem),
+        e => e,
+    })
+}

@@ -20,6 +20,9 @@ pub struct Options {
     pub force: bool,
     pub if_rev: Option<u64>,
     pub note: Option<String>,
+    /// The move is the answer to a question the task waited for (`unblock` after `answer`):
+    /// it is not an override of the claimant, who asked for exactly that.
+    pub answered: bool,
     /// On a board connected to a remote: act on this clone alone, without the remote's
     /// confirmation (another machine may claim the same task meanwhile).
     pub local: bool,
@@ -29,9 +32,7 @@ pub struct Options {
 fn unmet_dependencies(board: &Board, doc: &Document) -> Option<String> {
     let mut waiting = Vec::new();
     for dep in doc.list("depends_on") {
-        let state = crate::id::validate(&dep)
-            .ok()
-            .and_then(|_| store::read_doc(board, Region::Tasks, &dep).ok())
+        let state = super::graph::read_task(board, &dep)
             .map(|d| d.status().unwrap_or("no status").to_string());
         match state {
             Some(s) if board.config.workflow.is_success(&s) => {}
@@ -84,6 +85,12 @@ pub fn transition(
         } else {
             None
         }
+    } else {
+        None
+    };
+    // A registered agent claims only what its capabilities cover, by id as by --next.
+    let capabilities = if name == CLAIM {
+        crate::agents::read(board, actor)?.map(|a| a.capabilities())
     } else {
         None
     };
@@ -169,7 +176,9 @@ pub fn transition(
             }
             return Err(Error::conflict(
                 &path,
-                format!("cannot {name}: the task is {status}; allowed from {status}: {allowed}"),
+                format!(
+                    "transition '{name}' is not allowed: the task's status is {status}; allowed from {status}: {allowed}"
+                ),
             ));
         }
         let mut forced = false;
@@ -178,7 +187,9 @@ pub fn transition(
             && name != CLAIM
             && t.by == crate::workflow::By::Claimant
         {
-            if !opts.force {
+            if opts.answered {
+                // Not forced: the claimant's own question was answered.
+            } else if !opts.force {
                 return Err(Error::request_at(
                     Kind::Conflict,
                     &path,
@@ -190,8 +201,9 @@ pub fn transition(
                         ")"
                     ),
                 ));
+            } else {
+                forced = true;
             }
-            forced = true;
         }
         if name == CLAIM
             && let Some(waiting) = unmet_dependencies(board, doc)
@@ -200,6 +212,27 @@ pub fn transition(
                 &path,
                 format!("not claimable yet: waits for {waiting}"),
             ));
+        }
+        if let Some(caps) = &capabilities {
+            let missing: Vec<String> = doc
+                .list("needs")
+                .into_iter()
+                .filter(|n| !caps.contains(n))
+                .collect();
+            if !missing.is_empty() {
+                return Err(Error::conflict(
+                    &path,
+                    format!(
+                        "needs {}, which {actor} does not have (its capabilities: {})",
+                        missing.join(", "),
+                        if caps.is_empty() {
+                            "none".to_string()
+                        } else {
+                            caps.join(", ")
+                        }
+                    ),
+                ));
+            }
         }
         let mut edits = vec![FieldEdit::Set("status".into(), t.to.clone().into())];
         if name == CLAIM {
@@ -361,9 +394,8 @@ pub fn ready(board: &Board, query: &Query) -> Result<(Vec<Document>, Vec<scan::S
     let mut done: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
     let mut is_done = |dep: &str| {
         *done.entry(dep.to_string()).or_insert_with(|| {
-            crate::id::validate(dep).is_ok()
-                && store::read_doc(board, Region::Tasks, dep)
-                    .is_ok_and(|d| d.status().is_some_and(|s| workflow.is_success(s)))
+            super::graph::read_task(board, dep)
+                .is_some_and(|d| d.status().is_some_and(|s| workflow.is_success(s)))
         })
     };
     let mut ready: Vec<Document> = scan

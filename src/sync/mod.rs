@@ -4,6 +4,8 @@
 
 pub mod claims;
 pub mod git;
+pub mod repo;
+pub mod status;
 
 use crate::board::Board;
 use crate::error::Result;

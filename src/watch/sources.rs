@@ -1066,6 +1066,7 @@ mod tests {
         Board {
             root: PathBuf::from("/nonexistent/.tavern"),
             config: crate::board::parse_config(crate::board::DEFAULT_BOARD_YAML).unwrap(),
+            found: Default::default(),
         }
     }
 

@@ -3,7 +3,11 @@
 
 #![allow(dead_code)]
 
+pub mod git;
 pub mod watcher;
+
+#[path = "../../fixtures/fixtures.rs"]
+pub mod fixtures;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

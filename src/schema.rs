@@ -1,0 +1,268 @@
+//! What the fields of a document may hold (DESIGN §3, and the workflow of board.yaml for a
+//! task's `status`). Every write checks the fields it writes against it, so a value that
+//! `check`, a reader or a sort would trip over never reaches the disk: a priority of 9 or
+//! `high`, an empty title, `tags` that is not a list, a `parent` that names nothing, a
+//! status the workflow does not know. `--force` lets a write skip the workflow, never
+//! this. Fields the schema does not name are free: they are kept and queryable.
+
+use serde_json::Value;
+
+use crate::board::Board;
+use crate::doc::Region;
+use crate::error::{Error, Result};
+
+/// The statuses an observation goes through (post, ack, resolve, reject; sweep expires).
+pub const OBSERVATION_STATES: [&str; 5] =
+    ["open", "acknowledged", "resolved", "rejected", "expired"];
+/// The statuses of a question (answer) or a permission request (approve, deny).
+pub const QUESTION_STATES: [&str; 4] = ["open", "answered", "approved", "denied"];
+
+/// What one field may hold.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Rule {
+    /// Text that is not empty.
+    Title,
+    Text,
+    /// An RFC 3339 time or a date (not a relative time: it would move).
+    Time,
+    Integer(i64, i64),
+    Number(f64, f64),
+    OneOf(&'static [&'static str]),
+    /// A task state of the board's workflow.
+    TaskState,
+    /// A list of text items.
+    List,
+    /// Text, or a list of text items.
+    TextOrList,
+    /// The id of a task on the board (or archived).
+    Task,
+    /// A list of task ids.
+    Tasks,
+    /// The id of any document on the board (or archived).
+    Doc,
+    /// A list of document ids.
+    Docs,
+}
+
+/// The rule for `key` in `region`, if the schema names it.
+fn rule(region: Region, key: &str) -> Option<Rule> {
+    use Rule::*;
+    let common = match key {
+        "title" => Some(Title),
+        "created_at" | "updated_at" => Some(Time),
+        "created_by" => Some(Text),
+        "tags" | "refs" => Some(List),
+        "context" => Some(TextOrList),
+        _ => None,
+    };
+    if common.is_some() {
+        return common;
+    }
+    match (region, key) {
+        (Region::Tasks, "status") => Some(TaskState),
+        (Region::Tasks, "priority") => Some(Integer(0, 4)),
+        (Region::Tasks, "depends_on") => Some(Tasks),
+        (Region::Tasks, "parent") => Some(Task),
+        (Region::Tasks, "needs") => Some(List),
+        (Region::Tasks, "claimed_by" | "type") => Some(Text),
+        (Region::Tasks, "claimed_at") => Some(Time),
+        (Region::Observations, "status") => Some(OneOf(&OBSERVATION_STATES)),
+        (Region::Observations, "severity") => Some(OneOf(&crate::ops::observations::SEVERITIES)),
+        (Region::Observations, "scope") => Some(OneOf(&crate::ops::observations::SCOPES)),
+        (Region::Observations, "confidence") => Some(Number(0.0, 1.0)),
+        (Region::Observations, "about") => Some(Docs),
+        (Region::Observations, "parent") => Some(Doc),
+        (Region::Observations, "topic") => Some(Text),
+        (Region::Observations, "expires_at") => Some(Time),
+        (Region::Questions, "status") => Some(OneOf(&QUESTION_STATES)),
+        (Region::Questions, "kind") => Some(OneOf(&["question", "permission"])),
+        (Region::Questions, "blocks") => Some(Tasks),
+        (Region::Questions, "options") => Some(List),
+        (Region::Questions, "asked_by" | "answered_by" | "answer") => Some(Text),
+        (Region::Questions, "answered_at") => Some(Time),
+        _ => None,
+    }
+}
+
+/// Fields every document of the region must keep: `--unset` may not remove them.
+fn required(region: Region, key: &str) -> bool {
+    key == "title" || (key == "status" && region == Region::Tasks)
+}
+
+fn show(v: &Value) -> String {
+    crate::yaml::render_inline(v)
+}
+
+fn invalid(path: &str, key: &str, what: &str, v: &Value) -> Error {
+    Error::input(format!(
+        "{path}: {key} must be {what}, not {}; nothing written",
+        show(v)
+    ))
+}
+
+fn is_time(s: &str) -> bool {
+    !s.starts_with(['-', '+']) && crate::time::parse_time(s, crate::time::now()).is_some()
+}
+
+fn exists(board: &Board, id: &str, tasks_only: bool) -> bool {
+    if tasks_only {
+        return crate::ops::graph::task_exists(board, id);
+    }
+    crate::id::validate(id).is_ok()
+        && Region::ALL.iter().any(|r| {
+            std::fs::symlink_metadata(board.doc_path(*r, id)).is_ok()
+                || std::fs::symlink_metadata(board.archive_dir(*r).join(format!("{id}.md"))).is_ok()
+        })
+}
+
+fn reference(board: &Board, path: &str, key: &str, v: &Value, tasks_only: bool) -> Result<()> {
+    let kind = if tasks_only { "task" } else { "document" };
+    let Value::String(id) = v else {
+        return Err(invalid(path, key, &format!("a {kind} id"), v));
+    };
+    crate::id::validate(id)?;
+    if !exists(board, id, tasks_only) {
+        return Err(Error::NotFound {
+            what: format!("{kind} '{id}' (named in {key} of {path})"),
+            hint: if tasks_only {
+                "`tavern list tasks` shows the tasks on the board".into()
+            } else {
+                "`tavern list` shows the documents on the board".into()
+            },
+        });
+    }
+    Ok(())
+}
+
+/// Checks the value a write gives `key` of a document of `region` at `path` (for the
+/// message). `null` clears an optional field. References must name a document that
+/// exists: exit 4 when it does not; any other mismatch is invalid input (exit 6).
+pub fn check_value(board: &Board, region: Region, path: &str, key: &str, v: &Value) -> Result<()> {
+    let Some(rule) = rule(region, key) else {
+        return Ok(());
+    };
+    if v.is_null() {
+        return if required(region, key) {
+            Err(invalid(path, key, "set (it cannot be empty)", v))
+        } else {
+            Ok(())
+        };
+    }
+    let list_of_text = |v: &Value| matches!(v, Value::Array(items) if items.iter().all(|i| matches!(i, Value::String(s) if !s.is_empty())));
+    match rule {
+        Rule::Title => match v {
+            Value::String(s) if !s.trim().is_empty() => Ok(()),
+            _ => Err(invalid(path, key, "text that is not empty", v)),
+        },
+        Rule::Text => match v {
+            Value::String(_) => Ok(()),
+            _ => Err(invalid(path, key, "text", v)),
+        },
+        Rule::Time => match v {
+            Value::String(s) if is_time(s) => Ok(()),
+            _ => Err(invalid(
+                path,
+                key,
+                "a time like 2026-11-22T10:04:05Z or a date like 2026-11-22",
+                v,
+            )),
+        },
+        Rule::Integer(lo, hi) => match v.as_i64() {
+            Some(n) if v.is_i64() && (lo..=hi).contains(&n) => Ok(()),
+            _ if key == "priority" => Err(invalid(
+                path,
+                key,
+                &format!("a whole number from {lo} (critical) to {hi} (backlog)"),
+                v,
+            )),
+            _ => Err(invalid(
+                path,
+                key,
+                &format!("a whole number from {lo} to {hi}"),
+                v,
+            )),
+        },
+        Rule::Number(lo, hi) => match v.as_f64() {
+            Some(n) if (lo..=hi).contains(&n) => Ok(()),
+            _ => Err(invalid(
+                path,
+                key,
+                &format!("a number from {lo} to {hi}"),
+                v,
+            )),
+        },
+        Rule::OneOf(allowed) => match v {
+            Value::String(s) if allowed.contains(&s.as_str()) => Ok(()),
+            _ => Err(invalid(
+                path,
+                key,
+                &format!("one of {}", allowed.join(", ")),
+                v,
+            )),
+        },
+        Rule::TaskState => {
+            let states = &board.config.workflow.states;
+            match v {
+                Value::String(s) if states.contains(s) => Ok(()),
+                _ => Err(invalid(
+                    path,
+                    key,
+                    &format!("a state of the workflow ({})", states.join(", ")),
+                    v,
+                )),
+            }
+        }
+        Rule::List => {
+            if list_of_text(v) {
+                Ok(())
+            } else {
+                Err(invalid(path, key, "a list of text, like [a, b]", v))
+            }
+        }
+        Rule::TextOrList => {
+            if matches!(v, Value::String(_)) || list_of_text(v) {
+                Ok(())
+            } else {
+                Err(invalid(path, key, "text or a list of text", v))
+            }
+        }
+        Rule::Task | Rule::Doc => reference(board, path, key, v, rule == Rule::Task),
+        Rule::Tasks | Rule::Docs => {
+            // One id stands for a list of one, as readers take it.
+            let items = match v {
+                Value::Array(items) => items.as_slice(),
+                Value::String(_) => std::slice::from_ref(v),
+                _ => return Err(invalid(path, key, "a list of ids, like [task-7k2m]", v)),
+            };
+            for item in items {
+                reference(board, path, key, item, rule == Rule::Tasks)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Checks that `key` may be removed from a document of `region`.
+pub fn check_unset(region: Region, path: &str, key: &str) -> Result<()> {
+    if required(region, key) {
+        return Err(Error::input(format!(
+            "{path}: {key} cannot be removed: every {} has one; nothing written",
+            region.kind()
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_field_the_schema_names_has_a_rule_per_region() {
+        assert_eq!(rule(Region::Tasks, "priority"), Some(Rule::Integer(0, 4)));
+        assert_eq!(rule(Region::Observations, "priority"), None);
+        assert_eq!(rule(Region::Questions, "title"), Some(Rule::Title));
+        assert_eq!(rule(Region::Tasks, "whatever"), None);
+        assert!(required(Region::Tasks, "status") && !required(Region::Questions, "status"));
+    }
+}
