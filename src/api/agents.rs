@@ -163,17 +163,26 @@ fn not_registered(actor: &str) -> Error {
 pub struct Heartbeat {
     pub ok: bool,
     pub agent: String,
+    /// On a connected board: the tasks whose remote claim records were renewed.
+    pub renewed: Vec<String>,
+    /// On a connected board: the tasks the remote no longer says this agent holds (taken
+    /// over, released or moved elsewhere).
+    pub lost: Vec<String>,
 }
 
-/// Says a registered agent is alive.
+/// Says a registered agent is alive; on a connected board its remote claim records are
+/// renewed too, so no other machine takes them over.
 pub fn heartbeat(board: &Board, actor: &str) -> Result<Heartbeat> {
     if agents::read(board, actor)?.is_none() {
         return Err(not_registered(actor));
     }
     agents::heartbeat(board, actor)?;
+    let claims = crate::sync::claims::renew(board, actor)?;
     Ok(Heartbeat {
         ok: true,
         agent: actor.to_string(),
+        renewed: claims.renewed,
+        lost: claims.lost,
     })
 }
 

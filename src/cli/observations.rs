@@ -102,14 +102,14 @@ fn run(
 }
 
 pub fn ack(ctx: &Ctx, a: AckArgs) -> Result<ExitCode> {
-    run(ctx, &a.id, Action::Ack, a.if_rev, "ack")
+    run(ctx, &a.id, Action::Ack, a.if_rev, "acknowledged")
 }
 
 pub fn resolve(ctx: &Ctx, a: ResolveArgs) -> Result<ExitCode> {
     let action = Action::Resolve {
         resolution: a.resolution,
     };
-    run(ctx, &a.id, action, a.if_rev, "resolve")
+    run(ctx, &a.id, action, a.if_rev, "resolved")
 }
 
 /// `tavern reject ID`: an observation is rejected; a task takes its `reject` transition.

@@ -367,6 +367,18 @@ impl Render for Heartbeat {
     fn text(&self) -> Result<()> {
         Ok(())
     }
+
+    fn warnings(&self) -> Vec<String> {
+        self.lost
+            .iter()
+            .map(|task| {
+                format!(
+                    "{task}: no longer held by {} on the remote (taken over, released or moved); `tavern claim {task}` to learn who holds it",
+                    self.agent
+                )
+            })
+            .collect()
+    }
 }
 
 impl Render for Deregistered {
