@@ -43,6 +43,11 @@
 //! - "peak RSS": the watcher's VmHWM after its first start and after the changes, beside
 //!   the size of all task files. Target: ≤ 50 MiB at 10k tasks.
 //!
+//! `tavern mcp` (a third table; board/mcp.rs), at every size of TAVERN_BENCH_SIZES: `show`,
+//! `list` and `claim` as tool calls over one open session, each beside the same command
+//! run as a process, and the size of `tools/list` per profile. `TAVERN_BENCH_ONLY=mcp`
+//! times only these rows.
+//!
 //! The watcher must exit 0 on SIGTERM and log an `external-edit` for every change, or the
 //! bench fails (as it does when a wait exceeds 30 s), printing the watcher's stderr.
 //! The report is printed and written to target/bench-report.md.
@@ -50,6 +55,8 @@
 //! Every board also holds four of the hand-written documents of `fixtures/` (shared with
 //! the tests): one tavern reads through its full YAML parser, three it skips with a warning.
 
+#[path = "board/mcp.rs"]
+mod mcp;
 #[path = "board/watch.rs"]
 mod watch;
 
@@ -315,8 +322,13 @@ fn main() {
     let mut all = sizes.clone();
     all.extend(watch_sizes.iter().filter(|n| !sizes.contains(n)));
 
+    let only_mcp = std::env::var("TAVERN_BENCH_ONLY").is_ok_and(|v| v == "mcp");
+    let watch_sizes = if only_mcp { Vec::new() } else { watch_sizes };
+    all.retain(|n| sizes.contains(n) || watch_sizes.contains(n));
     let mut rows = Vec::new();
     let mut watch_rows = Vec::new();
+    let mut mcp_rows = Vec::new();
+    let mut mcp_sizes = Vec::new();
     for &n in &all {
         let dir = tempfile::tempdir().unwrap();
         let keep = std::env::var_os("TAVERN_BENCH_KEEP").is_some();
@@ -330,9 +342,14 @@ fn main() {
             bin: bin.clone(),
             board: built.board.clone(),
         };
-        let raw = sizes
-            .contains(&n)
+        let raw = (sizes.contains(&n) && !only_mcp)
             .then(|| time_commands(&b, &built, n, runs, true_bin, &mut rows));
+        if sizes.contains(&n) {
+            if mcp_sizes.is_empty() {
+                mcp_sizes = mcp::tools_list_sizes(&b);
+            }
+            mcp_rows.extend(mcp::time(&b, &built, n, runs, runs + 1));
+        }
         if watch_sizes.contains(&n) {
             watch_rows.extend(watch::run(&b, dir.path(), n, raw));
         }
@@ -341,7 +358,8 @@ fn main() {
         }
     }
 
-    let report = render(&rows, &watch_rows, &bin);
+    let mut report = render(&rows, &watch_rows, &bin);
+    mcp::render(&mcp_rows, &mcp_sizes, &mut report);
     println!("{report}");
     let target_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
     let _ = std::fs::create_dir_all(&target_dir);

@@ -193,6 +193,11 @@ pub enum Error {
         what: String,
         hint: String,
     },
+    /// Nothing of what was asked for exists ("no claimable task"): exit 4, like NotFound.
+    Nothing {
+        what: String,
+        hint: String,
+    },
     Ambiguous {
         prefix: String,
         candidates: Vec<String>,
@@ -303,7 +308,8 @@ impl Error {
             Error::NoBoard { .. }
             | Error::BoardNotADir { .. }
             | Error::NoSuchBoardDir { .. }
-            | Error::NotFound { .. } => Kind::NotFound,
+            | Error::NotFound { .. }
+            | Error::Nothing { .. } => Kind::NotFound,
             Error::Ambiguous { .. } | Error::Usage { .. } => Kind::Usage,
             Error::InvalidId { .. } | Error::InvalidDoc { .. } | Error::InvalidInput { .. } => {
                 Kind::Invalid
@@ -361,6 +367,13 @@ impl fmt::Display for Error {
             }
             Error::NoSuchBoardDir { path } => {
                 write!(f, "the board directory {} does not exist", path.display())
+            }
+            Error::Nothing { what, hint } => {
+                write!(f, "no {what}")?;
+                if !hint.is_empty() {
+                    write!(f, "\nhint: {hint}")?;
+                }
+                Ok(())
             }
             Error::NotFound { what, hint } => {
                 write!(f, "{what} not found")?;

@@ -146,6 +146,11 @@ pub fn events_cursor(root: &Path, actor: &str) -> PathBuf {
     state_dir(root).join("cursors").join(actor)
 }
 
+/// `tavern setup`'s copies of client files as they were before it changed them.
+pub fn setup_backups(root: &Path) -> PathBuf {
+    state_dir(root).join("setup")
+}
+
 /// The output of board commands (sources, completion checks).
 pub fn runs_dir(root: &Path) -> PathBuf {
     state_dir(root).join("runs")

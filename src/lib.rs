@@ -11,6 +11,7 @@ pub mod agents;
 pub mod api;
 pub mod board;
 pub mod check;
+pub mod client;
 pub mod doc;
 pub mod error;
 pub mod id;

@@ -54,14 +54,18 @@ fn register_list_heartbeat_deregister() {
     );
     assert_eq!(
         lines[2].split_whitespace().collect::<Vec<_>>(),
-        ["idler", "idle", "0s", "ago", "-"]
+        ["idler", "idle", "0s", "ago", "-", "-"]
     );
     b.run(&["agent", "heartbeat", "--as", "coder-1"])
         .ok()
-        .stdout_is("");
+        .stdout_is("")
+        .stderr_is("heartbeat recorded for coder-1; its lease runs 5m from now\n");
+    b.run(&["agent", "heartbeat", "--as", "coder-1", "--json"])
+        .ok()
+        .stderr_is("");
     b.run(&["agent", "heartbeat", "--as", "nobody"])
         .code(4)
-        .stderr_has("register it with `tavern agent register --name nobody`");
+        .stderr_has("register it with `tavern agent register --as nobody`");
     b.run(&["agent", "deregister", "--as", "coder-1"])
         .ok()
         .stdout_is("deregistered coder-1; released t-w\n");
@@ -130,8 +134,14 @@ fn a_killed_agents_task_returns_after_the_lease_and_its_late_submit_is_refused()
     b.run(&["edit", "t-crash", "--set", "note=late", "--as", "coder-1"])
         .ok();
     assert!(b.read("tasks/t-crash.md").contains("claimed_by: coder-2\n"));
-    // A second sweep for the same silence releases nothing more.
-    b.run(&["sweep"]).ok().stdout_is("");
+    // A second sweep for the same silence releases nothing more, and says so.
+    b.run(&["sweep"]).ok().stdout_is("").stderr_is(
+        "nothing to sweep: no stale claims, no expired session findings, no run outputs older than 7d\n",
+    );
+    assert_eq!(
+        b.run(&["sweep", "--json"]).ok().stderr_is("").json(),
+        serde_json::json!({"released": [], "expired": [], "runs_removed": 0})
+    );
 }
 
 #[test]
@@ -198,4 +208,61 @@ fn claim_next_respects_capabilities_and_ready_lists_claimable_tasks() {
     b.run(&["claim", "--next", "--as", "human"])
         .ok()
         .stdout_is("claimed t-js (rev 2, claimed)\n");
+}
+
+/// The agent is named by --as, as on heartbeat and deregister; --name still works.
+#[test]
+fn register_names_the_agent_with_as() {
+    let b = TestBoard::new();
+    let pid = std::process::id().to_string();
+    b.run(&["agent", "register", "--as", "coder-9", "--pid", &pid])
+        .ok()
+        .stdout_is(&format!("registered coder-9 (pid {pid}, lease 5m)\n"));
+    assert!(b.board().join("control/agents/coder-9.md").is_file());
+    let mut c = b.cmd(&["agent", "register", "--pid", &pid]);
+    c.env("TAVERN_AGENT", "coder-8");
+    crate::util::output(c).ok();
+    assert!(b.board().join("control/agents/coder-8.md").is_file());
+    b.run(&["agent", "register", "--name", "coder-7", "--pid", &pid])
+        .ok();
+    b.run(&["agent", "heartbeat", "--as", "coder-7"]).ok();
+    let log = b.log();
+    assert_eq!(log.last().unwrap()["actor"], "coder-7");
+}
+
+/// Every column of `agent list` lines up, however many tasks an agent holds.
+#[test]
+fn agent_list_columns_line_up_with_three_held_tasks() {
+    let b = TestBoard::new();
+    let pid = std::process::id().to_string();
+    for (name, caps) in [("coder-with-a-long-name", "rust"), ("c2", "go,sql")] {
+        b.run(&[
+            "agent",
+            "register",
+            "--as",
+            name,
+            "--capabilities",
+            caps,
+            "--pid",
+            &pid,
+        ])
+        .ok();
+    }
+    for id in ["task-aaaa1", "task-bbbb2", "task-cccc3"] {
+        b.task("Held", &["--id", id]);
+        b.run(&["claim", id, "--as", "coder-with-a-long-name"]).ok();
+    }
+    let out = b.run(&["agent", "list"]);
+    out.ok();
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{}", out.stdout);
+    let column = |l: &str, word: &str| l.find(word).unwrap_or_else(|| panic!("{word} in {l}"));
+    let (short, long) = (lines[1], lines[2]);
+    assert!(short.starts_with("c2 ") && long.starts_with("coder-with-a-long-name "));
+    let caps = column(lines[0], "CAPABILITIES");
+    assert_eq!(column(long, "rust"), caps, "\n{}", out.stdout);
+    assert_eq!(column(short, "go,sql"), caps, "\n{}", out.stdout);
+    let holds = column(lines[0], "HOLDS");
+    assert_eq!(column(long, "task-aaaa1,task-bbbb2,task-cccc3"), holds);
+    assert_eq!(column(short, "- "), holds, "\n{}", out.stdout);
 }

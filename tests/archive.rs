@@ -168,3 +168,25 @@ fn archive_dry_run_moves_nothing_and_list_archived_marks_the_archived_rows() {
     assert_eq!(json["documents"][1]["archived"], true);
     assert_eq!(json["documents"][0].get("archived"), None);
 }
+
+#[test]
+fn archive_and_ready_with_nothing_to_do_say_so() {
+    let b = TestBoard::new();
+    b.task("Open", &["--id", "t-open"]);
+    b.run(&["archive"])
+        .ok()
+        .stdout_is("")
+        .stderr_is("nothing to archive: no finished document matches\n");
+    b.run(&["archive", "--dry-run"])
+        .ok()
+        .stderr_is("nothing to archive: no finished document matches\n");
+    b.run(&["archive", "--json"]).ok().stderr_is("");
+    b.run(&["claim", "t-open", "--as", "a"]).ok();
+    b.run(&["ready"]).ok().stdout_is("").stderr_is(
+        "no claimable task matches (every task is claimed, finished, or waiting for its dependencies)\n",
+    );
+    assert_eq!(
+        b.run(&["ready", "--json"]).ok().stderr_is("").json()["documents"],
+        serde_json::json!([])
+    );
+}

@@ -337,3 +337,62 @@ fn lines_added_to_the_log_by_hand_are_cut_but_the_entry_before_them_stays() {
     assert_eq!(seqs, [1, 2, 3, 4]);
     b.run(&["check"]).ok();
 }
+
+/// Errors clap finds while parsing the arguments honour --json like every other error:
+/// one JSON object on stderr, the documented exit code, nothing on stdout.
+#[test]
+fn argument_errors_honour_json_and_the_exit_codes() {
+    let b = TestBoard::new();
+    let json_error = |args: &[&str], code: i32| {
+        let out = b.run(args);
+        out.code(code).stdout_is("");
+        let v: serde_json::Value = serde_json::from_str(&out.stderr).unwrap_or_else(|e| {
+            panic!(
+                "{args:?}: stderr is not one JSON object ({e}): {}",
+                out.stderr
+            )
+        });
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+        assert_eq!(v["error"]["code"], code);
+        v["error"]["message"].as_str().unwrap().to_string()
+    };
+    let m = json_error(&["--json", "claim", "--bogus"], 2);
+    assert!(m.starts_with("unexpected argument '--bogus' found"), "{m}");
+    let m = json_error(&["--json", "new", "bug"], 2);
+    assert!(m.starts_with("invalid value 'bug' for '<KIND>'"), "{m}");
+    let m = json_error(&["claim", "--json", "--bogus"], 2);
+    assert!(m.starts_with("unexpected argument '--bogus'"), "{m}");
+    json_error(&["--json"], 2);
+    // Text mode keeps clap's message and usage line, with the same codes.
+    b.run(&["claim", "--bogus"])
+        .code(2)
+        .stderr_has("error: unexpected argument '--bogus' found\n");
+    let out = b.run(&[]);
+    out.code(2)
+        .stdout_is("")
+        .stderr_has("Usage: tavern [OPTIONS] <COMMAND>");
+    b.run(&["--help"])
+        .ok()
+        .stdout_has("Usage: tavern [OPTIONS] <COMMAND>");
+    b.run(&["--version"]).ok().stdout_has("tavern ");
+}
+
+/// An argument that is not UTF-8 is invalid input: exit 6, as the README's table says.
+#[test]
+fn an_argument_that_is_not_utf8_exits_6() {
+    use std::os::unix::ffi::OsStrExt;
+    let b = TestBoard::new();
+    let bad = std::ffi::OsStr::from_bytes(b"t-\xff");
+    let mut c = b.cmd(&["show"]);
+    c.arg(bad);
+    let out = crate::util::output(c);
+    out.code(6)
+        .stdout_is("")
+        .stderr_has("error: invalid UTF-8 was detected in one or more arguments");
+    let mut c = b.cmd(&["--json", "new", "task", "--title"]);
+    c.arg(bad);
+    let out = crate::util::output(c);
+    out.code(6).stdout_is("");
+    let v: serde_json::Value = serde_json::from_str(&out.stderr).unwrap();
+    assert_eq!(v["error"]["kind"], "invalid");
+}

@@ -27,3 +27,32 @@ fn new_claim_and_log() {
     assert_eq!(log[1]["from"], "pending");
     assert_eq!(log[1]["to"], "claimed");
 }
+
+#[test]
+fn a_commands_help_shows_its_own_flags_before_the_global_ones() {
+    let b = TestBoard::empty();
+    for (args, own) in [
+        (&["claim", "--help"][..], "--next"),
+        (&["new", "--help"], "--depends-on"),
+        (&["help", "log"], "--patch"),
+    ] {
+        let out = b.run(args);
+        out.ok();
+        // Positions after the command's own "Options:" heading (the description and the
+        // arguments may name a flag too).
+        let start = out.stdout.find("\nOptions:").unwrap();
+        let at = |s: &str| {
+            start
+                + out.stdout[start..]
+                    .find(s)
+                    .unwrap_or_else(|| panic!("{args:?} lacks {s}:\n{}", out.stdout))
+        };
+        assert!(
+            at(own) < at("Global options:")
+                && at("Global options:") < at("--board <DIR>")
+                && at("Global options:") < at("--json"),
+            "{args:?}:\n{}",
+            out.stdout
+        );
+    }
+}

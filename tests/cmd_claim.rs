@@ -186,7 +186,7 @@ fn claim_next_takes_the_best_claimable_task() {
     b.run(&["claim", "--next", "priority<4", "--as", "c"])
         .code(4)
         .stdout_is("")
-        .stderr_is("error: a claimable task not found\nhint: every task is claimed, done, or waiting for its dependencies; `tavern list tasks` shows them\n");
+        .stderr_is("error: no claimable task matches 'priority<4'\nhint: every task is claimed, done, or waiting for its dependencies; `tavern list tasks` shows them\n");
     let v = b
         .run(&["claim", "--next", "--as", "c", "--json"])
         .ok()

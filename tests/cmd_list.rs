@@ -285,18 +285,24 @@ fn every_kind_of_term() {
 }
 
 #[test]
-fn an_empty_result_prints_nothing() {
+fn an_empty_result_prints_no_table_and_says_so_on_stderr() {
     let b = board();
     b.run(&["list", "status=done"])
         .ok()
         .stdout_is("")
-        .stderr_is("");
+        .stderr_is("no documents match\n");
     let empty = TestBoard::new();
-    empty.run(&["list"]).ok().stdout_is("").stderr_is("");
+    empty
+        .run(&["list"])
+        .ok()
+        .stdout_is("")
+        .stderr_is("no documents match\n");
+    // JSON stays a value, and says nothing else.
     assert_eq!(
         empty.run(&["list", "--json"]).ok().json(),
         serde_json::json!({"documents": [], "skipped": []})
     );
+    empty.run(&["list", "--json"]).ok().stderr_is("");
 }
 
 #[test]

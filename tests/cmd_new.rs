@@ -484,9 +484,7 @@ fn chosen_ids_and_their_refusals() {
     b.run(&["new", "task", "--title", "   "])
         .code(2)
         .stderr_is("error: a title is required: --title \"…\"\n");
-    b.run(&["new", "task"])
-        .code(2)
-        .stderr_has("--title <TITLE>");
+    b.run(&["new", "task"]).code(2).stderr_has("<TITLE>");
     b.run(&["new", "bogus", "--title", "x"])
         .code(2)
         .stderr_has("invalid value 'bogus'");
@@ -614,4 +612,53 @@ fn new_documents_are_validated_against_the_schema() {
             .stderr_is(&format!("error: {message}\n"));
     }
     assert_eq!(snapshot(&b), before);
+}
+
+/// One spelling for one thing: the title is an argument, as for `post` and `ask`
+/// (`--title` still works); a task takes --parent and --needs like any other field.
+#[test]
+fn the_title_is_an_argument_and_tasks_take_parent_and_needs() {
+    let b = TestBoard::new();
+    b.run(&["new", "task", "Epic", "--id", "t-epic"]).ok();
+    b.run(&[
+        "new", "task", "Part", "--id", "t-part", "--parent", "t-epic", "--needs", "rust,sql",
+    ])
+    .ok();
+    let part = b.read("tasks/t-part.md");
+    assert!(
+        part.contains("\ntitle: Part\n") && part.contains("\nparent: t-epic\nneeds: [rust, sql]\n"),
+        "{part}"
+    );
+    b.run(&["tree", "t-epic"])
+        .ok()
+        .stdout_has("  t-part [pending] Part\n");
+    b.run(&["new", "task", "--title", "Old spelling", "--id", "t-old"])
+        .ok();
+    b.run(&["new", "task", "A", "--title", "B"])
+        .code(2)
+        .stderr_has("cannot be used with");
+    b.run(&["new", "task"]).code(2).stderr_has("<TITLE>");
+    b.run(&["new", "task", "Orphan", "--parent", "t-nope"])
+        .code(4);
+    // post takes --title as well as its argument; new observation sets scope as post does.
+    b.run(&[
+        "post",
+        "--title",
+        "Seen",
+        "--topic",
+        "t",
+        "--severity",
+        "low",
+        "--id",
+        "obs-1",
+    ])
+    .ok();
+    b.run(&["new", "observation", "Noted", "--id", "obs-2"])
+        .ok();
+    for id in ["obs-1", "obs-2"] {
+        assert!(
+            b.read(&format!("observations/{id}.md"))
+                .contains("\nscope: persistent\n")
+        );
+    }
 }

@@ -375,7 +375,7 @@ done"#
         }
         let err = read(&dir.join("err"));
         assert_eq!(
-            err.matches("error: a claimable task not found").count(),
+            err.matches("error: no claimable task\n").count(),
             1,
             "w{w} stderr:\n{err}"
         );

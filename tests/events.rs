@@ -11,7 +11,14 @@ fn events_show_what_is_new_for_each_agent() {
         redact_times(&first.ok().stdout),
         "1 <TIME> planner create tasks/t1.md rev 1\n"
     );
-    b.run(&["events", "--as", "coder-1"]).ok().stdout_is("");
+    b.run(&["events", "--as", "coder-1"])
+        .ok()
+        .stdout_is("")
+        .stderr_is("no new events since seq 1\n");
+    b.run(&["events", "--as", "coder-1", "--json"])
+        .ok()
+        .stdout_is("")
+        .stderr_is("");
     b.run(&["claim", "t1", "--as", "coder-2"]).ok();
     assert_eq!(
         redact_times(&b.run(&["events", "--as", "coder-1"]).ok().stdout),

@@ -210,13 +210,32 @@ fn questions_lists_open_ones_oldest_first() {
         .ok();
     b.run(&["edit", "q-m", "--set", "created_at=2099-01-01T00:00:00Z"])
         .ok();
-    b.run(&["answer", "q-done", "done"]).ok();
+    b.run(&["edit", "q-a", "--set", "blocks=[t-1]"]).code(4);
+    b.task("Blocked", &["--id", "t-1"]);
+    b.run(&["edit", "q-a", "--set", "blocks=[t-1]"]).ok();
+    b.run(&["answer", "q-done", "done", "--as", "alice"]).ok();
+    // Who asked and what waits for it, rather than an OWNER a question never has.
     b.run(&["questions"]).ok().stdout_is(
-        "ID   STATUS  PRI  OWNER  TITLE\n\
-         q-z  open    -    -      Question q-z\n\
-         q-a  open    -    -      Question q-a\n\
-         q-m  open    -    -      Question q-m\n",
+        "ID   STATUS  ASKED_BY  BLOCKS  TITLE         ANSWER\n\
+         q-z  open    tester    -       Question q-z  -\n\
+         q-a  open    tester    t-1     Question q-a  -\n\
+         q-m  open    tester    -       Question q-m  -\n",
     );
+    let all = b.run(&["questions", "--all"]);
+    all.ok();
+    assert_eq!(all.stdout.lines().count(), 5, "{}", all.stdout);
+    assert!(
+        all.stdout
+            .contains("q-done  answered  tester    -       Question q-done  done\n"),
+        "{}",
+        all.stdout
+    );
+    let empty = TestBoard::new();
+    empty
+        .run(&["questions"])
+        .ok()
+        .stdout_is("")
+        .stderr_is("no open questions\n");
     let v = b.run(&["questions", "--json"]).json();
     let ids: Vec<&str> = v["documents"]
         .as_array()

@@ -25,15 +25,20 @@ mod events;
 mod graph;
 mod hostile_input;
 mod layering;
+mod mcp;
 mod observations;
 mod questions;
 mod roundtrip;
+mod setup;
 mod sources;
 mod summary;
 mod sync_claims;
 mod teamwork;
 mod watch;
+mod watch_alerts;
 mod watch_feed;
+mod watch_restart;
+mod watch_schedule;
 mod worktrees;
 
 #[test]

@@ -288,7 +288,8 @@ fn a_ping_pong_between_two_sources_is_stopped_by_the_loop_guard() {
     once(&b, &[]).0.ok();
     let id = b.task("Ball", &["--set", "turn=ping"]);
     let (out, _) = once(&b, &[]);
-    out.ok();
+    // Something did not run: --once says so.
+    out.code(1);
     assert_eq!(
         lines_of(&b, "ran.txt"),
         vec!["ping 1", "pong 2", "ping 3", "pong 4"]
@@ -1141,7 +1142,7 @@ fn symlinks_fifos_and_bad_names_are_alerts_never_read_or_followed() {
         BTreeSet::from([
             "tasks/evil.md: is a symbolic link; documents must be regular files inside the board (not followed)".to_string(),
             "tasks/pipe.md: is not a regular file".to_string(),
-            "tasks/Bad Name.md: file name is not a valid id ([a-z0-9][a-z0-9._-]{0,63}.md) (edited outside tavern; not reverted, no source started)".to_string(),
+            "tasks/Bad Name.md: file name is not a valid id ([a-z0-9][a-z0-9._-]{0,63}.md); not tracked and no source started (rename it)".to_string(),
             "tasks/caf\u{fffd}.md: file name is not valid UTF-8; tavern cannot track it (rename it)".to_string(),
         ])
     );
@@ -1329,8 +1330,13 @@ fn directories_under_solutions_made_moved_and_removed_are_their_files() {
     let (code, lines) = w.stop();
     assert_eq!(code, 0, "{lines:#?}");
     let s = |what: &str, doc: &str| (what.to_string(), format!("solutions/task-1/{doc}"));
+    // In the order of the three steps; within a step, in whatever batches the events
+    // came (a busy machine splits a move's events in two).
+    let mut seen = external(&b);
+    seen[2..6].sort();
+    seen[6..8].sort();
     assert_eq!(
-        external(&b),
+        seen,
         vec![
             s("created", "src/a.rs"),
             s("created", "src/deep/b.rs"),

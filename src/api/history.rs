@@ -164,6 +164,9 @@ fn doc_path(board: &Board, reference: &str) -> Result<String> {
 #[derive(Debug, Serialize)]
 pub struct Events {
     pub entries: Vec<Entry>,
+    /// Where the read started: the cursor, or what the caller asked for.
+    #[serde(skip)]
+    pub since: Since,
 }
 
 impl Events {
@@ -209,7 +212,7 @@ pub fn events(
     if let Some(n) = limit {
         entries.truncate(n);
     }
-    Ok(Events { entries })
+    Ok(Events { entries, since })
 }
 
 /// Moves `actor`'s cursor to `seq`: the next [`events`] starts after it.

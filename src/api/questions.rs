@@ -12,9 +12,9 @@ use crate::error::Result;
 use crate::ops::Outcome;
 use crate::ops::questions;
 
-/// Open questions, oldest first.
-pub fn open(board: &Board) -> Result<Listing> {
-    let scan = crate::ops::questions::open_questions(board)?;
+/// Open questions (or, with `all`, every question), oldest first.
+pub fn list(board: &Board, all: bool) -> Result<Listing> {
+    let scan = crate::ops::questions::questions(board, all)?;
     Ok(Listing {
         docs: scan.docs,
         skipped: scan.skipped,

@@ -233,3 +233,100 @@ pub fn summary(
         skipped: scanned.skipped,
     })
 }
+
+/// Text for one line of markdown: control characters (a hostile title) become spaces.
+fn blank_controls(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// One item of the summary's markdown: `- ID title (owner)`, control characters blanked.
+fn item(b: &Brief, extra: &str) -> String {
+    let mut s = format!("- {} {}", b.id, b.title);
+    if let Some(owner) = &b.claimed_by {
+        s.push_str(&format!(" ({owner})"));
+    }
+    blank_controls(&s) + extra + "\n"
+}
+
+impl Summary {
+    /// The summary as markdown, for people and for a model's context alike.
+    pub fn markdown(&self) -> String {
+        let mut o = match &self.context {
+            Some(c) => format!("# Board summary: context {c}\n"),
+            None => "# Board summary\n".to_string(),
+        };
+        if let Some(reason) = &self.paused {
+            o.push_str(&format!(
+                "\n**The board is paused**: {}. No task can be claimed and no knowledge source starts until it is resumed.\n",
+                blank_controls(reason)
+            ));
+        }
+        o.push_str("\n## Agents\n\n");
+        if self.agents.is_empty() {
+            o.push_str("No registered agents.\n");
+        }
+        for a in &self.agents {
+            let holds: Vec<String> = a
+                .holds
+                .iter()
+                .map(|t| format!("{} [{}]", t.id, t.status.as_deref().unwrap_or("")))
+                .collect();
+            let holds = if holds.is_empty() {
+                "nothing".to_string()
+            } else {
+                holds.join(", ")
+            };
+            o.push_str(&format!(
+                "- {} ({}): holds {holds}\n",
+                a.id,
+                a.status.name()
+            ));
+        }
+        o.push_str("\n## Open findings\n\n");
+        if self.findings.is_empty() {
+            o.push_str("None.\n");
+        }
+        for (sev, list) in &self.findings {
+            o.push_str(&format!("{sev}:\n"));
+            for f in list {
+                let about = if f.about.is_empty() {
+                    String::new()
+                } else {
+                    format!(" — about {}", f.about.join(", "))
+                };
+                o.push_str(&item(&f.brief, &about));
+            }
+        }
+        o.push_str("\n## Tasks\n\n");
+        if self.tasks.is_empty() {
+            o.push_str("None.\n");
+        }
+        for (state, list) in &self.tasks {
+            o.push_str(&format!("{state} ({}):\n", list.len()));
+            for t in list {
+                o.push_str(&item(t, ""));
+            }
+        }
+        o.push_str("\n## Open questions\n\n");
+        if self.questions.is_empty() {
+            o.push_str("None.\n");
+        }
+        for q in &self.questions {
+            let mut extra = format!(" — asked by {}", q.asked_by.as_deref().unwrap_or("?"));
+            if !q.blocks.is_empty() {
+                extra.push_str(&format!(", blocks {}", q.blocks.join(", ")));
+            }
+            o.push_str(&item(&q.brief, &extra));
+        }
+        o.push_str("\n## Looks stuck\n\n");
+        if self.stuck.is_empty() {
+            o.push_str("Nothing.\n");
+        }
+        for s in &self.stuck {
+            o.push_str(&format!("- {}: {}\n", s.id, s.why));
+        }
+        o
+    }
+}

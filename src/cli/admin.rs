@@ -100,8 +100,19 @@ pub fn archive(ctx: &Ctx, a: ArchiveArgs) -> Result<ExitCode> {
             })
         })
         .transpose()?;
+    let nothing = |code: ExitCode, none: bool| {
+        if none {
+            output::note(
+                ctx.global.json,
+                "nothing to archive: no finished document matches",
+            );
+        }
+        code
+    };
     if a.dry_run {
-        return ctx.print(&api::board::archive_dry_run(&board, &a.query, older)?);
+        let would = api::board::archive_dry_run(&board, &a.query, older)?;
+        return Ok(nothing(ctx.print(&would)?, would.would_move.is_empty()));
     }
-    ctx.print(&api::board::archive(&board, &actor, &a.query, older)?)
+    let archived = api::board::archive(&board, &actor, &a.query, older)?;
+    Ok(nothing(ctx.print(&archived)?, archived.moved.is_empty()))
 }

@@ -22,9 +22,10 @@ pub enum AgentCommand {
 
 #[derive(Debug, Args)]
 pub struct RegisterArgs {
-    /// The agent's name, which is also its id
-    #[arg(long)]
-    pub name: String,
+    /// The agent's name, which is also its id: the old spelling of `--as NAME`, which
+    /// heartbeat and deregister take too [default: the acting agent]
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
     /// What it can do, matched against tasks' `needs`
     #[arg(long, value_delimiter = ',')]
     pub capabilities: Vec<String>,
@@ -38,20 +39,35 @@ pub fn agent(ctx: &Ctx, cmd: AgentCommand) -> Result<ExitCode> {
     let board = ctx.board()?;
     match cmd {
         AgentCommand::Register(a) => {
-            // Registering names the agent: it acts as itself unless --as says otherwise.
-            let actor = ctx.global.actor.clone().unwrap_or_else(|| a.name.clone());
+            // The agent is named as on every other command (--as, TAVERN_AGENT, the user);
+            // --name is the older spelling, and names the agent when both are given.
+            let actor = match (&ctx.global.actor, &a.name) {
+                (Some(actor), _) => actor.clone(),
+                (None, Some(name)) => name.clone(),
+                (None, None) => ctx.actor_name()?,
+            };
+            let name = a.name.clone().unwrap_or_else(|| actor.clone());
             let pid = a.pid.unwrap_or_else(std::os::unix::process::parent_id);
             ctx.print(&agents::register(
                 &board,
                 &actor,
-                &a.name,
+                &name,
                 &a.capabilities,
                 pid,
             )?)
         }
         AgentCommand::Heartbeat => {
             let actor = ctx.actor(&board)?;
-            ctx.print(&agents::heartbeat(&board, &actor)?)
+            let beat = agents::heartbeat(&board, &actor)?;
+            let code = ctx.print(&beat)?;
+            super::output::note(
+                ctx.global.json,
+                &format!(
+                    "heartbeat recorded for {actor}; its lease runs {} from now",
+                    board.config.lease
+                ),
+            );
+            Ok(code)
         }
         AgentCommand::Deregister => {
             let actor = ctx.actor(&board)?;
@@ -63,7 +79,18 @@ pub fn agent(ctx: &Ctx, cmd: AgentCommand) -> Result<ExitCode> {
 
 pub fn sweep(ctx: &Ctx) -> Result<ExitCode> {
     let board = ctx.board()?;
-    ctx.print(&agents::sweep(&board)?)
+    let swept = agents::sweep(&board)?;
+    let code = ctx.print(&swept)?;
+    if swept.released.is_empty() && swept.expired.is_empty() && swept.runs_removed == 0 {
+        super::output::note(
+            ctx.global.json,
+            &format!(
+                "nothing to sweep: no stale claims, no expired session findings, no run outputs older than {}",
+                swept.keep_runs
+            ),
+        );
+    }
+    Ok(code)
 }
 
 #[derive(Debug, Args)]
@@ -75,5 +102,13 @@ pub struct ReadyArgs {
 
 pub fn ready(ctx: &Ctx, a: ReadyArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
-    ctx.print(&tavern::api::tasks::ready(&board, &a.query)?)
+    let listing = tavern::api::tasks::ready(&board, &a.query)?;
+    let code = ctx.print(&listing)?;
+    if listing.docs.is_empty() {
+        super::output::note(
+            ctx.global.json,
+            "no claimable task matches (every task is claimed, finished, or waiting for its dependencies)",
+        );
+    }
+    Ok(code)
 }

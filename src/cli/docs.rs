@@ -70,9 +70,20 @@ impl BodyArgs {
 pub struct NewArgs {
     /// What to create
     pub kind: Kind,
-    /// The title
-    #[arg(long, short)]
-    pub title: String,
+    /// The title (as `post` and `ask` take theirs)
+    #[arg(value_name = "TITLE", required_unless_present = "title")]
+    pub title_arg: Option<String>,
+    /// The title: the older spelling of the TITLE argument
+    #[arg(long, short, value_name = "TITLE", conflicts_with = "title_arg")]
+    pub title: Option<String>,
+    /// The parent: a task this one is a part of (see `tavern tree`), or the document an
+    /// observation follows up on
+    #[arg(long, value_name = "ID")]
+    pub parent: Option<String>,
+    /// What an agent must be able to do to claim it, matched against its capabilities
+    /// (repeatable, or comma-separated)
+    #[arg(long, value_name = "CAPABILITY", value_delimiter = ',')]
+    pub needs: Vec<String>,
     #[command(flatten)]
     pub body: BodyArgs,
     /// Choose the id instead of generating one
@@ -136,9 +147,15 @@ pub fn new(ctx: &Ctx, a: NewArgs) -> Result<ExitCode> {
     if let Some(c) = a.context {
         sets.push(("context".into(), c.into()));
     }
+    if let Some(p) = a.parent {
+        sets.push(("parent".into(), p.into()));
+    }
+    if !a.needs.is_empty() {
+        sets.push(("needs".into(), a.needs.into()));
+    }
     let spec = NewDoc {
         id: a.id,
-        title: a.title,
+        title: a.title_arg.or(a.title).unwrap_or_default(),
         body: a.body.read()?,
         tags: a.tags,
         priority: a.priority,
@@ -175,7 +192,12 @@ pub fn list(ctx: &Ctx, a: ListArgs) -> Result<ExitCode> {
         terms: a.terms,
         archived: a.archived,
     };
-    ctx.print(&tavern::api::docs::list(&board, &req)?)
+    let listing = tavern::api::docs::list(&board, &req)?;
+    let code = ctx.print(&listing)?;
+    if listing.docs.is_empty() {
+        super::output::note(ctx.global.json, "no documents match");
+    }
+    Ok(code)
 }
 
 #[derive(Debug, Args)]

@@ -49,7 +49,7 @@ pub fn message(e: &Error) -> String {
         }
         Error::Paused { .. } => format!("{e}\nhint: `tavern resume` lifts the pause"),
         Error::NotRegistered { agent } => {
-            format!("{e}\nhint: register it with `tavern agent register --name {agent}`")
+            format!("{e}\nhint: register it with `tavern agent register --as {agent}`")
         }
         Error::Unconfirmed { task, remote, .. } => format!(
             "{e}\nhint: retry when the remote '{remote}' is reachable (`git ls-remote {remote}` tells); \

@@ -63,6 +63,15 @@ pub fn events(ctx: &Ctx, a: EventsArgs) -> Result<ExitCode> {
     for e in &events.entries {
         print_entry(ctx, e, a.patch)?;
     }
+    if events.entries.is_empty() {
+        let since = match &events.since {
+            Since::All => String::new(),
+            Since::Seq(0) => " (the log is empty)".to_string(),
+            Since::Seq(n) => format!(" since seq {n}"),
+            Since::Time(t) => format!(" since {}", tavern::time::stamp(*t)),
+        };
+        super::output::note(ctx.global.json, &format!("no new events{since}"));
+    }
     if let Some(seq) = events.last_seq() {
         history::seen(&board, &actor, seq)?;
     }

@@ -39,7 +39,9 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The flags every command takes: listed under their own heading, after the command's own.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
 pub struct Global {
     /// The board: its .tavern directory or the project holding it [default: found by walking up from the working directory]
     #[arg(long, global = true, env = "TAVERN_BOARD", value_name = "DIR")]
@@ -108,8 +110,8 @@ pub enum Command {
     Ask(questions::AskArgs),
     /// Answer an open question: text, or --choice OPTION; unblocks the tasks waiting only on it
     Answer(questions::AnswerArgs),
-    /// Open questions, oldest first
-    Questions,
+    /// Open questions, oldest first (--all: answered and decided ones too)
+    Questions(questions::QuestionsArgs),
     /// Send a task in review back to work (transition `reject`), or reject an observation
     Reject(TransitionArgs),
     /// Mark a task blocked (transition `block`)
@@ -158,6 +160,13 @@ pub enum Command {
     /// List or validate the knowledge sources (control/sources/*.md)
     #[command(subcommand)]
     Sources(sources::SourcesCommand),
+    /// Serve the board to an agent client over MCP on stdio: the agent loop as tools
+    Mcp(crate::mcp::McpArgs),
+    /// Set up an agent client (claude, codex, opencode): hooks, notes, and with --mcp the MCP server
+    Setup(crate::setup::SetupArgs),
+    /// What the hooks `tavern setup` installs run (the client's event comes on stdin)
+    #[command(hide = true)]
+    Hook(crate::setup::hook::HookArgs),
     /// Any other transition defined in board.yaml: `tavern NAME ID`
     #[command(external_subcommand)]
     Custom(Vec<String>),
@@ -209,6 +218,82 @@ impl Ctx {
     }
 }
 
+/// Prints an error once, as text or (with `--json`) as one JSON object on stderr, and
+/// gives its exit code. A closed stdout (`tavern list | head`) is success.
+pub fn report_error(e: &Error, json: bool) -> ExitCode {
+    if let Error::Io { source, .. } = e
+        && source.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        return ExitCode::SUCCESS;
+    }
+    let text = if json {
+        let v = serde_json::json!({"error": {"kind": e.kind().name(), "code": e.exit_code(), "message": errors::message(e), "path": e.path()}});
+        format!("{v}\n")
+    } else {
+        format!("error: {}\n", errors::message(e))
+    };
+    // One write, so messages of concurrent agents sharing a terminal do not interleave.
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes());
+    ExitCode::from(e.exit_code())
+}
+
+/// Was `--json` among the arguments (before a `--`)? For errors clap finds before it has
+/// parsed anything.
+fn json_requested() -> bool {
+    std::env::args_os()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a == "--json")
+}
+
+/// What an argument-parsing error becomes: help and version go to stdout with exit 0; a
+/// missing command prints the help on stderr with exit 2; an argument that is not UTF-8
+/// is invalid input (exit 6); anything else is a usage error (exit 2). With `--json`,
+/// every error is one JSON object on stderr, as for any other command.
+pub fn parse_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    let kind = e.kind();
+    if matches!(kind, ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = e.print();
+        return ExitCode::SUCCESS;
+    }
+    let json = json_requested();
+    if kind == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand && !json {
+        let _ = e.print();
+        return ExitCode::from(tavern::Kind::Usage.exit_code());
+    }
+    let text = e.render().to_string();
+    let message = match kind {
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            "a command is required; `tavern --help` lists them".to_string()
+        }
+        _ => text
+            .trim_start_matches("error: ")
+            .trim_end()
+            .trim_end_matches("For more information, try '--help'.")
+            .trim_end()
+            .to_string(),
+    };
+    let error = if kind == ErrorKind::InvalidUtf8 {
+        Error::input(format!(
+            "{message}\nhint: arguments must be UTF-8 (ids, titles and query terms are text)"
+        ))
+    } else {
+        Error::usage(message)
+    };
+    if json {
+        return report_error(&error, true);
+    }
+    // Text mode keeps clap's own rendering (with its usage line), under our exit code.
+    let text = if kind == ErrorKind::InvalidUtf8 {
+        format!("error: {error}\n")
+    } else {
+        text
+    };
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes());
+    ExitCode::from(error.exit_code())
+}
+
 pub fn run(cli: Cli) -> Result<ExitCode> {
     let cwd =
         std::env::current_dir().map_err(|e| Error::io(".", "read the working directory", e))?;
@@ -234,7 +319,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Deny(a) => questions::deny(&ctx, a),
         Command::Ask(a) => questions::ask(&ctx, a),
         Command::Answer(a) => questions::answer(&ctx, a),
-        Command::Questions => questions::list(&ctx),
+        Command::Questions(a) => questions::list(&ctx, a),
         Command::Reject(a) => observations::reject(&ctx, a),
         Command::Block(a) => tasks::run_transition(&ctx, "block", a),
         Command::Unblock(a) => tasks::run_transition(&ctx, "unblock", a),
@@ -258,6 +343,16 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Pause(a) => watch::pause(&ctx, a),
         Command::Resume => watch::resume(&ctx),
         Command::Sources(a) => sources::run(&ctx, a),
+        Command::Mcp(a) => crate::mcp::command(&ctx, a),
+        Command::Setup(a) => {
+            crate::setup::run(&ctx.cwd, ctx.global.board.as_deref(), ctx.global.json, a)
+        }
+        Command::Hook(a) => crate::setup::hook::run(
+            &ctx.cwd,
+            ctx.global.board.as_deref(),
+            ctx.global.actor.clone(),
+            a,
+        ),
         Command::Custom(args) => tasks::custom(&ctx, args),
     }
 }

@@ -12,7 +12,16 @@ use tavern::error::Result;
 #[derive(Debug, Args)]
 pub struct PostArgs {
     /// The title
-    pub title: String,
+    #[arg(value_name = "TITLE", required_unless_present = "title_flag")]
+    pub title: Option<String>,
+    /// The title, spelled as `new` once spelled it
+    #[arg(
+        long = "title",
+        short = 't',
+        value_name = "TITLE",
+        conflicts_with = "title"
+    )]
+    pub title_flag: Option<String>,
     /// What the observation is about (a subsystem, a module, …)
     #[arg(long)]
     pub topic: String,
@@ -52,7 +61,7 @@ pub fn post(ctx: &Ctx, a: PostArgs) -> Result<ExitCode> {
     let actor = ctx.actor(&board)?;
     let spec = Post {
         id: a.id,
-        title: a.title,
+        title: a.title.or(a.title_flag).unwrap_or_default(),
         body: a.body.read()?,
         tags: a.tags,
         topic: a.topic,

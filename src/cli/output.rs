@@ -18,6 +18,15 @@ pub fn line(text: &str) -> Result<()> {
     out(&format!("{text}\n"))
 }
 
+/// Says on stderr what a text-mode command did when it printed nothing else ("no documents
+/// match"), so a person can tell "done" from "did nothing". JSON output is a value and
+/// needs no such note.
+pub fn note(json: bool, text: &str) {
+    if !json {
+        super::render::err_line(text);
+    }
+}
+
 /// Text for one table cell: control characters (a hostile title) never reach the terminal.
 pub fn cell(s: &str) -> String {
     s.chars()

@@ -103,9 +103,70 @@ pub fn answer(ctx: &Ctx, a: AnswerArgs) -> Result<ExitCode> {
     ctx.print(&answered)
 }
 
-pub fn list(ctx: &Ctx) -> Result<ExitCode> {
+#[derive(Debug, Args)]
+pub struct QuestionsArgs {
+    /// Every question on the board: answered, approved and denied ones too
+    #[arg(long)]
+    pub all: bool,
+}
+
+pub fn list(ctx: &Ctx, a: QuestionsArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
-    ctx.print(&tavern::api::questions::open(&board)?)
+    let listing = questions::list(&board, a.all)?;
+    let code = ctx.print(&QuestionTable(&listing))?;
+    if listing.docs.is_empty() {
+        super::output::note(
+            ctx.global.json,
+            if a.all {
+                "no questions on the board"
+            } else {
+                "no open questions"
+            },
+        );
+    }
+    Ok(code)
+}
+
+/// Questions as `questions` shows them: the listing's JSON, its own table.
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+struct QuestionTable<'a>(&'a tavern::api::Listing);
+
+impl super::render::Render for QuestionTable<'_> {
+    fn text(&self) -> Result<()> {
+        if self.0.docs.is_empty() {
+            return Ok(());
+        }
+        super::output::out(&question_table(&self.0.docs))
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        super::render::skipped_warnings(&self.0.skipped)
+    }
+}
+
+/// The table of `questions`: who asked, what it blocks, and the answer once there is one
+/// (a question has no claimant, so no OWNER column).
+fn question_table(docs: &[tavern::doc::Document]) -> String {
+    let cell = super::output::cell;
+    let or_dash = |s: String| if s.is_empty() { "-".to_string() } else { s };
+    let rows: Vec<[String; 6]> = docs
+        .iter()
+        .map(|d| {
+            [
+                cell(d.id()),
+                cell(d.status().unwrap_or("-")),
+                cell(d.str("asked_by").unwrap_or("-")),
+                cell(&or_dash(d.list("blocks").join(","))),
+                cell(d.title()),
+                cell(&or_dash(d.text("answer").unwrap_or_default())),
+            ]
+        })
+        .collect();
+    super::output::table(
+        ["ID", "STATUS", "ASKED_BY", "BLOCKS", "TITLE", "ANSWER"],
+        &rows,
+    )
 }
 
 /// Prints the prompt on stderr and reads one line from the terminal.

@@ -140,8 +140,12 @@ pub fn claim(ctx: &Ctx, a: ClaimArgs) -> Result<ExitCode> {
         }
         return match &next.claimed {
             Some(changed) => report(ctx, changed, "claimed"),
-            None => Err(Error::NotFound {
-                what: "a claimable task".into(),
+            None => Err(Error::Nothing {
+                what: if a.args.is_empty() {
+                    "claimable task".into()
+                } else {
+                    format!("claimable task matches '{}'", a.args.join(" "))
+                },
                 hint: "every task is claimed, done, or waiting for its dependencies; `tavern list tasks` shows them".into(),
             }),
         };

@@ -14,7 +14,7 @@ use tavern::api::graph::{Deps, Node, Task};
 use tavern::api::history::DocHistory;
 use tavern::api::questions::{Answered, Asked};
 use tavern::api::sources::{SourceList, SourcesChecked};
-use tavern::api::summary::{Brief, Summary};
+use tavern::api::summary::Summary;
 use tavern::api::view::Listing;
 use tavern::api::{Changed, Created};
 use tavern::error::Result;
@@ -114,31 +114,30 @@ impl Render for DocHistory {
 
 impl Render for AgentList {
     fn text(&self) -> Result<()> {
-        let mut text = format!(
-            "{:<16} {:<7} {:<10} {:<20} {}\n",
-            "AGENT", "STATUS", "SEEN", "HOLDS", "CAPABILITIES"
-        );
-        for a in &self.agents {
-            let holds = if a.holds.is_empty() {
-                "-".to_string()
-            } else {
-                a.holds.join(",")
-            };
-            let seen = if a.last_seen == chrono::DateTime::<chrono::Utc>::UNIX_EPOCH {
-                "never".to_string()
-            } else {
-                tavern::time::ago(a.last_seen, self.now)
-            };
-            text.push_str(&format!(
-                "{:<16} {:<7} {:<10} {:<20} {}\n",
-                a.id,
-                a.status.name(),
-                seen,
-                holds,
-                a.capabilities.join(",")
-            ));
-        }
-        out(&text)
+        // Columns as wide as their widest cell, so three held ids or a long name do not
+        // push the rest out of line.
+        let or_dash = |s: String| if s.is_empty() { "-".to_string() } else { s };
+        let cells: Vec<[String; 5]> = self
+            .agents
+            .iter()
+            .map(|a| {
+                [
+                    cell(&a.id),
+                    a.status.name().to_string(),
+                    if a.last_seen == chrono::DateTime::<chrono::Utc>::UNIX_EPOCH {
+                        "never".to_string()
+                    } else {
+                        tavern::time::ago(a.last_seen, self.now)
+                    },
+                    or_dash(a.holds.join(",")),
+                    cell(&or_dash(a.capabilities.join(","))),
+                ]
+            })
+            .collect();
+        out(&output::table(
+            ["AGENT", "STATUS", "SEEN", "HOLDS", "CAPABILITIES"],
+            &cells,
+        ))
     }
 }
 
@@ -195,92 +194,9 @@ impl Render for Node {
     }
 }
 
-/// One item of the summary's markdown: `- ID title (owner)`, control characters blanked.
-fn item(b: &Brief, extra: &str) -> String {
-    let mut s = format!("- {} {}", b.id, b.title);
-    if let Some(owner) = &b.claimed_by {
-        s.push_str(&format!(" ({owner})"));
-    }
-    cell(&s) + extra + "\n"
-}
-
 impl Render for Summary {
     fn text(&self) -> Result<()> {
-        let mut o = match &self.context {
-            Some(c) => format!("# Board summary: context {c}\n"),
-            None => "# Board summary\n".to_string(),
-        };
-        if let Some(reason) = &self.paused {
-            o.push_str(&format!(
-                "\n**The board is paused**: {}. No task can be claimed and no knowledge source starts until it is resumed.\n",
-                cell(reason)
-            ));
-        }
-        o.push_str("\n## Agents\n\n");
-        if self.agents.is_empty() {
-            o.push_str("No registered agents.\n");
-        }
-        for a in &self.agents {
-            let holds: Vec<String> = a
-                .holds
-                .iter()
-                .map(|t| format!("{} [{}]", t.id, t.status.as_deref().unwrap_or("")))
-                .collect();
-            let holds = if holds.is_empty() {
-                "nothing".to_string()
-            } else {
-                holds.join(", ")
-            };
-            o.push_str(&format!(
-                "- {} ({}): holds {holds}\n",
-                a.id,
-                a.status.name()
-            ));
-        }
-        o.push_str("\n## Open findings\n\n");
-        if self.findings.is_empty() {
-            o.push_str("None.\n");
-        }
-        for (sev, list) in &self.findings {
-            o.push_str(&format!("{sev}:\n"));
-            for f in list {
-                let about = if f.about.is_empty() {
-                    String::new()
-                } else {
-                    format!(" — about {}", f.about.join(", "))
-                };
-                o.push_str(&item(&f.brief, &about));
-            }
-        }
-        o.push_str("\n## Tasks\n\n");
-        if self.tasks.is_empty() {
-            o.push_str("None.\n");
-        }
-        for (state, list) in &self.tasks {
-            o.push_str(&format!("{state} ({}):\n", list.len()));
-            for t in list {
-                o.push_str(&item(t, ""));
-            }
-        }
-        o.push_str("\n## Open questions\n\n");
-        if self.questions.is_empty() {
-            o.push_str("None.\n");
-        }
-        for q in &self.questions {
-            let mut extra = format!(" — asked by {}", q.asked_by.as_deref().unwrap_or("?"));
-            if !q.blocks.is_empty() {
-                extra.push_str(&format!(", blocks {}", q.blocks.join(", ")));
-            }
-            o.push_str(&item(&q.brief, &extra));
-        }
-        o.push_str("\n## Looks stuck\n\n");
-        if self.stuck.is_empty() {
-            o.push_str("Nothing.\n");
-        }
-        for s in &self.stuck {
-            o.push_str(&format!("- {}: {}\n", s.id, s.why));
-        }
-        out(&o)
+        out(&self.markdown())
     }
 
     fn warnings(&self) -> Vec<String> {

@@ -11,7 +11,8 @@ use tavern::error::{Error, Kind, Result};
 #[derive(Debug, Args)]
 pub struct WatchArgs {
     /// Handle what changed since the last run, wait for the activations it starts (and
-    /// what they change), then exit: 1 if one failed, 5 if the pause holds some back
+    /// what they change), then exit: 1 if one failed or the loop guard stopped one, 5 if
+    /// the pause holds some back
     #[arg(long)]
     pub once: bool,
     /// Activations running at once, in all
@@ -64,7 +65,7 @@ pub fn watch(ctx: &Ctx, a: WatchArgs) -> Result<ExitCode> {
     let summary = tavern::watch::run(board, opts)?;
     Ok(if !a.once {
         ExitCode::SUCCESS
-    } else if summary.failed > 0 {
+    } else if summary.failed > 0 || summary.guarded > 0 {
         ExitCode::from(Kind::Other.exit_code())
     } else if summary.held > 0 {
         ExitCode::from(Kind::Paused.exit_code())

@@ -59,6 +59,12 @@ impl Tracked {
         }
     }
 
+    /// Is the file named by a valid id (its own, or its task's under `solutions/`)?
+    /// control/PAUSE is named by no id.
+    pub fn named_by_id(&self) -> bool {
+        self.area == Area::Pause || crate::id::validate(&self.id).is_ok()
+    }
+
     /// Files whose frontmatter carries a `rev` that tavern bumps on every write.
     pub fn has_rev(&self) -> bool {
         matches!(self.area, Area::Doc(_) | Area::Agent)

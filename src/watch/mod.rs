@@ -18,6 +18,7 @@ pub mod runner;
 pub mod scheduler;
 pub mod snapshot;
 pub mod sources;
+pub mod starting;
 
 use std::collections::HashSet;
 use std::io::Write as _;
@@ -87,6 +88,8 @@ pub struct Summary {
     pub ran: usize,
     /// Activations left waiting because the board is paused.
     pub held: usize,
+    /// Activations the loop guard stopped (each logged as an alert): they did not run.
+    pub guarded: usize,
 }
 
 /// Runs the watcher until SIGINT/SIGTERM (or, with `once`, until nothing is pending).
@@ -532,6 +535,7 @@ impl Watch {
                 }
                 Offer::Guarded { source, why } => {
                     self.metrics.source(&source).alerts += 1;
+                    self.summary.guarded += 1;
                     let entry = self.rec.log_own(Entry {
                         at: crate::time::stamp_millis(crate::time::now()),
                         actor: WATCHER.into(),
@@ -613,8 +617,13 @@ impl Watch {
         let Some(source) = self.sources.iter().find(|s| s.name == act.source).cloned() else {
             return Ok(());
         };
+        if self.board_gone() {
+            // Nothing is started for a board that is gone, and nothing written where it was.
+            return self.still_there();
+        }
         let tx = self.tx.clone();
         let id = act.id;
+        starting::begin(&self.board, &act)?;
         let spawned = runner::spawn(&self.board, &source, &act, move |status| {
             let _ = tx.send(Msg::Exited { id, status });
         });
@@ -635,6 +644,7 @@ impl Watch {
                     )),
                     ..Entry::default()
                 })?;
+                starting::end(&self.board);
                 let mut j = activation_json(&act);
                 j["pid"] = sp.pid.into();
                 j["output"] = sp.output.clone().into();
@@ -660,6 +670,7 @@ impl Watch {
                 self.save_running();
             }
             Err(e) => {
+                starting::end(&self.board);
                 let note = format!("cannot start `{}`: {e}", source.run);
                 self.record_end(&act, "failed", None, 0, note)?;
             }
@@ -733,7 +744,28 @@ impl Watch {
     /// (or crashed) before it saw them end. They are not killed here: the pid may belong
     /// to another process by now.
     fn log_lost(&mut self) -> Result<()> {
-        for lost in scheduler::take_lost(&self.board) {
+        let lost = scheduler::take_lost(&self.board);
+        match starting::take(&self.board) {
+            starting::Left::Nothing => {}
+            // Its command ran: never again for this change, and its end was not seen.
+            starting::Left::Spawned(act) => {
+                self.rec
+                    .started_before
+                    .entry(act.seq)
+                    .or_default()
+                    .push((act.source.clone(), act.doc.clone()));
+                if !lost.iter().any(|l| l.act == act) {
+                    let ms = (chrono::Utc::now() - act.queued_at)
+                        .num_milliseconds()
+                        .max(0) as u64;
+                    let note = "its start and end were not seen: the watcher that started it was killed as it did (it may still run)".to_string();
+                    self.record_end(&act, "lost", None, ms, note)?;
+                }
+            }
+            // Killed before its command was spawned: it waits again.
+            starting::Left::NotSpawned(act) => self.sched.requeue(act),
+        }
+        for lost in lost {
             let ms = (chrono::Utc::now() - lost.started_at)
                 .num_milliseconds()
                 .max(0) as u64;

@@ -193,6 +193,8 @@ impl Reconciler {
     /// Saves the snapshot and the log cursor.
     pub fn save(&self) -> Result<()> {
         self.snapshot.save(&self.board)?;
+        // Saved only when nothing is staged: every handled deletion is out of it now.
+        snapshot::clear_deletions(&self.board);
         self.cursor.save(&self.board)
     }
 
@@ -290,7 +292,8 @@ impl Reconciler {
             if !own
                 && self.starting
                 && e.op == "activation"
-                && e.to.as_deref() == Some("started")
+                // `lost`: a start the log did not see, whose command ran all the same.
+                && matches!(e.to.as_deref(), Some("started" | "lost"))
                 && let Some(cause) = e.cause
             {
                 self.started_before
@@ -374,6 +377,10 @@ impl Reconciler {
             self.pending.remove(rel);
             return Ok(Outcome::Handled(Vec::new()));
         };
+        if !t.named_by_id() {
+            self.pending.remove(rel);
+            return self.bad_name(&t);
+        }
         let _lock = match t.lock_name() {
             Some(name) => Some(store::lock(&self.board, &name)?),
             None => None,
@@ -396,6 +403,13 @@ impl Reconciler {
             self.catch_up()?;
         }
         let before = self.shadow(rel);
+        if before.is_none()
+            && !self.staged.contains_key(rel)
+            && snapshot::deletion_handled(&self.board, rel)
+        {
+            // Its deletion was handled; the snapshot, saved before, still lists it.
+            self.snapshot.files.remove(rel);
+        }
         let entries = self.pending.remove(rel).unwrap_or_default();
         let (stat, bytes, big) = match current {
             Current::Missing => {
@@ -515,6 +529,51 @@ impl Reconciler {
         });
         self.stage(&t.rel, None);
         Ok(Outcome::Handled(changes))
+    }
+
+    /// A file whose name (or, under `solutions/`, whose task directory's name) is not a
+    /// valid id: no document can be named so, and its name must never reach a command
+    /// (`-rf`, `a;touch x`). An alert each time it appears or changes; never a change for
+    /// the sources, never an external edit.
+    fn bad_name(&mut self, t: &Tracked) -> Result<Outcome> {
+        let path = areas::abs(&self.board, &t.rel);
+        let stat = std::fs::symlink_metadata(&path)
+            .ok()
+            .filter(|m| !m.is_dir())
+            .map(|m| StatKey::of(&m));
+        if self.shadow(&t.rel).is_some() {
+            // Taken as it was at the first start: never tracked from now on.
+            self.stage(&t.rel, None);
+        }
+        let Some(stat) = stat else {
+            self.snapshot.files.remove(&t.rel);
+            return Ok(Outcome::Handled(Vec::new()));
+        };
+        if self.snapshot.files.get(&t.rel).map(|k| k.stat) != Some(stat) {
+            let what = match t.area {
+                Area::Solution => format!(
+                    "'{}' is not a valid task id ([a-z0-9][a-z0-9._-]{{0,63}})",
+                    t.id
+                ),
+                _ => "file name is not a valid id ([a-z0-9][a-z0-9._-]{0,63}.md)".to_string(),
+            };
+            self.alert(
+                &t.rel,
+                WATCHER,
+                format!(
+                    "{}: {what}; not tracked and no source started (rename it)",
+                    t.rel
+                ),
+            )?;
+        }
+        self.snapshot.files.insert(
+            t.rel.clone(),
+            Known {
+                stat,
+                hash: snapshot::hash(b""),
+            },
+        );
+        Ok(Outcome::Handled(Vec::new()))
     }
 
     /// A symlink or other special file where a document should be: reported once.

@@ -40,7 +40,12 @@ pub fn spawn(
             file_safe(&act.doc_id),
             act.id
         ),
-        &source.command(&act.doc_id, &doc_path, &act.region),
+        // The command says first that it was spawned (see [`super::starting`]).
+        &format!(
+            ": > {}; {}",
+            super::sources::shell_word(&super::starting::mark_path(board).to_string_lossy()),
+            source.command(&act.doc_id, &doc_path, &act.region)
+        ),
     )?;
     let project = board.project();
     command

@@ -110,11 +110,14 @@ pub struct Scheduler {
     next_id: u64,
 }
 
-/// The order activations wait in: higher priority first, then older, then queued first.
+/// The order activations wait in: higher priority first, then older (the change that
+/// queued it was made earlier; changes handled in one batch are handled in path order,
+/// not in the order they were made), then by the log's order, then queued first.
 pub fn queue_order(a: &Activation, b: &Activation) -> std::cmp::Ordering {
     b.priority
         .cmp(&a.priority)
         .then(a.queued_at.cmp(&b.queued_at))
+        .then(a.seq.cmp(&b.seq))
         .then(a.id.cmp(&b.id))
 }
 
@@ -196,6 +199,20 @@ impl Scheduler {
         s
     }
 
+    /// Puts back an activation that did not start after all, under a new id.
+    pub fn requeue(&mut self, mut act: Activation) {
+        if self
+            .queue
+            .iter()
+            .any(|a| a.source == act.source && a.doc == act.doc)
+        {
+            return;
+        }
+        act.id = self.next_id;
+        self.next_id += 1;
+        self.queue.push(act);
+    }
+
     /// Saves the queue, so that a restart keeps what waits.
     pub fn save(&self, board: &Board) -> Result<()> {
         let mut text = String::new();
@@ -231,6 +248,10 @@ impl Scheduler {
         now: Instant,
     ) -> Vec<Offer> {
         let mut out = Vec::new();
+        if !change.tracked.named_by_id() {
+            // Its name would reach the command line ({id}): the reconciler alerts instead.
+            return out;
+        }
         let wall = Utc::now();
         for s in sources {
             if !s.watches(&change.tracked.rel) {
@@ -314,7 +335,8 @@ impl Scheduler {
                 seq: change.seq,
                 depth,
                 priority: s.priority,
-                queued_at: wall,
+                // The change's age: when the log says it was made.
+                queued_at: change.at.min(wall),
             };
             self.next_id += 1;
             self.queue.push(act.clone());

@@ -149,6 +149,25 @@ pub fn shadow_path(board: &Board, rel: &str) -> PathBuf {
     dir(board).join("shadow").join(rel)
 }
 
+/// The mark that a file's deletion was handled: its shadow is gone, and the snapshot
+/// (saved seldom) may still list the file. Without the mark, a watcher killed in between
+/// could not tell a handled deletion from a shadow lost with a cleaned `.state/`, and
+/// would log the deletion again.
+fn gone_path(board: &Board, rel: &str) -> PathBuf {
+    dir(board).join("gone").join(rel)
+}
+
+/// Was the deletion of `rel` handled since the snapshot was last saved?
+pub fn deletion_handled(board: &Board, rel: &str) -> bool {
+    std::fs::symlink_metadata(gone_path(board, rel)).is_ok_and(|m| m.is_file())
+}
+
+/// Forgets the marks of handled deletions: the snapshot just saved no longer lists those
+/// files.
+pub fn clear_deletions(board: &Board) {
+    let _ = std::fs::remove_dir_all(dir(board).join("gone"));
+}
+
 /// Writes a state file whole or not at all (temp file and rename; no fsync: this is a
 /// cache whose loss costs a re-read, never a wrong answer).
 pub fn write_state(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -236,29 +255,46 @@ pub fn write_baseline_shadow(board: &Board, rel: &str, bytes: &[u8]) -> Result<(
 /// Records `content` as handled (None: the file is gone).
 pub fn write_shadow(board: &Board, rel: &str, content: Option<&[u8]>) -> Result<()> {
     let path = shadow_path(board, rel);
+    let gone = gone_path(board, rel);
     match content {
-        Some(bytes) => write_state(&path, bytes).or_else(|_| {
-            // A directory became a file of the same name, or a file a directory: the
-            // shadows of what was there before are in the way.
-            make_way(board, &path);
-            write_state(&path, bytes)
-        }),
-        None => match std::fs::remove_file(&path) {
-            Ok(()) => {
-                // The shadow directories of a directory that is gone go too.
-                let root = dir(board).join("shadow");
-                for parent in path.ancestors().skip(1).take_while(|p| *p != root) {
-                    if std::fs::remove_dir(parent).is_err() {
-                        break;
-                    }
+        Some(bytes) => {
+            write_state(&path, bytes).or_else(|_| {
+                // A directory became a file of the same name, or a file a directory: the
+                // shadows of what was there before are in the way.
+                make_way(board, &path);
+                write_state(&path, bytes)
+            })?;
+            // Back again: no longer a handled deletion (a directory there holds the marks
+            // of files that were under a directory of this name).
+            let _ = std::fs::remove_file(&gone);
+            Ok(())
+        }
+        None => {
+            remove_shadow(board, &path)?;
+            write_state(&gone, b"").or_else(|_| {
+                make_way(board, &gone);
+                write_state(&gone, b"")
+            })
+        }
+    }
+}
+
+fn remove_shadow(board: &Board, path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Ok(()) => {
+            // The shadow directories of a directory that is gone go too.
+            let root = dir(board).join("shadow");
+            for parent in path.ancestors().skip(1).take_while(|p| *p != root) {
+                if std::fs::remove_dir(parent).is_err() {
+                    break;
                 }
-                Ok(())
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            // The shadows of the files under a directory of that name: theirs to go.
-            Err(_) if path.is_dir() => Ok(()),
-            Err(e) => Err(Error::io(&path, "remove", e)),
-        },
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        // The shadows of the files under a directory of that name: theirs to go.
+        Err(_) if path.is_dir() => Ok(()),
+        Err(e) => Err(Error::io(path, "remove", e)),
     }
 }
 
@@ -268,7 +304,7 @@ fn make_way(board: &Board, path: &Path) {
     if path.is_dir() {
         let _ = std::fs::remove_dir_all(path);
     }
-    let root = dir(board).join("shadow");
+    let root = dir(board);
     for parent in path.ancestors().skip(1).take_while(|p| *p != root) {
         if std::fs::symlink_metadata(parent).is_ok_and(|m| !m.is_dir()) {
             let _ = std::fs::remove_file(parent);

@@ -1,0 +1,193 @@
+//! Every result is bounded: lists come in pages with the total count, long bodies are cut
+//! with the offset to ask for the rest, so no call comes near what clients accept (about
+//! 25k tokens). Documents are rendered compactly: what a model needs to act, no more.
+
+use serde_json::{Value, json};
+
+use tavern::doc::Document;
+use tavern::error::{Error, Result};
+use tavern::log::Entry;
+use tavern::ops::Outcome;
+use tavern::scan::Skipped;
+
+/// Characters of a body `show` returns at once.
+pub const BODY_CHARS: usize = 16_000;
+/// Characters of the task's body `claim` returns with it.
+pub const CLAIM_BODY_CHARS: usize = 4_000;
+/// Characters of the summary `status` returns.
+pub const SUMMARY_CHARS: usize = 24_000;
+/// Items per page unless asked otherwise, and at most.
+pub const PAGE: usize = 20;
+pub const MAX_PAGE: usize = 100;
+/// No result is longer than this many bytes of JSON (about 20k tokens).
+pub const MAX_RESULT_BYTES: usize = 80_000;
+
+pub struct Cut {
+    pub shown: usize,
+    pub total: usize,
+    pub next: usize,
+}
+
+/// `text` from character `from`, at most `max` characters, and where it stopped if it did.
+pub fn cut(text: &str, from: usize, max: usize) -> (String, Option<Cut>) {
+    let total = text.chars().count();
+    let part: String = text.chars().skip(from).take(max).collect();
+    let next = from + part.chars().count();
+    if from == 0 && next >= total {
+        return (part, None);
+    }
+    (
+        part,
+        Some(Cut {
+            shown: next - from.min(next),
+            total,
+            next,
+        }),
+    )
+}
+
+/// A document's place and fields, without its body.
+pub fn doc(d: &Document) -> Value {
+    json!({
+        "id": d.id(),
+        "path": d.rel_path(),
+        "rev": d.rev(),
+        "fields": Value::Object(d.fields.clone()),
+    })
+}
+
+/// One row of a list: enough to choose, not the whole document.
+pub fn row(d: &Document) -> Value {
+    let mut v = json!({"id": d.id(), "region": d.region.dir(), "title": d.title(), "rev": d.rev()});
+    for key in [
+        "status",
+        "priority",
+        "severity",
+        "claimed_by",
+        "tags",
+        "depends_on",
+    ] {
+        if let Some(x) = d.fields.get(key)
+            && !x.is_null()
+        {
+            v[key] = x.clone();
+        }
+    }
+    v
+}
+
+pub fn with_body(v: &mut Value, d: &Document, max: usize) {
+    with_body_from(v, d, 0, max);
+}
+
+pub fn with_body_from(v: &mut Value, d: &Document, from: usize, max: usize) {
+    let (body, c) = cut(d.body(), from, max);
+    v["body"] = json!(body);
+    if let Some(c) = c {
+        v["body_cut"] = json!({
+            "total_chars": c.total,
+            "next_offset": if c.next < c.total { Some(c.next) } else { None },
+            "hint": if c.next < c.total {
+                format!("the body goes on: call show with id {} and offset {}", d.id(), c.next)
+            } else {
+                "that is the end of the body".to_string()
+            },
+        });
+    }
+}
+
+/// What a mutation did.
+pub fn outcome(o: &Outcome) -> Value {
+    let d = &o.doc;
+    let mut v = json!({
+        "ok": true,
+        "changed": o.changed(),
+        "id": d.id(),
+        "path": d.rel_path(),
+        "rev": d.rev(),
+        "status": d.status(),
+        "claimed_by": d.str("claimed_by"),
+        "title": d.title(),
+    });
+    if let Some(e) = &o.entry {
+        v["seq"] = e.seq.into();
+    }
+    v
+}
+
+/// What a creation did.
+pub fn created(d: &Document, e: &Entry, warnings: &[String]) -> Value {
+    let mut v = json!({"ok": true, "id": d.id(), "path": d.rel_path(), "rev": d.rev(), "status": d.status(), "seq": e.seq});
+    if !warnings.is_empty() {
+        v["warnings"] = json!(warnings);
+    }
+    v
+}
+
+fn skipped_json(skipped: &[Skipped]) -> Value {
+    Value::Array(
+        skipped
+            .iter()
+            .take(10)
+            .map(|s| json!({"path": s.path, "problem": s.problem}))
+            .collect(),
+    )
+}
+
+/// One page of documents, with the total and the cursor of the next page.
+pub fn page(
+    key: &str,
+    docs: &[Document],
+    skipped: &[Skipped],
+    limit: Option<usize>,
+    cursor: Option<&str>,
+) -> Result<Value> {
+    let limit = limit.unwrap_or(PAGE).clamp(1, MAX_PAGE);
+    let start = match cursor {
+        None | Some("") => 0,
+        Some(c) => c.parse::<usize>().map_err(|_| {
+            Error::usage(format!(
+                "cursor '{c}' is not one this server gave: pass next_cursor from the previous result"
+            ))
+        })?,
+    };
+    let mut items = Vec::new();
+    let mut bytes = 0;
+    let mut end = start;
+    for d in docs.iter().skip(start).take(limit) {
+        let r = row(d);
+        bytes += r.to_string().len();
+        if bytes > MAX_RESULT_BYTES / 2 && !items.is_empty() {
+            break;
+        }
+        items.push(r);
+        end += 1;
+    }
+    let mut v = json!({"total": docs.len(), key: items});
+    if end < docs.len() {
+        v["next_cursor"] = json!(end.to_string());
+    }
+    if !skipped.is_empty() {
+        v["skipped"] = skipped_json(skipped);
+    }
+    Ok(v)
+}
+
+/// A list of names, cut at a page.
+pub fn capped_list(key: &str, items: &[&str]) -> Value {
+    let shown: Vec<&str> = items.iter().take(MAX_PAGE).copied().collect();
+    let mut v = json!({"total": items.len(), key: shown});
+    if items.len() > MAX_PAGE {
+        v["hint"] = json!(format!("{} more not shown", items.len() - MAX_PAGE));
+    }
+    v
+}
+
+/// Any JSON result, refused in favour of a hint when it would be too long.
+pub fn capped_value(v: Value) -> Value {
+    let len = v.to_string().len();
+    if len <= MAX_RESULT_BYTES {
+        return v;
+    }
+    json!({"cut": true, "bytes": len, "hint": "the result is too long to return at once; narrow the request (a query, a limit)"})
+}

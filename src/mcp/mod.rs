@@ -1,0 +1,160 @@
+//! `tavern mcp`: the board as an MCP server over stdio, for agents that have no shell or
+//! prefer tools. Every tool is a library call; this module only parses and renders.
+
+mod bound;
+mod docs;
+mod feed;
+mod history;
+pub mod server;
+pub mod tools;
+
+use std::process::ExitCode;
+
+use clap::Args;
+
+use tavern::board::Board;
+use tavern::error::{Error, Result};
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Which tools to offer: core (the agent loop, 8 tools) or full (all 16)
+    #[arg(long, default_value = "core", value_parser = ["core", "full"])]
+    pub profile: String,
+    /// Exactly these tools, comma-separated (names, or core / full for a whole profile)
+    #[arg(
+        long,
+        env = "TAVERN_MCP_TOOLS",
+        value_name = "A,B,C",
+        value_delimiter = ','
+    )]
+    pub tools: Vec<String>,
+    /// Register the acting agent with these capabilities (matched against tasks' `needs`)
+    #[arg(long, value_name = "A,B", value_delimiter = ',')]
+    pub capabilities: Option<Vec<String>>,
+    /// Without --as or TAVERN_AGENT: act as CLIENT-PID, PID being the client process, the
+    /// name the hooks of `tavern setup CLIENT` register the session under
+    #[arg(long, value_name = "CLIENT")]
+    pub client: Option<String>,
+    /// Print the tools/list result of this profile and exit (to measure or review it)
+    #[arg(long)]
+    pub list_tools: bool,
+}
+
+/// The tools of a profile or an explicit list.
+pub fn select(profile: &str, names: &[String]) -> Result<Vec<&'static tools::Def>> {
+    let names: Vec<&str> = names
+        .iter()
+        .map(|s| s.trim())
+        .filter(|s| !s.is_empty())
+        .collect();
+    let wanted: Vec<&str> = if names.is_empty() {
+        vec![profile]
+    } else {
+        names
+    };
+    let mut out: Vec<&'static tools::Def> = Vec::new();
+    for name in wanted {
+        let add: Vec<&'static tools::Def> = match name {
+            "core" => tools::ALL.iter().filter(|d| d.core).collect(),
+            "full" => tools::ALL.iter().collect(),
+            n => vec![tools::find(n).ok_or_else(|| {
+                Error::usage(format!(
+                    "--tools: no tool '{n}'; the tools are: {} (or core, full)",
+                    tools::ALL
+                        .iter()
+                        .map(|d| d.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })?],
+        };
+        for d in add {
+            if !out.iter().any(|o| o.name == d.name) {
+                out.push(d);
+            }
+        }
+    }
+    // In the order of the agent loop, whatever order they were named in.
+    out.sort_by_key(|d| tools::ALL.iter().position(|a| a.name == d.name));
+    Ok(out)
+}
+
+/// The `tools/list` result of a selection, as a client receives it.
+pub fn tools_list_json(selected: &[&'static tools::Def]) -> String {
+    let tools: Vec<rmcp::model::Tool> = selected.iter().map(|d| d.tool()).collect();
+    serde_json::json!({ "tools": tools }).to_string()
+}
+
+/// `tavern mcp`: the acting agent from --as, TAVERN_AGENT or (with --client) the client's
+/// process; the board found as every command finds it, once it is needed.
+pub fn command(ctx: &crate::cli::Ctx, a: McpArgs) -> Result<ExitCode> {
+    let explicit = ctx
+        .global
+        .actor
+        .clone()
+        .or_else(|| std::env::var("TAVERN_AGENT").ok().filter(|s| !s.is_empty()))
+        .or_else(|| {
+            a.client
+                .as_ref()
+                .map(|c| crate::setup::hook::agent_name(c, None, tavern::client::holder()))
+        });
+    let actor = explicit
+        .clone()
+        .or_else(|| std::env::var("USER").ok().filter(|s| !s.is_empty()))
+        .unwrap_or_else(|| "unknown".into());
+    tavern::ops::validate_actor(&actor)?;
+    run(|| ctx.board(), actor, explicit.is_some(), a)
+}
+
+/// Serves the board on stdin/stdout until the client closes the connection.
+/// `explicit_actor` is the agent named by --as or TAVERN_AGENT: it is registered, with the
+/// client (this server's parent, past any shell) as the holder of its claims.
+pub fn run(
+    board: impl FnOnce() -> Result<Board>,
+    actor: String,
+    explicit_actor: bool,
+    a: McpArgs,
+) -> Result<ExitCode> {
+    let selected = select(&a.profile, &a.tools)?;
+    if a.list_tools {
+        let text = tools_list_json(&selected);
+        std::io::Write::write_all(&mut std::io::stdout(), format!("{text}\n").as_bytes())
+            .map_err(|e| Error::io("stdout", "write to", e))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let board = board()?;
+    if explicit_actor {
+        register(&board, &actor, a.capabilities.as_deref())?;
+    }
+    let ctx = tools::Ctx { board, actor };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::io("tokio runtime", "start", e))?;
+    runtime.block_on(async move {
+        use rmcp::ServiceExt;
+        let service = server::Server::new(ctx, selected)
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| Error::input(format!("mcp: the client did not start a session: {e}")))?;
+        service
+            .waiting()
+            .await
+            .map_err(|e| Error::input(format!("mcp: the session ended with an error: {e}")))?;
+        Ok::<(), Error>(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Registers the agent, keeping the capabilities its card has unless new ones are given.
+fn register(board: &Board, name: &str, capabilities: Option<&[String]>) -> Result<()> {
+    let capabilities = match capabilities {
+        Some(c) => c.to_vec(),
+        None => tavern::agents::read(board, name)?
+            .map(|a| a.capabilities())
+            .unwrap_or_default(),
+    };
+    let holder = tavern::client::holder();
+    tavern::agents::register(board, name, name, &capabilities, holder)?;
+    Ok(())
+}

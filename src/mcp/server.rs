@@ -1,0 +1,372 @@
+//! The MCP server: tools of the chosen profile, documents as resources, the agent loop
+//! as instructions, and change notifications for clients that subscribe.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::*;
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+
+use super::feed::{self, Change};
+use super::tools::{Ctx, Def};
+use tavern::doc::Region;
+
+/// The agent loop, for the model: the server's instructions and the `tavern://guide` resource.
+pub const GUIDE: &str = include_str!("guide.md");
+
+#[derive(Clone)]
+pub struct Server {
+    ctx: Arc<Ctx>,
+    tools: Arc<Vec<&'static Def>>,
+    /// URIs subscribed to with resources/subscribe (clients of the older protocol).
+    subscribed: Arc<Mutex<HashSet<String>>>,
+    changes: tokio::sync::broadcast::Sender<Change>,
+}
+
+impl Server {
+    pub fn new(ctx: Ctx, tools: Vec<&'static Def>) -> Server {
+        let (changes, _) = tokio::sync::broadcast::channel(256);
+        Server {
+            ctx: Arc::new(ctx),
+            tools: Arc::new(tools),
+            subscribed: Arc::default(),
+            changes,
+        }
+    }
+
+    /// Starts following the board for changes, once; the feed runs while anyone listens.
+    fn follow(&self) {
+        feed::start(self.ctx.board.clone(), self.changes.clone());
+    }
+
+    fn instructions(&self) -> String {
+        let names: Vec<&str> = self.tools.iter().map(|d| d.name).collect();
+        format!(
+            "{GUIDE}\nYou act as `{}`. Tools here: {}.\n",
+            self.ctx.actor,
+            names.join(", ")
+        )
+    }
+}
+
+/// A library error as the tool error a model reads: the CLI's `--json` error object, with
+/// what its exit code means.
+pub fn tool_error(e: &tavern::Error) -> CallToolResult {
+    let kind = e.kind();
+    let meaning = match kind {
+        tavern::Kind::Other => {
+            "something failed outside the board's rules (I/O); retrying may help"
+        }
+        tavern::Kind::Usage => "bad arguments: fix the call",
+        tavern::Kind::Conflict => {
+            "someone else got there first, you do not hold it, its rev changed, or the transition is not allowed now: re-read and choose again"
+        }
+        tavern::Kind::NotFound => "no such board or document, or nothing to claim",
+        tavern::Kind::Paused => "a human paused the board: claim nothing new until it is resumed",
+        tavern::Kind::Invalid => "an invalid document or input (malformed, over a limit, hostile)",
+        tavern::Kind::Unconfirmed => {
+            "the board's remote could not confirm the claim or move, so nothing changed: try again when it is reachable"
+        }
+    };
+    let v = json!({"error": {
+        "kind": kind.name(),
+        "code": e.exit_code(),
+        "meaning": meaning,
+        "message": e.to_string(),
+        "path": e.path(),
+    }});
+    CallToolResult::error(vec![ContentBlock::text(v.to_string())])
+}
+
+fn doc_uri(region: Region, id: &str) -> String {
+    format!("tavern://{}/{id}", region.dir())
+}
+
+/// `tavern://tasks/ID` and the like, as a region and an id.
+fn parse_doc_uri(uri: &str) -> Option<(Region, &str)> {
+    let rest = uri.strip_prefix("tavern://")?;
+    let (region, id) = rest.split_once('/')?;
+    Some((Region::parse(region)?, id))
+}
+
+/// Resources per page of resources/list.
+const RESOURCE_PAGE: usize = 200;
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .enable_resources_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new("tavern", env!("CARGO_PKG_VERSION")))
+        .with_instructions(self.instructions())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(
+            self.tools.iter().map(|d| d.tool()).collect(),
+        ))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools.iter().find(|d| d.name == name).map(|d| d.tool())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let Some(def) = self.tools.iter().find(|d| d.name == request.name).copied() else {
+            let names: Vec<&str> = self.tools.iter().map(|d| d.name).collect();
+            return Err(McpError::invalid_params(
+                format!(
+                    "no tool '{}' here; this server's tools: {}",
+                    request.name,
+                    names.join(", ")
+                ),
+                None,
+            ));
+        };
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let ctx = self.ctx.clone();
+        // Library calls block (locks, fsync): run them off the runtime's only thread so the
+        // connection keeps reading and notifying meanwhile.
+        let done = tokio::task::spawn_blocking(move || {
+            tavern::agents::heartbeat_if_registered(&ctx.board, &ctx.actor);
+            def.call(&ctx, args)
+        })
+        .await;
+        let result = match done {
+            Ok(Ok(v)) => {
+                let v = super::bound::capped_value(v);
+                CallToolResult::success(vec![ContentBlock::text(v.to_string())])
+            }
+            Ok(Err(e)) => tool_error(&e),
+            Err(e) => tool_error(&tavern::Error::input(format!(
+                "{}: the call failed: {e}",
+                def.name
+            ))),
+        };
+        Ok(result.into())
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let start: usize = match request.and_then(|r| r.cursor) {
+            Some(c) => c
+                .parse()
+                .map_err(|_| McpError::invalid_params("unknown cursor", None))?,
+            None => 0,
+        };
+        let board = self.ctx.board.clone();
+        let docs = tokio::task::spawn_blocking(move || {
+            let mut all = Vec::new();
+            for region in Region::ALL {
+                for f in tavern::scan::region_files(&board, region).unwrap_or_default() {
+                    all.push((region, f.id));
+                }
+            }
+            all
+        })
+        .await
+        .unwrap_or_default();
+        let mut resources = Vec::new();
+        if start == 0 {
+            resources.push(
+                Resource::new("tavern://guide", "guide")
+                    .with_description("How an agent works with this board: the loop")
+                    .with_mime_type("text/markdown"),
+            );
+            resources.push(
+                Resource::new("tavern://summary", "summary")
+                    .with_description("Where things stand: agents, findings, tasks, questions")
+                    .with_mime_type("text/markdown"),
+            );
+        }
+        for (region, id) in docs.iter().skip(start).take(RESOURCE_PAGE) {
+            resources.push(
+                Resource::new(doc_uri(*region, id), format!("{}/{id}", region.dir()))
+                    .with_mime_type("text/markdown"),
+            );
+        }
+        let mut result = ListResourcesResult::with_all_items(resources);
+        if start + RESOURCE_PAGE < docs.len() {
+            result.next_cursor = Some((start + RESOURCE_PAGE).to_string());
+        }
+        Ok(result)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(ListResourceTemplatesResult::with_all_items(vec![
+            ResourceTemplate::new("tavern://{region}/{id}", "document")
+                .with_description(
+                    "A document as on disk; region is tasks, observations or questions",
+                )
+                .with_mime_type("text/markdown"),
+        ]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let uri = request.uri.clone();
+        let ctx = self.ctx.clone();
+        let read_uri = uri.clone();
+        let text = tokio::task::spawn_blocking(move || -> Result<String, String> {
+            match read_uri.as_str() {
+                "tavern://guide" => Ok(GUIDE.to_string()),
+                "tavern://summary" => {
+                    let v =
+                        tavern::api::summary::summary(&ctx.board, None, chrono::Duration::hours(1))
+                            .map_err(|e| e.to_string())?;
+                    Ok(v.markdown())
+                }
+                other => {
+                    let (region, id) =
+                        parse_doc_uri(other).ok_or_else(|| format!("no resource {other}"))?;
+                    tavern::id::validate(id).map_err(|e| e.to_string())?;
+                    let doc = tavern::store::read_doc(&ctx.board, region, id)
+                        .map_err(|e| e.to_string())?;
+                    Ok(doc.raw)
+                }
+            }
+        })
+        .await
+        .map_err(|e| McpError::internal_error(e.to_string(), None))?
+        .map_err(|e| McpError::resource_not_found(e, Some(json!({"uri": uri}))))?;
+        let (mut text, cut) = super::bound::cut(&text, 0, super::bound::BODY_CHARS * 4);
+        if let Some(c) = cut {
+            text.push_str(&format!(
+                "\n\n[cut after {} of {} characters: use the show tool with an offset for the rest]\n",
+                c.shown, c.total
+            ));
+        }
+        Ok(ReadResourceResult::new(vec![ResourceContents::text(text, request.uri)]).into())
+    }
+
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let first = {
+            let mut subs = self.subscribed.lock().unwrap_or_else(|e| e.into_inner());
+            let first = subs.is_empty();
+            subs.insert(request.uri);
+            first
+        };
+        if first {
+            self.follow();
+            // Forward changes to this (older-protocol) client while it stays subscribed.
+            let mut rx = self.changes.subscribe();
+            let subscribed = self.subscribed.clone();
+            let peer = context.peer.clone();
+            tokio::spawn(async move {
+                while let Ok(change) = rx.recv().await {
+                    let wanted: Vec<String> = {
+                        let subs = subscribed.lock().unwrap_or_else(|e| e.into_inner());
+                        if subs.is_empty() {
+                            break;
+                        }
+                        change
+                            .uris
+                            .iter()
+                            .filter(|u| subs.contains(*u))
+                            .cloned()
+                            .collect()
+                    };
+                    for uri in wanted {
+                        if peer
+                            .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
+                            .await
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                    if change.list_changed && peer.notify_resource_list_changed().await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        Ok(())
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.subscribed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&request.uri);
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = SubscriptionFilter::new();
+        accepted.resources_list_changed = requested.resources_list_changed;
+        accepted.resource_subscriptions = requested.resource_subscriptions.clone();
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        self.follow();
+        let mut rx = self.changes.subscribe();
+        let accepted = context.accepted().clone();
+        let uris: HashSet<String> = accepted
+            .resource_subscriptions
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        let list_changed = accepted.resources_list_changed == Some(true);
+        loop {
+            tokio::select! {
+                _ = context.cancelled() => return Ok(()),
+                change = rx.recv() => {
+                    let Ok(change) = change else { return Ok(()) };
+                    for uri in change.uris.iter().filter(|u| uris.contains(*u)) {
+                        if context.sink().notify_resource_updated(uri.clone()).await.is_err() {
+                            return Ok(());
+                        }
+                    }
+                    if list_changed && change.list_changed
+                        && context.sink().notify_resource_list_changed().await.is_err()
+                    {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
+    async fn on_initialized(&self, _context: NotificationContext<RoleServer>) {}
+}

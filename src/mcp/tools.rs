@@ -1,0 +1,816 @@
+//! The tools: their arguments (whose JSON schemas a model reads cold), the profile each
+//! belongs to, and the library call each one makes. Results are JSON, bounded in size.
+
+use std::sync::Arc;
+
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use rmcp::schemars::{self, JsonSchema};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use super::bound;
+use tavern::board::Board;
+use tavern::doc::Region;
+use tavern::error::{Error, Result};
+use tavern::ops;
+use tavern::query::Query;
+
+/// What every call runs with: the board and the acting agent.
+pub struct Ctx {
+    pub board: Board,
+    pub actor: String,
+}
+
+/// One tool: its name, what a model reads about it, and whether the core profile has it.
+pub struct Def {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub core: bool,
+    pub read_only: bool,
+    schema: fn() -> Arc<JsonObject>,
+    run: fn(&Ctx, Value) -> Result<Value>,
+}
+
+impl Def {
+    pub fn tool(&self) -> Tool {
+        let mut annotations = ToolAnnotations::default();
+        annotations.read_only_hint = Some(self.read_only);
+        if !self.read_only {
+            annotations.destructive_hint = Some(false);
+        }
+        Tool::new(self.name, self.description, (self.schema)()).with_annotations(annotations)
+    }
+
+    pub fn call(&self, ctx: &Ctx, args: Value) -> Result<Value> {
+        (self.run)(ctx, args)
+    }
+}
+
+/// The schema of an argument struct, without what only costs a client's context: the
+/// `$schema` and `title` keys, and `null` alternatives of optional fields (an optional
+/// field is simply left out).
+fn schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
+    let mut v = Value::Object((*rmcp::handler::server::common::schema_for_type::<T>()).clone());
+    let defs = v
+        .as_object_mut()
+        .and_then(|o| o.remove("$defs"))
+        .unwrap_or(Value::Null);
+    inline(&mut v, &defs);
+    compact(&mut v);
+    match v {
+        Value::Object(o) => Arc::new(o),
+        _ => Arc::new(JsonObject::new()),
+    }
+}
+
+/// Puts each `$ref` to a definition in place (enums, for clients that do not follow refs).
+fn inline(v: &mut Value, defs: &Value) {
+    match v {
+        Value::Object(o) => {
+            if let Some(Value::String(r)) = o.get("$ref")
+                && let Some(Value::Object(def)) =
+                    r.strip_prefix("#/$defs/").and_then(|name| defs.get(name))
+            {
+                let def = def.clone();
+                o.remove("$ref");
+                for (k, val) in def {
+                    // The field's own description says more than the type's.
+                    o.entry(k).or_insert(val);
+                }
+            }
+            o.values_mut().for_each(|c| inline(c, defs));
+        }
+        Value::Array(a) => a.iter_mut().for_each(|c| inline(c, defs)),
+        _ => {}
+    }
+}
+
+fn compact(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            o.remove("$schema");
+            o.remove("title");
+            o.remove("format");
+            if let Some(Value::Array(types)) = o.get("type") {
+                let rest: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+                if rest.len() == 1 {
+                    o.insert("type".into(), rest[0].clone());
+                }
+            }
+            if let Some(Value::Array(any)) = o.get("anyOf") {
+                let rest: Vec<Value> = any
+                    .iter()
+                    .filter(|t| t.get("type") != Some(&json!("null")))
+                    .cloned()
+                    .collect();
+                if rest.len() == 1 {
+                    o.remove("anyOf");
+                    if let Value::Object(inner) = &rest[0] {
+                        for (k, val) in inner {
+                            o.entry(k.clone()).or_insert_with(|| val.clone());
+                        }
+                    }
+                }
+            }
+            if o.get("default") == Some(&Value::Null) {
+                o.remove("default");
+            }
+            for (_, child) in o.iter_mut() {
+                compact(child);
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(compact),
+        _ => {}
+    }
+}
+
+fn parse<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T> {
+    serde_json::from_value(args).map_err(|e| Error::usage(format!("{tool}: bad arguments: {e}")))
+}
+
+/// Query terms from one string, as the command line takes them from several words.
+fn query(text: Option<&str>) -> Result<Query> {
+    let terms: Vec<&str> = text.unwrap_or("").split_whitespace().collect();
+    Query::parse(&terms)
+}
+
+fn task_id(board: &Board, reference: &str) -> Result<String> {
+    Ok(ops::resolve::resolve(board, reference, &[Region::Tasks])?.1)
+}
+
+// ---- the core profile: the agent loop ----
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct StatusArgs {}
+
+fn status(ctx: &Ctx, args: Value) -> Result<Value> {
+    let _: StatusArgs = parse("status", args)?;
+    ops::sweep::sweep(&ctx.board)?;
+    let v = tavern::api::summary::summary(&ctx.board, None, chrono::Duration::hours(1))?;
+    let summary = v.markdown();
+    let (summary, cut) = bound::cut(&summary, 0, bound::SUMMARY_CHARS);
+    let changes = super::history::changes_since_last_look(&ctx.board, &ctx.actor)?;
+    let mut out = json!({"agent": ctx.actor, "summary": summary, "changes": changes.entries});
+    if let Some(c) = cut {
+        out["summary_cut"] = json!(format!(
+            "the summary was cut after {} of {} characters; use `list` with a query for the rest",
+            c.shown, c.total
+        ));
+    }
+    if changes.more > 0 {
+        out["more_changes"] = json!(changes.more);
+        out["hint"] = json!("call status again for the next changes");
+    }
+    Ok(out)
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ReadyArgs {
+    /// Query terms the tasks must match, e.g. "tag:parser priority<=1"
+    query: Option<String>,
+    /// At most this many (default 20, at most 100)
+    limit: Option<usize>,
+    /// From a previous result's next_cursor
+    cursor: Option<String>,
+}
+
+fn ready(ctx: &Ctx, args: Value) -> Result<Value> {
+    let a: ReadyArgs = parse("ready", args)?;
+    let q = query(a.query.as_deref())?;
+    let (docs, skipped) = ops::transition::ready(&ctx.board, &q)?;
+    bound::page("tasks", &docs, &skipped, a.limit, a.cursor.as_deref())
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ClaimArgs {
+    /// The task to claim (id or unique prefix). Leave out to claim the best ready task.
+    id: Option<String>,
+    /// Without id: query terms the task must match, e.g. "tag:parser"
+    query: Option<String>,
+    /// Only if the task's rev is still this (compare-and-swap)
+    if_rev: Option<u64>,
+}
+
+fn claim(ctx: &Ctx, args: Value) -> Result<Value> {
+    let a: ClaimArgs = parse("claim", args)?;
+    let board = &ctx.board;
+    let outcome = match &a.id {
+        Some(reference) => {
+            if a.query.is_some() {
+                return Err(Error::usage(
+                    "claim: give either id (that task) or query (the best ready task matching it), not both",
+                ));
+            }
+            let id = task_id(board, reference)?;
+            let opts = ops::transition::Options {
+                if_rev: a.if_rev,
+                ..Default::default()
+            };
+            ops::transition::transition(board, &ctx.actor, &id, tavern::workflow::CLAIM, &opts)?
+        }
+        None => {
+            if a.if_rev.is_some() {
+                return Err(Error::usage("claim: if_rev needs an id"));
+            }
+            let q = query(a.query.as_deref())?;
+            match ops::transition::claim_next(board, &ctx.actor, &q)?.0 {
+                Some(o) => o,
+                None => {
+                    return Err(Error::NotFound {
+                        what: "a claimable task".into(),
+                        hint: "every task is claimed, done, or waiting for its dependencies; `list` shows them".into(),
+                    });
+                }
+            }
+        }
+    };
+    let mut v = bound::outcome(&outcome);
+    bound::with_body(&mut v, &outcome.doc, bound::CLAIM_BODY_CHARS);
+    Ok(v)
+}
+
+/// The transitions an agent makes on its own task.
+#[derive(Deserialize, JsonSchema, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum Action {
+    Start,
+    Submit,
+    Block,
+    Unblock,
+    Release,
+    Done,
+    Fail,
+    Approve,
+    Reject,
+}
+
+impl Action {
+    fn name(self) -> &'static str {
+        match self {
+            Action::Start => "start",
+            Action::Submit => "submit",
+            Action::Block => "block",
+            Action::Unblock => "unblock",
+            Action::Release => "release",
+            Action::Done => "done",
+            Action::Fail => "fail",
+            Action::Approve => "approve",
+            Action::Reject => "reject",
+        }
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct MoveArgs {
+    /// The task (id or unique prefix)
+    id: String,
+    /// start (claimed -> working), submit (-> review), block, unblock, release (give it back), done (no review needed), fail; approve / reject a task in review (as its reviewer)
+    action: Action,
+    /// A note for the log entry
+    note: Option<String>,
+    /// Only if the task's rev is still this (compare-and-swap)
+    if_rev: Option<u64>,
+}
+
+fn move_task(ctx: &Ctx, args: Value) -> Result<Value> {
+    let a: MoveArgs = parse("move", args)?;
+    let id = task_id(&ctx.board, &a.id)?;
+    let opts = ops::transition::Options {
+        if_rev: a.if_rev,
+        note: a.note,
+        ..Default::default()
+    };
+    let outcome = ops::transition::transition(&ctx.board, &ctx.actor, &id, a.action.name(), &opts)?;
+    Ok(bound::outcome(&outcome))
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ShowArgs {
+    /// The document: id, unique id prefix, or REGION/ID (tasks/…, observations/…, questions/…)
+    id: String,
+    /// Start the body at this character (from a previous result's body_cut.next_offset)
+    offset: Option<usize>,
+}
+
+fn show(ctx: &Ctx, args: Value) -> Result<Value> {
+    let a: ShowArgs = parse("show", args)?;
+    let doc = super::docs::read(&ctx.board, &a.id)?;
+    let mut v = bound::doc(&doc);
+    bound::with_body_from(&mut v, &doc, a.offset.unwrap_or(0), bound::BODY_CHARS);
+    Ok(v)
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ListArgs {
+    /// Query terms, all of which must hold: "status=pending priority<=1 tag:parser region:tasks", field!=v, has:field, no:field, bare words search title and body
+    query: Option<String>,
+    /// At most this many (default 20, at most 100)
+    limit: Option<usize>,
+    /// From a previous result's next_cursor
+    cursor: Option<String>,
+    /// Include archived documents
+    archived: Option<bool>,
+}
+
+fn list(ctx: &Ctx, args: Value) -> Result<Value> {
+    let a: ListArgs = parse("list", args)?;
+    let q = query(a.query.as_deref())?;
+    let (docs, skipped) = super::docs::list(&ctx.board, &q, a.archived.unwrap_or(false))?;
+    bound::page("documents", &docs, &skipped, a.limit, a.cursor.as_deref())
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ObserveArgs {
+    /// One line: what you found
+    title: String,
+    /// What it is about (a subsystem, a module)
+    topic: String,
+    /// info, low, medium, high or critical
+    severity: String,
+    /// Details (markdown)
+    body: Option<String>,
+    /// Ids of the documents it is about (your task)
+    about: Option<Vec<String>>,
+    /// How sure you are, 0 to 1
+    confidence: Option<f64>,
+    tags: Option<Vec<String>>,
+}
+
+fn observe(ctx: &Ctx, args: Value) -> Result<Value> {
+    let a: ObserveArgs = parse("observe", args)?;
+    let post = ops::observations::Post {
+        id: None,
+        title: a.title,
+        body: a.body,
+        tags: a.tags.unwrap_or_default(),
+        topic: a.topic,
+        severity: a.severity,
+        confidence: a.confidence.map(|c| c.to_string()),
+        about: a.about.unwrap_or_default(),
+        parent: None,
+        scope: None,
+        ttl: None,
+        context: None,
+    };
+    let (doc, entry) = ops::observations::post(&ctx.board, &ctx.actor, &post)?;
+    Ok(bound::created(&doc, &entry, &[]))
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct AskArgs {
+    /// The question for a human
+    question: Option<String>,
+    /// Answers to choose from
+    options: Option<Vec<String>>,
+    /// Tasks of yours that wait for the answer: they move to blocked until it comes
+    blocks: Option<Vec<String>>,
+    /// Details (markdown)
+    body: Option<String>,
+    /// Instead of a question, request permission to use this capability (with resource and reason); only a human grants it
+    permission: Option<String>,
+    /// With permission: what it would be used on
+    resource: Option<String>,
+    /// With permission: why it is needed
+    reason: Option<String>,
+}
+
+fn ask(ctx: &Ctx, args: Value) -> Result<Value> {
+    let a: AskArgs = parse("ask", args)?;
+    let permission = match a.permission {
+        Some(capability) => {
+            if a.question.is_some() {
+                return Err(Error::usage(
+                    "ask: a permission request takes no question: put it in reason",
+                ));
+            }
+            Some(ops::questions::Permission {
+                capability,
+                resource: a.resource.unwrap_or_default(),
+                reason: a.reason.unwrap_or_default(),
+            })
+        }
+        None => {
+            if a.resource.is_some() || a.reason.is_some() {
+                return Err(Error::usage("ask: resource and reason go with permission"));
+            }
+            None
+        }
+    };
+    let spec = ops::questions::Ask {
+        id: None,
+        text: a.question.unwrap_or_default(),
+        body: a.body,
+        options: a.options.unwrap_or_default(),
+        blocks: a.blocks.unwrap_or_default(),
+        context: None,
+        permission,
+    };
+    let asked = ops::questions::ask(&ctx.board, &ctx.actor, &spec)?;
+    Ok(bound::created(&asked.doc, &asked.entry, &asked.warnings))
+}
+
+// ---- the full profile adds ----
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct AgentsArgs {}
+
+fn agents(ctx: &Ctx, args: Value) -> Result<Value> {
+    let _: AgentsArgs = parse("agents", args)?;
+    super::docs::agents(&ctx.board)
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct AnswerArgs {
+    /// The question (id or unique prefix)
+    id: String,
+    /// The answer as free text
+    text: Option<String>,
+    /// One of the question's options
+    choice: Option<String>,
+}
+
+fn answer(ctx: &Ctx, args: Value) -> Result<Value> {
+    let a: AnswerArgs = parse("answer", args)?;
+    let (_, id) = ops::resolve::resolve(&ctx.board, &a.id, &[Region::Questions])?;
+    let answered = ops::questions::answer(
+        &ctx.board,
+        &ctx.actor,
+        &id,
+        a.text.as_deref(),
+        a.choice.as_deref(),
+    )?;
+    let mut v = bound::outcome(&answered.outcome);
+    v["answer"] = json!(answered.outcome.doc.str("answer"));
+    v["unblocked"] = json!(answered.unblocked);
+    if !answered.warnings.is_empty() {
+        v["warnings"] = json!(answered.warnings);
+    }
+    Ok(v)
+}
+
+#[derive(Deserialize, JsonSchema, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum Finding {
+    Ack,
+    Resolve,
+    Reject,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct TriageArgs {
+    /// The observation (id or unique prefix)
+    id: String,
+    /// ack (seen, being handled), resolve (fixed: give resolution), reject (not a problem)
+    action: Finding,
+    /// With resolve: what was done; with reject: why
+    text: Option<String>,
+    /// Only if its rev is still this (compare-and-swap)
+    if_rev: Option<u64>,
+}
+
+fn triage(ctx: &Ctx, args: Value) -> Result<Value> {
+    let a: TriageArgs = parse("triage", args)?;
+    let (_, id) = ops::resolve::resolve(&ctx.board, &a.id, &[Region::Observations])?;
+    let action = match a.action {
+        Finding::Ack => ops::observations::Action::Ack,
+        Finding::Resolve => ops::observations::Action::Resolve {
+            resolution: a.text.unwrap_or_default(),
+        },
+        Finding::Reject => ops::observations::Action::Reject { note: a.text },
+    };
+    let outcome = ops::observations::act(&ctx.board, &ctx.actor, &id, &action, a.if_rev)?;
+    Ok(bound::outcome(&outcome))
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ArchiveArgs {
+    /// Only finished documents matching these query terms
+    query: Option<String>,
+    /// Only those unchanged for longer than this, like 30d
+    older_than: Option<String>,
+}
+
+fn archive(ctx: &Ctx, args: Value) -> Result<Value> {
+    let a: ArchiveArgs = parse("archive", args)?;
+    let q = query(a.query.as_deref())?;
+    let older = match a.older_than.as_deref() {
+        Some(d) => Some(tavern::time::parse_duration(d).ok_or_else(|| {
+            Error::usage(format!(
+                "archive: older_than '{d}': expected a duration like 30d"
+            ))
+        })?),
+        None => None,
+    };
+    let moved = ops::archive::archive(&ctx.board, &ctx.actor, &q, older)?;
+    let docs: Vec<&str> = moved.iter().map(|e| e.doc.as_str()).collect();
+    Ok(bound::capped_list("archived", &docs))
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct LogArgs {
+    /// Only entries after this seq
+    since: Option<u64>,
+    /// Only entries about this document (id or REGION/ID)
+    doc: Option<String>,
+    /// Only entries by this actor
+    actor: Option<String>,
+    /// At most this many, the newest (default 20, at most 100)
+    limit: Option<usize>,
+    /// Include each entry's diff
+    patch: Option<bool>,
+}
+
+fn log(ctx: &Ctx, args: Value) -> Result<Value> {
+    let a: LogArgs = parse("log", args)?;
+    super::history::log(
+        &ctx.board,
+        a.since,
+        a.doc.as_deref(),
+        a.actor.as_deref(),
+        a.limit,
+        a.patch.unwrap_or(false),
+    )
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct DepsArgs {
+    /// The task (id or unique prefix)
+    id: String,
+    /// Its subtasks (tasks whose parent it is) instead of its dependencies
+    tree: Option<bool>,
+}
+
+fn deps(ctx: &Ctx, args: Value) -> Result<Value> {
+    let a: DepsArgs = parse("deps", args)?;
+    let id = task_id(&ctx.board, &a.id)?;
+    let v = if a.tree.unwrap_or(false) {
+        serde_json::to_value(ops::graph::tree(&ctx.board, &id)?)
+    } else {
+        serde_json::to_value(ops::graph::deps(&ctx.board, &id)?)
+    }
+    .unwrap_or_default();
+    Ok(bound::capped_value(v))
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct TaskArgs {
+    title: String,
+    /// What to do (markdown)
+    body: Option<String>,
+    /// 0 = critical … 4 = backlog
+    priority: Option<i64>,
+    tags: Option<Vec<String>>,
+    /// Tasks that must be done first
+    depends_on: Option<Vec<String>>,
+    /// The task this one is part of
+    parent: Option<String>,
+    /// Capabilities an agent needs to claim it
+    needs: Option<Vec<String>>,
+}
+
+fn create_task(ctx: &Ctx, args: Value) -> Result<Value> {
+    let a: TaskArgs = parse("create_task", args)?;
+    let mut sets = Vec::new();
+    if let Some(p) = a.parent {
+        sets.push(("parent".to_string(), Value::String(p)));
+    }
+    if let Some(n) = a.needs {
+        sets.push(("needs".to_string(), json!(n)));
+    }
+    let spec = ops::new::NewDoc {
+        id: None,
+        title: a.title,
+        body: a.body,
+        tags: a.tags.unwrap_or_default(),
+        priority: a.priority,
+        depends_on: a.depends_on.unwrap_or_default(),
+        sets,
+    };
+    let (doc, entry) = ops::new::create(&ctx.board, &ctx.actor, Region::Tasks, &spec)?;
+    Ok(bound::created(&doc, &entry, &[]))
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct EditArgs {
+    /// The task or observation (id or unique prefix)
+    id: String,
+    /// Fields to set, like {"priority": 1, "tags": ["x"]}
+    set: Option<serde_json::Map<String, Value>>,
+    /// Fields to remove
+    unset: Option<Vec<String>>,
+    /// Items to add to list fields, like {"tags": "x"}
+    add: Option<serde_json::Map<String, Value>>,
+    /// Items to remove from list fields
+    remove: Option<serde_json::Map<String, Value>>,
+    /// The new body (markdown), replacing the old one
+    body: Option<String>,
+    /// Only if its rev is still this (compare-and-swap)
+    if_rev: Option<u64>,
+}
+
+fn edit(ctx: &Ctx, args: Value) -> Result<Value> {
+    let a: EditArgs = parse("edit", args)?;
+    // Questions are left to humans and to ask/answer: an edit could decide a permission.
+    let (region, id) =
+        ops::resolve::resolve(&ctx.board, &a.id, &[Region::Tasks, Region::Observations])?;
+    let pairs = |m: Option<serde_json::Map<String, Value>>| -> Vec<(String, Value)> {
+        m.unwrap_or_default().into_iter().collect()
+    };
+    let spec = ops::edit::EditSpec {
+        sets: pairs(a.set),
+        unsets: a.unset.unwrap_or_default(),
+        adds: pairs(a.add),
+        removes: pairs(a.remove),
+        body: a.body,
+        if_rev: a.if_rev,
+        force: false,
+    };
+    if spec.sets.is_empty()
+        && spec.unsets.is_empty()
+        && spec.adds.is_empty()
+        && spec.removes.is_empty()
+        && spec.body.is_none()
+    {
+        return Err(Error::usage(
+            "edit: nothing to edit: give set, unset, add, remove or body",
+        ));
+    }
+    for k in spec
+        .sets
+        .iter()
+        .map(|(k, _)| k)
+        .chain(&spec.unsets)
+        .chain(spec.adds.iter().map(|(k, _)| k))
+        .chain(spec.removes.iter().map(|(k, _)| k))
+    {
+        super::docs::check_key(k)?;
+    }
+    let outcome = ops::edit::edit(&ctx.board, &ctx.actor, region, &id, &spec)?;
+    Ok(bound::outcome(&outcome))
+}
+
+macro_rules! def {
+    ($name:literal, $core:expr, $ro:expr, $args:ty, $run:path, $desc:expr) => {
+        Def {
+            name: $name,
+            description: $desc,
+            core: $core,
+            read_only: $ro,
+            schema: schema::<$args>,
+            run: $run,
+        }
+    };
+}
+
+/// Every tool, the core profile first, in the order of the agent loop.
+pub const ALL: &[Def] = &[
+    def!(
+        "status",
+        true,
+        false,
+        StatusArgs,
+        status,
+        "Where things stand: a digest of the board (agents and what they hold, open findings, tasks by state, open questions, what looks stuck) and the log entries since your last status call. Call it first, and again after a context reset."
+    ),
+    def!(
+        "ready",
+        true,
+        true,
+        ReadyArgs,
+        ready,
+        "Tasks you could claim now (claimable state, dependencies done), best first, paginated."
+    ),
+    def!(
+        "claim",
+        true,
+        false,
+        ClaimArgs,
+        claim,
+        "Claim a task: the given id, or else the best ready task matching query. Exactly one of several racing agents wins; a lost race is a conflict error: pick another. Returns the task with its body."
+    ),
+    def!(
+        "move",
+        true,
+        false,
+        MoveArgs,
+        move_task,
+        "Move a task you hold along the workflow: start it, submit it for review, block or release it, mark it done or failed. Only tasks; only yours."
+    ),
+    def!(
+        "show",
+        true,
+        true,
+        ShowArgs,
+        show,
+        "One document (task, observation, question; archived ones too): its fields and body. Long bodies come in parts: pass body_cut.next_offset as offset."
+    ),
+    def!(
+        "list",
+        true,
+        true,
+        ListArgs,
+        list,
+        "Documents matching a query, best first (priority, then age), paginated with the total count. Without a query: everything."
+    ),
+    def!(
+        "observe",
+        true,
+        false,
+        ObserveArgs,
+        observe,
+        "Post an observation: a finding others should know (a bug, a risk, a test result), with a topic and a severity."
+    ),
+    def!(
+        "ask",
+        true,
+        false,
+        AskArgs,
+        ask,
+        "Ask a human a question (optionally blocking your tasks until answered), or request a permission. Humans answer outside this server; check status for the answer."
+    ),
+    def!(
+        "agents",
+        false,
+        true,
+        AgentsArgs,
+        agents,
+        "Registered agents: active, idle, stale or gone, what each holds, when last seen."
+    ),
+    def!(
+        "answer",
+        false,
+        false,
+        AnswerArgs,
+        answer,
+        "Answer an open question (not a permission request: only a human decides those). Unblocks the tasks that waited only on it."
+    ),
+    def!(
+        "triage",
+        false,
+        false,
+        TriageArgs,
+        triage,
+        "Acknowledge, resolve or reject an observation."
+    ),
+    def!(
+        "archive",
+        false,
+        false,
+        ArchiveArgs,
+        archive,
+        "Move finished documents (done, cancelled, resolved, answered…) to the archive."
+    ),
+    def!(
+        "log",
+        false,
+        true,
+        LogArgs,
+        log,
+        "The audit log: who changed what, newest last, filtered by seq, document or actor."
+    ),
+    def!(
+        "deps",
+        false,
+        true,
+        DepsArgs,
+        deps,
+        "What a task waits for and what waits for it, or with tree its subtasks."
+    ),
+    def!(
+        "create_task",
+        false,
+        false,
+        TaskArgs,
+        create_task,
+        "Create a task (for planners): title, body, priority, dependencies, parent, needed capabilities."
+    ),
+    def!(
+        "edit",
+        false,
+        false,
+        EditArgs,
+        edit,
+        "Change fields or the body of a task or observation. Workflow fields (status, claimed_by) change only through move and claim."
+    ),
+];
+
+pub fn find(name: &str) -> Option<&'static Def> {
+    ALL.iter().find(|d| d.name == name)
+}

@@ -1,0 +1,254 @@
+//! What `tavern setup` writes for each client, and where: project scope in the project,
+//! user scope in the user's configuration directory.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use super::Plan;
+use super::merge::{self, Hook};
+use tavern::error::{Error, Result};
+
+/// The agent-loop section for AGENTS.md / CLAUDE.md.
+const NOTES: &str =
+    "<!-- tavern:begin (added by `tavern setup`; `tavern setup CLIENT --remove` takes it out) -->
+## Working on the tavern board
+
+This project coordinates agents on a tavern board (`.tavern/`). Your session is registered
+as an agent when it starts; the name is given to you then (use it as `--as NAME`, or it is
+in `TAVERN_AGENT`). The loop:
+
+1. `tavern summary` and `tavern events`: where things stand, what changed since you looked.
+2. `tavern claim --next [QUERY]`: exit 4 means nothing to claim, 5 a human paused the
+   board, 3 another agent won (claim again).
+3. `tavern start ID`, do the work, keep notes under `.tavern/solutions/ID/`.
+4. `tavern post \"TITLE\" --topic T --severity S` for findings; `tavern ask \"…\" --blocks ID`
+   when a human must decide.
+5. `tavern submit ID` (or `tavern block ID` / `tavern release ID`).
+
+With the MCP server (`tavern mcp`) the same loop is the tools status, claim, move, observe
+and ask. Only humans decide permission requests.
+<!-- tavern:end -->
+";
+
+fn hooks_of(client: &str, events: &[(&'static str, Option<&'static str>, &str)]) -> Vec<Hook> {
+    events
+        .iter()
+        .map(|(event, matcher, what)| Hook {
+            event,
+            matcher: *matcher,
+            command: format!("{}{client} {what}", merge::HOOK_MARK),
+        })
+        .collect()
+}
+
+fn json_hooks(path: PathBuf, hooks: Vec<Hook>) -> Plan {
+    let name = path.display().to_string();
+    Plan {
+        path,
+        what: "hooks",
+        merge: Box::new(move |text, add| merge::hooks(&name, text, add.then_some(&hooks[..]))),
+    }
+}
+
+fn json_entry(path: PathBuf, outer: &'static str, value: serde_json::Value) -> Plan {
+    let name = path.display().to_string();
+    Plan {
+        path,
+        what: "MCP server",
+        merge: Box::new(move |text, add| {
+            merge::entry(&name, text, outer, "tavern", add.then(|| value.clone()))
+        }),
+    }
+}
+
+fn notes(path: PathBuf) -> Plan {
+    Plan {
+        path,
+        what: "agent loop notes",
+        merge: Box::new(|text, add| Ok(merge::block(text, add.then_some(NOTES)))),
+    }
+}
+
+fn codex_server(path: PathBuf) -> Plan {
+    let name = path.display().to_string();
+    let block = "# tavern:begin (added by `tavern setup codex --mcp`)\n[mcp_servers.tavern]\ncommand = \"tavern\"\nargs = [\"mcp\", \"--client\", \"codex\"]\n# tavern:end\n";
+    Plan {
+        path,
+        what: "MCP server",
+        merge: Box::new(move |text, add| {
+            if add && merge::defines_outside_block(text, "[mcp_servers.tavern]") {
+                return Err(Error::conflict(
+                    &name,
+                    "already has an [mcp_servers.tavern] table that is not tavern's; rename or remove it, nothing changed",
+                ));
+            }
+            Ok(merge::block(text, add.then_some(block)))
+        }),
+    }
+}
+
+/// The OpenCode plugin: runs the same hooks from inside OpenCode, whose own pid holds the
+/// session's claims.
+const OPENCODE_PLUGIN: &str = r#"// tavern: added by `tavern setup opencode`; `tavern setup opencode --remove` takes it out.
+// Registers this session on the tavern board when it starts (OpenCode's own process holds
+// its claims) and gives it the board summary, heartbeats on tool use, gives the summary
+// again when the session is compacted, and deregisters when the session is deleted.
+export const TavernPlugin = async ({ $, client, directory }) => {
+  const hook = async (what, session) => {
+    try {
+      const out = await $`tavern hook opencode ${what} --session ${session ?? ""} --pid ${process.pid}`
+        .cwd(directory).quiet().nothrow().text();
+      return out.trim();
+    } catch {
+      return "";
+    }
+  };
+  return {
+    event: async ({ event }) => {
+      const id = event.properties?.info?.id ?? event.properties?.sessionID;
+      if (event.type === "session.created") {
+        const text = await hook("session-start", id);
+        if (text && id) {
+          try {
+            await client.session.prompt({ path: { id }, body: { noReply: true, parts: [{ type: "text", text }] } });
+          } catch {}
+        }
+      } else if (event.type === "session.deleted") {
+        await hook("session-end", id);
+      }
+    },
+    "tool.execute.after": async (input) => {
+      await hook("heartbeat", input.sessionID);
+    },
+    "experimental.session.compacting": async (input, output) => {
+      const text = await hook("compact", input.sessionID);
+      if (text) output.context.push(text);
+    },
+  };
+};
+"#;
+
+fn owned_file(path: PathBuf, content: &'static str) -> Plan {
+    let name = path.display().to_string();
+    Plan {
+        path,
+        what: "plugin",
+        merge: Box::new(move |text, add| match (text, add) {
+            (None, true) => Ok(Some(content.to_string())),
+            (Some(t), true) if t == content => Ok(Some(t.to_string())),
+            (Some(t), true) if t.starts_with("// tavern:") => Ok(Some(content.to_string())),
+            (Some(_), true) => Err(Error::conflict(
+                &name,
+                "exists and is not tavern's plugin; move it away, nothing changed",
+            )),
+            (Some(t), false) if t.starts_with("// tavern:") => Ok(None),
+            (text, false) => Ok(text.map(str::to_string)),
+        }),
+    }
+}
+
+fn config_home(home: &Path, var: &str, default: &[&str]) -> PathBuf {
+    std::env::var_os(var)
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .unwrap_or_else(|| default.iter().fold(home.to_path_buf(), |p, s| p.join(s)))
+}
+
+/// The files of `client`, under `base` (the project, or the home directory with `user`).
+pub fn plans(client: &str, user: bool, base: &Path, home: &Path, mcp: bool) -> Result<Vec<Plan>> {
+    let mut plans = Vec::new();
+    match client {
+        "claude" => {
+            let dir = base.join(".claude");
+            plans.push(json_hooks(
+                dir.join("settings.json"),
+                hooks_of(
+                    client,
+                    &[
+                        ("SessionStart", None, "session-start"),
+                        ("PostToolUse", Some("*"), "heartbeat"),
+                        ("SessionEnd", None, "session-end"),
+                    ],
+                ),
+            ));
+            if mcp {
+                let file = if user {
+                    home.join(".claude.json")
+                } else {
+                    base.join(".mcp.json")
+                };
+                plans.push(json_entry(
+                    file,
+                    "mcpServers",
+                    json!({"type": "stdio", "command": "tavern", "args": ["mcp", "--client", "claude"]}),
+                ));
+            }
+            plans.push(notes(if user {
+                dir.join("CLAUDE.md")
+            } else {
+                base.join("CLAUDE.md")
+            }));
+        }
+        "codex" => {
+            let dir = if user {
+                config_home(home, "CODEX_HOME", &[".codex"])
+            } else {
+                base.join(".codex")
+            };
+            plans.push(json_hooks(
+                dir.join("hooks.json"),
+                hooks_of(
+                    client,
+                    &[
+                        ("SessionStart", None, "session-start"),
+                        ("PostToolUse", None, "heartbeat"),
+                        ("PostCompact", None, "compact"),
+                    ],
+                ),
+            ));
+            if mcp {
+                plans.push(codex_server(dir.join("config.toml")));
+            }
+            plans.push(notes(if user {
+                dir.join("AGENTS.md")
+            } else {
+                base.join("AGENTS.md")
+            }));
+        }
+        "opencode" => {
+            let dir = if user {
+                config_home(home, "XDG_CONFIG_HOME", &[".config"]).join("opencode")
+            } else {
+                base.join(".opencode")
+            };
+            plans.push(owned_file(
+                dir.join("plugins").join("tavern.js"),
+                OPENCODE_PLUGIN,
+            ));
+            if mcp {
+                let file = if user {
+                    dir.join("opencode.json")
+                } else {
+                    base.join("opencode.json")
+                };
+                plans.push(json_entry(
+                    file,
+                    "mcp",
+                    json!({"type": "local", "command": ["tavern", "mcp", "--client", "opencode"], "enabled": true}),
+                ));
+            }
+            plans.push(notes(if user {
+                dir.join("AGENTS.md")
+            } else {
+                base.join("AGENTS.md")
+            }));
+        }
+        other => {
+            return Err(Error::usage(format!(
+                "setup: no client '{other}'; the clients are claude, codex and opencode"
+            )));
+        }
+    }
+    Ok(plans)
+}

@@ -1,0 +1,277 @@
+//! `tavern setup CLIENT`: makes an agent client work with the board. Hooks register the
+//! session as an agent at its start (the client process holding its claims) and give it
+//! the board summary, heartbeat on tool use, give the summary again after a compaction and
+//! deregister at its end; `--mcp` adds the MCP server; a short section on the agent loop
+//! goes into AGENTS.md or CLAUDE.md. Everything merges into what is there, a second run
+//! changes nothing, `--dry-run` shows the change and `--remove` undoes it.
+
+pub mod clients;
+pub mod hook;
+mod merge;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+use serde_json::json;
+
+use tavern::error::{Error, Result};
+
+#[derive(Debug, Args)]
+pub struct SetupArgs {
+    /// The client: claude (Claude Code), codex (Codex CLI) or opencode
+    #[arg(value_parser = ["claude", "codex", "opencode"])]
+    pub client: String,
+    /// Also add the MCP server (`tavern mcp`) to the client's configuration
+    #[arg(long)]
+    pub mcp: bool,
+    /// Show what would change (as diffs) and change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Take out everything setup added; a file untouched since comes back byte for byte
+    #[arg(long)]
+    pub remove: bool,
+    /// The user's configuration (every project) instead of this project's
+    #[arg(long)]
+    pub user: bool,
+}
+
+/// The new content of a file from its current one (None: no file), with tavern's part
+/// (true) or without it (false).
+pub type Merge = Box<dyn Fn(Option<&str>, bool) -> Result<Option<String>>>;
+
+/// One file setup manages, and how its content changes.
+pub struct Plan {
+    pub path: PathBuf,
+    /// What it holds of tavern's, for the report.
+    pub what: &'static str,
+    pub merge: Merge,
+}
+
+/// Where backups of the files as they were before setup live, so that `--remove` can give
+/// back the very bytes.
+fn backup_dir(board: Option<&tavern::board::Board>, home: &Path, user: bool) -> PathBuf {
+    match (user, board) {
+        (false, Some(b)) => tavern::layout::setup_backups(&b.root),
+        _ => std::env::var_os("XDG_STATE_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .unwrap_or_else(|| home.join(".local").join("state"))
+            .join("tavern")
+            .join("setup"),
+    }
+}
+
+fn backup_key(path: &Path) -> String {
+    path.to_string_lossy()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn read(path: &Path) -> Result<Option<String>> {
+    match std::fs::read(path) {
+        Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| {
+            Error::input(format!(
+                "{}: not UTF-8 text; nothing changed",
+                path.display()
+            ))
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(path, "read", e)),
+    }
+}
+
+fn write(path: &Path, text: Option<&str>) -> Result<()> {
+    match text {
+        Some(t) => {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
+            }
+            tavern::store::write_atomic(path, t.as_bytes())
+        }
+        None => match std::fs::remove_file(path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::io(path, "remove", e)),
+        },
+    }
+}
+
+/// The backup of one file: its bytes before setup (None: it did not exist) and the bytes
+/// setup left in it.
+struct Backup {
+    orig: PathBuf,
+    absent: PathBuf,
+    ours: PathBuf,
+}
+
+impl Backup {
+    fn of(dir: &Path, path: &Path) -> Backup {
+        let key = backup_key(path);
+        Backup {
+            orig: dir.join(format!("{key}.orig")),
+            absent: dir.join(format!("{key}.absent")),
+            ours: dir.join(format!("{key}.ours")),
+        }
+    }
+
+    /// The original content, when the file holds exactly what setup left in it.
+    fn restorable(&self, current: Option<&str>) -> Option<Option<String>> {
+        let ours = std::fs::read_to_string(&self.ours).ok();
+        if ours.as_deref() != current && !(ours.is_none() && current.is_none()) {
+            return None;
+        }
+        if self.absent.exists() {
+            return Some(None);
+        }
+        std::fs::read_to_string(&self.orig).ok().map(Some)
+    }
+
+    fn save(&self, orig: Option<&str>, ours: Option<&str>) -> Result<()> {
+        self.forget();
+        match orig {
+            Some(o) => write(&self.orig, Some(o))?,
+            None => write(&self.absent, Some(""))?,
+        }
+        write(&self.ours, Some(ours.unwrap_or("")))
+    }
+
+    fn forget(&self) {
+        for p in [&self.orig, &self.absent, &self.ours] {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+
+    fn exists(&self) -> bool {
+        self.ours.exists()
+    }
+}
+
+pub fn run(
+    cwd: &Path,
+    board_flag: Option<&Path>,
+    json_out: bool,
+    a: SetupArgs,
+) -> Result<ExitCode> {
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .ok_or_else(|| Error::usage("setup needs HOME to find the client's configuration"))?;
+    let board = match tavern::board::Board::discover(board_flag, cwd) {
+        Ok(b) => Some(b),
+        Err(e) if a.user => {
+            let _ = e;
+            None
+        }
+        Err(e) => return Err(e),
+    };
+    let base = if a.user {
+        home.clone()
+    } else {
+        board
+            .as_ref()
+            .map(|b| b.project().to_path_buf())
+            .unwrap_or_else(|| cwd.to_path_buf())
+    };
+    let plans = clients::plans(&a.client, a.user, &base, &home, a.mcp || a.remove)?;
+    let backups = backup_dir(board.as_ref(), &home, a.user);
+    let mut report = Vec::new();
+    let mut diffs = String::new();
+    for plan in &plans {
+        let current = read(&plan.path)?;
+        let backup = Backup::of(&backups, &plan.path);
+        let (new, action) = if a.remove {
+            match backup.restorable(current.as_deref()) {
+                Some(orig) if backup.exists() => (orig, "restored"),
+                _ => ((plan.merge)(current.as_deref(), false)?, "removed"),
+            }
+        } else {
+            ((plan.merge)(current.as_deref(), true)?, "")
+        };
+        let shown = display(&plan.path, &base, &home, a.user);
+        if new == current {
+            report.push(json!({"path": shown, "action": "unchanged", "what": plan.what}));
+            if a.remove && !a.dry_run {
+                backup.forget();
+            }
+            continue;
+        }
+        let action = match (a.remove, &current, &new) {
+            (true, _, _) => action,
+            (false, None, _) => "created",
+            (false, Some(_), _) => "updated",
+        };
+        if a.dry_run {
+            diffs.push_str(&format!("--- {shown}\n+++ {shown}\n"));
+            diffs.push_str(&tavern::log::diff(
+                current.as_deref().unwrap_or(""),
+                new.as_deref().unwrap_or(""),
+            ));
+        } else {
+            if a.remove {
+                write(&plan.path, new.as_deref())?;
+                backup.forget();
+            } else {
+                // The bytes before setup are kept only while they hold nothing of tavern's
+                // and the file has not been changed by hand since setup last wrote it.
+                let untouched = backup.restorable(current.as_deref()).is_some();
+                let clean = (plan.merge)(current.as_deref(), false)? == current;
+                if clean && !backup.exists() {
+                    write(&plan.path, new.as_deref())?;
+                    backup.save(current.as_deref(), new.as_deref())?;
+                } else if untouched && backup.exists() {
+                    let orig = backup.restorable(current.as_deref()).flatten();
+                    write(&plan.path, new.as_deref())?;
+                    backup.save(orig.as_deref(), new.as_deref())?;
+                } else {
+                    write(&plan.path, new.as_deref())?;
+                    backup.forget();
+                }
+            }
+        }
+        report.push(json!({"path": shown, "action": action, "what": plan.what}));
+    }
+    if json_out {
+        let v = json!({"client": a.client, "scope": if a.user {"user"} else {"project"}, "dry_run": a.dry_run, "files": report});
+        out(&format!("{v}\n"))?;
+    } else if a.dry_run {
+        out(if diffs.is_empty() {
+            "nothing would change\n"
+        } else {
+            &diffs
+        })?;
+    } else {
+        let mut text = String::new();
+        for r in &report {
+            text.push_str(&format!(
+                "{} {} ({})\n",
+                r["action"].as_str().unwrap_or(""),
+                r["path"].as_str().unwrap_or(""),
+                r["what"].as_str().unwrap_or("")
+            ));
+        }
+        out(&text)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn out(text: &str) -> Result<()> {
+    std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes())
+        .map_err(|e| Error::io("stdout", "write to", e))
+}
+
+fn display(path: &Path, base: &Path, home: &Path, user: bool) -> String {
+    if user && let Ok(rel) = path.strip_prefix(home) {
+        return format!("~/{}", rel.display());
+    }
+    path.strip_prefix(base)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| path.display().to_string())
+}
