@@ -4,6 +4,7 @@
 //!     cargo build --release && cargo bench --bench board
 //!     TAVERN_BENCH_SIZES=1000,10000 cargo bench --bench board
 //!     TAVERN_BENCH_SIZES= TAVERN_BENCH_WATCH_SIZES=10000 cargo bench --bench board
+//!     TAVERN_BENCH_SIZES= TAVERN_BENCH_WATCH_SIZES= TAVERN_BENCH_WEB_SIZES=10000 cargo bench --bench board
 //!
 //! `cargo bench` builds the tavern binary with the bench profile (= release) before this
 //! runs, and tells us its path (CARGO_BIN_EXE_tavern), so what is timed is always the
@@ -48,17 +49,31 @@
 //! run as a process, and the size of `tools/list` per profile. `TAVERN_BENCH_ONLY=mcp`
 //! times only these rows.
 //!
+//! The dashboard (a fourth table; board/web.rs), on the boards of `TAVERN_BENCH_WEB_SIZES`
+//! (default 1000,10000; empty: none): `tavern serve` on the board; its first load (page,
+//! assets, state, board, waiting queue), the time from a task changed on disk to a client
+//! of its event stream having read the board again (p50, p99; target ≤ 1 s), the event
+//! alone, and the server's peak RSS. `TAVERN_BENCH_WEB_RUNS` changes (default 100).
+//!
 //! The watcher must exit 0 on SIGTERM and log an `external-edit` for every change, or the
 //! bench fails (as it does when a wait exceeds 30 s), printing the watcher's stderr.
+//! Claims across machines (a third table; board/claims.rs): a connected claim's median and
+//! p99 beside a plain local claim and a bare `git push`, and claims per second with 16
+//! agents over 4 clones of a local bare remote. `TAVERN_BENCH_CLAIMS=0` leaves it out.
+//!
 //! The report is printed and written to target/bench-report.md.
 //!
 //! Every board also holds four of the hand-written documents of `fixtures/` (shared with
 //! the tests): one tavern reads through its full YAML parser, three it skips with a warning.
 
+#[path = "board/claims.rs"]
+mod claims;
 #[path = "board/mcp.rs"]
 mod mcp;
 #[path = "board/watch.rs"]
 mod watch;
+#[path = "board/web.rs"]
+mod web;
 
 #[path = "../fixtures/fixtures.rs"]
 mod fixtures;
@@ -319,16 +334,21 @@ fn main() {
 
     // The watch sizes not among the command sizes get a board of their own.
     let watch_sizes = watch::sizes();
+    let web_sizes = web::sizes();
     let mut all = sizes.clone();
     all.extend(watch_sizes.iter().filter(|n| !sizes.contains(n)));
+    let known = all.clone();
+    all.extend(web_sizes.iter().filter(|n| !known.contains(n)));
 
     let only_mcp = std::env::var("TAVERN_BENCH_ONLY").is_ok_and(|v| v == "mcp");
     let watch_sizes = if only_mcp { Vec::new() } else { watch_sizes };
-    all.retain(|n| sizes.contains(n) || watch_sizes.contains(n));
+    let web_sizes = if only_mcp { Vec::new() } else { web_sizes };
+    all.retain(|n| sizes.contains(n) || watch_sizes.contains(n) || web_sizes.contains(n));
     let mut rows = Vec::new();
     let mut watch_rows = Vec::new();
     let mut mcp_rows = Vec::new();
     let mut mcp_sizes = Vec::new();
+    let mut web_rows = Vec::new();
     for &n in &all {
         let dir = tempfile::tempdir().unwrap();
         let keep = std::env::var_os("TAVERN_BENCH_KEEP").is_some();
@@ -353,13 +373,19 @@ fn main() {
         if watch_sizes.contains(&n) {
             watch_rows.extend(watch::run(&b, dir.path(), n, raw));
         }
+        if web_sizes.contains(&n) {
+            web_rows.extend(web::run(&b, n, raw));
+        }
         if keep {
             eprintln!("{n} tasks: board kept in {}", dir.keep().display());
         }
     }
 
+    let claim_rows = claims::run(&bin);
     let mut report = render(&rows, &watch_rows, &bin);
     mcp::render(&mcp_rows, &mcp_sizes, &mut report);
+    claims::render(&claim_rows, &mut report);
+    web::render(&web_rows, &mut report);
     println!("{report}");
     let target_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
     let _ = std::fs::create_dir_all(&target_dir);

@@ -1,6 +1,7 @@
 mod cli;
 mod mcp;
 mod setup;
+mod web;
 
 use std::process::ExitCode;
 

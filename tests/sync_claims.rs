@@ -620,4 +620,101 @@ fn reconcile_makes_a_clone_agree_with_the_remote_records() {
     );
     // A second run changes nothing.
     assert!(tavern::sync::claims::reconcile(&board).unwrap().is_empty());
+    // t01 is held here by b, and the remote never heard of it: unconfirmed.
+    assert_eq!(
+        tavern::sync::claims::unconfirmed(&board).unwrap(),
+        [("t01".to_string(), "b".to_string())]
+    );
+}
+
+/// An agent's deregistration releases its claims on the remote too, so another clone can
+/// claim them at once; a sweep releases a stale agent's claim on the remote only when the
+/// remote's record of it expired as well, and never a claim its holder renewed there.
+#[test]
+fn deregister_and_sweeps_release_claims_on_the_remote() {
+    let net = Net::new(3, 2);
+    net.run(0, &["agent", "register", "--name", "x"]).ok();
+    net.run(0, &["claim", "t00", "--as", "x"]).ok();
+    let out = net.run(0, &["agent", "deregister", "--as", "x"]);
+    out.ok();
+    assert_eq!(net.records()["t00"], (String::new(), "pending".into(), 1));
+    net.run(1, &["claim", "t00", "--as", "y"]).ok();
+    assert_eq!(net.records()["t00"], ("y".into(), "claimed".into(), 2));
+
+    // z runs on this machine under a pid that is gone; its claims are leases of 3s on c1.
+    let dead = {
+        let mut c = Command::new("true").spawn().unwrap();
+        let pid = c.id();
+        c.wait().unwrap();
+        pid.to_string()
+    };
+    for c in 0..2 {
+        set_lease(&net, c, "3s");
+    }
+    net.run(0, &["agent", "register", "--name", "z", "--pid", &dead])
+        .ok();
+    net.run(0, &["claim", "t01", "--as", "z"]).ok();
+    net.run(0, &["claim", "t02", "--as", "z"]).ok();
+    // c1 learns of the claims (its copies follow the remote) and of z's card.
+    net.run(1, &["claim", "t01", "--as", "y"]).code(3);
+    net.run(1, &["claim", "t02", "--as", "y"]).code(3);
+    std::fs::create_dir_all(net.clone_dir(1).join(".tavern/control/agents")).unwrap();
+    std::fs::copy(
+        net.clone_dir(0).join(".tavern/control/agents/z.md"),
+        net.clone_dir(1).join(".tavern/control/agents/z.md"),
+    )
+    .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(3200));
+    // z renews t02 on the remote from c0 (a heartbeat renews every record it holds, so
+    // move t01's record out of the way first: c0 forgets it and the renewal skips it).
+    git(
+        &net.clone_dir(0),
+        &["update-ref", "-d", "refs/tavern/claims/t01"],
+    );
+    let beat = net.run(0, &["agent", "heartbeat", "--as", "z", "--json"]);
+    assert_eq!(beat.json()["renewed"], serde_json::json!(["t02"]));
+    // On c1, z is stale (no heartbeat seen there, its pid gone): the sweep releases t01,
+    // whose record expired, and keeps t02, whose record was just renewed.
+    let out = net.run(1, &["sweep", "--json"]);
+    out.ok();
+    let released: Vec<String> = out.json()["released"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["task"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(released, ["t01"]);
+    assert_eq!(net.records()["t01"], (String::new(), "pending".into(), 1));
+    assert_eq!(net.records()["t02"], ("z".into(), "claimed".into(), 1));
+    assert_eq!(net.task_state(1, "t01"), ("pending".into(), None));
+    assert_eq!(
+        net.task_state(1, "t02"),
+        ("claimed".into(), Some("z".into()))
+    );
+}
+
+/// A finished task's record stays, so a clone that has not heard of it cannot claim it
+/// again; reopening it frees the record, and then any clone can.
+#[test]
+fn a_finished_task_stays_finished_on_the_remote_until_reopened() {
+    let net = Net::new(1, 2);
+    net.run(0, &["claim", "t00", "--as", "a"]).ok();
+    net.run(0, &["start", "t00", "--as", "a"]).ok();
+    net.run(0, &["done", "t00", "--as", "a"]).ok();
+    assert_eq!(net.records()["t00"], ("a".into(), "done".into(), 1));
+    let out = net.run(1, &["claim", "t00", "--as", "b"]);
+    out.code(3);
+    out.stderr_has(
+        "error: tasks/t00.md: already finished by a (status done; confirmed by the remote 'origin'",
+    );
+    assert_eq!(net.task_state(1, "t00"), ("done".into(), Some("a".into())));
+    net.run(1, &["reopen", "t00", "--as", "b"]).ok();
+    assert_eq!(net.records()["t00"], (String::new(), "pending".into(), 1));
+    // c0 still says done until it hears of the reopen (what `tavern sync` does).
+    net.run(0, &["claim", "t00", "--as", "c"]).code(3);
+    let board = tavern::board::Board::open(&net.clone_dir(0).join(".tavern")).unwrap();
+    tavern::sync::claims::fetch_all(&board).unwrap();
+    assert_eq!(tavern::sync::claims::reconcile(&board).unwrap(), ["t00"]);
+    net.run(0, &["claim", "t00", "--as", "c"]).ok();
+    assert_eq!(net.records()["t00"], ("c".into(), "claimed".into(), 2));
 }

@@ -34,11 +34,15 @@ mod sources;
 mod summary;
 mod sync_claims;
 mod teamwork;
-mod watch;
 mod watch_alerts;
+mod watch_changes;
 mod watch_feed;
+mod watch_lifecycle;
+mod watch_pause;
 mod watch_restart;
+mod watch_runs;
 mod watch_schedule;
+mod web;
 mod worktrees;
 
 #[test]

@@ -5,10 +5,11 @@
 #![cfg(unix)]
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::process::Command;
+use std::time::{Duration, Instant};
 
 use crate::util::TestBoard;
-use crate::util::watcher::{Watcher, lines_of, once, ops, signal};
+use crate::util::watcher::{Watcher, lines_of, once, ops, recorder, signal, sorted, source};
 
 fn task_text(id: &str, title: &str) -> String {
     format!("---\nid: {id}\ntitle: {title}\nstatus: pending\npriority: 2\n---\n")
@@ -136,4 +137,192 @@ fn a_watcher_killed_at_any_moment_logs_each_change_once_and_runs_each_activation
         }
     }
     assert!(started.values().all(|n| *n == 1), "{started:?}");
+}
+
+/// Copies a directory tree (files and directories only), for putting watch state back.
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn an_activation_left_running_by_a_killed_watcher_is_logged_as_lost_at_the_next_start() {
+    let b = TestBoard::new();
+    source(&b, "slow", "watch: [tasks]\nrun: sleep 30\n", "");
+    let mut w = Watcher::start(&b, &[]);
+    let id = b.task("Starts a sleeper", &[]);
+    let started = w.wait_for("the sleeper", |v| v["event"] == "started");
+    let pid = started["pid"].as_u64().unwrap();
+    // Past the watcher's 100 ms save of what it handled.
+    std::thread::sleep(Duration::from_millis(500));
+    signal(w.pid(), "KILL");
+    let _ = w.stop_after_exit();
+
+    let (out, lines) = once(&b, &[]);
+    out.ok();
+    let lost = ops(&b.log(), "activation")
+        .into_iter()
+        .filter(|e| e["to"] == "lost")
+        .collect::<Vec<_>>();
+    assert_eq!(lost.len(), 1, "{:#?}", b.log());
+    assert_eq!(lost[0]["actor"], "slow");
+    assert_eq!(lost[0]["doc"], format!("tasks/{id}.md"));
+    assert_eq!(lost[0]["cause"], started["cause"]);
+    let note = lost[0]["note"].as_str().unwrap();
+    assert!(
+        note.starts_with(&format!(
+            "its end was not seen: the watcher that started it stopped without waiting (killed?); pid {pid} may still run; output in .state/runs/"
+        )),
+        "{note}"
+    );
+    // Not this run's activation: it ran nothing and failed nothing.
+    let stopped = lines.iter().find(|l| l["event"] == "stopped").unwrap();
+    assert_eq!(
+        (stopped["ran"].as_u64(), stopped["failed"].as_u64()),
+        (Some(0), Some(0))
+    );
+    // Logged once: the next start has nothing left to say.
+    once(&b, &[]).0.ok();
+    let again = ops(&b.log(), "activation")
+        .into_iter()
+        .filter(|e| e["to"] == "lost")
+        .count();
+    assert_eq!(again, 1);
+    let _ = Command::new("sh")
+        .arg("-c")
+        .arg(format!("kill -s KILL -- -{pid}"))
+        .status();
+}
+
+#[test]
+fn a_watcher_killed_before_saving_a_handled_change_does_not_start_its_activation_twice() {
+    let b = TestBoard::new();
+    recorder(&b, "rec", "created");
+    once(&b, &[]).0.ok();
+    let made = b.task("Made with tavern", &[]);
+    b.write(
+        "tasks/t-by-hand.md",
+        "---\nid: t-by-hand\ntitle: Written by hand\nstatus: pending\n---\n",
+    );
+    // The watcher's state before it handled the two changes: what a watcher killed right
+    // after starting their activations, before it saved anything, leaves behind.
+    let state = b.board().join(".state/watch");
+    let before = b.root().join("state-before");
+    copy_tree(&state, &before);
+    once(&b, &[]).0.ok();
+    assert_eq!(
+        sorted(lines_of(&b, "ran.txt")),
+        sorted(vec![format!("created {made}"), "created t-by-hand".into()])
+    );
+    std::fs::remove_dir_all(&state).unwrap();
+    copy_tree(&before, &state);
+
+    let (out, lines) = once(&b, &[]);
+    out.ok();
+    let skipped: Vec<(String, String)> = lines
+        .iter()
+        .filter(|l| l["event"] == "skipped")
+        .map(|l| {
+            assert_eq!(l["why"], "already started", "{l}");
+            (
+                l["source"].as_str().unwrap().into(),
+                l["doc"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        sorted(skipped.iter().map(|(s, d)| format!("{s} {d}")).collect()),
+        sorted(vec![
+            format!("rec tasks/{made}.md"),
+            "rec tasks/t-by-hand.md".into()
+        ]),
+        "{lines:#?}"
+    );
+    assert!(!lines.iter().any(|l| l["event"] == "started"), "{lines:#?}");
+    assert_eq!(lines_of(&b, "ran.txt").len(), 2, "each ran once");
+    let started = ops(&b.log(), "activation")
+        .into_iter()
+        .filter(|e| e["to"] == "started")
+        .count();
+    assert_eq!(started, 2);
+    // The hand edit was logged once, not again by the second watcher.
+    assert_eq!(ops(&b.log(), "external-edit").len(), 1);
+    // Handled now: a further start has nothing to skip or run.
+    let (_, lines) = once(&b, &[]);
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l["event"] == "skipped" || l["event"] == "started"),
+        "{lines:#?}"
+    );
+}
+
+#[test]
+fn a_change_after_a_kill_is_not_taken_for_one_the_killed_watcher_had_handled() {
+    let b = TestBoard::new();
+    source(
+        &b,
+        "rec",
+        "watch: [solutions]\nrun: echo \"$TAVERN_EVENT\" {path} >> ran.txt\n",
+        "",
+    );
+    once(&b, &[]).0.ok();
+    let mut w = Watcher::start(&b, &[]);
+    // Binary: its external edits are logged without a diff, so no diff tells them apart.
+    b.write("solutions/t-1/blob.bin", b"v1\xff\xfe");
+    let seen = w.wait_for("the external edit", |v| {
+        v["event"] == "external-edit" && v["doc"] == "solutions/t-1/blob.bin"
+    });
+    let seq = seen["seq"].as_u64().unwrap().to_string();
+    w.wait_for("the activation to end", |v| v["event"] == "finished");
+    // Killed once it has recorded the change as handled, but with its log cursor still
+    // before its own entries (its appends do not wake it).
+    // Either it knows the entry as its own, or its saved cursor is past it.
+    let seq: u64 = seq.parse().unwrap();
+    let own = b.board().join(".state/watch/own");
+    let cursor = b.board().join(".state/watch/cursor");
+    let recorded = || {
+        let own = std::fs::read_to_string(&own).unwrap_or_default();
+        let read_up_to: u64 = std::fs::read_to_string(&cursor)
+            .ok()
+            .and_then(|t| t.split_whitespace().nth(1)?.parse().ok())
+            .unwrap_or(0);
+        own.lines().any(|l| l == seq.to_string()) || read_up_to >= seq
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !recorded() {
+        assert!(
+            Instant::now() < deadline,
+            "the handled change was never recorded"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    signal(w.pid(), "KILL");
+    w.wait_exit();
+
+    b.write("solutions/t-1/blob.bin", b"v2\xff\xfd\xfd");
+    let (out, lines) = once(&b, &[]);
+    out.ok();
+    assert!(
+        lines.iter().any(|l| l["event"] == "external-edit"),
+        "the second edit was not logged: {lines:#?}"
+    );
+    let edits = ops(&b.log(), "external-edit");
+    assert_eq!(edits.len(), 2, "{edits:#?}");
+    let blob = b.board().join("solutions/t-1/blob.bin");
+    assert_eq!(
+        lines_of(&b, "ran.txt"),
+        [
+            format!("created {}", blob.display()),
+            format!("changed {}", blob.display())
+        ]
+    );
 }

@@ -153,6 +153,8 @@ pub enum Command {
     Sweep,
     /// Watch the board: log hand edits and start the knowledge sources that react to changes
     Watch(watch::WatchArgs),
+    /// The board in a browser, live: http://127.0.0.1:PORT/ with a per-run secret
+    Serve(crate::web::ServeArgs),
     /// Stop new claims and new activations: writes control/PAUSE with the reason
     Pause(watch::PauseArgs),
     /// Lift a pause: removes control/PAUSE
@@ -340,6 +342,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Tree(a) => graph::tree(&ctx, a),
         Command::Sweep => agents::sweep(&ctx),
         Command::Watch(a) => watch::watch(&ctx, a),
+        Command::Serve(a) => crate::web::run(&ctx, &a),
         Command::Pause(a) => watch::pause(&ctx, a),
         Command::Resume => watch::resume(&ctx),
         Command::Sources(a) => sources::run(&ctx, a),

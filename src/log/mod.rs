@@ -35,6 +35,10 @@ pub struct Entry {
     pub at: String,
     pub actor: String,
     pub op: String,
+    /// The front-end the change came through when it was not the command line
+    /// (`dashboard` for `tavern serve`); see [`set_via`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
     pub doc: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transition: Option<String>,
@@ -99,6 +103,7 @@ pub fn render(e: &Entry) -> String {
         ("at", Some(yaml::render_str(&e.at))),
         ("actor", Some(yaml::render_str(&e.actor))),
         ("op", Some(yaml::render_str(&e.op))),
+        ("via", text(&e.via)),
         ("doc", Some(yaml::render_str(&e.doc))),
         ("transition", text(&e.transition)),
         ("from", text(&e.from)),
@@ -207,8 +212,21 @@ fn chunks(text: &[u8]) -> Vec<(usize, &[u8])> {
     out
 }
 
+static VIA: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Says, once per process, which front-end every change this process makes comes through
+/// (`dashboard` for `tavern serve`): every entry it appends without a `via` of its own gets
+/// this one, so the log tells a human's click in the browser from a command. Later calls
+/// are ignored.
+pub fn set_via(via: &str) {
+    let _ = VIA.set(via.to_string());
+}
+
 /// Appends an entry (its `seq` is assigned here) and returns it as written.
 pub fn append(board: &Board, mut entry: Entry) -> Result<Entry> {
+    if entry.via.is_none() {
+        entry.via = VIA.get().cloned();
+    }
     let _lock = store::lock(board, crate::layout::LOG_LOCK)?;
     let path = board.log_path();
     let mut file = OpenOptions::new()
@@ -458,6 +476,7 @@ mod tests {
             at: "2026-11-22T10:04:05.123Z".into(),
             actor: "coder: 1".into(),
             op: "transition".into(),
+            via: Some("dashboard".into()),
             doc: "tasks/task-7k2m.md".into(),
             transition: Some("start".into()),
             from: Some("claimed".into()),

@@ -11,9 +11,10 @@ use crate::agents::{self, Agent};
 use crate::board::Board;
 use crate::doc::Region;
 use crate::doc::edit::FieldEdit;
-use crate::error::Result;
+use crate::error::{Kind, Result};
 use crate::log::Entry;
 use crate::scan;
+use crate::sync::claims;
 
 use super::{Change, mutate};
 
@@ -69,13 +70,41 @@ pub fn release_claims_of(
             && d.status().is_some_and(|s| workflow.allows_from(release, s))
     })?;
     let mut released = Vec::new();
+    // On a connected board the remote confirms each release (DESIGN §12): an agent's own
+    // release like any move; a sweep's only if the remote's record expired too.
+    let remote = claims::remote(board)?;
     for doc in held.docs {
         let id = doc.file_id.clone();
-        let outcome = mutate(board, Region::Tasks, &id, |doc| {
+        let mut pushed = None;
+        let result = mutate(board, Region::Tasks, &id, |doc| {
             // Re-checked under the lock: the agent may have come back or moved on.
             let status = doc.status().unwrap_or("");
             if doc.str("claimed_by") != Some(agent) || !workflow.allows_from(release, status) {
                 return Ok(None);
+            }
+            if let Some(r) = &remote {
+                let step = claims::Step {
+                    task: doc.id(),
+                    actor: agent,
+                    claim: false,
+                    from: status,
+                    to: &release.to,
+                    force: false,
+                    local_holder: None,
+                    expired_hold_of: (actor != agent).then_some(agent),
+                };
+                match claims::confirm(board, r, &step) {
+                    Ok(claims::Confirmed::Pushed(p)) => pushed = Some(p),
+                    Ok(claims::Confirmed::Lost { remote, record }) => {
+                        return Ok(claims::follow(board, doc, actor, &remote, &record));
+                    }
+                    Ok(claims::Confirmed::NoRecord) => return Ok(None),
+                    // A sweep offline keeps the claim; its owner's own release does not.
+                    Err(e) if e.kind() == Kind::Unconfirmed && actor != agent => {
+                        return Ok(None);
+                    }
+                    Err(e) => return Err(e),
+                }
             }
             let entry = Entry {
                 actor: actor.into(),
@@ -95,8 +124,17 @@ pub fn release_claims_of(
                 body: None,
                 entry,
             }))
-        })?;
-        if outcome.changed() {
+        });
+        let outcome = match result {
+            Ok(o) => o,
+            Err(e) => {
+                if let Some(p) = &pushed {
+                    claims::undo(board, p);
+                }
+                return Err(e);
+            }
+        };
+        if outcome.entry.as_ref().is_some_and(|e| e.op == "release") {
             released.push(id);
         }
     }

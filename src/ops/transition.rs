@@ -263,9 +263,11 @@ pub fn transition(
                 task: doc.id(),
                 actor,
                 claim: name == CLAIM,
+                from: status,
                 to: &t.to,
                 force: forced,
                 local_holder: takeover_of,
+                expired_hold_of: None,
             };
             match claims::confirm(board, r, &step)? {
                 claims::Confirmed::Pushed(p) => {
@@ -435,7 +437,15 @@ pub fn claim_next_with(
             .as_ref()
             .is_none_or(|caps| doc.list("needs").iter().all(|n| caps.contains(n)))
     };
-    for doc in candidates.into_iter().filter(|d| capable(d)) {
+    let mut candidates: Vec<Document> = candidates.into_iter().filter(|d| capable(d)).collect();
+    if !opts.local
+        && let Some(remote) = claims::remote(board)?
+    {
+        let records = claims::fetch_for_next(board, &remote)?;
+        candidates.retain(|d| claims::worth_trying(board, records.get(d.id()), actor));
+        claims::spread(&mut candidates, actor);
+    }
+    for doc in candidates {
         let opts = Options {
             local: opts.local,
             ..Options::default()

@@ -137,13 +137,17 @@ pub struct Step<'a> {
     pub actor: &'a str,
     /// `claim` (a new holder) rather than a move of a held task.
     pub claim: bool,
-    /// The state the task moves to.
+    /// The state the task is in, as this clone's copy says, and the one it moves to.
+    pub from: &'a str,
     pub to: &'a str,
     /// A human's `--force`: the move goes through whoever holds the task.
     pub force: bool,
     /// On a claim, the agent this clone's copy says holds the task (another one): the
     /// claim is a takeover, allowed only if the remote's record of that hold expired.
     pub local_holder: Option<&'a str>,
+    /// A sweep's release of this agent's claim: allowed only if the remote's record is that
+    /// agent's and expired too (or the remote never heard of the claim).
+    pub expired_hold_of: Option<&'a str>,
 }
 
 /// The remote took the new record.
@@ -226,7 +230,7 @@ fn git_error(g: &Git, what: &str, out: &Output) -> Error {
 }
 
 /// The remote could not be reached or refused: nothing was confirmed.
-fn unconfirmed(board: &Board, step: &Step, remote: &str, why: &str) -> Error {
+fn unconfirmed_error(board: &Board, step: &Step, remote: &str, why: &str) -> Error {
     let what = if step.claim {
         format!("the claim of {}", step.task)
     } else {
@@ -265,7 +269,7 @@ fn refresh(board: &Board, step: &Step, remote: &str) -> Result<Option<Record>> {
             let _ = g.output(&["update-ref", "-d", &name], None)?;
             return Ok(None);
         }
-        return Err(unconfirmed(
+        return Err(unconfirmed_error(
             board,
             step,
             remote,
@@ -396,6 +400,19 @@ fn decide(
     rec: Option<&Record>,
     now: DateTime<Utc>,
 ) -> Option<Decision> {
+    if let Some(holder) = step.expired_hold_of {
+        return Some(match rec {
+            None => Decision::Go {
+                epoch: 1,
+                took_over: None,
+            },
+            Some(r) if r.agent == holder && r.expired(board, now) => Decision::Go {
+                epoch: r.epoch,
+                took_over: Some(r.clone()),
+            },
+            Some(_) => Decision::Lost,
+        });
+    }
     let Some(r) = rec else {
         if step.local_holder.is_some() {
             return None; // Takeover of a hold the remote never saw: the local hold stands.
@@ -428,6 +445,13 @@ fn decide(
         return Some(Decision::Lost);
     }
     let w = &board.config.workflow;
+    // A finished task moved on again (`reopen`) from the state its record has.
+    if !step.claim && w.is_terminal(&r.state) && step.from == r.state {
+        return Some(Decision::Go {
+            epoch: r.epoch,
+            took_over: None,
+        });
+    }
     if step.claim && w.is_claimable(&r.state) {
         return Some(Decision::Go {
             epoch: r.epoch + 1,
@@ -445,6 +469,80 @@ fn decide(
     }
     // A final task, or (for a move) one that is no longer held by this actor.
     Some(Decision::Lost)
+}
+
+/// Before `claim --next` tries candidates on a connected board: every record on the
+/// remote, fetched in one exchange, so that tasks other clones hold or finished are skipped
+/// instead of each being learnt by losing a push to it. Unreachable: exit 7.
+pub fn fetch_for_next(
+    board: &Board,
+    remote: &str,
+) -> Result<std::collections::HashMap<String, Record>> {
+    let g = git(board);
+    let spec = format!("+{REF_PREFIX}*:{REF_PREFIX}*");
+    let out = g.output(
+        &[
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--prune",
+            "--no-write-fetch-head",
+            "--no-recurse-submodules",
+            remote,
+            &spec,
+        ],
+        None,
+    )?;
+    if !out.success {
+        return Err(Error::Unconfirmed {
+            task: "the next task".into(),
+            remote: remote.to_string(),
+            message: format!(
+                "cannot learn the claims on the remote '{remote}' ({}): {}; nothing was claimed",
+                board.project().display(),
+                first_line(&out.stderr)
+            ),
+        });
+    }
+    Ok(all_known(board)?
+        .into_iter()
+        .map(|r| (r.task.clone(), r))
+        .collect())
+}
+
+/// Whether `claim --next` should try a task, given the remote's record of it: no record,
+/// a free one, or one this actor holds.
+pub fn worth_trying(board: &Board, record: Option<&Record>, actor: &str) -> bool {
+    record.is_none_or(|r| {
+        r.agent == actor || (board.config.workflow.is_claimable(&r.state) && !r.held(board))
+    })
+}
+
+/// How many of the best candidates of one priority `claim --next` spreads its agents over
+/// on a connected board.
+pub const SPREAD: usize = 16;
+
+/// On a connected board, agents on different machines see one another's claims only by
+/// losing a race to them, so if all went for the very best task they would queue on it,
+/// one push and one fetch per loser per task. `claim --next` therefore starts each agent at
+/// its own place among the first [`SPREAD`] candidates of the best priority (by a hash of
+/// its name) and goes on from there, wrapping round; priorities are kept.
+pub fn spread(candidates: &mut [crate::doc::Document], actor: &str) {
+    let Some(first) = candidates.first().map(|d| d.priority()) else {
+        return;
+    };
+    let lead = candidates
+        .iter()
+        .take(SPREAD)
+        .take_while(|d| d.priority() == first)
+        .count();
+    if lead > 1 {
+        // FNV-1a: stable across runs and machines.
+        let hash = actor.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        candidates[..lead].rotate_left((hash % lead as u64) as usize);
+    }
 }
 
 /// Confirms `step` with `remote`: pushes the new record under a lease on the one this
@@ -529,12 +627,12 @@ pub fn confirm(board: &Board, remote: &str, step: &Step) -> Result<Confirmed> {
                 busy = Some(why);
             }
             PushResult::Failed(why) => {
-                return Err(unconfirmed(board, step, remote, &why));
+                return Err(unconfirmed_error(board, step, remote, &why));
             }
         }
     }
     if let Some(why) = busy {
-        return Err(unconfirmed(board, step, remote, &why));
+        return Err(unconfirmed_error(board, step, remote, &why));
     }
     Err(Error::conflict(
         board.rel(&board.doc_path(crate::doc::Region::Tasks, step.task)),
@@ -715,11 +813,13 @@ pub fn renew(board: &Board, agent: &str) -> Result<Renewed> {
                     task: &r.task,
                     actor: agent,
                     claim: false,
+                    from: &r.state,
                     to: &r.state,
                     force: false,
                     local_holder: None,
+                    expired_hold_of: None,
                 };
-                return Err(unconfirmed(board, &step, &remote, &why));
+                return Err(unconfirmed_error(board, &step, &remote, &why));
             }
         }
     }
@@ -759,6 +859,39 @@ pub fn reconcile(board: &Board) -> Result<Vec<String>> {
         }
     }
     Ok(changed)
+}
+
+/// The claims this clone holds that the remote has not confirmed, as `(task, holder)`: a
+/// held task whose record (as last fetched) names another holder or none (a `--local`
+/// claim, one made before the board was connected). Empty on a board not connected. For
+/// `tavern check`.
+pub fn unconfirmed(board: &Board) -> Result<Vec<(String, String)>> {
+    if remote(board)?.is_none() {
+        return Ok(Vec::new());
+    }
+    let records: std::collections::HashMap<String, Record> = all_known(board)?
+        .into_iter()
+        .map(|r| (r.task.clone(), r))
+        .collect();
+    let w = &board.config.workflow;
+    let scan = crate::scan::scan_matching(board, &[crate::doc::Region::Tasks], |d| {
+        d.str("claimed_by").is_some_and(|a| !a.is_empty())
+            && d.status()
+                .is_some_and(|s| !w.is_claimable(s) && !w.is_terminal(s))
+    })?;
+    let mut out: Vec<(String, String)> = scan
+        .docs
+        .iter()
+        .filter_map(|d| {
+            let holder = d.str("claimed_by")?;
+            let confirmed = records
+                .get(d.id())
+                .is_some_and(|r| r.agent == holder && r.held(board));
+            (!confirmed).then(|| (d.id().to_string(), holder.to_string()))
+        })
+        .collect();
+    out.sort();
+    Ok(out)
 }
 
 /// Every record on the remote, fetched into this clone's copies (copies of records the

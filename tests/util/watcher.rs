@@ -1,14 +1,14 @@
 //! A `tavern watch --json` process running on a test board, and what it printed.
 
 use std::io::BufRead;
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{Out, TestBoard};
+use super::{BIN, Out, TestBoard};
 
 /// How long a test waits for something the watcher should do (generous: shared machines).
 pub const PATIENCE: Duration = Duration::from_secs(60);
@@ -212,4 +212,54 @@ pub fn lines_of(b: &TestBoard, name: &str) -> Vec<String> {
 /// The log entries with this op.
 pub fn ops(log: &[Value], op: &str) -> Vec<Value> {
     log.iter().filter(|e| e["op"] == op).cloned().collect()
+}
+
+/// Writes a knowledge source.
+pub fn source(b: &TestBoard, name: &str, front: &str, prompt: &str) {
+    b.write(
+        &format!("control/sources/{name}.md"),
+        format!("---\nname: {name}\n{front}---\n{prompt}"),
+    );
+}
+
+/// Runs a shell command in the project directory, as an agent's shell would.
+pub fn sh(b: &TestBoard, script: &str) {
+    let ok = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(b.root())
+        .env("T", BIN)
+        .status()
+        .expect("run sh");
+    assert!(ok.success(), "sh -c {script}");
+}
+
+/// A source that appends `$TAVERN_EVENT $TAVERN_ID` to ran.txt in the project.
+pub fn recorder(b: &TestBoard, name: &str, on: &str) {
+    source(
+        b,
+        name,
+        &format!("watch: [tasks]\non: [{on}]\nrun: echo \"$TAVERN_EVENT $TAVERN_ID\" >> ran.txt\n"),
+        "",
+    );
+}
+
+pub fn sorted(mut v: Vec<String>) -> Vec<String> {
+    v.sort();
+    v
+}
+
+pub fn finished(log: &[Value]) -> Vec<Value> {
+    ops(log, "activation")
+        .into_iter()
+        .filter(|e| e["to"] != "started")
+        .collect()
+}
+
+pub fn find_all(dir: &std::path::Path) -> Vec<String> {
+    let out = Command::new("find").arg(dir).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
 }

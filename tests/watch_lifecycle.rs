@@ -1,0 +1,142 @@
+//! One watcher per board, and a board (or its .state/) removed, moved or swapped under a
+//! running watcher.
+
+#![cfg(unix)]
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::util::TestBoard;
+use crate::util::watcher::{Watcher, find_all, lines_of, ops, recorder, sh, source};
+
+#[test]
+fn one_watcher_per_board() {
+    let b = TestBoard::new();
+    let w = Watcher::start(&b, &[]);
+    let out = b.run(&["watch"]);
+    out.code(3).stderr_has(&format!(
+        "another `tavern watch` is running on this board (pid {})",
+        w.pid()
+    ));
+    w.stop();
+    b.run(&["watch", "--once"]).ok();
+}
+
+#[test]
+fn a_board_removed_under_the_watcher_stops_it_and_nothing_is_made_in_its_place() {
+    let b = TestBoard::new();
+    source(&b, "slow", "watch: [tasks]\nrun: sleep 30\n", "");
+    b.task("Before", &[]);
+    let mut w = Watcher::start(&b, &[]);
+    b.task("Starts a sleeper", &[]);
+    let started = w.wait_for("the sleeper", |v| v["event"] == "started");
+    let pid = started["pid"].as_u64().unwrap();
+    std::fs::rename(b.board(), b.root().join("moved-away")).unwrap();
+    assert_eq!(w.wait_exit(), 4, "{}", w.dump());
+    // (A write racing the removal may warn first.)
+    let stderr = w.stderr();
+    let (last, before) = stderr
+        .trim_end()
+        .lines()
+        .collect::<Vec<_>>()
+        .split_last()
+        .map(|(l, b)| (l.to_string(), b.to_vec()))
+        .unwrap();
+    assert!(
+        before.iter().all(|l| l.starts_with("warning: ")),
+        "{stderr}"
+    );
+    let error: Value = serde_json::from_str(&last).unwrap();
+    assert_eq!(
+        error["error"]["message"],
+        format!(
+            "board {} not found\nhint: it was removed or moved away while `tavern watch` ran (a board made in its place since is another board: start a watcher for it); the watcher stopped without writing anything more and killed the 1 activation that ran",
+            b.board().display()
+        )
+    );
+    assert_eq!(error["error"]["code"], 4);
+    assert!(
+        !b.board().exists(),
+        "the watcher made a new board directory: {:?}",
+        find_all(&b.board())
+    );
+    // The activation's process group is gone (once init has reaped what was the
+    // watcher's child).
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        let alive = Command::new("sh")
+            .arg("-c")
+            .arg(format!("kill -0 -- -{pid} 2>/dev/null"))
+            .status()
+            .unwrap();
+        if !alive.success() {
+            break;
+        }
+        assert!(Instant::now() < end, "the activation {pid} still runs");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_cleaned_state_directory_does_not_let_a_second_watcher_in() {
+    let b = TestBoard::new();
+    recorder(&b, "rec", "created");
+    let by_hand = b.task("Edited by hand after the clean", &[]);
+    let by_tavern = b.task("Edited with tavern after the clean", &[]);
+    let w = Watcher::start(&b, &[]);
+    std::fs::remove_dir_all(b.board().join(".state")).unwrap();
+    // The first watcher notices within a second and locks the board again.
+    let end = Instant::now() + Duration::from_secs(60);
+    while !w.stderr().contains("locked the board again") {
+        assert!(Instant::now() < end, "no warning: {}", w.stderr());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        w.stderr(),
+        "warning: .state/ was removed under the watcher (git clean?): locked the board again\n"
+    );
+    b.run(&["watch", "--once"])
+        .code(3)
+        .stderr_is(&format!(
+            "error: .state/locks/watch.lock: another `tavern watch` is running on this board (pid {}); one watcher per board\n",
+            w.pid()
+        ));
+    let mut w = w;
+    // The shadows went with .state/: existing documents are still not new ones.
+    sh(&b, &format!("echo more >> .tavern/tasks/{by_hand}.md"));
+    b.run(&["edit", &by_tavern, "--set", "priority=0"]).ok();
+    w.wait_until("both edits seen", |seen| {
+        seen.iter().filter(|v| v["event"] == "change").count() >= 2
+    });
+    let id = b.task("Seen once", &[]);
+    w.wait_finished(1);
+    let (code, _) = w.stop();
+    assert_eq!(code, 0);
+    assert_eq!(lines_of(&b, "ran.txt"), vec![format!("created {id}")]);
+    let hand = ops(&b.log(), "external-edit");
+    assert_eq!(hand.len(), 1, "{hand:#?}");
+    assert_eq!(hand[0]["doc"], format!("tasks/{by_hand}.md"));
+    assert_eq!(
+        hand[0]["note"],
+        "changed outside tavern (its last content was not kept: no diff)"
+    );
+}
+
+#[test]
+fn a_board_swapped_for_a_new_one_stops_the_watcher_of_the_old_one() {
+    let b = TestBoard::new();
+    let mut w = Watcher::start(&b, &[]);
+    std::fs::rename(b.board(), b.root().join("old-board")).unwrap();
+    b.run(&["init"]).ok();
+    assert_eq!(w.wait_exit(), 4, "{}", w.dump());
+    let stderr = w.stderr();
+    assert!(
+        stderr.contains(&format!("board {} not found", b.board().display())),
+        "{stderr}"
+    );
+    // A watcher for the new board starts: nothing holds its lock.
+    let w = Watcher::start(&b, &[]);
+    assert_eq!(w.stop().0, 0);
+}
