@@ -137,6 +137,29 @@ fn tools_list_per_profile_is_small_and_written_for_a_model() {
 /// The agent loop, once through MCP and once through the CLI on an identical board: the
 /// task file and the log entries come out the same.
 #[test]
+fn status_starts_where_tavern_events_stopped() {
+    let Some(py) = python() else { return };
+    let m = TestBoard::new();
+    m.run(&["new", "task", "--title", "Parse", "--id", "task-a"])
+        .ok();
+    // `events` keeps its cursor per origin; status reads the same cursor.
+    m.run(&["--as", "coder-1", "events"]).ok();
+    let r = session(
+        &py,
+        &m,
+        &["--as", "coder-1"],
+        json!([call("status", json!({}))]),
+    );
+    let ops: Vec<&str> = ok(&r[0])["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["op"].as_str().unwrap())
+        .collect();
+    assert_eq!(ops, ["agent"], "only the server's own registration is new");
+}
+
+#[test]
 fn the_agent_loop_leaves_what_the_cli_leaves() {
     let Some(py) = python() else { return };
     let setup = |b: &TestBoard| {

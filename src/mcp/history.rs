@@ -52,19 +52,17 @@ pub fn changes_since_last_look(board: &Board, actor: &str) -> Result<Changes> {
             "status keeps a cursor per agent, so the agent's name must be a valid id; '{actor}' is not (start the server with --as NAME)"
         ))
     })?;
+    // The same cursor as `tavern events`: a high-water mark per origin (log::Marks), so
+    // the two can be used in turn and both stay right after a merge of clones' logs.
     let cursor = tavern::layout::events_cursor(&board.root, actor);
-    let since: u64 = std::fs::read_to_string(&cursor)
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(0);
-    let from = tavern::log::offset_after_seq(board, since)?;
-    let (entries, _, _) = tavern::log::read_from(board, from)?;
-    let new: Vec<&Entry> = entries.iter().filter(|e| e.seq > since).collect();
+    let mut marks = tavern::log::Marks::load(&cursor);
+    let new = marks.read_new(board)?;
     let shown = &new[..new.len().min(CHANGES)];
-    if let Some(last) = shown.last() {
-        let dir = cursor.parent().unwrap_or(&cursor).to_path_buf();
-        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, "create directory", e))?;
-        tavern::store::write_atomic(&cursor, format!("{}\n", last.seq).as_bytes())?;
+    if !shown.is_empty() {
+        for e in shown {
+            marks.advance(e);
+        }
+        marks.save(&cursor)?;
     }
     Ok(Changes {
         entries: shown.iter().map(|e| entry(e, false)).collect(),
