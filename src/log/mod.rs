@@ -15,10 +15,11 @@ use crate::error::{Error, Result};
 use crate::store;
 use crate::yaml::{self, YamlLimits};
 
+mod index;
 mod marks;
 mod seek;
 pub use marks::Marks;
-pub use seek::{offset_after_seq, offset_near_time};
+pub use seek::{offset_after_marks, offset_after_seq, offset_near_time};
 
 /// How the note of an entry logged late begins (by the recovery of a write interrupted
 /// before its log append): its `at` is older than its place in the file, which the

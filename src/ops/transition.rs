@@ -430,8 +430,9 @@ pub fn claim_next_with(
     let mut later = Vec::new();
     if let Some(remote) = &remote {
         let survey = claims::survey(board, remote)?;
-        let (now, changed): (Vec<Document>, Vec<Document>) =
-            candidates.into_iter().partition(|d| !survey.changed(d.id()));
+        let (now, changed): (Vec<Document>, Vec<Document>) = candidates
+            .into_iter()
+            .partition(|d| !survey.changed(d.id()));
         candidates = now;
         candidates.retain(|d| claims::worth_trying(board, survey.known.get(d.id()), actor));
         claims::spread(&mut candidates, actor);

@@ -340,13 +340,19 @@ mod tests {
             config_lookup(text, "tavern.remote"),
             Lookup::Set("my remote".into())
         );
-        assert_eq!(config_lookup("[core]\n\tbare = false\n", "tavern.remote"), Lookup::Unset);
+        assert_eq!(
+            config_lookup("[core]\n\tbare = false\n", "tavern.remote"),
+            Lookup::Unset
+        );
         assert_eq!(
             config_lookup("[tavern]\n\tremote = a\\\n b\n", "tavern.remote"),
             Lookup::Unsure
         );
         assert_eq!(
-            config_lookup("[include]\n\tpath = x\n[tavern]\nremote = a\n", "tavern.remote"),
+            config_lookup(
+                "[include]\n\tpath = x\n[tavern]\nremote = a\n",
+                "tavern.remote"
+            ),
             Lookup::Unsure
         );
         assert_eq!(
