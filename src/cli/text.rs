@@ -44,7 +44,14 @@ impl Render for Shown {
 
 /// A log entry on one line (control characters blanked), as `log` and `events` show it.
 pub fn entry_line(e: &Entry) -> String {
-    let mut s = format!("{} {} {} {} {}", e.seq, e.at, e.actor, e.op, e.doc);
+    let mut s = format!(
+        "{} {} {} {} {}",
+        tavern::log::entry_id(e),
+        e.at,
+        e.actor,
+        e.op,
+        e.doc
+    );
     if let Some(t) = &e.transition {
         s.push_str(&format!(" {t}"));
     }
