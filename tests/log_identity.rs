@@ -105,7 +105,8 @@ fn entries_with_the_same_seq_from_two_clones_are_each_shown_once_after_a_pull() 
     git(&b, &["push", "-q", "origin", "main"]);
     git(&a, &["pull", "-q", "--no-rebase", "origin", "main"]);
 
-    // Every entry once, in (seq, origin) order; the text names each as ORIGIN:SEQ.
+    // Every entry once, in (seq, origin) order; the text names the other clone's entries
+    // ORIGIN:SEQ, this clone's own by their seq.
     let all = log_json(&a, &[]);
     let set: BTreeSet<_> = all.iter().cloned().collect();
     assert_eq!(set.len(), all.len(), "no entry twice: {all:?}");
@@ -118,6 +119,16 @@ fn entries_with_the_same_seq_from_two_clones_are_each_shown_once_after_a_pull() 
                 .count(),
             1,
             "{o}:{n} in\n{text}"
+        );
+    }
+    let own: Vec<&(String, u64)> = before.iter().rev().take(3).collect();
+    for (_, n) in own {
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.starts_with(&format!("{n} ")))
+                .count(),
+            1,
+            "{n} in\n{text}"
         );
     }
     // The reader's marks show exactly bob's entries, once; a bare seq (the highest the

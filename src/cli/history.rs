@@ -59,6 +59,7 @@ pub struct EventsArgs {
 /// shown) advances once they are printed.
 pub fn events(ctx: &Ctx, a: EventsArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
+    super::text::set_own_origin(&board);
     let actor = ctx.actor(&board)?;
     let since = a.since.as_deref().map(parse_since).transpose()?;
     let events = history::events(&board, &actor, since, None)?;
@@ -70,6 +71,14 @@ pub fn events(ctx: &Ctx, a: EventsArgs) -> Result<ExitCode> {
             Since::All => String::new(),
             Since::Marks(m) if m.base == 0 && m.by_origin.is_empty() => {
                 " (the log is empty)".to_string()
+            }
+            // Only this clone's entries seen: their seq says it.
+            Since::Marks(m)
+                if m.base == 0
+                    && m.by_origin.len() == 1
+                    && tavern::log::own_origin(&board).as_ref() == m.by_origin.keys().next() =>
+            {
+                format!(" since seq {}", m.by_origin.values().next().unwrap_or(&0))
             }
             s => format!(" since {}", s.describe()),
         };
@@ -83,6 +92,7 @@ pub fn events(ctx: &Ctx, a: EventsArgs) -> Result<ExitCode> {
 
 pub fn log(ctx: &Ctx, a: LogArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
+    super::text::set_own_origin(&board);
     let filter = LogFilter {
         since: a
             .since
@@ -130,5 +140,6 @@ pub struct DiffArgs {
 
 pub fn diff(ctx: &Ctx, a: DiffArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
+    super::text::set_own_origin(&board);
     ctx.print(&history::diff(&board, &a.id)?)
 }

@@ -21,7 +21,7 @@ mod seek;
 mod since;
 pub use marks::Marks;
 pub use seek::{offset_after_marks, offset_after_seq, offset_near_time};
-pub use since::{Since, entry_id};
+pub use since::{Since, entry_id, entry_name, own_origin};
 
 /// How the note of an entry logged late begins (by the recovery of a write interrupted
 /// before its log append): its `at` is older than its place in the file, which the

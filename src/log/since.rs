@@ -38,6 +38,24 @@ pub fn entry_id(e: &Entry) -> String {
     }
 }
 
+/// An entry's name as a clone shows it: its seq alone when it is this clone's own entry
+/// (`own`, see [`own_origin`]) or older than origins, `ORIGIN:SEQ` when another clone
+/// wrote it.
+pub fn entry_name(e: &Entry, own: Option<&str>) -> String {
+    if own == Some(e.origin.as_str()) {
+        e.seq.to_string()
+    } else {
+        entry_id(e)
+    }
+}
+
+/// This clone's origin, if it has written to its log yet (never makes one up).
+pub fn own_origin(board: &Board) -> Option<String> {
+    let text = std::fs::read_to_string(board.state_dir().join("clock")).ok()?;
+    let o = text.split_whitespace().next()?;
+    crate::id::validate(o).is_ok().then(|| o.to_string())
+}
+
 /// An origin as a cursor names it: what clocks make (`[a-z0-9]`, at least 4), or `-`.
 fn origin_word(w: &str) -> Option<String> {
     if w == "-" {
