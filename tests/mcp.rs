@@ -746,9 +746,15 @@ fn a_reviewer_over_mcp_rejects_and_approves_another_agents_task_in_review() {
             coder(&["submit", "task-r"]),
             call("list", json!({"query": "status=review"})),
             call("move", json!({"id": "task-r", "action": "start"})),
-            call("move", json!({"id": "task-r", "action": "reject", "note": "no tests"})),
+            call(
+                "move",
+                json!({"id": "task-r", "action": "reject", "note": "no tests"})
+            ),
             coder(&["submit", "task-r", "--note", "tests added"]),
-            call("move", json!({"id": "task-r", "action": "approve", "note": "good"})),
+            call(
+                "move",
+                json!({"id": "task-r", "action": "approve", "note": "good"})
+            ),
         ]),
     );
     // Not in review yet: the workflow refuses, as it would at the CLI.

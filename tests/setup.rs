@@ -476,13 +476,19 @@ fn codex_and_opencode_share_agents_md_and_each_remove_leaves_it_to_the_other() {
             .collect();
         assert_eq!(
             kept,
-            [json!({"path": "AGENTS.md", "action": "kept", "what": "agent loop notes", "used_by": [second]})]
+            [
+                json!({"path": "AGENTS.md", "action": "kept", "what": "agent loop notes", "used_by": [second]})
+            ]
         );
         let now = files(b.root());
         for (rel, bytes) in &now {
             let theirs = samples(first).iter().any(|(r, _)| r == rel);
             if theirs && rel != "AGENTS.md" {
-                assert_eq!(Some(bytes), original.get(rel), "{first}: {rel} not restored");
+                assert_eq!(
+                    Some(bytes),
+                    original.get(rel),
+                    "{first}: {rel} not restored"
+                );
             }
         }
         assert_eq!(
@@ -560,7 +566,8 @@ fn an_ended_codex_session_without_an_end_hook_has_its_claims_swept_once_codex_is
     drop(codex.stdin.take());
     codex.wait().unwrap();
     let pid = name.trim_start_matches("codex-");
-    let why = format!("lease expired: {name} not seen since <TIME> (lease 1s) and its pid {pid} on ");
+    let why =
+        format!("lease expired: {name} not seen since <TIME> (lease 1s) and its pid {pid} on ");
     let swept = crate::util::redact_times(&b.run(&["sweep"]).ok().stdout);
     assert!(
         swept.starts_with(&format!("released task-c: {why}")) && swept.ends_with(" is gone\n"),
@@ -570,7 +577,10 @@ fn an_ended_codex_session_without_an_end_hook_has_its_claims_swept_once_codex_is
     let release = b.log().into_iter().rfind(|e| e["op"] == "release").unwrap();
     assert_eq!(release["actor"], json!("tavern-sweep"));
     let note = crate::util::redact_times(release["note"].as_str().unwrap());
-    assert!(note.starts_with(&why) && note.ends_with(" is gone"), "{note}");
+    assert!(
+        note.starts_with(&why) && note.ends_with(" is gone"),
+        "{note}"
+    );
     // Its card stays, as stale and holding nothing (no hook marks it gone).
     let list = b.run(&["agent", "list"]);
     let row: Vec<&str> = list
@@ -614,7 +624,10 @@ fn opencode(b: &TestBoard, node: &str, script: Value) -> Value {
         std::env::var("PATH").unwrap_or_default()
     );
     let out = Command::new(node)
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/setup/opencode.mjs"))
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/setup/opencode.mjs"
+        ))
         .arg(b.root().join(".opencode/plugins/tavern.js"))
         .arg(b.root())
         .arg(&file)
@@ -684,7 +697,14 @@ fn the_opencode_plugin_runs_tavern_hook_for_opencodes_events() {
     let steps = out["steps"].as_array().unwrap();
     let hook = |what: &str, session: &str| {
         json!([[
-            "tavern", "hook", "opencode", what, "--pid", pid, "--session", session
+            "tavern",
+            "hook",
+            "opencode",
+            what,
+            "--pid",
+            pid,
+            "--session",
+            session
         ]])
     };
     let ran: Vec<&Value> = steps.iter().map(|s| &s["ran"]).collect();
@@ -720,10 +740,9 @@ fn the_opencode_plugin_runs_tavern_hook_for_opencodes_events() {
     let context = steps[6]["context"].as_array().unwrap();
     assert_eq!(context.len(), 1);
     assert!(
-        context[0]
-            .as_str()
-            .unwrap()
-            .starts_with(&format!("The context was compacted; this is the tavern board again. You are agent `{name}`.")),
+        context[0].as_str().unwrap().starts_with(&format!(
+            "The context was compacted; this is the tavern board again. You are agent `{name}`."
+        )),
         "{context:?}"
     );
 
@@ -761,8 +780,26 @@ fn the_opencode_plugin_runs_tavern_hook_for_opencodes_events() {
     assert_eq!(
         ran,
         [
-            &json!([["tavern", "hook", "opencode", "session-start", "--pid", pid, "--session", "ses_1"]]),
-            &json!([["tavern", "hook", "opencode", "heartbeat", "--pid", pid, "--session", "ses_1"]]),
+            &json!([[
+                "tavern",
+                "hook",
+                "opencode",
+                "session-start",
+                "--pid",
+                pid,
+                "--session",
+                "ses_1"
+            ]]),
+            &json!([[
+                "tavern",
+                "hook",
+                "opencode",
+                "heartbeat",
+                "--pid",
+                pid,
+                "--session",
+                "ses_1"
+            ]]),
         ]
     );
     assert!(

@@ -204,7 +204,9 @@ pub fn run(
             // so does their backup, for the last client's --remove to restore.
             let users = clients::others_using(&a.client, &plan.path, a.user, &base, &home);
             if !users.is_empty() && new != current {
-                report.push(json!({"path": shown, "action": "kept", "what": plan.what, "used_by": users}));
+                report.push(
+                    json!({"path": shown, "action": "kept", "what": plan.what, "used_by": users}),
+                );
                 continue;
             }
         }
