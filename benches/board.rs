@@ -364,7 +364,9 @@ fn main() {
         };
         let raw = (sizes.contains(&n) && !only_mcp)
             .then(|| time_commands(&b, &built, n, runs, true_bin, &mut rows));
-        if sizes.contains(&n) {
+        // `TAVERN_BENCH_MCP=0` leaves the MCP table out.
+        let mcp_on = std::env::var("TAVERN_BENCH_MCP").map_or(true, |v| v != "0");
+        if sizes.contains(&n) && mcp_on {
             if mcp_sizes.is_empty() {
                 mcp_sizes = mcp::tools_list_sizes(&b);
             }
