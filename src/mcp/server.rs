@@ -237,9 +237,9 @@ impl ServerHandler for Server {
                 "tavern://guide" => Ok(GUIDE.to_string()),
                 "tavern://summary" => {
                     let v =
-                        tavern::ops::summary::summary(&ctx.board, None, chrono::Duration::hours(1))
+                        tavern::api::summary::summary(&ctx.board, None, chrono::Duration::hours(1))
                             .map_err(|e| e.to_string())?;
-                    Ok(tavern::ops::summary::render(&v))
+                    Ok(v.markdown())
                 }
                 other => {
                     let (region, id) =

@@ -147,8 +147,8 @@ fn deregister(board: &Board, name: &str) -> Result<()> {
 /// Prints the board summary as context for the model, in the form the client reads.
 fn context(board: &Board, client: &str, name: &str, again: bool) -> Result<()> {
     tavern::ops::sweep::sweep(board)?;
-    let v = tavern::ops::summary::summary(board, None, chrono::Duration::hours(1))?;
-    let summary = tavern::ops::summary::render(&v);
+    let v = tavern::api::summary::summary(board, None, chrono::Duration::hours(1))?;
+    let summary = v.markdown();
     let summary: String = summary.chars().take(SUMMARY_CHARS).collect();
     let intro = if again {
         format!(
