@@ -657,16 +657,19 @@ impl Watch {
                         act.source, act.doc, sp.pid, sp.output
                     ),
                 );
-                self.sched.started(Running {
-                    pid: sp.pid,
-                    started: now,
-                    started_at: chrono::Utc::now(),
-                    deadline: now + source.timeout,
-                    output: sp.output,
-                    timed_out: false,
-                    killed: false,
-                    act,
-                });
+                self.sched.started(
+                    Running {
+                        pid: sp.pid,
+                        started: now,
+                        started_at: chrono::Utc::now(),
+                        deadline: now + source.timeout,
+                        output: sp.output,
+                        timed_out: false,
+                        killed: false,
+                        act,
+                    },
+                    Instant::now(),
+                );
                 self.save_running();
             }
             Err(e) => {
