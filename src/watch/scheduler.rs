@@ -641,7 +641,7 @@ mod tests {
         };
         let mut s = Scheduler::default();
         let t = Instant::now();
-        let mut offer = |s: &mut Scheduler, seq: u64, now: Instant| {
+        let offer = |s: &mut Scheduler, seq: u64, now: Instant| {
             let c = change("tasks/t.md", vec![On::Changed], Some("h"), seq);
             let offers = s.offer(&c, &srcs, &g, now);
             // Taken from the queue each time, so that nothing merges.
@@ -766,7 +766,7 @@ mod tests {
             priority,
             queued_at: t - chrono::Duration::milliseconds(age_ms),
         };
-        let mut q = vec![
+        let mut q = [
             a(1, 0, 0, 9),
             a(2, 0, 50, 9),
             a(3, 1, 0, 9),

@@ -136,7 +136,7 @@ pub struct Source {
     pub timeout: Duration,
     /// The body: given to the command on stdin.
     pub prompt: String,
-    /// `description:`, free text for humans (`tavern sources list --json`).
+    /// `description:`, free text for humans (listed with the sources).
     pub description: Option<String>,
 }
 
