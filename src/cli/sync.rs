@@ -48,3 +48,66 @@ pub fn status(ctx: &Ctx) -> Result<ExitCode> {
     ))?;
     Ok(ExitCode::SUCCESS)
 }
+
+#[derive(Debug, clap::Args)]
+pub struct SyncArgs {
+    #[command(subcommand)]
+    pub command: Option<SyncCommand>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum SyncCommand {
+    /// Connect the board to a git remote (default origin) and fetch its board branch if it has one
+    Init {
+        /// The git remote
+        #[arg(default_value = "origin")]
+        remote: String,
+    },
+}
+
+pub fn sync(ctx: &Ctx, a: SyncArgs) -> Result<ExitCode> {
+    match a.command {
+        Some(SyncCommand::Init { remote }) => {
+            let repo = tavern::sync::repo::Repo::find(&ctx.cwd).ok_or_else(|| {
+                tavern::Error::input(format!(
+                    "{} is not in a git repository: sync needs one",
+                    ctx.cwd.display()
+                ))
+            })?;
+            let root = match ctx.board() {
+                Ok(b) => b.root,
+                Err(_) => repo
+                    .in_main(&ctx.cwd)
+                    .and(repo.main.clone())
+                    .unwrap_or_else(|| repo.worktree.clone())
+                    .join(tavern::layout::BOARD_DIR),
+            };
+            let had = tavern::sync::init(&repo, &root, &remote)?;
+            if ctx.global.json {
+                output::json_line(
+                    &serde_json::json!({"remote": remote, "board": root, "remote_had_board": had}),
+                )?;
+            } else {
+                line(&format!(
+                    "connected {} to '{remote}'{}",
+                    root.display(),
+                    if had {
+                        " (fetched its board branch)"
+                    } else {
+                        ""
+                    }
+                ))?;
+            }
+        }
+        None => {
+            let board = ctx.board()?;
+            let x = tavern::sync::exchange(&board)?;
+            if ctx.global.json {
+                output::json_line(&serde_json::to_value(&x).unwrap_or_default())?;
+            } else {
+                line(&format!("{}: {}", x.remote, x.outcome))?;
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
