@@ -128,7 +128,7 @@ pub fn read(board: &Board, id: &str) -> Result<Option<Agent>> {
     Ok(Some(Agent { card, last_seen }))
 }
 
-/// Every registered agent (cards that cannot be read are skipped with a warning).
+/// Every registered agent (cards that cannot be read are skipped, with a notice).
 pub fn all(board: &Board) -> Result<Vec<Agent>> {
     let dir = cards_dir(board);
     let mut out = Vec::new();
@@ -150,7 +150,9 @@ pub fn all(board: &Board) -> Result<Vec<Agent>> {
         match read(board, &id) {
             Ok(Some(a)) => out.push(a),
             Ok(None) => {}
-            Err(e) => eprintln!("warning: skipped agent card: {e}"),
+            Err(e) => crate::notice::report(crate::notice::Notice::AgentCardSkipped {
+                problem: e.to_string(),
+            }),
         }
     }
     Ok(out)

@@ -55,6 +55,123 @@ impl Kind {
     }
 }
 
+/// A piece of a request that a message names. The library never spells how a front-end
+/// takes it (the CLI as `--if-rev`, a server as a parameter): messages keep it as this
+/// value and each front-end names it its own way ([`Message::render`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// Who is acting.
+    Actor,
+    Title,
+    /// A field set at creation (`key=value`).
+    Set,
+    Id,
+    DependsOn,
+    Topic,
+    Ttl,
+    Scope,
+    About,
+    Parent,
+    Resolution,
+    Permission,
+    Resource,
+    Reason,
+    Blocks,
+    Choice,
+    /// Overriding a claim or a workflow-owned field (logged).
+    Force,
+    /// The rev the caller read, for a compare-and-swap.
+    IfRev,
+    /// Adding to or removing from a list field.
+    AddRemove,
+    /// Creating a board inside another board's project.
+    Nested,
+}
+
+impl Input {
+    /// A name for messages that no front-end renders: the request field's own name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Input::Actor => "actor",
+            Input::Title => "title",
+            Input::Set => "set",
+            Input::Id => "id",
+            Input::DependsOn => "depends_on",
+            Input::Topic => "topic",
+            Input::Ttl => "ttl",
+            Input::Scope => "scope",
+            Input::About => "about",
+            Input::Parent => "parent",
+            Input::Resolution => "resolution",
+            Input::Permission => "permission",
+            Input::Resource => "resource",
+            Input::Reason => "reason",
+            Input::Blocks => "blocks",
+            Input::Choice => "choice",
+            Input::Force => "force",
+            Input::IfRev => "if_rev",
+            Input::AddRemove => "add/remove",
+            Input::Nested => "nested",
+        }
+    }
+}
+
+/// Part of a [`Message`]: text, or an input it names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Part {
+    Text(String),
+    Input(Input),
+}
+
+impl From<&str> for Part {
+    fn from(s: &str) -> Part {
+        Part::Text(s.to_string())
+    }
+}
+
+impl From<String> for Part {
+    fn from(s: String) -> Part {
+        Part::Text(s)
+    }
+}
+
+impl From<Input> for Part {
+    fn from(i: Input) -> Part {
+        Part::Input(i)
+    }
+}
+
+/// Text about a request with the inputs it names kept as data.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Message(pub Vec<Part>);
+
+impl Message {
+    /// The text with each input named by `name`.
+    pub fn render(&self, name: &dyn Fn(Input) -> String) -> String {
+        self.0
+            .iter()
+            .map(|p| match p {
+                Part::Text(t) => t.clone(),
+                Part::Input(i) => name(*i),
+            })
+            .collect()
+    }
+}
+
+impl fmt::Display for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.render(&|i| i.name().to_string()))
+    }
+}
+
+/// A [`Message`] from text and [`Input`]s: `msg!("a title is required: ", Input::Title)`.
+#[macro_export]
+macro_rules! msg {
+    ($($part:expr),* $(,)?) => {
+        $crate::error::Message(vec![$($crate::error::Part::from($part)),*])
+    };
+}
+
 #[derive(Debug)]
 pub enum Error {
     Io {
@@ -113,6 +230,17 @@ pub enum Error {
         remote: String,
         message: String,
     },
+    /// A request the library refuses, in words that name its inputs as data: `kind`
+    /// decides the exit code; `path` is the file it is about, if any.
+    Request {
+        kind: Kind,
+        path: Option<PathBuf>,
+        message: Message,
+    },
+    /// The acting agent is not registered (heartbeat, deregister).
+    NotRegistered {
+        agent: String,
+    },
     /// A git command that tavern ran failed; `message` is git's own.
     Git {
         command: String,
@@ -156,6 +284,24 @@ impl Error {
         }
     }
 
+    /// A refusal whose message names inputs ([`msg!`](crate::msg)).
+    pub fn request(kind: Kind, message: Message) -> Error {
+        Error::Request {
+            kind,
+            path: None,
+            message,
+        }
+    }
+
+    /// A refusal about a file.
+    pub fn request_at(kind: Kind, path: impl Into<PathBuf>, message: Message) -> Error {
+        Error::Request {
+            kind,
+            path: Some(path.into()),
+            message,
+        }
+    }
+
     pub fn kind(&self) -> Kind {
         match self {
             Error::Io { .. } | Error::Git { .. } => Kind::Other,
@@ -171,6 +317,8 @@ impl Error {
             Error::Conflict { .. } => Kind::Conflict,
             Error::Paused { .. } => Kind::Paused,
             Error::Unconfirmed { .. } => Kind::Unconfirmed,
+            Error::Request { kind, .. } => *kind,
+            Error::NotRegistered { .. } => Kind::NotFound,
         }
     }
 
@@ -186,7 +334,10 @@ impl Error {
             | Error::NoSuchBoardDir { path }
             | Error::InvalidDoc { path, .. }
             | Error::Conflict { path, .. }
-            | Error::Git { dir: path, .. } => Some(path),
+            | Error::Git { dir: path, .. }
+            | Error::Request {
+                path: Some(path), ..
+            } => Some(path),
             _ => None,
         }
     }
@@ -204,8 +355,7 @@ impl fmt::Display for Error {
             }
             Error::NoBoard { start } => write!(
                 f,
-                "no tavern board found in {} or any parent directory\n\
-                 hint: create one with `tavern init`, or point at one with --board DIR or TAVERN_BOARD",
+                "no tavern board found in {} or any parent directory",
                 start.display()
             ),
             Error::BoardNotADir { path } => {
@@ -215,11 +365,9 @@ impl fmt::Display for Error {
                     path.display()
                 )
             }
-            Error::NoSuchBoardDir { path } => write!(
-                f,
-                "the board directory {} does not exist\nhint: check the path given with --board or TAVERN_BOARD",
-                path.display()
-            ),
+            Error::NoSuchBoardDir { path } => {
+                write!(f, "the board directory {} does not exist", path.display())
+            }
             Error::Nothing { what, hint } => {
                 write!(f, "no {what}")?;
                 if !hint.is_empty() {
@@ -254,21 +402,24 @@ impl fmt::Display for Error {
                 message,
             } => write!(f, "`{command}` failed in {}: {message}", dir.display()),
             Error::Paused { reason } => {
-                write!(
-                    f,
-                    "the board is paused: {reason}\nhint: `tavern resume` lifts the pause"
-                )
+                write!(f, "the board is paused: {reason}")
             }
             Error::Unconfirmed {
                 task,
                 remote,
                 message,
-            } => write!(
-                f,
-                "{message}\nhint: retry when the remote '{remote}' is reachable (`git ls-remote {remote}` tells); \
-                 or act on this clone alone with --local, at the risk that another machine claims {task} too \
-                 (the remote hears of it at the task's next confirmed move)"
-            ),
+            } => {
+                // What to do next names a flag: the front-end adds it.
+                let _ = (task, remote);
+                f.write_str(message)
+            }
+            Error::Request {
+                path: Some(path),
+                message,
+                ..
+            } => write!(f, "{}: {message}", path.display()),
+            Error::Request { message, .. } => write!(f, "{message}"),
+            Error::NotRegistered { agent } => write!(f, "agent '{agent}' not found"),
         }
     }
 }

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::store;
 
 /// A file a reader skipped, and why.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize)]
 pub struct Skipped {
     pub path: String,
     pub problem: String,

@@ -4,10 +4,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, CommandFactory};
-use serde_json::json;
 
 use super::Ctx;
-use super::output::{self, line};
+use super::output;
+use tavern::api;
 use tavern::error::{Error, Result};
 
 #[derive(Debug, Args)]
@@ -21,7 +21,7 @@ pub struct InitArgs {
 }
 
 pub fn init(ctx: &Ctx, a: InitArgs) -> Result<ExitCode> {
-    let project = match a.dir.or_else(|| ctx.global.board.clone()) {
+    let dir = match a.dir.or_else(|| ctx.global.board.clone()) {
         Some(d) if d.is_absolute() => d,
         Some(d) => ctx.cwd.join(d),
         // In a linked worktree the board is the main worktree's: every worktree shares it.
@@ -30,81 +30,12 @@ pub fn init(ctx: &Ctx, a: InitArgs) -> Result<ExitCode> {
             .and_then(|r| r.in_main(&ctx.cwd))
             .unwrap_or_else(|| ctx.cwd.clone()),
     };
-    // `--board path/.tavern` names the board itself; create it there, not inside it.
-    let project = if project
-        .file_name()
-        .is_some_and(|n| n == tavern::board::BOARD_DIR)
-    {
-        project.parent().map(PathBuf::from).unwrap_or(project)
-    } else {
-        project
-    };
-    if !project.is_dir() {
-        return Err(Error::NotFound {
-            what: format!("directory {}", project.display()),
-            hint: "create it first".into(),
-        });
-    }
-    // A board inside another board's project would silently take over every command run
-    // below it: refuse unless asked for.
-    if !a.nested
-        && !project.join(tavern::board::BOARD_DIR).exists()
-        && let Some(parent) = project.parent()
-        && let Ok(outer) = tavern::board::Board::discover(None, parent)
-    {
-        return Err(Error::conflict(
-            &outer.root,
-            format!(
-                "{} is inside the project of this board; a board there would hide it from every command run below it\nhint: use the existing board (tavern finds it from there), or pass --nested to create a separate one",
-                project.display()
-            ),
-        ));
-    }
-    let report = tavern::board::init(&project)?;
-    if ctx.global.json {
-        output::json_line(&json!({"board": report.root, "created": report.created}))?;
-    } else if report.created.is_empty() {
-        line(&format!(
-            "board already initialised at {}; nothing changed",
-            report.root.display()
-        ))?;
-    } else {
-        line(&format!("initialised board at {}", report.root.display()))?;
-        for c in &report.created {
-            line(&format!("  created {c}"))?;
-        }
-    }
-    Ok(ExitCode::SUCCESS)
+    ctx.print(&api::board::init(&dir, a.nested)?)
 }
 
 pub fn check(ctx: &Ctx) -> Result<ExitCode> {
     let board = ctx.board_as_found()?;
-    let report = tavern::check::check(&board)?;
-    if ctx.global.json {
-        output::json_line(
-            &json!({"ok": report.is_clean(), "documents": report.documents, "log_entries": report.log_entries, "problems": report.problems}),
-        )?;
-    } else if report.is_clean() {
-        line(&format!(
-            "ok: {} documents and {} log entries checked, no problems",
-            report.documents, report.log_entries
-        ))?;
-    } else {
-        for p in &report.problems {
-            eprintln!("{}: {}", p.path, p.problem);
-        }
-        eprintln!(
-            "{} problem{} in {}",
-            report.problems.len(),
-            if report.problems.len() == 1 { "" } else { "s" },
-            board.root.display()
-        );
-    }
-    Ok(if report.is_clean() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(tavern::error::Kind::Invalid.exit_code())
-    })
+    ctx.print(&api::board::check(&board)?)
 }
 
 #[derive(Debug, Args)]
@@ -139,21 +70,7 @@ pub fn summary(ctx: &Ctx, a: SummaryArgs) -> Result<ExitCode> {
             a.stuck_after
         ))
     })?;
-    tavern::ops::sweep::sweep(&board)?;
-    let v = tavern::ops::summary::summary(&board, a.context.as_deref(), stuck)?;
-    for s in v["skipped"].as_array().into_iter().flatten() {
-        eprintln!(
-            "warning: skipped {}: {}",
-            s["path"].as_str().unwrap_or(""),
-            s["problem"].as_str().unwrap_or("")
-        );
-    }
-    if ctx.global.json {
-        output::json_line(&v)?;
-    } else {
-        output::out(&tavern::ops::summary::render(&v))?;
-    }
-    Ok(ExitCode::SUCCESS)
+    ctx.print(&api::summary::summary(&board, a.context.as_deref(), stuck)?)
 }
 
 #[derive(Debug, Args)]
@@ -174,7 +91,6 @@ pub struct ArchiveArgs {
 pub fn archive(ctx: &Ctx, a: ArchiveArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
     let actor = ctx.actor(&board)?;
-    let query = tavern::query::Query::parse(&a.query)?;
     let older = a
         .older_than
         .as_deref()
@@ -184,35 +100,19 @@ pub fn archive(ctx: &Ctx, a: ArchiveArgs) -> Result<ExitCode> {
             })
         })
         .transpose()?;
+    let nothing = |code: ExitCode, none: bool| {
+        if none {
+            output::note(
+                ctx.global.json,
+                "nothing to archive: no finished document matches",
+            );
+        }
+        code
+    };
     if a.dry_run {
-        let docs = tavern::ops::archive::candidates(&board, &query, older)?;
-        if ctx.global.json {
-            let paths: Vec<String> = docs.iter().map(|d| d.rel_path()).collect();
-            output::json_line(&json!({"dry_run": true, "would_move": paths}))?;
-        } else {
-            for d in &docs {
-                line(&format!(
-                    "{}: would move to archive/{}",
-                    d.rel_path(),
-                    d.rel_path()
-                ))?;
-            }
-            if docs.is_empty() {
-                output::note(false, "nothing to archive: no finished document matches");
-            }
-        }
-        return Ok(ExitCode::SUCCESS);
+        let would = api::board::archive_dry_run(&board, &a.query, older)?;
+        return Ok(nothing(ctx.print(&would)?, would.would_move.is_empty()));
     }
-    let moved = tavern::ops::archive::archive(&board, &actor, &query, older)?;
-    if ctx.global.json {
-        output::json_line(&json!({"moved": moved}))?;
-    } else {
-        for e in &moved {
-            line(&format!("{}: {}", e.doc, e.note.as_deref().unwrap_or("")))?;
-        }
-        if moved.is_empty() {
-            output::note(false, "nothing to archive: no finished document matches");
-        }
-    }
-    Ok(ExitCode::SUCCESS)
+    let archived = api::board::archive(&board, &actor, &a.query, older)?;
+    Ok(nothing(ctx.print(&archived)?, archived.moved.is_empty()))
 }

@@ -5,15 +5,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Ctx;
-use super::output::{self, doc_json};
+use tavern::api::{
+    self,
+    docs::{EditSpec, NewDoc},
+};
 use tavern::doc::Region;
 use tavern::error::{Error, Result};
-use tavern::ops::{self, edit::EditSpec, new::NewDoc};
-use tavern::query::Query;
-use tavern::scan;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Kind {
@@ -162,8 +162,7 @@ pub fn new(ctx: &Ctx, a: NewArgs) -> Result<ExitCode> {
         depends_on: a.depends_on,
         sets,
     };
-    let (doc, entry) = ops::new::create(&board, &actor, a.kind.region(), &spec)?;
-    output::created(ctx.global.json, &doc, &entry)
+    ctx.print(&api::docs::create(&board, &actor, a.kind.region(), &spec)?)
 }
 
 #[derive(Debug, Args)]
@@ -174,34 +173,7 @@ pub struct ShowArgs {
 
 pub fn show(ctx: &Ctx, a: ShowArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
-    // A file under solutions/, by its path under the board.
-    if let Some(rel) = ops::resolve::solution_path(&a.id) {
-        let rel = rel?;
-        let text = ops::resolve::read_solution(&board, &rel)?;
-        if ctx.global.json {
-            output::json_line(&json!({"path": rel, "region": "solutions", "body": text}))?;
-        } else {
-            output::out(&text)?;
-        }
-        return Ok(ExitCode::SUCCESS);
-    }
-    // Archived documents stay readable: look there when the board has no such document.
-    let doc = match ops::resolve::resolve(&board, &a.id, &Region::ALL) {
-        Ok((region, id)) => tavern::store::read_doc(&board, region, &id)?,
-        Err(e @ tavern::error::Error::NotFound { .. }) => {
-            match ops::archive::resolve_archived(&board, &a.id)? {
-                Some((region, id)) => ops::archive::read_archived(&board, region, &id)?,
-                None => return Err(e),
-            }
-        }
-        Err(e) => return Err(e),
-    };
-    if ctx.global.json {
-        output::json_line(&doc_json(&doc, true))?;
-    } else {
-        output::out(&doc.raw)?;
-    }
-    Ok(ExitCode::SUCCESS)
+    ctx.print(&tavern::api::docs::show(&board, &a.id)?)
 }
 
 #[derive(Debug, Args)]
@@ -216,40 +188,16 @@ pub struct ListArgs {
 
 pub fn list(ctx: &Ctx, a: ListArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
-    let query = Query::parse(&a.terms)?;
-    let mut regions = query.regions();
-    if regions.is_empty() {
-        regions = Region::ALL.to_vec();
-    }
-    regions.sort();
-    regions.dedup();
-    let now = tavern::time::now();
-    // Filter while reading: a big board is never held in memory whole.
-    // `list archive` lists only the archive; `--archived` adds it to the board.
-    let mut scanned = if query.archived() {
-        scan::Scan::default()
-    } else {
-        scan::scan_matching(&board, &regions, |d| query.matches(d, now))?
+    let req = tavern::api::docs::ListRequest {
+        terms: a.terms,
+        archived: a.archived,
     };
-    if a.archived || query.archived() {
-        let old = scan::scan_archive(&board, &regions, |d| query.matches(d, now))?;
-        scanned.docs.extend(old.docs);
-        scanned.skipped.extend(old.skipped);
+    let listing = tavern::api::docs::list(&board, &req)?;
+    let code = ctx.print(&listing)?;
+    if listing.docs.is_empty() {
+        super::output::note(ctx.global.json, "no documents match");
     }
-    let mut docs = scanned.docs;
-    scan::sort_open_first(&board, &mut docs);
-    output::warn_skipped(&scanned.skipped);
-    if ctx.global.json {
-        let items: Vec<Value> = docs.iter().map(|d| doc_json(d, false)).collect();
-        output::json_line(
-            &json!({"documents": items, "skipped": output::skipped_json(&scanned.skipped)}),
-        )?;
-    } else if !docs.is_empty() {
-        output::out(&output::doc_table(&docs))?;
-    } else {
-        output::note(false, "no documents match");
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(code)
 }
 
 #[derive(Debug, Args)]
@@ -309,15 +257,11 @@ pub fn edit(ctx: &Ctx, a: EditArgs) -> Result<ExitCode> {
             "nothing to edit: give --set, --unset, --add, --remove, --body or --body-file",
         ));
     }
-    let (region, id) = ops::resolve::resolve(&board, &a.id, &Region::ALL)?;
-    let outcome = ops::edit::edit(&board, &actor, region, &id, &spec)?;
-    super::tasks::report(
-        ctx,
-        &outcome,
-        if outcome.changed() {
-            "edited"
-        } else {
-            "unchanged"
-        },
-    )
+    let changed = api::docs::edit(&board, &actor, &a.id, &spec)?;
+    let verb = if changed.changed() {
+        "edited"
+    } else {
+        "unchanged"
+    };
+    super::tasks::report(ctx, &changed, verb)
 }

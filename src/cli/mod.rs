@@ -4,15 +4,18 @@
 mod admin;
 mod agents;
 mod docs;
+pub mod errors;
 mod graph;
 mod history;
 mod observations;
 mod output;
 mod questions;
+pub mod render;
 mod sources;
 mod style;
 mod sync;
 mod tasks;
+mod text;
 mod watch;
 
 use std::path::PathBuf;
@@ -181,6 +184,19 @@ pub struct Ctx {
 }
 
 impl Ctx {
+    pub fn format(&self) -> render::Format {
+        if self.global.json {
+            render::Format::Json
+        } else {
+            render::Format::Text
+        }
+    }
+
+    /// Prints a command's result in the format asked for; its exit code.
+    pub fn print<R: render::Render>(&self, r: &R) -> Result<ExitCode> {
+        render::print(self.format(), r)
+    }
+
     /// The board, with any change an interrupted command left half made completed first.
     pub fn board(&self) -> Result<Board> {
         let board = self.board_as_found()?;
@@ -224,10 +240,10 @@ pub fn report_error(e: &Error, json: bool) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let text = if json {
-        let v = serde_json::json!({"error": {"kind": e.kind().name(), "code": e.exit_code(), "message": e.to_string(), "path": e.path()}});
+        let v = serde_json::json!({"error": {"kind": e.kind().name(), "code": e.exit_code(), "message": errors::message(e), "path": e.path()}});
         format!("{v}\n")
     } else {
-        format!("error: {e}\n")
+        format!("error: {}\n", errors::message(e))
     };
     // One write, so messages of concurrent agents sharing a terminal do not interleave.
     let _ = std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes());

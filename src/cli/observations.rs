@@ -5,11 +5,9 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::docs::BodyArgs;
-use super::output;
 use super::{Ctx, TransitionArgs};
-use tavern::doc::Region;
+use tavern::api::observations::{self, Action, Post};
 use tavern::error::Result;
-use tavern::ops::observations::{self, Action, Post};
 
 #[derive(Debug, Args)]
 pub struct PostArgs {
@@ -75,8 +73,7 @@ pub fn post(ctx: &Ctx, a: PostArgs) -> Result<ExitCode> {
         ttl: a.ttl,
         context: a.context,
     };
-    let (doc, entry) = observations::post(&board, &actor, &spec)?;
-    output::created(ctx.global.json, &doc, &entry)
+    ctx.print(&observations::post(&board, &actor, &spec)?)
 }
 
 #[derive(Debug, Args)]
@@ -109,42 +106,25 @@ fn run(
 ) -> Result<ExitCode> {
     let board = ctx.board()?;
     let actor = ctx.actor(&board)?;
-    let id = tavern::ops::resolve::resolve_kind(
-        &board,
-        reference,
-        Region::Observations,
-        &format!("{verb} works on observations"),
-    )?;
-    let outcome = observations::act(&board, &actor, &id, &action, if_rev)?;
-    let done = match verb {
-        "ack" => "acknowledged",
-        "resolve" => "resolved",
-        _ => "rejected",
-    };
-    super::tasks::report(ctx, &outcome, done)
+    let changed = observations::act(&board, &actor, reference, &action, if_rev)?;
+    super::tasks::report(ctx, &changed, verb)
 }
 
 pub fn ack(ctx: &Ctx, a: AckArgs) -> Result<ExitCode> {
-    run(ctx, &a.id, Action::Ack, a.if_rev, "ack")
+    run(ctx, &a.id, Action::Ack, a.if_rev, "acknowledged")
 }
 
 pub fn resolve(ctx: &Ctx, a: ResolveArgs) -> Result<ExitCode> {
     let action = Action::Resolve {
         resolution: a.resolution,
     };
-    run(ctx, &a.id, action, a.if_rev, "resolve")
+    run(ctx, &a.id, action, a.if_rev, "resolved")
 }
 
 /// `tavern reject ID`: an observation is rejected; a task takes its `reject` transition.
 pub fn reject(ctx: &Ctx, a: TransitionArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
-    let (region, _) =
-        tavern::ops::resolve::resolve(&board, &a.id, &[Region::Tasks, Region::Observations])?;
-    if region == Region::Tasks {
-        return super::tasks::run_transition(ctx, "reject", a);
-    }
-    let action = Action::Reject {
-        note: a.note.clone(),
-    };
-    run(ctx, &a.id, action, a.if_rev, "reject")
+    let actor = ctx.actor(&board)?;
+    let changed = observations::reject(&board, &actor, &a.id, &super::tasks::options(&a))?;
+    super::tasks::report(ctx, &changed, "rejected")
 }

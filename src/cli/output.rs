@@ -3,11 +3,8 @@
 
 use std::io::Write;
 
-use serde_json::{Value, json};
-
 use tavern::doc::Document;
 use tavern::error::{Error, Result};
-use tavern::scan::Skipped;
 
 /// Where stdout goes instead while a pager runs (see `style::Pager`).
 static SINK: std::sync::Mutex<Option<std::process::ChildStdin>> = std::sync::Mutex::new(None);
@@ -38,67 +35,13 @@ pub fn line(text: &str) -> Result<()> {
     out(&format!("{text}\n"))
 }
 
-pub fn json_line(v: &Value) -> Result<()> {
-    line(&v.to_string())
-}
-
 /// Says on stderr what a text-mode command did when it printed nothing else ("no documents
 /// match"), so a person can tell "done" from "did nothing". JSON output is a value and
 /// needs no such note.
 pub fn note(json: bool, text: &str) {
     if !json {
-        eprintln!("{text}");
+        super::render::err_line(text);
     }
-}
-
-pub fn warn_skipped(skipped: &[Skipped]) {
-    for s in skipped {
-        eprintln!("warning: skipped {}: {}", s.path, s.problem);
-    }
-}
-
-pub fn skipped_json(skipped: &[Skipped]) -> Value {
-    Value::Array(
-        skipped
-            .iter()
-            .map(|s| json!({"path": s.path, "problem": s.problem}))
-            .collect(),
-    )
-}
-
-/// A document as JSON: where it is, its fields in file order, and optionally its body.
-pub fn doc_json(doc: &Document, with_body: bool) -> Value {
-    let mut v = json!({
-        "id": doc.id(),
-        "region": doc.region.dir(),
-        "path": doc.rel_path(),
-        "rev": doc.rev(),
-        "fields": Value::Object(doc.fields.clone()),
-    });
-    if doc.archived {
-        v["archived"] = true.into();
-    }
-    if with_body {
-        v["body"] = Value::String(doc.body().to_string());
-    }
-    v
-}
-
-/// What a command that created a document prints: its id (so `id=$(tavern new …)` works),
-/// or with `--json` the document and the seq of its log entry.
-pub fn created(
-    json: bool,
-    doc: &Document,
-    entry: &tavern::log::Entry,
-) -> Result<std::process::ExitCode> {
-    if json {
-        let mut v = doc_json(doc, false);
-        v["seq"] = entry.seq.into();
-        json_line(&v)?;
-    } else {
-        line(doc.id())?;
-    }
-    Ok(std::process::ExitCode::SUCCESS)
 }
 
 /// Text for one table cell: control characters (a hostile title) never reach the terminal.

@@ -5,14 +5,11 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 
 use clap::Args;
-use serde_json::{Value, json};
 
 use super::docs::BodyArgs;
-use super::output::{self, doc_json, line};
 use super::{Ctx, TransitionArgs};
-use tavern::doc::Region;
+use tavern::api::questions::{self, Ask, Permission};
 use tavern::error::{Error, Result};
-use tavern::ops::questions::{self, Ask, Permission};
 
 #[derive(Debug, Args)]
 pub struct AskArgs {
@@ -90,48 +87,20 @@ pub fn ask(ctx: &Ctx, a: AskArgs) -> Result<ExitCode> {
         context: a.context,
         permission,
     };
-    let asked = questions::ask(&board, &actor, &spec)?;
-    for w in &asked.warnings {
-        eprintln!("warning: {w}");
-    }
-    output::created(ctx.global.json, &asked.doc, &asked.entry)
+    ctx.print(&questions::ask(&board, &actor, &spec)?)
 }
 
 pub fn answer(ctx: &Ctx, a: AnswerArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
     let actor = ctx.actor(&board)?;
-    let id = tavern::ops::resolve::resolve_kind(
+    let answered = questions::answer(
         &board,
+        &actor,
         &a.id,
-        Region::Questions,
-        "answer works on questions",
+        a.text.as_deref(),
+        a.choice.as_deref(),
     )?;
-    let answered = questions::answer(&board, &actor, &id, a.text.as_deref(), a.choice.as_deref())?;
-    for w in &answered.warnings {
-        eprintln!("warning: {w}");
-    }
-    let doc = &answered.outcome.doc;
-    if ctx.global.json {
-        let mut v = json!({
-            "ok": true,
-            "id": doc.id(),
-            "path": doc.rel_path(),
-            "rev": doc.rev(),
-            "status": doc.status(),
-            "answer": doc.str("answer"),
-            "unblocked": answered.unblocked,
-        });
-        if let Some(e) = &answered.outcome.entry {
-            v["seq"] = e.seq.into();
-        }
-        output::json_line(&v)?;
-    } else {
-        line(&format!("answered {} (rev {})", doc.id(), doc.rev()))?;
-        for t in &answered.unblocked {
-            line(&format!("unblocked {t}"))?;
-        }
-    }
-    Ok(ExitCode::SUCCESS)
+    ctx.print(&answered)
 }
 
 #[derive(Debug, Args)]
@@ -143,18 +112,11 @@ pub struct QuestionsArgs {
 
 pub fn list(ctx: &Ctx, a: QuestionsArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
-    let scan = questions::questions(&board, a.all)?;
-    output::warn_skipped(&scan.skipped);
-    if ctx.global.json {
-        let items: Vec<Value> = scan.docs.iter().map(|d| doc_json(d, false)).collect();
-        output::json_line(
-            &json!({"documents": items, "skipped": output::skipped_json(&scan.skipped)}),
-        )?;
-    } else if !scan.docs.is_empty() {
-        output::out(&question_table(&scan.docs))?;
-    } else {
-        output::note(
-            false,
+    let listing = questions::list(&board, a.all)?;
+    let code = ctx.print(&QuestionTable(&listing))?;
+    if listing.docs.is_empty() {
+        super::output::note(
+            ctx.global.json,
             if a.all {
                 "no questions on the board"
             } else {
@@ -162,13 +124,31 @@ pub fn list(ctx: &Ctx, a: QuestionsArgs) -> Result<ExitCode> {
             },
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(code)
+}
+
+/// Questions as `questions` shows them: the listing's JSON, its own table.
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+struct QuestionTable<'a>(&'a tavern::api::Listing);
+
+impl super::render::Render for QuestionTable<'_> {
+    fn text(&self) -> Result<()> {
+        if self.0.docs.is_empty() {
+            return Ok(());
+        }
+        super::output::out(&question_table(&self.0.docs))
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        super::render::skipped_warnings(&self.0.skipped)
+    }
 }
 
 /// The table of `questions`: who asked, what it blocks, and the answer once there is one
 /// (a question has no claimant, so no OWNER column).
 fn question_table(docs: &[tavern::doc::Document]) -> String {
-    let cell = output::cell;
+    let cell = super::output::cell;
     let or_dash = |s: String| if s.is_empty() { "-".to_string() } else { s };
     let rows: Vec<[String; 6]> = docs
         .iter()
@@ -183,7 +163,7 @@ fn question_table(docs: &[tavern::doc::Document]) -> String {
             ]
         })
         .collect();
-    output::table(
+    super::output::table(
         ["ID", "STATUS", "ASKED_BY", "BLOCKS", "TITLE", "ANSWER"],
         &rows,
     )
@@ -199,34 +179,34 @@ fn prompt(text: &str) -> std::io::Result<String> {
     Ok(typed)
 }
 
-fn decide(ctx: &Ctx, reference: &str, approve: bool, if_rev: Option<u64>) -> Result<ExitCode> {
-    let board = ctx.board()?;
-    let actor = ctx.actor(&board)?;
-    let (_, id) = tavern::ops::resolve::resolve(&board, reference, &[Region::Questions])?;
-    let mut ask_human = prompt;
-    let confirm: questions::Confirm<'_> = if std::io::stdin().is_terminal() {
-        Some(&mut ask_human)
+/// How a human confirms a decision here: at the terminal, or not at all.
+fn confirm_at_terminal(
+    ask: &mut dyn FnMut(&str) -> std::io::Result<String>,
+) -> questions::Confirm<'_> {
+    if std::io::stdin().is_terminal() {
+        Some(ask)
     } else {
         None
-    };
-    let outcome = questions::decide(&board, &actor, &id, approve, if_rev, confirm)?;
-    let verb = if approve { "approved" } else { "denied" };
-    super::tasks::report(ctx, &outcome, verb)
+    }
 }
 
 /// `tavern approve ID`: a permission request is decided; a task takes its `approve`
 /// transition.
 pub fn approve(ctx: &Ctx, a: TransitionArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
-    let (region, id) =
-        tavern::ops::resolve::resolve(&board, &a.id, &[Region::Tasks, Region::Questions])?;
-    if region == Region::Tasks {
-        return super::tasks::run_transition(ctx, "approve", a);
-    }
-    decide(ctx, &id, true, a.if_rev)
+    let actor = ctx.actor(&board)?;
+    let mut ask = prompt;
+    let opts = super::tasks::options(&a);
+    let changed = questions::approve(&board, &actor, &a.id, &opts, confirm_at_terminal(&mut ask))?;
+    super::tasks::report(ctx, &changed, "approved")
 }
 
 /// `tavern deny ID`: refuses a permission request.
 pub fn deny(ctx: &Ctx, a: DenyArgs) -> Result<ExitCode> {
-    decide(ctx, &a.id, false, a.if_rev)
+    let board = ctx.board()?;
+    let actor = ctx.actor(&board)?;
+    let mut ask = prompt;
+    let confirm = confirm_at_terminal(&mut ask);
+    let changed = questions::decide(&board, &actor, &a.id, false, a.if_rev, confirm)?;
+    super::tasks::report(ctx, &changed, "denied")
 }

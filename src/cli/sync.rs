@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use super::Ctx;
-use super::output::{self, line};
+use super::output::line;
 use tavern::error::Result;
 use tavern::sync::status::Layout;
 
@@ -11,7 +11,7 @@ pub fn status(ctx: &Ctx) -> Result<ExitCode> {
     let board = ctx.board()?;
     let s = tavern::sync::status::status(&board)?;
     if ctx.global.json {
-        output::json_line(&serde_json::to_value(&s).unwrap_or_default())?;
+        super::render::json(&s)?;
         return Ok(ExitCode::SUCCESS);
     }
     line(&format!("board: {}", s.board.display()))?;

@@ -3,41 +3,20 @@
 use std::process::ExitCode;
 
 use clap::{Args, FromArgMatches};
-use serde_json::json;
 
-use super::output::{self, line};
+use super::render;
+use super::text::Done;
 use super::{Ctx, TransitionArgs};
-use tavern::doc::Region;
+use tavern::api::{self, Changed};
 use tavern::error::{Error, Result};
-use tavern::ops::{self, Outcome, transition::Options};
-use tavern::query::Query;
+use tavern::ops::transition::Options;
 
-/// Prints what a mutation did: `VERB ID (rev N)` or a JSON object.
-pub fn report(ctx: &Ctx, outcome: &Outcome, verb: &str) -> Result<ExitCode> {
-    let doc = &outcome.doc;
-    if ctx.global.json {
-        let mut v = json!({
-            "ok": true,
-            "changed": outcome.changed(),
-            "id": doc.id(),
-            "path": doc.rel_path(),
-            "rev": doc.rev(),
-            "status": doc.status(),
-            "claimed_by": doc.str("claimed_by"),
-            "title": doc.title(),
-        });
-        if let Some(e) = &outcome.entry {
-            v["seq"] = e.seq.into();
-        }
-        output::json_line(&v)?;
-    } else {
-        let status = doc.status().map(|s| format!(", {s}")).unwrap_or_default();
-        line(&format!("{verb} {} (rev {}{status})", doc.id(), doc.rev()))?;
-    }
-    Ok(ExitCode::SUCCESS)
+/// Prints what a mutation did: `VERB ID (rev N, status)` or its JSON.
+pub fn report(ctx: &Ctx, changed: &Changed, verb: &str) -> Result<ExitCode> {
+    ctx.print(&Done { changed, verb })
 }
 
-fn options(a: &TransitionArgs) -> Options {
+pub fn options(a: &TransitionArgs) -> Options {
     Options {
         force: a.force,
         if_rev: a.if_rev,
@@ -45,29 +24,6 @@ fn options(a: &TransitionArgs) -> Options {
         local: a.local,
         ..Options::default()
     }
-}
-
-/// Says what `--local` risks, on a board where it skipped the remote.
-fn warn_local(board: &tavern::board::Board, local: bool, id: &str) -> Result<()> {
-    if local && let Some(remote) = tavern::sync::remote(board)? {
-        eprintln!(
-            "warning: {}",
-            format_args!(
-                "{id}: changed on this clone only; the remote '{remote}' was not asked, so another machine may claim it too (the remote hears of it at its next confirmed move)"
-            )
-        );
-    }
-    Ok(())
-}
-
-fn task_id(ctx: &Ctx, board: &tavern::board::Board, reference: &str) -> Result<String> {
-    let _ = ctx;
-    ops::resolve::resolve_kind(
-        board,
-        reference,
-        Region::Tasks,
-        "claims and transitions work on tasks",
-    )
 }
 
 /// Past tense for the human report of a transition.
@@ -92,10 +48,8 @@ fn verb(name: &str) -> String {
 pub fn run_transition(ctx: &Ctx, name: &str, a: TransitionArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
     let actor = ctx.actor(&board)?;
-    let id = task_id(ctx, &board, &a.id)?;
-    let outcome = ops::transition::transition(&board, &actor, &id, name, &options(&a))?;
-    warn_local(&board, a.local, &id)?;
-    report(ctx, &outcome, &verb(name))
+    let changed = api::tasks::transition(&board, &actor, &a.id, name, &options(&a))?;
+    report(ctx, &changed, &verb(name))
 }
 
 /// A clap error as a usage error, without clap's own `error: ` prefix (main adds one).
@@ -176,18 +130,16 @@ pub fn claim(ctx: &Ctx, a: ClaimArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
     let actor = ctx.actor(&board)?;
     if a.next {
-        let query = Query::parse(&a.args)?;
         let opts = Options {
             local: a.local,
             ..Options::default()
         };
-        let (outcome, skipped) = ops::transition::claim_next_with(&board, &actor, &query, &opts)?;
-        output::warn_skipped(&skipped);
-        return match outcome {
-            Some(o) => {
-                warn_local(&board, a.local, o.doc.id())?;
-                report(ctx, &o, "claimed")
-            }
+        let next = api::tasks::claim_next(&board, &actor, &a.args, &opts)?;
+        for w in render::skipped_warnings(&next.skipped) {
+            render::warn(&w);
+        }
+        return match &next.claimed {
+            Some(changed) => report(ctx, changed, "claimed"),
             None => Err(Error::Nothing {
                 what: if a.args.is_empty() {
                     "claimable task".into()
@@ -206,7 +158,9 @@ pub fn claim(ctx: &Ctx, a: ClaimArgs) -> Result<ExitCode> {
         ))
     };
     let [reference] = a.args.as_slice() else {
-        let terms = Query::parse(&a.args).map(|q| q.terms).unwrap_or_default();
+        let terms = tavern::query::Query::parse(&a.args)
+            .map(|q| q.terms)
+            .unwrap_or_default();
         let plain = terms
             .iter()
             .all(|t| matches!(t, tavern::query::Term::Text(_)));
@@ -216,10 +170,15 @@ pub fn claim(ctx: &Ctx, a: ClaimArgs) -> Result<ExitCode> {
             by_query()
         });
     };
-    let id = match task_id(ctx, &board, reference) {
-        Ok(id) => id,
+    let opts = Options {
+        if_rev: a.if_rev,
+        local: a.local,
+        ..Options::default()
+    };
+    let changed = match api::tasks::claim(&board, &actor, reference, &opts) {
+        Ok(changed) => changed,
         Err(Error::InvalidId { .. })
-            if Query::parse(std::slice::from_ref(reference)).is_ok_and(|q| {
+            if tavern::query::Query::parse(std::slice::from_ref(reference)).is_ok_and(|q| {
                 q.terms
                     .iter()
                     .any(|t| !matches!(t, tavern::query::Term::Text(_)))
@@ -229,22 +188,12 @@ pub fn claim(ctx: &Ctx, a: ClaimArgs) -> Result<ExitCode> {
         }
         Err(e) => return Err(e),
     };
-    let opts = Options {
-        if_rev: a.if_rev,
-        local: a.local,
-        ..Options::default()
+    let verb = if changed.changed() {
+        "claimed"
+    } else {
+        "already yours:"
     };
-    let outcome = ops::transition::transition(&board, &actor, &id, tavern::workflow::CLAIM, &opts)?;
-    warn_local(&board, a.local, &id)?;
-    report(
-        ctx,
-        &outcome,
-        if outcome.changed() {
-            "claimed"
-        } else {
-            "already yours:"
-        },
-    )
+    report(ctx, &changed, verb)
 }
 
 #[derive(Debug, Args)]
@@ -258,8 +207,6 @@ pub struct MoveArgs {
 pub fn move_cmd(ctx: &Ctx, a: MoveArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
     let actor = ctx.actor(&board)?;
-    let id = task_id(ctx, &board, &a.t.id)?;
-    let outcome = ops::transition::move_to(&board, &actor, &id, &a.state, &options(&a.t))?;
-    warn_local(&board, a.t.local, &id)?;
-    report(ctx, &outcome, "moved")
+    let changed = api::tasks::move_to(&board, &actor, &a.t.id, &a.state, &options(&a.t))?;
+    report(ctx, &changed, "moved")
 }

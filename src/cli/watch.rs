@@ -4,10 +4,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use serde_json::json;
 
 use super::Ctx;
-use super::output::{self, line};
 use tavern::error::{Error, Kind, Result};
 
 #[derive(Debug, Args)]
@@ -79,30 +77,15 @@ pub fn watch(ctx: &Ctx, a: WatchArgs) -> Result<ExitCode> {
 pub fn pause(ctx: &Ctx, a: PauseArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
     let actor = ctx.actor(&board)?;
-    let entry = tavern::ops::pause::pause(&board, &actor, &a.reason.join(" "))?;
-    let reason = board.paused().unwrap_or_default();
-    if ctx.global.json {
-        output::json_line(
-            &json!({"paused": true, "reason": reason, "seq": entry.as_ref().map(|e| e.seq)}),
-        )?;
-    } else if entry.is_some() {
-        line(&format!("paused: {reason}"))?;
-    } else {
-        line(&format!("already paused: {reason}"))?;
-    }
-    Ok(ExitCode::SUCCESS)
+    ctx.print(&tavern::api::board::pause(
+        &board,
+        &actor,
+        &a.reason.join(" "),
+    )?)
 }
 
 pub fn resume(ctx: &Ctx) -> Result<ExitCode> {
     let board = ctx.board()?;
     let actor = ctx.actor(&board)?;
-    let entry = tavern::ops::pause::resume(&board, &actor)?;
-    if ctx.global.json {
-        output::json_line(&json!({"paused": false, "seq": entry.as_ref().map(|e| e.seq)}))?;
-    } else if entry.is_some() {
-        line("resumed: claims and activations start again")?;
-    } else {
-        line("not paused; nothing changed")?;
-    }
-    Ok(ExitCode::SUCCESS)
+    ctx.print(&tavern::api::board::resume(&board, &actor)?)
 }

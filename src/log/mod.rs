@@ -286,10 +286,9 @@ impl<'a> Appender<'a> {
             // A torn entry from a crash: drop it so the file is valid YAML again.
             file.set_len(cut)
                 .map_err(|e| Error::io(&path, "repair", e))?;
-            eprintln!(
-                "warning: {}: cut an unreadable end (a torn entry left by an interrupted write, or lines added by hand)",
-                board.rel(&path)
-            );
+            crate::notice::report(crate::notice::Notice::LogCut {
+                path: board.rel(&path),
+            });
         }
         let clock = Clock::read(board);
         entry.seq = last_seq.max(clock.seq) + 1;

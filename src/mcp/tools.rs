@@ -148,8 +148,8 @@ struct StatusArgs {}
 fn status(ctx: &Ctx, args: Value) -> Result<Value> {
     let _: StatusArgs = parse("status", args)?;
     ops::sweep::sweep(&ctx.board)?;
-    let v = ops::summary::summary(&ctx.board, None, chrono::Duration::hours(1))?;
-    let summary = ops::summary::render(&v);
+    let v = tavern::api::summary::summary(&ctx.board, None, chrono::Duration::hours(1))?;
+    let summary = v.markdown();
     let (summary, cut) = bound::cut(&summary, 0, bound::SUMMARY_CHARS);
     let changes = super::history::changes_since_last_look(&ctx.board, &ctx.actor)?;
     let mut out = json!({"agent": ctx.actor, "summary": summary, "changes": changes.entries});
@@ -559,10 +559,11 @@ fn deps(ctx: &Ctx, args: Value) -> Result<Value> {
     let a: DepsArgs = parse("deps", args)?;
     let id = task_id(&ctx.board, &a.id)?;
     let v = if a.tree.unwrap_or(false) {
-        ops::graph::tree(&ctx.board, &id)?
+        serde_json::to_value(ops::graph::tree(&ctx.board, &id)?)
     } else {
-        ops::graph::deps(&ctx.board, &id)?
-    };
+        serde_json::to_value(ops::graph::deps(&ctx.board, &id)?)
+    }
+    .unwrap_or_default();
     Ok(bound::capped_value(v))
 }
 
@@ -710,7 +711,7 @@ pub const ALL: &[Def] = &[
         false,
         MoveArgs,
         move_task,
-        "Move a task you hold along the workflow: start it, submit it for review, block or release it, mark it done or failed. Only tasks; only yours."
+        "Move a task along the workflow: start, submit for review, block, unblock, release, done or fail a task you hold; approve or reject any agent's task in review, as its reviewer."
     ),
     def!(
         "show",

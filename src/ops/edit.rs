@@ -5,8 +5,9 @@ use serde_json::Value;
 use crate::board::Board;
 use crate::doc::Region;
 use crate::doc::edit::FieldEdit;
-use crate::error::{Error, Result};
+use crate::error::{Error, Input, Kind, Result};
 use crate::log::Entry;
+use crate::msg;
 
 use super::{Change, Outcome, mutate};
 
@@ -41,9 +42,16 @@ fn check_keys(spec: &EditSpec, region: Region) -> Result<()> {
             )));
         }
         if region == Region::Tasks && WORKFLOW_OWNED.contains(&key.as_str()) && !spec.force {
-            return Err(Error::usage(format!(
-                "'{key}' of a task changes through its workflow: use `tavern move ID STATE`, `tavern claim` or `tavern release` (or --force to override, which is logged)"
-            )));
+            return Err(Error::request(
+                Kind::Usage,
+                msg!(
+                    format!(
+                        "'{key}' of a task changes through its workflow: use `tavern move ID STATE`, `tavern claim` or `tavern release` (or "
+                    ),
+                    Input::Force,
+                    " to override, which is logged)"
+                ),
+            ));
         }
     }
     Ok(())
@@ -60,10 +68,16 @@ fn edited_list(
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) => items.clone(),
         Some(other) => {
-            return Err(Error::input(format!(
-                "--add/--remove need '{key}' to be a list, but it is {}",
-                crate::yaml::kind_name(other)
-            )));
+            return Err(Error::request(
+                Kind::Invalid,
+                msg!(
+                    Input::AddRemove,
+                    format!(
+                        " need '{key}' to be a list, but it is {}",
+                        crate::yaml::kind_name(other)
+                    )
+                ),
+            ));
         }
     };
     for v in add {

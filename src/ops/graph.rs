@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde_json::{Value, json};
+use serde::Serialize;
 
 use crate::board::Board;
 use crate::doc::{Document, Region};
@@ -93,13 +93,56 @@ fn all_tasks(board: &Board) -> Result<HashMap<String, Document>> {
         .collect())
 }
 
-fn node(tasks: &HashMap<String, Document>, id: &str) -> Value {
+/// A task in a graph: its id, and its title and status when its file exists.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Task {
+    pub id: String,
+    pub title: Option<String>,
+    pub status: Option<String>,
+    /// Named (in depends_on or as a parent) but no such task file.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub missing: bool,
+    /// Found in archive/ (a finished task moved there).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub archived: bool,
+}
+
+/// A task and the tasks below it along one relation.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Node {
+    #[serde(flatten)]
+    pub task: Task,
+    pub children: Vec<Node>,
+    /// Already shown higher up; its children are not repeated.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub repeated: bool,
+}
+
+/// `deps`: what a task waits for (transitively) and what waits for it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Deps {
+    #[serde(flatten)]
+    pub task: Task,
+    pub waits_for: Vec<Node>,
+    pub waited_on_by: Vec<Node>,
+}
+
+fn node(tasks: &HashMap<String, Document>, id: &str) -> Task {
     match tasks.get(id) {
-        Some(d) if d.archived => {
-            json!({"id": id, "title": d.title(), "status": d.status(), "archived": true})
-        }
-        Some(d) => json!({"id": id, "title": d.title(), "status": d.status()}),
-        None => json!({"id": id, "title": null, "status": null, "missing": true}),
+        Some(d) => Task {
+            id: id.to_string(),
+            title: Some(d.title().to_string()),
+            status: d.status().map(str::to_string),
+            missing: false,
+            archived: d.archived,
+        },
+        None => Task {
+            id: id.to_string(),
+            title: None,
+            status: None,
+            missing: true,
+            archived: false,
+        },
     }
 }
 
@@ -109,23 +152,26 @@ fn expand(
     id: &str,
     next: &dyn Fn(&str) -> Vec<String>,
     seen: &mut HashSet<String>,
-) -> Vec<Value> {
+) -> Vec<Node> {
     let mut out = Vec::new();
     for child in next(id) {
-        let mut n = node(tasks, &child);
-        if seen.insert(child.clone()) {
-            n["children"] = Value::Array(expand(tasks, &child, next, seen));
+        let task = node(tasks, &child);
+        let (children, repeated) = if seen.insert(child.clone()) {
+            (expand(tasks, &child, next, seen), false)
         } else {
-            n["children"] = Value::Array(Vec::new());
-            n["repeated"] = true.into();
-        }
-        out.push(n);
+            (Vec::new(), true)
+        };
+        out.push(Node {
+            task,
+            children,
+            repeated,
+        });
     }
     out
 }
 
 /// `deps ID`: what the task waits for (transitively) and what waits for it.
-pub fn deps(board: &Board, id: &str) -> Result<Value> {
+pub fn deps(board: &Board, id: &str) -> Result<Deps> {
     let tasks = all_tasks(board)?;
     let forward = |t: &str| {
         tasks
@@ -142,24 +188,15 @@ pub fn deps(board: &Board, id: &str) -> Result<Value> {
         v.sort();
         v
     };
-    let mut root = node(&tasks, id);
-    root["waits_for"] = Value::Array(expand(
-        &tasks,
-        id,
-        &forward,
-        &mut HashSet::from([id.to_string()]),
-    ));
-    root["waited_on_by"] = Value::Array(expand(
-        &tasks,
-        id,
-        &backward,
-        &mut HashSet::from([id.to_string()]),
-    ));
-    Ok(root)
+    Ok(Deps {
+        task: node(&tasks, id),
+        waits_for: expand(&tasks, id, &forward, &mut HashSet::from([id.to_string()])),
+        waited_on_by: expand(&tasks, id, &backward, &mut HashSet::from([id.to_string()])),
+    })
 }
 
 /// `tree ID`: the task's subtasks (tasks whose `parent` is it), recursively.
-pub fn tree(board: &Board, id: &str) -> Result<Value> {
+pub fn tree(board: &Board, id: &str) -> Result<Node> {
     let tasks = all_tasks(board)?;
     let children = |t: &str| {
         let mut v: Vec<String> = tasks
@@ -170,35 +207,9 @@ pub fn tree(board: &Board, id: &str) -> Result<Value> {
         v.sort();
         v
     };
-    let mut root = node(&tasks, id);
-    root["children"] = Value::Array(expand(
-        &tasks,
-        id,
-        &children,
-        &mut HashSet::from([id.to_string()]),
-    ));
-    Ok(root)
-}
-
-/// Renders a tree of nodes (`children`) as indented text lines.
-pub fn render(nodes: &[Value], depth: usize, out: &mut String) {
-    for n in nodes {
-        let status = n["status"].as_str().unwrap_or("missing");
-        let title = n["title"].as_str().unwrap_or("");
-        let more = if n.get("repeated").is_some() {
-            " (see above)"
-        } else if n.get("archived").is_some() {
-            " (archived)"
-        } else {
-            ""
-        };
-        out.push_str(&format!(
-            "{}{} [{status}] {title}{more}\n",
-            "  ".repeat(depth),
-            n["id"].as_str().unwrap_or("")
-        ));
-        if let Some(children) = n["children"].as_array() {
-            render(children, depth + 1, out);
-        }
-    }
+    Ok(Node {
+        task: node(&tasks, id),
+        children: expand(&tasks, id, &children, &mut HashSet::from([id.to_string()])),
+        repeated: false,
+    })
 }

@@ -10,7 +10,6 @@ pub mod observations;
 pub mod pause;
 pub mod questions;
 pub mod resolve;
-pub mod summary;
 pub mod sweep;
 pub mod transition;
 
@@ -111,13 +110,20 @@ pub fn check_size(board: &Board, doc: &Document) -> Result<()> {
     Ok(())
 }
 
-/// Checks the actor name given by `--as`, `TAVERN_AGENT` or the user.
+/// Checks the acting agent's name: 1-64 printable characters.
 pub fn validate_actor(actor: &str) -> Result<()> {
     if actor.is_empty() || actor.len() > 64 || actor.chars().any(|c| c.is_control()) {
-        return Err(Error::usage(format!(
-            "invalid actor name '{}': use 1-64 printable characters (--as NAME or TAVERN_AGENT)",
-            actor.escape_debug()
-        )));
+        return Err(Error::request(
+            crate::error::Kind::Usage,
+            crate::msg!(
+                format!(
+                    "invalid actor name '{}': use 1-64 printable characters (",
+                    actor.escape_debug()
+                ),
+                crate::error::Input::Actor,
+                ")"
+            ),
+        ));
     }
     Ok(())
 }

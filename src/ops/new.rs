@@ -5,9 +5,10 @@ use serde_json::Value;
 use crate::board::Board;
 use crate::doc::edit::FieldEdit;
 use crate::doc::{Document, Region};
-use crate::error::{Error, Result};
+use crate::error::{Error, Input, Kind, Result};
 use crate::layout;
 use crate::log::{self, Entry};
+use crate::msg;
 use crate::store::{self, Step, Write};
 
 /// Everything `tavern new` can say about a new document.
@@ -92,13 +93,22 @@ pub fn create(
     spec: &NewDoc,
 ) -> Result<(Document, Entry)> {
     if spec.title.trim().is_empty() {
-        return Err(Error::usage("a title is required: --title \"…\""));
+        return Err(Error::request(
+            Kind::Usage,
+            msg!("a title is required: ", Input::Title, " \"…\""),
+        ));
     }
     for (key, _) in &spec.sets {
         if RESERVED.contains(&key.as_str()) {
-            return Err(Error::usage(format!(
-                "--set {key}=… is not allowed: tavern manages '{key}' (use --id to choose an id)"
-            )));
+            return Err(Error::request(
+                Kind::Usage,
+                msg!(
+                    Input::Set,
+                    format!(" {key}=… is not allowed: tavern manages '{key}' (use "),
+                    Input::Id,
+                    " to choose an id)"
+                ),
+            ));
         }
     }
     if let Some(id) = &spec.id {
@@ -111,10 +121,14 @@ pub fn create(
                 return Err(Error::input(format!("task {dep} cannot depend on itself")));
             }
             if !super::graph::task_exists(board, dep) {
-                return Err(Error::NotFound {
-                    what: format!("task '{dep}' (named in --depends-on)"),
-                    hint: "`tavern list tasks` shows the tasks on the board".into(),
-                });
+                return Err(Error::request(
+                    Kind::NotFound,
+                    msg!(
+                        format!("task '{dep}' (named in "),
+                        Input::DependsOn,
+                        ") not found\nhint: `tavern list tasks` shows the tasks on the board"
+                    ),
+                ));
             }
         }
     }

@@ -6,8 +6,9 @@ use serde_json::Value;
 use crate::board::Board;
 use crate::doc::edit::FieldEdit;
 use crate::doc::{Document, Region};
-use crate::error::{Error, Result};
+use crate::error::{Error, Input, Kind, Result};
 use crate::log::Entry;
+use crate::msg;
 
 use super::new::NewDoc;
 use super::{Change, Outcome, mutate};
@@ -41,13 +42,17 @@ fn exists_anywhere(board: &Board, id: &str) -> bool {
         .any(|r| std::fs::symlink_metadata(board.doc_path(*r, id)).is_ok())
 }
 
-fn require_doc(board: &Board, id: &str, flag: &str) -> Result<()> {
+fn require_doc(board: &Board, id: &str, input: Input) -> Result<()> {
     crate::id::validate(id)?;
     if !exists_anywhere(board, id) {
-        return Err(Error::NotFound {
-            what: format!("document '{id}' (named in {flag})"),
-            hint: "`tavern list` shows the documents on the board".into(),
-        });
+        return Err(Error::request(
+            Kind::NotFound,
+            msg!(
+                format!("document '{id}' (named in "),
+                input,
+                ") not found\nhint: `tavern list` shows the documents on the board"
+            ),
+        ));
     }
     Ok(())
 }
@@ -64,7 +69,10 @@ fn parse_confidence(s: &str) -> Result<f64> {
 /// Checks a post and turns it into the fields of the new document.
 fn fields(board: &Board, p: &Post) -> Result<Vec<(String, Value)>> {
     if p.topic.trim().is_empty() {
-        return Err(Error::usage("a topic is required: --topic TOPIC"));
+        return Err(Error::request(
+            Kind::Usage,
+            msg!("a topic is required: ", Input::Topic, " TOPIC"),
+        ));
     }
     if !SEVERITIES.contains(&p.severity.as_str()) {
         return Err(Error::usage(format!(
@@ -83,27 +91,41 @@ fn fields(board: &Board, p: &Post) -> Result<Vec<(String, Value)>> {
     let expires_at = match &p.ttl {
         None => None,
         Some(_) if scope != "session" => {
-            return Err(Error::usage(
-                "--ttl needs --scope session: persistent observations do not expire",
+            return Err(Error::request(
+                Kind::Usage,
+                msg!(
+                    Input::Ttl,
+                    " needs ",
+                    Input::Scope,
+                    " session: persistent observations do not expire"
+                ),
             ));
         }
         Some(ttl) => {
             let d = crate::time::parse_duration(ttl).ok_or_else(|| {
-                Error::usage(format!(
-                    "invalid --ttl '{ttl}': use a number and a unit (s, m, h, d, w), like 1h"
-                ))
+                Error::request(
+                    Kind::Usage,
+                    msg!(
+                        "invalid ",
+                        Input::Ttl,
+                        format!(" '{ttl}': use a number and a unit (s, m, h, d, w), like 1h")
+                    ),
+                )
             })?;
-            let at = crate::time::now()
-                .checked_add_signed(d)
-                .ok_or_else(|| Error::usage(format!("--ttl '{ttl}' is too long")))?;
+            let at = crate::time::now().checked_add_signed(d).ok_or_else(|| {
+                Error::request(
+                    Kind::Usage,
+                    msg!(Input::Ttl, format!(" '{ttl}' is too long")),
+                )
+            })?;
             Some(crate::time::stamp(at))
         }
     };
     for id in &p.about {
-        require_doc(board, id, "--about")?;
+        require_doc(board, id, Input::About)?;
     }
     if let Some(parent) = &p.parent {
-        require_doc(board, parent, "--parent")?;
+        require_doc(board, parent, Input::Parent)?;
     }
 
     let mut sets: Vec<(String, Value)> = vec![
@@ -198,8 +220,13 @@ pub fn act(
     if let Action::Resolve { resolution } = action
         && resolution.trim().is_empty()
     {
-        return Err(Error::usage(
-            "a resolution is required: --resolution \"what was done\"",
+        return Err(Error::request(
+            Kind::Usage,
+            msg!(
+                "a resolution is required: ",
+                Input::Resolution,
+                " \"what was done\""
+            ),
         ));
     }
     mutate(board, Region::Observations, id, if_rev, |doc| {

@@ -7,8 +7,9 @@ use serde_json::Value;
 use crate::board::Board;
 use crate::doc::edit::FieldEdit;
 use crate::doc::{Document, Region};
-use crate::error::{Error, Result};
+use crate::error::{Error, Input, Kind, Result};
 use crate::log::{self, Entry};
+use crate::msg;
 use crate::store;
 
 use super::new::NewDoc;
@@ -50,23 +51,39 @@ pub fn ask(board: &Board, actor: &str, a: &Ask) -> Result<Asked> {
     let title = match &a.permission {
         None => {
             if a.text.trim().is_empty() {
-                return Err(Error::usage(
-                    "the question is required: tavern ask \"text\" (or --permission CAPABILITY)",
+                return Err(Error::request(
+                    Kind::Usage,
+                    msg!(
+                        "the question is required: tavern ask \"text\" (or ",
+                        Input::Permission,
+                        " CAPABILITY)"
+                    ),
                 ));
             }
             sets.push(("kind".into(), "question".into()));
             a.text.clone()
         }
         Some(p) => {
-            for (flag, v) in [
-                ("--permission", &p.capability),
-                ("--resource", &p.resource),
-                ("--reason", &p.reason),
+            for (input, v) in [
+                (Input::Permission, &p.capability),
+                (Input::Resource, &p.resource),
+                (Input::Reason, &p.reason),
             ] {
                 if v.trim().is_empty() {
-                    return Err(Error::usage(format!(
-                        "a permission request needs {flag}: tavern ask --permission CAPABILITY --resource R --reason \"…\""
-                    )));
+                    return Err(Error::request(
+                        Kind::Usage,
+                        msg!(
+                            "a permission request needs ",
+                            input,
+                            ": tavern ask ",
+                            Input::Permission,
+                            " CAPABILITY ",
+                            Input::Resource,
+                            " R ",
+                            Input::Reason,
+                            " \"…\""
+                        ),
+                    ));
                 }
             }
             sets.push(("kind".into(), "permission".into()));
@@ -86,10 +103,14 @@ pub fn ask(board: &Board, actor: &str, a: &Ask) -> Result<Asked> {
     for t in &a.blocks {
         crate::id::validate(t)?;
         if !board.doc_path(Region::Tasks, t).exists() {
-            return Err(Error::NotFound {
-                what: format!("task '{t}' (named in --blocks)"),
-                hint: "`tavern list tasks` shows the tasks on the board".into(),
-            });
+            return Err(Error::request(
+                Kind::NotFound,
+                msg!(
+                    format!("task '{t}' (named in "),
+                    Input::Blocks,
+                    ") not found\nhint: `tavern list tasks` shows the tasks on the board"
+                ),
+            ));
         }
         if !blocks.contains(t) {
             blocks.push(t.clone());
@@ -196,13 +217,23 @@ pub fn answer(
 ) -> Result<Answered> {
     let value = match (text, choice) {
         (Some(_), Some(_)) => {
-            return Err(Error::usage(
-                "give either the answer text or --choice, not both",
+            return Err(Error::request(
+                Kind::Usage,
+                msg!(
+                    "give either the answer text or ",
+                    Input::Choice,
+                    ", not both"
+                ),
             ));
         }
         (None, None) => {
-            return Err(Error::usage(
-                "an answer is required: tavern answer ID \"text\" or --choice OPTION",
+            return Err(Error::request(
+                Kind::Usage,
+                msg!(
+                    "an answer is required: tavern answer ID \"text\" or ",
+                    Input::Choice,
+                    " OPTION"
+                ),
             ));
         }
         (Some(t), None) if t.trim().is_empty() => {

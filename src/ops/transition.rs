@@ -4,8 +4,9 @@
 use crate::board::Board;
 use crate::doc::edit::FieldEdit;
 use crate::doc::{Document, Region};
-use crate::error::{Error, Result};
+use crate::error::{Error, Input, Kind, Result};
 use crate::log::Entry;
+use crate::msg;
 use crate::query::Query;
 use crate::scan;
 use crate::store;
@@ -176,10 +177,15 @@ pub fn transition(
             if opts.answered {
                 // Not forced: the claimant's own question was answered.
             } else if !opts.force {
-                return Err(Error::conflict(
+                return Err(Error::request_at(
+                    Kind::Conflict,
                     &path,
-                    format!(
-                        "claimed by {owner}; only the claimant may move it (you are {actor}; a human may override with --force)"
+                    msg!(
+                        format!(
+                            "claimed by {owner}; only the claimant may move it (you are {actor}; a human may override with "
+                        ),
+                        Input::Force,
+                        ")"
                     ),
                 ));
             } else {

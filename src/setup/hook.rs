@@ -62,7 +62,12 @@ pub fn run(
             a.client
         )));
     }
-    let event = input();
+    // The OpenCode plugin passes --pid and nothing on stdin, which may be OpenCode's own.
+    let event = if a.pid.is_some() {
+        Value::Null
+    } else {
+        input()
+    };
     let board = match Board::discover(board_flag, cwd) {
         Ok(b) => b,
         // A hook installed for the user runs in every project; without a board it does nothing.
@@ -147,8 +152,8 @@ fn deregister(board: &Board, name: &str) -> Result<()> {
 /// Prints the board summary as context for the model, in the form the client reads.
 fn context(board: &Board, client: &str, name: &str, again: bool) -> Result<()> {
     tavern::ops::sweep::sweep(board)?;
-    let v = tavern::ops::summary::summary(board, None, chrono::Duration::hours(1))?;
-    let summary = tavern::ops::summary::render(&v);
+    let v = tavern::api::summary::summary(board, None, chrono::Duration::hours(1))?;
+    let summary = v.markdown();
     let summary: String = summary.chars().take(SUMMARY_CHARS).collect();
     let intro = if again {
         format!(

@@ -1,0 +1,174 @@
+//! The board as a whole: create it, check it, archive what is finished, pause and resume.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::board::Board;
+use crate::error::{Error, Input, Kind, Result};
+use crate::log::Entry;
+use crate::msg;
+use crate::query::Query;
+
+/// A board created or completed.
+#[derive(Debug, Serialize)]
+pub struct Initialised {
+    /// The board directory (`.tavern`).
+    pub board: PathBuf,
+    /// What was missing and is there now; empty when nothing changed.
+    pub created: Vec<String>,
+}
+
+/// Creates the board in `dir`, a project directory or the `.tavern` directory itself,
+/// adding whatever is missing and never touching what is there. Inside the project of
+/// another board it refuses unless `nested`: the new board would hide the outer one from
+/// every command run below it.
+pub fn init(dir: &Path, nested: bool) -> Result<Initialised> {
+    // A path to `.tavern` names the board itself: create it there, not inside it.
+    let project = if dir
+        .file_name()
+        .is_some_and(|n| n == crate::board::BOARD_DIR)
+    {
+        dir.parent().map(PathBuf::from).unwrap_or(dir.to_path_buf())
+    } else {
+        dir.to_path_buf()
+    };
+    if !project.is_dir() {
+        return Err(Error::NotFound {
+            what: format!("directory {}", project.display()),
+            hint: "create it first".into(),
+        });
+    }
+    if !nested
+        && !project.join(crate::board::BOARD_DIR).exists()
+        && let Some(parent) = project.parent()
+        && let Ok(outer) = Board::discover(None, parent)
+    {
+        return Err(Error::request_at(
+            Kind::Conflict,
+            &outer.root,
+            msg!(
+                format!(
+                    "{} is inside the project of this board; a board there would hide it from every command run below it\nhint: use the existing board (tavern finds it from there), or pass ",
+                    project.display()
+                ),
+                Input::Nested,
+                " to create a separate one"
+            ),
+        ));
+    }
+    let report = crate::board::init(&project)?;
+    Ok(Initialised {
+        board: report.root,
+        created: report.created,
+    })
+}
+
+pub use crate::check::Problem;
+
+/// Every problem on the board, or none.
+#[derive(Debug, Serialize)]
+pub struct Checked {
+    pub ok: bool,
+    pub documents: usize,
+    pub log_entries: usize,
+    pub problems: Vec<Problem>,
+    /// The board checked, for the report's last line.
+    #[serde(skip)]
+    pub root: PathBuf,
+}
+
+/// Validates the whole board: documents, the log, the task graph.
+pub fn check(board: &Board) -> Result<Checked> {
+    let report = crate::check::check(board)?;
+    Ok(Checked {
+        ok: report.is_clean(),
+        documents: report.documents,
+        log_entries: report.log_entries,
+        problems: report.problems,
+        root: board.root.clone(),
+    })
+}
+
+/// The documents moved to archive/, one log entry each.
+#[derive(Debug, Serialize)]
+pub struct Archived {
+    pub moved: Vec<Entry>,
+}
+
+/// Moves finished documents (terminal tasks, resolved or rejected findings, decided
+/// questions) that match the query terms, and are `older_than` when given, to archive/.
+pub fn archive(
+    board: &Board,
+    actor: &str,
+    terms: &[String],
+    older_than: Option<chrono::Duration>,
+) -> Result<Archived> {
+    let query = Query::parse(terms)?;
+    Ok(Archived {
+        moved: crate::ops::archive::archive(board, actor, &query, older_than)?,
+    })
+}
+
+/// What `archive` would move, moving nothing.
+#[derive(Debug, Serialize)]
+pub struct WouldArchive {
+    pub dry_run: bool,
+    /// The documents' paths under the board.
+    pub would_move: Vec<String>,
+}
+
+/// The documents `archive` would move with these terms, without moving them.
+pub fn archive_dry_run(
+    board: &Board,
+    terms: &[String],
+    older_than: Option<chrono::Duration>,
+) -> Result<WouldArchive> {
+    let query = Query::parse(terms)?;
+    let docs = crate::ops::archive::candidates(board, &query, older_than)?;
+    Ok(WouldArchive {
+        dry_run: true,
+        would_move: docs.iter().map(|d| d.rel_path()).collect(),
+    })
+}
+
+/// Whether the board is paused after a pause or resume, and the entry if it changed.
+#[derive(Debug, Serialize)]
+pub struct PauseState {
+    pub paused: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The log entry, when the call changed something; shown as its seq.
+    #[serde(rename = "seq", serialize_with = "seq")]
+    pub entry: Option<Entry>,
+}
+
+fn seq<S: serde::Serializer>(e: &Option<Entry>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_some(&e.as_ref().map(|e| e.seq))
+}
+
+impl PauseState {
+    pub fn changed(&self) -> bool {
+        self.entry.is_some()
+    }
+}
+
+/// Stops new claims and new activations (control/PAUSE holds the reason; empty: "paused
+/// by ACTOR"). Pausing a paused board changes nothing.
+pub fn pause(board: &Board, actor: &str, reason: &str) -> Result<PauseState> {
+    let entry = crate::ops::pause::pause(board, actor, reason)?;
+    Ok(PauseState {
+        paused: true,
+        reason: Some(board.paused().unwrap_or_default()),
+        entry,
+    })
+}
+
+/// Lifts a pause; resuming a board that is not paused changes nothing.
+pub fn resume(board: &Board, actor: &str) -> Result<PauseState> {
+    Ok(PauseState {
+        paused: false,
+        reason: None,
+        entry: crate::ops::pause::resume(board, actor)?,
+    })
+}

@@ -1,0 +1,77 @@
+//! What a call that changes the board returns: the document it made or changed, and the
+//! seq of the log entry that records it.
+
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
+
+use crate::board::Board;
+use crate::doc::Document;
+use crate::error::Result;
+use crate::log::Entry;
+use crate::ops::Outcome;
+
+/// A document that a call created: as JSON, the document and its log entry's seq.
+#[derive(Debug)]
+pub struct Created {
+    pub doc: Document,
+    pub entry: Entry,
+}
+
+impl Serialize for Created {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        super::view::write_doc(&self.doc, false, Some(self.entry.seq), s)
+    }
+}
+
+/// A document that a call changed, or left as it was when there was nothing to do.
+#[derive(Debug)]
+pub struct Changed {
+    pub outcome: Outcome,
+    /// When the change was made on this clone alone (a claim or move asked not to wait for
+    /// the remote), the remote that was not asked.
+    pub unconfirmed_by: Option<String>,
+}
+
+impl Changed {
+    pub fn new(outcome: Outcome) -> Changed {
+        Changed {
+            outcome,
+            unconfirmed_by: None,
+        }
+    }
+
+    /// Notes the remote a `local` change skipped, on a board connected to one.
+    pub(crate) fn local(mut self, board: &Board, local: bool) -> Result<Changed> {
+        if local {
+            self.unconfirmed_by = crate::sync::remote(board)?;
+        }
+        Ok(self)
+    }
+
+    pub fn doc(&self) -> &Document {
+        &self.outcome.doc
+    }
+
+    pub fn changed(&self) -> bool {
+        self.outcome.changed()
+    }
+}
+
+impl Serialize for Changed {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let doc = &self.outcome.doc;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("ok", &true)?;
+        m.serialize_entry("changed", &self.outcome.changed())?;
+        m.serialize_entry("id", doc.id())?;
+        m.serialize_entry("path", &doc.rel_path())?;
+        m.serialize_entry("rev", &doc.rev())?;
+        m.serialize_entry("status", &doc.status())?;
+        m.serialize_entry("claimed_by", &doc.str("claimed_by"))?;
+        m.serialize_entry("title", doc.title())?;
+        if let Some(e) = &self.outcome.entry {
+            m.serialize_entry("seq", &e.seq)?;
+        }
+        m.end()
+    }
+}

@@ -1,0 +1,109 @@
+//! Documents: `show` (one, archived ones included), `list` (a query over regions,
+//! optionally the archive too), `create` and `edit`.
+
+use serde::Serialize;
+
+use super::change::{Changed, Created};
+use super::view::{self, Listing};
+use crate::board::Board;
+use crate::doc::{Document, Region};
+use crate::error::{Error, Result};
+use crate::ops;
+use crate::query::Query;
+use crate::scan;
+
+/// One document, with its body in JSON (`doc.raw` is its text byte for byte), or a file
+/// under solutions/.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum Shown {
+    Doc(#[serde(serialize_with = "view::doc_with_body")] Document),
+    Solution {
+        /// Its path under the board.
+        path: String,
+        region: &'static str,
+        /// Its text.
+        body: String,
+    },
+}
+
+/// A document by id, unique id prefix or REGION/ID, or a file under solutions/ by its
+/// path. Archived documents stay readable: the archive is looked at when the board has
+/// no such document.
+pub fn show(board: &Board, reference: &str) -> Result<Shown> {
+    if let Some(rel) = ops::resolve::solution_path(reference) {
+        let rel = rel?;
+        let body = ops::resolve::read_solution(board, &rel)?;
+        return Ok(Shown::Solution {
+            path: rel,
+            region: "solutions",
+            body,
+        });
+    }
+    let doc = match ops::resolve::resolve(board, reference, &Region::ALL) {
+        Ok((region, id)) => crate::store::read_doc(board, region, &id)?,
+        Err(e @ Error::NotFound { .. }) => {
+            match ops::archive::resolve_archived(board, reference)? {
+                Some((region, id)) => ops::archive::read_archived(board, region, &id)?,
+                None => return Err(e),
+            }
+        }
+        Err(e) => return Err(e),
+    };
+    Ok(Shown::Doc(doc))
+}
+
+/// What `list` reads: query terms, region words (`tasks`, `archive`, …) among them.
+#[derive(Clone, Debug, Default)]
+pub struct ListRequest {
+    pub terms: Vec<String>,
+    /// Archived documents too.
+    pub archived: bool,
+}
+
+/// The documents matching the request, open ones first, best first. Region words narrow
+/// the regions (none: every region); `archive` lists only the archive, `archived` adds it.
+pub fn list(board: &Board, req: &ListRequest) -> Result<Listing> {
+    let query = Query::parse(&req.terms)?;
+    let mut regions = query.regions();
+    if regions.is_empty() {
+        regions = Region::ALL.to_vec();
+    }
+    regions.sort();
+    regions.dedup();
+    let now = crate::time::now();
+    // Filter while reading: a big board is never held in memory whole.
+    let mut scanned = if query.archived() {
+        scan::Scan::default()
+    } else {
+        scan::scan_matching(board, &regions, |d| query.matches(d, now))?
+    };
+    if req.archived || query.archived() {
+        let old = scan::scan_archive(board, &regions, |d| query.matches(d, now))?;
+        scanned.docs.extend(old.docs);
+        scanned.skipped.extend(old.skipped);
+    }
+    let mut docs = scanned.docs;
+    scan::sort_open_first(board, &mut docs);
+    Ok(Listing {
+        docs,
+        skipped: scanned.skipped,
+    })
+}
+
+pub use crate::ops::edit::EditSpec;
+pub use crate::ops::new::NewDoc;
+
+/// Creates a task, observation or question from the board's template.
+pub fn create(board: &Board, actor: &str, region: Region, spec: &NewDoc) -> Result<Created> {
+    let (doc, entry) = ops::new::create(board, actor, region, spec)?;
+    Ok(Created { doc, entry })
+}
+
+/// Changes fields or the body of a document given by id, prefix or REGION/ID.
+pub fn edit(board: &Board, actor: &str, reference: &str, spec: &EditSpec) -> Result<Changed> {
+    let (region, id) = ops::resolve::resolve(board, reference, &Region::ALL)?;
+    Ok(Changed::new(ops::edit::edit(
+        board, actor, region, &id, spec,
+    )?))
+}

@@ -1,0 +1,263 @@
+//! The audit log as front-ends read it: `log` with its filters (and following it as it
+//! grows), `events` (what changed since an agent last looked, with its cursor), `diff`
+//! (one document's history).
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::board::Board;
+use crate::doc::Region;
+use crate::error::{Error, Result};
+use crate::log::{Entry, Marks, Unreadable};
+
+/// Where a read of the log starts.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum Since {
+    #[default]
+    All,
+    /// Entries after this seq.
+    Seq(u64),
+    /// Entries at or after this time.
+    Time(DateTime<Utc>),
+}
+
+impl Since {
+    /// A seq number, an RFC 3339 time, a date, or a relative time (`-2h`, or `2h`: a bare
+    /// duration means that long ago). None when it is none of these.
+    pub fn parse(text: &str) -> Option<Since> {
+        if let Ok(n) = text.parse::<u64>() {
+            return Some(Since::Seq(n));
+        }
+        let now = crate::time::now();
+        crate::time::parse_time(text, now)
+            .or_else(|| crate::time::parse_time(&format!("-{text}"), now))
+            .map(Since::Time)
+    }
+}
+
+/// Which entries a reader wants.
+#[derive(Clone, Debug, Default)]
+pub struct LogFilter {
+    pub since: Since,
+    /// A document: id, unique prefix or REGION/ID, or the log path of a deleted one.
+    pub doc: Option<String>,
+    pub actor: Option<String>,
+}
+
+/// The filter with its document resolved to the log path entries carry.
+#[derive(Clone, Debug)]
+struct Resolved {
+    since: Since,
+    doc: Option<String>,
+    actor: Option<String>,
+}
+
+impl Resolved {
+    fn keep(&self, e: &Entry) -> bool {
+        let since = match self.since {
+            Since::All => true,
+            Since::Seq(n) => e.seq > n,
+            Since::Time(t) => crate::time::parse_time(&e.at, t).is_some_and(|at| at >= t),
+        };
+        since
+            && self.doc.as_ref().is_none_or(|d| &e.doc == d)
+            && self.actor.as_ref().is_none_or(|a| &e.actor == a)
+    }
+
+    /// Reads the part of the log that can hold entries `keep` accepts: from where `since`
+    /// says, parsing only entries that mention the doc or actor asked for.
+    fn read(&self, board: &Board) -> Result<(Vec<Entry>, u64, Vec<Unreadable>)> {
+        let from = match self.since {
+            Since::All => 0,
+            Since::Seq(n) => crate::log::offset_after_seq(board, n)?,
+            Since::Time(t) => crate::log::offset_near_time(board, t)?,
+        };
+        let (entries, next, unreadable) = crate::log::read_matching(board, from, self.needle())?;
+        let entries = entries.into_iter().filter(|e| self.keep(e)).collect();
+        Ok((entries, next, unreadable))
+    }
+
+    fn needle(&self) -> Option<&str> {
+        self.doc.as_deref().or(self.actor.as_deref())
+    }
+}
+
+/// What `log` read, and where to go on reading as the log grows.
+#[derive(Debug, Serialize)]
+pub struct LogRead {
+    pub entries: Vec<Entry>,
+    /// Log lines that could not be parsed (entries added by hand), for a warning.
+    #[serde(skip)]
+    pub unreadable: Vec<Unreadable>,
+    #[serde(skip)]
+    pub follow: Follow,
+}
+
+/// Reads on from where the last read stopped: `next` returns the entries appended since,
+/// that the same filter accepts.
+#[derive(Debug)]
+pub struct Follow {
+    filter: Resolved,
+    offset: u64,
+}
+
+impl Follow {
+    pub fn next(&mut self, board: &Board) -> Result<Vec<Entry>> {
+        let (entries, next, _) =
+            crate::log::read_matching(board, self.offset, self.filter.needle())?;
+        self.offset = next;
+        Ok(entries
+            .into_iter()
+            .filter(|e| self.filter.keep(e))
+            .collect())
+    }
+}
+
+/// The log entries the filter accepts, oldest first.
+pub fn log(board: &Board, filter: &LogFilter) -> Result<LogRead> {
+    let resolved = Resolved {
+        since: filter.since,
+        doc: filter
+            .doc
+            .as_deref()
+            .map(|d| doc_path(board, d))
+            .transpose()?,
+        actor: filter.actor.clone(),
+    };
+    let (entries, offset, unreadable) = resolved.read(board)?;
+    Ok(LogRead {
+        entries,
+        unreadable,
+        follow: Follow {
+            filter: resolved,
+            offset,
+        },
+    })
+}
+
+/// The log path (`tasks/x.md`) of a document reference, even for a deleted document.
+fn doc_path(board: &Board, reference: &str) -> Result<String> {
+    if let Some(rel) = crate::ops::resolve::solution_path(reference) {
+        return rel;
+    }
+    match crate::ops::resolve::resolve(board, reference, &Region::ALL) {
+        Ok((region, id)) => Ok(format!("{}/{id}.md", region.dir())),
+        Err(Error::NotFound { .. }) => {
+            crate::id::validate(reference.rsplit('/').next().unwrap_or(reference))?;
+            let stem = reference.trim_end_matches(".md");
+            let (entries, _, _) = crate::log::read_matching(board, 0, Some(stem))?;
+            let wanted = format!("/{stem}.md");
+            entries
+                .iter()
+                .find(|e| e.doc.ends_with(&wanted) || e.doc == reference)
+                .map(|e| e.doc.clone())
+                .ok_or_else(|| Error::NotFound {
+                    what: format!("document '{reference}'"),
+                    hint: "the log has no entry about it either".into(),
+                })
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// What changed since an agent last looked.
+#[derive(Debug, Serialize)]
+pub struct Events {
+    /// The entries, oldest first (at most the limit asked for).
+    pub entries: Vec<Entry>,
+    /// How many more new entries there were past the limit.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub more: usize,
+    /// Where the read started: what the caller asked for, or `Seq` of the highest seq the
+    /// cursor had seen (`Seq(0)`: nothing yet).
+    #[serde(skip)]
+    pub since: Since,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+fn cursor_actor(actor: &str) -> Result<()> {
+    crate::id::validate(actor).map_err(|_| {
+        Error::usage(format!(
+            "events keeps a cursor per agent, so the actor must be a valid id; '{actor}' is not"
+        ))
+    })
+}
+
+/// The entries new to `actor`'s cursor (or after `since` when given), oldest first, at
+/// most `limit`. The cursor is a high-water mark per origin ([`crate::log::Marks`]), so
+/// it stays right after a merge of several clones' logs. It does not move here: call
+/// [`seen`] with what was shown, so an agent whose output was lost sees them again.
+pub fn events(
+    board: &Board,
+    actor: &str,
+    since: Option<Since>,
+    limit: Option<usize>,
+) -> Result<Events> {
+    cursor_actor(actor)?;
+    let (mut entries, since) = match since {
+        None => {
+            let marks = Marks::load(&crate::layout::events_cursor(&board.root, actor));
+            let seen = marks
+                .by_origin
+                .values()
+                .copied()
+                .chain([marks.base])
+                .max()
+                .unwrap_or(0);
+            (marks.read_new(board)?, Since::Seq(seen))
+        }
+        Some(since) => {
+            let filter = Resolved {
+                since,
+                doc: None,
+                actor: None,
+            };
+            (filter.read(board)?.0, since)
+        }
+    };
+    let mut more = 0;
+    if let Some(n) = limit
+        && entries.len() > n
+    {
+        more = entries.len() - n;
+        entries.truncate(n);
+    }
+    Ok(Events {
+        entries,
+        more,
+        since,
+    })
+}
+
+/// Moves `actor`'s cursor past `shown` (entries [`events`] returned): the next
+/// [`events`] starts after them. It never moves back.
+pub fn seen(board: &Board, actor: &str, shown: &[Entry]) -> Result<()> {
+    cursor_actor(actor)?;
+    if shown.is_empty() {
+        return Ok(());
+    }
+    let cursor = crate::layout::events_cursor(&board.root, actor);
+    let mut marks = Marks::load(&cursor);
+    for e in shown {
+        marks.advance(e);
+    }
+    marks.save(&cursor)
+}
+
+/// One document's log entries, oldest first.
+#[derive(Debug, Serialize)]
+pub struct DocHistory {
+    pub doc: String,
+    pub entries: Vec<Entry>,
+}
+
+/// The history of a document, deleted ones included.
+pub fn diff(board: &Board, reference: &str) -> Result<DocHistory> {
+    let path = doc_path(board, reference)?;
+    let (entries, _, _) = crate::log::read_matching(board, 0, Some(&path))?;
+    let entries = entries.into_iter().filter(|e| e.doc == path).collect();
+    Ok(DocHistory { doc: path, entries })
+}

@@ -1,0 +1,332 @@
+//! `summary`: what an agent needs after a context reset, in one read: who is active and
+//! what they hold, open findings by severity, tasks by state, open questions, and what
+//! looks stuck.
+
+use chrono::{DateTime, Utc};
+use indexmap::IndexMap;
+use serde::Serialize;
+
+use super::agents::Status;
+use super::view::Skipped;
+use crate::agents;
+use crate::board::Board;
+use crate::doc::{Document, Region};
+use crate::error::Result;
+use crate::scan;
+
+const SEVERITIES: [&str; 5] = ["critical", "high", "medium", "low", "info"];
+
+fn time_of(doc: &Document, key: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    doc.str(key).and_then(|t| crate::time::parse_time(t, now))
+}
+
+/// A document in one line: what it is, where it stands, who holds it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Brief {
+    pub id: String,
+    pub title: String,
+    pub status: Option<String>,
+    pub claimed_by: Option<String>,
+    pub updated_at: Option<String>,
+}
+
+impl Brief {
+    fn of(doc: &Document) -> Brief {
+        Brief {
+            id: doc.id().to_string(),
+            title: doc.title().to_string(),
+            status: doc.status().map(str::to_string),
+            claimed_by: doc.str("claimed_by").map(str::to_string),
+            updated_at: doc.str("updated_at").map(str::to_string),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct AgentBrief {
+    pub id: String,
+    pub status: Status,
+    pub last_seen: String,
+    pub holds: Vec<Brief>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Finding {
+    #[serde(flatten)]
+    pub brief: Brief,
+    pub about: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct OpenQuestion {
+    #[serde(flatten)]
+    pub brief: Brief,
+    pub asked_by: Option<String>,
+    pub blocks: Vec<String>,
+}
+
+/// Something that looks stuck, and why.
+#[derive(Clone, Debug, Serialize)]
+pub struct Stuck {
+    pub id: String,
+    pub why: String,
+}
+
+/// What an agent needs after a context reset, in one read.
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub context: Option<String>,
+    pub generated_at: String,
+    /// The pause's reason when the board is paused: the first thing to know after a
+    /// context reset, since nothing can be claimed.
+    pub paused: Option<String>,
+    /// Registered agents that are not gone.
+    pub agents: Vec<AgentBrief>,
+    /// Open or acknowledged findings by severity, most severe first; empty ones left out.
+    pub findings: IndexMap<String, Vec<Finding>>,
+    /// Tasks by state, in the workflow's order; empty states left out.
+    pub tasks: IndexMap<String, Vec<Brief>>,
+    /// Open questions, oldest first.
+    pub questions: Vec<OpenQuestion>,
+    pub stuck: Vec<Stuck>,
+    pub skipped: Vec<Skipped>,
+}
+
+/// The summary of the board, or of one context. Expired leases are swept first;
+/// `stuck_after` is how long without change before a claimed task or an unacknowledged
+/// finding looks stuck.
+pub fn summary(
+    board: &Board,
+    context: Option<&str>,
+    stuck_after: chrono::Duration,
+) -> Result<Summary> {
+    crate::ops::sweep::sweep(board)?;
+    let now = Utc::now();
+    let in_context =
+        |d: &Document| context.is_none_or(|c| d.list("context").iter().any(|x| x == c));
+    let scanned = scan::scan_matching(board, &Region::ALL, in_context)?;
+    let mut docs = scanned.docs;
+    scan::sort_best_first(&mut docs);
+    let workflow = &board.config.workflow;
+    let tasks: Vec<&Document> = docs.iter().filter(|d| d.region == Region::Tasks).collect();
+
+    let mut agents_out = Vec::new();
+    for a in agents::all(board)? {
+        if a.gone() {
+            continue;
+        }
+        let holds: Vec<Brief> = tasks
+            .iter()
+            .filter(|t| {
+                t.str("claimed_by") == Some(a.id())
+                    && !t.status().is_some_and(|s| workflow.is_terminal(s))
+            })
+            .map(|t| Brief::of(t))
+            .collect();
+        agents_out.push(AgentBrief {
+            id: a.id().to_string(),
+            status: Status::of(&a, board, now, !holds.is_empty()),
+            last_seen: crate::time::stamp(a.last_seen),
+            holds,
+        });
+    }
+
+    let open_findings: Vec<&Document> = docs
+        .iter()
+        .filter(|d| {
+            d.region == Region::Observations
+                && matches!(d.status(), Some("open") | Some("acknowledged"))
+        })
+        .collect();
+    let mut findings = IndexMap::new();
+    for sev in SEVERITIES {
+        let list: Vec<Finding> = open_findings
+            .iter()
+            .filter(|d| d.str("severity") == Some(sev))
+            .map(|d| Finding {
+                brief: Brief::of(d),
+                about: d.list("about"),
+            })
+            .collect();
+        if !list.is_empty() {
+            findings.insert(sev.to_string(), list);
+        }
+    }
+
+    let mut by_state = IndexMap::new();
+    for state in &workflow.states {
+        let list: Vec<Brief> = tasks
+            .iter()
+            .filter(|t| t.status() == Some(state.as_str()))
+            .map(|t| Brief::of(t))
+            .collect();
+        if !list.is_empty() {
+            by_state.insert(state.clone(), list);
+        }
+    }
+
+    let mut questions: Vec<&Document> = docs
+        .iter()
+        .filter(|d| d.region == Region::Questions && d.status() == Some("open"))
+        .collect();
+    questions.sort_by(|a, b| {
+        a.created_at()
+            .cmp(b.created_at())
+            .then_with(|| a.id().cmp(b.id()))
+    });
+    let questions: Vec<OpenQuestion> = questions
+        .iter()
+        .map(|q| OpenQuestion {
+            brief: Brief::of(q),
+            asked_by: q.str("asked_by").map(str::to_string),
+            blocks: q.list("blocks"),
+        })
+        .collect();
+
+    // Stuck: findings nobody acknowledged, blocked tasks, and claims with no change for long.
+    let old = |d: &Document, key: &str| time_of(d, key, now).is_some_and(|t| now - t > stuck_after);
+    let mut stuck = Vec::new();
+    let why = |id: &str, why: String| Stuck {
+        id: id.to_string(),
+        why,
+    };
+    for d in &open_findings {
+        if d.status() == Some("open") && old(d, "created_at") {
+            stuck.push(why(
+                d.id(),
+                format!("finding not acknowledged since {}", d.created_at()),
+            ));
+        }
+    }
+    for t in &tasks {
+        let status = t.status().unwrap_or("");
+        if status == "blocked" {
+            stuck.push(why(
+                t.id(),
+                format!("blocked since {}", t.str("updated_at").unwrap_or("?")),
+            ));
+        } else if t.str("claimed_by").is_some()
+            && !workflow.is_terminal(status)
+            && !workflow.is_claimable(status)
+            && old(t, "updated_at")
+        {
+            stuck.push(why(
+                t.id(),
+                format!(
+                    "{status} by {} with no change since {}",
+                    t.str("claimed_by").unwrap_or("?"),
+                    t.str("updated_at").unwrap_or("?")
+                ),
+            ));
+        }
+    }
+
+    Ok(Summary {
+        context: context.map(str::to_string),
+        generated_at: crate::time::stamp(now),
+        paused: board.paused(),
+        agents: agents_out,
+        findings,
+        tasks: by_state,
+        questions,
+        stuck,
+        skipped: scanned.skipped,
+    })
+}
+
+/// Text for one line of markdown: control characters (a hostile title) become spaces.
+fn blank_controls(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// One item of the summary's markdown: `- ID title (owner)`, control characters blanked.
+fn item(b: &Brief, extra: &str) -> String {
+    let mut s = format!("- {} {}", b.id, b.title);
+    if let Some(owner) = &b.claimed_by {
+        s.push_str(&format!(" ({owner})"));
+    }
+    blank_controls(&s) + extra + "\n"
+}
+
+impl Summary {
+    /// The summary as markdown, for people and for a model's context alike.
+    pub fn markdown(&self) -> String {
+        let mut o = match &self.context {
+            Some(c) => format!("# Board summary: context {c}\n"),
+            None => "# Board summary\n".to_string(),
+        };
+        if let Some(reason) = &self.paused {
+            o.push_str(&format!(
+                "\n**The board is paused**: {}. No task can be claimed and no knowledge source starts until it is resumed.\n",
+                blank_controls(reason)
+            ));
+        }
+        o.push_str("\n## Agents\n\n");
+        if self.agents.is_empty() {
+            o.push_str("No registered agents.\n");
+        }
+        for a in &self.agents {
+            let holds: Vec<String> = a
+                .holds
+                .iter()
+                .map(|t| format!("{} [{}]", t.id, t.status.as_deref().unwrap_or("")))
+                .collect();
+            let holds = if holds.is_empty() {
+                "nothing".to_string()
+            } else {
+                holds.join(", ")
+            };
+            o.push_str(&format!(
+                "- {} ({}): holds {holds}\n",
+                a.id,
+                a.status.name()
+            ));
+        }
+        o.push_str("\n## Open findings\n\n");
+        if self.findings.is_empty() {
+            o.push_str("None.\n");
+        }
+        for (sev, list) in &self.findings {
+            o.push_str(&format!("{sev}:\n"));
+            for f in list {
+                let about = if f.about.is_empty() {
+                    String::new()
+                } else {
+                    format!(" — about {}", f.about.join(", "))
+                };
+                o.push_str(&item(&f.brief, &about));
+            }
+        }
+        o.push_str("\n## Tasks\n\n");
+        if self.tasks.is_empty() {
+            o.push_str("None.\n");
+        }
+        for (state, list) in &self.tasks {
+            o.push_str(&format!("{state} ({}):\n", list.len()));
+            for t in list {
+                o.push_str(&item(t, ""));
+            }
+        }
+        o.push_str("\n## Open questions\n\n");
+        if self.questions.is_empty() {
+            o.push_str("None.\n");
+        }
+        for q in &self.questions {
+            let mut extra = format!(" — asked by {}", q.asked_by.as_deref().unwrap_or("?"));
+            if !q.blocks.is_empty() {
+                extra.push_str(&format!(", blocks {}", q.blocks.join(", ")));
+            }
+            o.push_str(&item(&q.brief, &extra));
+        }
+        o.push_str("\n## Looks stuck\n\n");
+        if self.stuck.is_empty() {
+            o.push_str("Nothing.\n");
+        }
+        for s in &self.stuck {
+            o.push_str(&format!("- {}: {}\n", s.id, s.why));
+        }
+        o
+    }
+}

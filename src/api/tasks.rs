@@ -1,0 +1,85 @@
+//! Tasks: what is ready to claim, claims, and the workflow's transitions.
+
+use serde::Serialize;
+
+use super::change::Changed;
+use super::view::{Listing, Skipped};
+use crate::board::Board;
+use crate::doc::Region;
+use crate::error::Result;
+use crate::ops::transition::{self, Options};
+use crate::query::Query;
+use crate::workflow::CLAIM;
+
+/// Tasks claimable now (claimable state, no live claim, dependencies done) matching the
+/// query terms, best first. Expired leases are swept first, so their tasks count.
+pub fn ready(board: &Board, terms: &[String]) -> Result<Listing> {
+    let query = Query::parse(terms)?;
+    let (docs, skipped) = transition::ready(board, &query)?;
+    Ok(Listing { docs, skipped })
+}
+
+fn task_id(board: &Board, reference: &str) -> Result<String> {
+    crate::ops::resolve::resolve_kind(
+        board,
+        reference,
+        Region::Tasks,
+        "claims and transitions work on tasks",
+    )
+}
+
+/// Runs transition `name` (one the board's workflow defines) on a task given by id or
+/// unique prefix.
+pub fn transition(
+    board: &Board,
+    actor: &str,
+    reference: &str,
+    name: &str,
+    opts: &Options,
+) -> Result<Changed> {
+    let id = task_id(board, reference)?;
+    Changed::new(transition::transition(board, actor, &id, name, opts)?).local(board, opts.local)
+}
+
+/// Moves a task to `state` by whichever transition leads there.
+pub fn move_to(
+    board: &Board,
+    actor: &str,
+    reference: &str,
+    state: &str,
+    opts: &Options,
+) -> Result<Changed> {
+    let id = task_id(board, reference)?;
+    Changed::new(transition::move_to(board, actor, &id, state, opts)?).local(board, opts.local)
+}
+
+/// Claims a task; claiming one already yours changes nothing.
+pub fn claim(board: &Board, actor: &str, reference: &str, opts: &Options) -> Result<Changed> {
+    transition(board, actor, reference, CLAIM, opts)
+}
+
+/// What `claim_next` claimed (None: nothing is claimable), and the task files it could
+/// not read on the way.
+#[derive(Debug, Serialize)]
+#[serde(transparent)]
+pub struct ClaimedNext {
+    pub claimed: Option<Changed>,
+    #[serde(skip)]
+    pub skipped: Vec<Skipped>,
+}
+
+/// Claims the best claimable task matching the query terms (priority, then age), one
+/// whose `needs` the agent's capabilities cover, moving on when another agent wins one.
+pub fn claim_next(
+    board: &Board,
+    actor: &str,
+    terms: &[String],
+    opts: &Options,
+) -> Result<ClaimedNext> {
+    let query = Query::parse(terms)?;
+    let (outcome, skipped) = transition::claim_next_with(board, actor, &query, opts)?;
+    let claimed = outcome
+        .map(|o| Changed::new(o).local(board, opts.local))
+        .transpose()?;
+    Ok(ClaimedNext { claimed, skipped })
+}
