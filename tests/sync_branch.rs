@@ -136,15 +136,148 @@ fn sync_records_the_board_on_its_branch_and_a_fresh_clone_gets_it() {
     assert_eq!(user_state(&a), before);
     tavern(&a, &["check"]).ok();
 
-    // Both changed since they last met: not merged yet, said so with exit 3, nothing lost.
-    tavern(&a, &["new", "task", "--title", "a again"]).ok();
-    tavern(&b, &["new", "task", "--title", "b again"]).ok();
+    // Both changed since they last met: merged, nothing lost, each log entry once.
+    let a_new = tavern(&a, &["new", "task", "--title", "a again"])
+        .ok()
+        .text();
+    let b_new = tavern(&b, &["new", "task", "--title", "b again"])
+        .ok()
+        .text();
     assert_eq!(
         tavern(&a, &["sync", "--json"]).ok().json()["outcome"],
         "pushed"
     );
-    tavern(&b, &["sync"])
-        .code(3)
-        .stderr_has("merging them is not done yet");
-    tavern(&b, &["list", "tasks"]).ok().stdout_has("b again");
+    let x = tavern(&b, &["sync", "--json"]).ok().json();
+    assert_eq!(x["outcome"], "merged", "{x}");
+    assert_eq!(x["conflicts"], serde_json::json!([]));
+    assert_eq!(
+        tavern(&a, &["sync", "--json"]).ok().json()["outcome"],
+        "fast-forwarded"
+    );
+    for dir in [&a, &b] {
+        for t in [&a_new, &b_new] {
+            tavern(dir, &["show", t]).ok();
+        }
+        tavern(dir, &["check"]).ok();
+        let log = std::fs::read_to_string(dir.join(".tavern/log.yaml")).unwrap();
+        for t in [&a_new, &b_new] {
+            let doc = format!("doc: \"tasks/{t}.md\"");
+            assert_eq!(
+                log.lines()
+                    .filter(|l| l.contains(&doc) && l.contains("op: \"create\""))
+                    .count(),
+                1,
+                "{log}"
+            );
+        }
+    }
+    assert_eq!(
+        std::fs::read(a.join(".tavern/log.yaml")).unwrap(),
+        std::fs::read(b.join(".tavern/log.yaml")).unwrap()
+    );
+    assert_eq!(user_state(&a), before);
+}
+
+/// Two clones of one project, both connected to a bare remote, the board on its branch.
+pub fn two_clones(tmp: &Path) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
+    let seed = tmp.join("seed");
+    git::init_repo(&seed);
+    let remote = git::bare(&tmp.join("remote.git"));
+    git(&seed, &["push", "-q", remote.to_str().unwrap(), "main"]);
+    let a = tmp.join("a");
+    let b = tmp.join("b");
+    for dir in [&a, &b] {
+        git(
+            tmp,
+            &[
+                "clone",
+                "-q",
+                remote.to_str().unwrap(),
+                dir.to_str().unwrap(),
+            ],
+        );
+    }
+    tavern(&a, &["init"]).ok();
+    tavern(&a, &["sync", "init"]).ok();
+    tavern(&a, &["sync"]).ok();
+    tavern(&b, &["sync", "init"]).ok();
+    (a, b, remote)
+}
+
+fn field(dir: &Path, id: &str, key: &str) -> String {
+    let text = std::fs::read_to_string(dir.join(format!(".tavern/tasks/{id}.md"))).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{key}: ")))
+        .unwrap_or("")
+        .to_string()
+}
+
+#[test]
+fn two_clones_changing_the_same_field_converge_by_the_rule_and_log_the_conflict() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b, _remote) = two_clones(tmp.path());
+    let id = tavern(&a, &["new", "task", "--title", "Shared", "--id", "shared"])
+        .ok()
+        .text();
+    tavern(&a, &["sync"]).ok();
+    tavern(&b, &["sync"]).ok();
+    // Different fields on each side, the same field on both, and the body on each side at
+    // different lines.
+    tavern(&a, &["edit", &id, "--set", "priority=3"]).ok();
+    tavern(&a, &["edit", &id, "--set", "title=Title from a"]).ok();
+    tavern(&b, &["edit", &id, "--set", "labels=[ui]"]).ok();
+    // b's edit comes later in the log's order (higher Lamport seq): b wins the title.
+    tavern(&b, &["edit", &id, "--set", "title=Title from b"]).ok();
+    tavern(&b, &["edit", &id, "--set", "title=Title from b, again"]).ok();
+    assert_eq!(
+        tavern(&a, &["sync", "--json"]).ok().json()["outcome"],
+        "pushed"
+    );
+    let x = tavern(&b, &["sync", "--json"]).ok().json();
+    assert_eq!(x["outcome"], "merged", "{x}");
+    assert_eq!(
+        x["conflicts"],
+        serde_json::json!([{
+            "doc": "tasks/shared.md",
+            "field": "title",
+            "kept": "\"Title from b, again\"",
+            "dropped": "Title from a",
+        }])
+    );
+    tavern(&a, &["sync"]).ok();
+    for dir in [&a, &b] {
+        assert_eq!(field(dir, &id, "title"), "\"Title from b, again\"");
+        assert_eq!(field(dir, &id, "priority"), "3");
+        let text = std::fs::read_to_string(dir.join(".tavern/tasks/shared.md")).unwrap();
+        assert!(
+            !text.contains("<<<<<<<") && !text.contains(">>>>>>>"),
+            "{text}"
+        );
+        assert!(text.contains("labels:"), "{text}");
+        tavern(dir, &["check"]).ok();
+    }
+    // One conflict entry, naming both values, the same on both clones.
+    let log = std::fs::read_to_string(a.join(".tavern/log.yaml")).unwrap();
+    let conflicts: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("op: \"sync-conflict\""))
+        .collect();
+    assert_eq!(conflicts.len(), 1, "{log}");
+    assert!(
+        conflicts[0].contains(
+            r#"note: "title changed on both sides: kept \"Title from b, again\", dropped Title from a""#
+        ),
+        "{}",
+        conflicts[0]
+    );
+    assert_eq!(
+        log,
+        std::fs::read_to_string(b.join(".tavern/log.yaml")).unwrap()
+    );
+    // The merged rev is above both sides' revs.
+    let rev: u64 = field(&a, &id, "rev").parse().unwrap();
+    assert_eq!(
+        rev, 5,
+        "created at 1; a edited to 3, b to 4: one more than the higher"
+    );
 }

@@ -84,7 +84,7 @@ pub fn sync(ctx: &Ctx, a: SyncArgs) -> Result<ExitCode> {
             };
             let had = tavern::sync::init(&repo, &root, &remote)?;
             if ctx.global.json {
-                output::json_line(
+                super::render::json(
                     &serde_json::json!({"remote": remote, "board": root, "remote_had_board": had}),
                 )?;
             } else {
@@ -102,12 +102,38 @@ pub fn sync(ctx: &Ctx, a: SyncArgs) -> Result<ExitCode> {
         None => {
             let board = ctx.board()?;
             let x = tavern::sync::exchange(&board)?;
-            if ctx.global.json {
-                output::json_line(&serde_json::to_value(&x).unwrap_or_default())?;
-            } else {
-                line(&format!("{}: {}", x.remote, x.outcome))?;
-            }
+            render_exchange(ctx, &x)?;
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn render_exchange(ctx: &Ctx, x: &tavern::sync::Exchange) -> Result<()> {
+    if ctx.global.json {
+        return super::render::json(x);
+    }
+    line(&format!(
+        "{}: {}{}",
+        x.remote,
+        x.outcome,
+        if x.changed.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " ({} file{} changed here)",
+                x.changed.len(),
+                if x.changed.len() == 1 { "" } else { "s" }
+            )
+        }
+    ))?;
+    for c in &x.conflicts {
+        line(&format!(
+            "  conflict: {} {}: kept {}, dropped {}",
+            c.doc, c.field, c.kept, c.dropped
+        ))?;
+    }
+    for id in &x.claims_followed {
+        line(&format!("  {id}: follows the remote's claim record"))?;
+    }
+    Ok(())
 }

@@ -23,6 +23,8 @@ pub struct BoardGit {
     /// git with the common directory as GIT_DIR, the board as work tree, a private index.
     pub git: Git,
     pub index: PathBuf,
+    /// The board directory.
+    pub root: PathBuf,
 }
 
 impl BoardGit {
@@ -51,7 +53,12 @@ impl BoardGit {
             .with_env("GIT_DIR", &repo.common_dir)
             .with_env("GIT_WORK_TREE", root)
             .with_env("GIT_INDEX_FILE", &index);
-        Ok(BoardGit { repo, git, index })
+        Ok(BoardGit {
+            repo,
+            git,
+            index,
+            root: root.to_path_buf(),
+        })
     }
 
     /// The commit a ref points at, if it exists.
@@ -110,13 +117,14 @@ impl BoardGit {
             Some(old) => self
                 .git
                 .output(&["read-tree", "-m", "-u", old, new], None)?,
-            None => self.git.output(&["read-tree", "--reset", "-u", new], None)?,
+            None => self
+                .git
+                .output(&["read-tree", "--reset", "-u", new], None)?,
         };
         if out.success {
             return Ok(true);
         }
-        if out.stderr.contains("would be overwritten") || out.stderr.contains("not uptodate")
-        {
+        if out.stderr.contains("would be overwritten") || out.stderr.contains("not uptodate") {
             return Ok(false);
         }
         Err(Error::Git {
