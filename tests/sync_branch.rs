@@ -615,3 +615,32 @@ fn stderr_json(out: &crate::util::Out) -> serde_json::Value {
     serde_json::from_str(&out.stderr)
         .unwrap_or_else(|e| panic!("stderr is not JSON ({e}):\n{}", out.stderr))
 }
+
+#[test]
+fn check_and_status_report_a_claim_the_remote_does_not_confirm() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, _b, _remote) = two_clones(tmp.path());
+    tavern(&a, &["new", "task", "--title", "T", "--id", "t1"]).ok();
+    tavern(&a, &["check"]).ok();
+    tavern(&a, &["--as", "coder-1", "claim", "t1", "--local"]).ok();
+    let s = tavern(&a, &["status", "--json"]).ok().json();
+    assert_eq!(
+        s["sync"]["unconfirmed"],
+        serde_json::json!([{"task": "t1", "holder": "coder-1"}]),
+        "{s}"
+    );
+    let out = tavern(&a, &["check", "--json"]);
+    let c: serde_json::Value = serde_json::from_str(&out.code(6).stdout).unwrap();
+    let problems = c["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{c}");
+    assert_eq!(problems[0]["path"], "tasks/t1.md");
+    assert!(
+        problems[0]["problem"].as_str().unwrap().contains(
+            "claimed by coder-1 here, but the remote 'origin' has no record confirming it"
+        ),
+        "{c}"
+    );
+    // Its next move, confirmed, settles it.
+    tavern(&a, &["--as", "coder-1", "start", "t1"]).ok();
+    tavern(&a, &["check"]).ok();
+}
