@@ -921,7 +921,7 @@ impl Watch {
                             if n == 1 { "" } else { "s" }
                         )
                     }
-                ),
+                ).into(),
             });
         }
         if self.lock.verify(&self.board)? {
