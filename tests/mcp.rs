@@ -328,6 +328,30 @@ fn the_agent_loop_leaves_what_the_cli_leaves() {
             .collect()
     };
     assert_eq!(shape(&m), shape(&c));
+    // What the server wrote says it came through MCP; what the CLI wrote says nothing.
+    let vias: Vec<String> = m
+        .log()
+        .iter()
+        .map(|e| format!("{} {} {}", e["actor"], e["op"], e["via"]))
+        .collect();
+    assert_eq!(
+        vias,
+        [
+            r#""tester" "create" null"#,
+            r#""tester" "create" null"#,
+            r#""coder-1" "agent" "mcp""#,
+            r#""coder-1" "claim" "mcp""#,
+            r#""coder-1" "transition" "mcp""#,
+            r#""coder-1" "create" "mcp""#,
+            r#""coder-1" "create" "mcp""#,
+            r#""coder-1" "transition" "mcp""#,
+            r#""coder-1" "agent" "mcp""#,
+            r#""tester" "edit" null"#,
+            r#""tester" "transition" null"#,
+            r#""coder-1" "transition" "mcp""#,
+        ]
+    );
+    assert!(c.log().iter().all(|e| e.get("via").is_none()));
 }
 
 /// Every input the CLI refuses is a tool error with the CLI's kind, code and message, and
@@ -461,7 +485,13 @@ fn bad_input_is_a_tool_error_like_the_cli_error() {
         if let Ok(cli_err) = serde_json::from_str::<Value>(out.stderr.trim()) {
             assert_eq!(err["kind"], cli_err["error"]["kind"], "{tool} {args}");
             if *same_message {
-                assert_eq!(err["message"], cli_err["error"]["message"], "{tool} {args}");
+                // The same words, each input named as the tools take it.
+                let cli_message = cli_err["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .replace("--force", "--force at the command line")
+                    .replace("--if-rev", "if_rev");
+                assert_eq!(err["message"], json!(cli_message), "{tool} {args}");
                 assert_eq!(err["path"], cli_err["error"]["path"], "{tool} {args}");
             }
         } else {
@@ -691,5 +721,105 @@ fn documents_are_resources_and_subscribers_hear_of_changes() {
     assert_eq!(
         events.last().unwrap(),
         &json!("ResourceUpdated:tavern://tasks/task-w")
+    );
+}
+
+/// A reviewer is an agent like any other: over MCP it decides on another agent's task in
+/// review (approve and reject are `by: any` in the workflow), and cannot move the task
+/// otherwise.
+#[test]
+fn a_reviewer_over_mcp_rejects_and_approves_another_agents_task_in_review() {
+    let Some(py) = python() else { return };
+    let b = TestBoard::new();
+    b.run(&["new", "task", "--title", "Lexer", "--id", "task-r"])
+        .ok();
+    let coder = |args: &[&str]| {
+        let mut all = vec!["--as", "coder-1"];
+        all.extend_from_slice(args);
+        run(&b, &all)
+    };
+    for step in [&["claim", "task-r"][..], &["start", "task-r"]] {
+        let mut all = vec!["--as", "coder-1"];
+        all.extend_from_slice(step);
+        b.run(&all).ok();
+    }
+    let r = session(
+        &py,
+        &b,
+        &["--as", "reviewer-1"],
+        json!([
+            call("move", json!({"id": "task-r", "action": "approve"})),
+            coder(&["submit", "task-r"]),
+            call("list", json!({"query": "status=review"})),
+            call("move", json!({"id": "task-r", "action": "start"})),
+            call(
+                "move",
+                json!({"id": "task-r", "action": "reject", "note": "no tests"})
+            ),
+            coder(&["submit", "task-r", "--note", "tests added"]),
+            call(
+                "move",
+                json!({"id": "task-r", "action": "approve", "note": "good"})
+            ),
+        ]),
+    );
+    // Not in review yet: the workflow refuses, as it would at the CLI.
+    assert_eq!(r[0]["is_error"], json!(true), "{}", r[0]);
+    assert_eq!(r[0]["value"]["error"]["kind"], json!("conflict"));
+    assert!(
+        r[0]["value"]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("transition 'approve' is not allowed"),
+        "{}",
+        r[0]
+    );
+    assert_eq!(r[1]["code"], json!(0), "{}", r[1]);
+    assert_eq!(ok(&r[2])["total"], json!(1));
+    assert_eq!(ok(&r[2])["documents"][0]["id"], json!("task-r"));
+    // Anything but the decision stays the claimant's.
+    assert_eq!(r[3]["is_error"], json!(true), "{}", r[3]);
+    assert!(
+        r[3]["value"]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("held by coder-1"),
+        "{}",
+        r[3]
+    );
+    let rejected = ok(&r[4]);
+    assert_eq!(
+        (&rejected["status"], &rejected["claimed_by"]),
+        (&json!("working"), &json!("coder-1"))
+    );
+    assert_eq!(r[5]["code"], json!(0), "{}", r[5]);
+    assert_eq!(ok(&r[6])["status"], json!("done"));
+    assert!(b.read("tasks/task-r.md").contains("status: done\n"));
+    let decisions: Vec<String> = b
+        .log()
+        .iter()
+        .filter(|e| e["op"] == "transition")
+        .map(|e| {
+            format!(
+                "{} {} {}->{} {} {} force={}",
+                e["actor"].as_str().unwrap(),
+                e["transition"].as_str().unwrap(),
+                e["from"].as_str().unwrap(),
+                e["to"].as_str().unwrap(),
+                e["note"].as_str().unwrap_or("-"),
+                e["via"].as_str().unwrap_or("cli"),
+                e.get("force").is_some()
+            )
+        })
+        .collect();
+    assert_eq!(
+        decisions,
+        [
+            "coder-1 start claimed->working - cli force=false",
+            "coder-1 submit working->review - cli force=false",
+            "reviewer-1 reject review->working no tests mcp force=false",
+            "coder-1 submit working->review tests added cli force=false",
+            "reviewer-1 approve review->done good mcp force=false",
+        ]
     );
 }

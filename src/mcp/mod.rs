@@ -123,6 +123,8 @@ pub fn run(
         return Ok(ExitCode::SUCCESS);
     }
     let board = board()?;
+    // Every change this server makes is logged as having come through MCP.
+    tavern::log::set_via("mcp");
     if explicit_actor {
         register(&board, &actor, a.capabilities.as_deref())?;
     }

@@ -51,6 +51,22 @@ impl Server {
     }
 }
 
+/// How the tools take each input a library message may name: the argument's name, or
+/// where a human gives what no tool takes.
+fn argument(input: tavern::error::Input) -> String {
+    use tavern::error::Input;
+    match input {
+        Input::Actor => "the server's --as or TAVERN_AGENT",
+        Input::Force => "--force at the command line",
+        Input::IfRev => "if_rev",
+        Input::AddRemove => "add/remove",
+        Input::Nested => "--nested at the command line",
+        Input::Resolution => "text",
+        other => other.name(),
+    }
+    .to_string()
+}
+
 /// A library error as the tool error a model reads: the CLI's `--json` error object, with
 /// what its exit code means.
 pub fn tool_error(e: &tavern::Error) -> CallToolResult {
@@ -70,11 +86,21 @@ pub fn tool_error(e: &tavern::Error) -> CallToolResult {
             "the board's remote could not confirm the claim or move, so nothing changed: try again when it is reachable"
         }
     };
+    let message = match e {
+        tavern::Error::Request { path, message, .. } => {
+            let text = message.render(&argument);
+            match path {
+                Some(p) => format!("{}: {text}", p.display()),
+                None => text,
+            }
+        }
+        _ => e.to_string(),
+    };
     let v = json!({"error": {
         "kind": kind.name(),
         "code": e.exit_code(),
         "meaning": meaning,
-        "message": e.to_string(),
+        "message": message,
         "path": e.path(),
     }});
     CallToolResult::error(vec![ContentBlock::text(v.to_string())])

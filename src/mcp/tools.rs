@@ -711,7 +711,7 @@ pub const ALL: &[Def] = &[
         false,
         MoveArgs,
         move_task,
-        "Move a task you hold along the workflow: start it, submit it for review, block or release it, mark it done or failed. Only tasks; only yours."
+        "Move a task along the workflow: start, submit for review, block, unblock, release, done or fail a task you hold; approve or reject any agent's task in review, as its reviewer."
     ),
     def!(
         "show",

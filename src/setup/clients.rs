@@ -48,6 +48,7 @@ fn json_hooks(path: PathBuf, hooks: Vec<Hook>) -> Plan {
         path,
         what: "hooks",
         merge: Box::new(move |text, add| merge::hooks(&name, text, add.then_some(&hooks[..]))),
+        notes: false,
     }
 }
 
@@ -59,6 +60,7 @@ fn json_entry(path: PathBuf, outer: &'static str, value: serde_json::Value) -> P
         merge: Box::new(move |text, add| {
             merge::entry(&name, text, outer, "tavern", add.then(|| value.clone()))
         }),
+        notes: false,
     }
 }
 
@@ -67,6 +69,7 @@ fn notes(path: PathBuf) -> Plan {
         path,
         what: "agent loop notes",
         merge: Box::new(|text, add| Ok(merge::block(text, add.then_some(NOTES)))),
+        notes: true,
     }
 }
 
@@ -85,44 +88,59 @@ fn codex_server(path: PathBuf) -> Plan {
             }
             Ok(merge::block(text, add.then_some(block)))
         }),
+        notes: false,
     }
 }
 
 /// The OpenCode plugin: runs the same hooks from inside OpenCode, whose own pid holds the
 /// session's claims.
 const OPENCODE_PLUGIN: &str = r#"// tavern: added by `tavern setup opencode`; `tavern setup opencode --remove` takes it out.
-// Registers this session on the tavern board when it starts (OpenCode's own process holds
-// its claims) and gives it the board summary, heartbeats on tool use, gives the summary
-// again when the session is compacted, and deregisters when the session is deleted.
+// Registers this OpenCode process on the tavern board as one agent (the process holds its
+// claims) when a session starts, or at its first tool use in a resumed session, and gives
+// the model the board summary; heartbeats on tool use; gives the summary again when a
+// session is compacted; deregisters once every session it started has been deleted.
+// Sessions of subagents (those with a parent) belong to the same agent. Each step runs
+// `tavern hook opencode EVENT --pid PID [--session ID]`.
 export const TavernPlugin = async ({ $, client, directory }) => {
+  let registered = false;
+  const live = new Set();
   const hook = async (what, session) => {
+    const args = ["hook", "opencode", what, "--pid", String(process.pid)];
+    if (session) args.push("--session", String(session));
     try {
-      const out = await $`tavern hook opencode ${what} --session ${session ?? ""} --pid ${process.pid}`
-        .cwd(directory).quiet().nothrow().text();
+      const out = await $`tavern ${args}`.cwd(directory).quiet().nothrow().text();
       return out.trim();
     } catch {
       return "";
     }
   };
+  const start = async (session) => {
+    registered = true;
+    return hook("session-start", session);
+  };
   return {
     event: async ({ event }) => {
-      const id = event.properties?.info?.id ?? event.properties?.sessionID;
-      if (event.type === "session.created") {
-        const text = await hook("session-start", id);
-        if (text && id) {
+      const info = event.properties?.info;
+      const id = info?.id ?? event.properties?.sessionID;
+      if (event.type === "session.created" && id && !info?.parentID) {
+        live.add(id);
+        const text = await start(id);
+        if (text) {
           try {
             await client.session.prompt({ path: { id }, body: { noReply: true, parts: [{ type: "text", text }] } });
           } catch {}
         }
-      } else if (event.type === "session.deleted") {
+      } else if (event.type === "session.deleted" && id && live.delete(id) && live.size === 0) {
+        registered = false;
         await hook("session-end", id);
       }
     },
     "tool.execute.after": async (input) => {
-      await hook("heartbeat", input.sessionID);
+      if (registered) await hook("heartbeat", input?.sessionID);
+      else await start(input?.sessionID);
     },
     "experimental.session.compacting": async (input, output) => {
-      const text = await hook("compact", input.sessionID);
+      const text = registered ? await hook("compact", input?.sessionID) : await start(input?.sessionID);
       if (text) output.context.push(text);
     },
   };
@@ -145,6 +163,7 @@ fn owned_file(path: PathBuf, content: &'static str) -> Plan {
             (Some(t), false) if t.starts_with("// tavern:") => Ok(None),
             (text, false) => Ok(text.map(str::to_string)),
         }),
+        notes: false,
     }
 }
 
@@ -153,6 +172,43 @@ fn config_home(home: &Path, var: &str, default: &[&str]) -> PathBuf {
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
         .unwrap_or_else(|| default.iter().fold(home.to_path_buf(), |p, s| p.join(s)))
+}
+
+/// The clients setup knows.
+pub const CLIENTS: [&str; 3] = ["claude", "codex", "opencode"];
+
+/// The other clients set up in this scope whose agent-loop notes are the file `path`
+/// (Codex and OpenCode share the project's AGENTS.md). A client counts as set up while its
+/// first file (its hooks, or OpenCode's plugin) holds tavern's part; a file that cannot be
+/// read or parsed counts as set up, so that in doubt the notes stay.
+pub fn others_using(
+    client: &str,
+    path: &Path,
+    user: bool,
+    base: &Path,
+    home: &Path,
+) -> Vec<&'static str> {
+    CLIENTS
+        .into_iter()
+        .filter(|other| *other != client)
+        .filter(|other| {
+            let Ok(theirs) = plans(other, user, base, home, false) else {
+                return false;
+            };
+            theirs.iter().any(|p| p.notes && p.path == path)
+                && theirs.first().is_some_and(installed)
+        })
+        .collect()
+}
+
+/// Whether the file of `plan` holds tavern's part.
+fn installed(plan: &Plan) -> bool {
+    match super::read(&plan.path) {
+        Ok(None) => false,
+        Ok(Some(text)) => (plan.merge)(Some(&text), false)
+            .map_or(true, |without| without.as_deref() != Some(text.as_str())),
+        Err(_) => true,
+    }
 }
 
 /// The files of `client`, under `base` (the project, or the home directory with `user`).

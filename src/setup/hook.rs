@@ -62,7 +62,12 @@ pub fn run(
             a.client
         )));
     }
-    let event = input();
+    // The OpenCode plugin passes --pid and nothing on stdin, which may be OpenCode's own.
+    let event = if a.pid.is_some() {
+        Value::Null
+    } else {
+        input()
+    };
     let board = match Board::discover(board_flag, cwd) {
         Ok(b) => b,
         // A hook installed for the user runs in every project; without a board it does nothing.

@@ -46,6 +46,9 @@ pub struct Plan {
     /// What it holds of tavern's, for the report.
     pub what: &'static str,
     pub merge: Merge,
+    /// The agent-loop notes, a file more than one client may share (Codex and OpenCode
+    /// both read the project's AGENTS.md).
+    pub notes: bool,
 }
 
 /// Where backups of the files as they were before setup live, so that `--remove` can give
@@ -196,6 +199,17 @@ pub fn run(
             ((plan.merge)(current.as_deref(), true)?, "")
         };
         let shown = display(&plan.path, &base, &home, a.user);
+        if a.remove && plan.notes {
+            // Another client set up in the same scope reads the same notes: they stay, and
+            // so does their backup, for the last client's --remove to restore.
+            let users = clients::others_using(&a.client, &plan.path, a.user, &base, &home);
+            if !users.is_empty() && new != current {
+                report.push(
+                    json!({"path": shown, "action": "kept", "what": plan.what, "used_by": users}),
+                );
+                continue;
+            }
+        }
         if new == current {
             report.push(json!({"path": shown, "action": "unchanged", "what": plan.what}));
             if a.remove && !a.dry_run {
@@ -250,8 +264,19 @@ pub fn run(
     } else {
         let mut text = String::new();
         for r in &report {
+            let users: Vec<&str> = r["used_by"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|u| u.as_str())
+                .collect();
+            let why = if users.is_empty() {
+                String::new()
+            } else {
+                format!("; still set up for {}", users.join(", "))
+            };
             text.push_str(&format!(
-                "{} {} ({})\n",
+                "{} {} ({}{why})\n",
                 r["action"].as_str().unwrap_or(""),
                 r["path"].as_str().unwrap_or(""),
                 r["what"].as_str().unwrap_or("")
