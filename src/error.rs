@@ -222,8 +222,23 @@ impl Names for Plain {
 }
 
 impl Message {
+    /// The text with each input named by `input`, and each command in the use cases' own
+    /// words ([`Command::name`]).
+    pub fn render(&self, input: &dyn Fn(Input) -> String) -> String {
+        struct Inputs<'a>(&'a dyn Fn(Input) -> String);
+        impl Names for Inputs<'_> {
+            fn input(&self, i: Input) -> String {
+                (self.0)(i)
+            }
+            fn command(&self, c: &Command) -> String {
+                c.name()
+            }
+        }
+        self.render_with(&Inputs(input))
+    }
+
     /// The text with each input and command named as `names` says.
-    pub fn render(&self, names: &dyn Names) -> String {
+    pub fn render_with(&self, names: &dyn Names) -> String {
         self.0
             .iter()
             .map(|p| match p {
@@ -255,7 +270,7 @@ impl From<String> for Message {
 
 impl fmt::Display for Message {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.render(&Plain))
+        f.write_str(&self.render_with(&Plain))
     }
 }
 
@@ -555,7 +570,11 @@ mod tests {
             }
         }
         let m = crate::msg!("use ", Input::IfRev, " or ", Command::Answer("q-1".into()));
-        assert_eq!(m.render(&Loud), "use <if_rev> or run answer q-1");
+        assert_eq!(m.render_with(&Loud), "use <if_rev> or run answer q-1");
+        assert_eq!(
+            m.render(&|i| format!("[{}]", i.name())),
+            "use [if_rev] or answer q-1"
+        );
         assert!(Message::default().is_empty() && Message::from("").is_empty());
         assert!(!m.is_empty());
     }

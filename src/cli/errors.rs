@@ -33,7 +33,7 @@ impl Names for Cli {
 
 /// A message in the command line's words.
 pub fn words(message: &Message) -> String {
-    message.render(&Cli)
+    message.render_with(&Cli)
 }
 
 /// How the command line takes each input a message may name.
