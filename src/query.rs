@@ -46,7 +46,8 @@ pub struct Query {
     pub terms: Vec<Term>,
 }
 
-fn is_field_name(s: &str) -> bool {
+/// A name a field may have: a letter or `_`, then letters, digits, `_`, `-` or `.`.
+pub fn is_field_name(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))

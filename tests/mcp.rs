@@ -823,3 +823,145 @@ fn a_reviewer_over_mcp_rejects_and_approves_another_agents_task_in_review() {
         ]
     );
 }
+
+/// The full profile's tools, each against the CLI's `--json` for the same request on the
+/// same board: they are the same library calls.
+#[test]
+fn the_full_profile_gives_what_the_cli_gives() {
+    let Some(py) = python() else { return };
+    let b = TestBoard::new();
+    b.run(&["new", "task", "--title", "Base", "--id", "task-base"])
+        .ok();
+    b.write("solutions/task-base/design.md", "# Design\n\nTwo passes.\n");
+    let obs = b.run(&[
+        "--as",
+        "bot",
+        "post",
+        "Slow scan",
+        "--topic",
+        "perf",
+        "--severity",
+        "low",
+    ]);
+    obs.ok();
+    let obs = obs.text();
+    let r = session(
+        &py,
+        &b,
+        &["--as", "coder-1", "--profile", "full"],
+        json!([
+            call(
+                "create_task",
+                json!({"title": "Top", "depends_on": ["task-base"], "priority": 1, "needs": ["rust"]})
+            ),
+            call(
+                "edit",
+                json!({"id": "task-base", "set": {"priority": 0}, "add": {"tags": "core"}})
+            ),
+            call("edit", json!({"id": "task-base", "set": {"bad key": 1}})),
+            call("edit", json!({"id": "task-base"})),
+            call(
+                "triage",
+                json!({"id": obs, "action": "resolve", "text": "indexed"})
+            ),
+            call("show", json!({"id": "solutions/task-base/design.md"})),
+            call("claim", json!({"id": "task-base"})),
+            call("move", json!({"id": "task-base", "action": "start"})),
+            call("move", json!({"id": "task-base", "action": "done"})),
+            call("agents", json!({})),
+            call("archive", json!({"query": "region:observations"})),
+        ]),
+    );
+    let created = ok(&r[0]);
+    let top = created["id"].as_str().unwrap().to_string();
+    assert_eq!(created["status"], json!("pending"));
+    let file = b.read(&format!("tasks/{top}.md"));
+    for line in [
+        "priority: 1\n",
+        "needs: [rust]\n",
+        "depends_on: [task-base]\n",
+    ] {
+        assert!(file.contains(line), "{line:?} in\n{file}");
+    }
+    assert_eq!(ok(&r[1])["rev"], json!(2));
+    let base = b.read("tasks/task-base.md");
+    assert!(
+        base.contains("priority: 0\n") && base.contains("tags: [core]\n"),
+        "{base}"
+    );
+    // The library refuses what is no field name; an empty edit is refused before it.
+    assert_eq!(r[2]["is_error"], json!(true), "{}", r[2]);
+    assert_eq!(
+        r[2]["value"]["error"]["message"],
+        json!("'bad key' is not a field name (letters, digits, _ - .)")
+    );
+    assert_eq!(r[3]["value"]["error"]["kind"], json!("usage"), "{}", r[3]);
+    assert_eq!(ok(&r[4])["status"], json!("resolved"));
+    // A file under solutions/ is shown as the CLI shows it.
+    let cli = b
+        .run(&["--json", "show", "solutions/task-base/design.md"])
+        .ok()
+        .json();
+    let shown = ok(&r[5]);
+    assert_eq!(
+        (&shown["path"], &shown["region"], &shown["body"]),
+        (&cli["path"], &cli["region"], &cli["body"])
+    );
+    assert_eq!(ok(&r[8])["status"], json!("done"));
+    let agents = ok(&r[9]);
+    let cli = b.run(&["--json", "agent", "list"]).ok().json();
+    assert_eq!(agents["total"], json!(1));
+    let mut row = agents["agents"][0].clone();
+    let mut cli_row = cli["agents"][0].clone();
+    for r in [&mut row, &mut cli_row] {
+        r.as_object_mut().unwrap().remove("last_seen");
+    }
+    assert_eq!(row, cli_row);
+    assert_eq!(row["holds"], json!([]));
+    assert_eq!(
+        ok(&r[10])["archived"],
+        json!([format!("observations/{obs}.md")])
+    );
+
+    // deps and log after the fact, from a second session, against the CLI.
+    let r = session(
+        &py,
+        &b,
+        &["--as", "coder-1", "--profile", "full"],
+        json!([
+            call("deps", json!({"id": top})),
+            call("log", json!({"doc": "task-base", "limit": 3})),
+            call("log", json!({"actor": "bot"})),
+        ]),
+    );
+    let cli = b.run(&["--json", "deps", &top]).ok().json();
+    assert_eq!(ok(&r[0]), &cli);
+    let log = ok(&r[1]);
+    assert_eq!(log["total"], json!(5));
+    let seen: Vec<String> = log["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            format!(
+                "{} {} {} {}",
+                e["op"].as_str().unwrap(),
+                e["transition"].as_str().unwrap_or("-"),
+                e["via"].as_str().unwrap_or("cli"),
+                e.get("diff").is_some()
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            "claim - mcp false",
+            "transition start mcp false",
+            "transition done mcp false",
+        ]
+    );
+    assert!(log["hint"].as_str().unwrap().starts_with("2 older entries"));
+    let bot = ok(&r[2]);
+    assert_eq!(bot["total"], json!(1));
+    assert_eq!(bot["entries"][0]["op"], json!("create"));
+}

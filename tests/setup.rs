@@ -763,7 +763,7 @@ fn the_opencode_plugin_runs_tavern_hook_for_opencodes_events() {
             ("agent", "registered"),
             ("claim", ""),
             ("agent", "registered again"),
-            ("release", &*format!("{name}'s session ended")),
+            ("release", &*format!("{name} deregistered")),
             ("agent", "deregistered"),
         ]
     );

@@ -34,6 +34,7 @@ mod roundtrip;
 mod setup;
 mod sources;
 mod summary;
+mod sync_branch;
 mod sync_claims;
 mod teamwork;
 mod watch_alerts;

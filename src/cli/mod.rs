@@ -139,6 +139,8 @@ pub enum Command {
     Check,
     /// Which board is used and why, its layout, and the remote it is connected to
     Status,
+    /// Exchange the board with the remote now (record, fetch, fast-forward, push); `sync init [REMOTE]` connects it
+    Sync(sync::SyncArgs),
     /// Print shell completions
     Completions(admin::CompletionsArgs),
     /// Tasks that are claimable now (dependencies done), best first
@@ -338,6 +340,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Diff(a) => history::diff(&ctx, a),
         Command::Check => admin::check(&ctx),
         Command::Status => sync::status(&ctx),
+        Command::Sync(a) => sync::sync(&ctx, a),
         Command::Summary(a) => admin::summary(&ctx, a),
         Command::Archive(a) => admin::archive(&ctx, a),
         Command::Completions(a) => admin::completions(a),

@@ -7,7 +7,6 @@ use serde_json::{Value, json};
 use tavern::doc::Document;
 use tavern::error::{Error, Result};
 use tavern::log::Entry;
-use tavern::ops::Outcome;
 use tavern::scan::Skipped;
 
 /// Characters of a body `show` returns at once.
@@ -81,14 +80,20 @@ pub fn with_body(v: &mut Value, d: &Document, max: usize) {
 }
 
 pub fn with_body_from(v: &mut Value, d: &Document, from: usize, max: usize) {
-    let (body, c) = cut(d.body(), from, max);
+    with_text_from(v, d.id(), d.body(), from, max);
+}
+
+/// `text` as the result's body from character `from`, saying how to ask for the rest of
+/// what `reference` holds.
+pub fn with_text_from(v: &mut Value, reference: &str, text: &str, from: usize, max: usize) {
+    let (body, c) = cut(text, from, max);
     v["body"] = json!(body);
     if let Some(c) = c {
         v["body_cut"] = json!({
             "total_chars": c.total,
             "next_offset": if c.next < c.total { Some(c.next) } else { None },
             "hint": if c.next < c.total {
-                format!("the body goes on: call show with id {} and offset {}", d.id(), c.next)
+                format!("the body goes on: call show with id {reference} and offset {}", c.next)
             } else {
                 "that is the end of the body".to_string()
             },
@@ -96,21 +101,59 @@ pub fn with_body_from(v: &mut Value, d: &Document, from: usize, max: usize) {
     }
 }
 
-/// What a mutation did.
-pub fn outcome(o: &Outcome) -> Value {
-    let d = &o.doc;
-    let mut v = json!({
-        "ok": true,
-        "changed": o.changed(),
-        "id": d.id(),
-        "path": d.rel_path(),
-        "rev": d.rev(),
-        "status": d.status(),
-        "claimed_by": d.str("claimed_by"),
-        "title": d.title(),
-    });
-    if let Some(e) = &o.entry {
-        v["seq"] = e.seq.into();
+/// Characters of a note shown in a list of entries.
+const NOTE_CHARS: usize = 300;
+
+/// One log entry, compact: its diff only when asked for, its note cut.
+pub fn entry(e: &Entry, patch: bool) -> Value {
+    let mut v = json!({"seq": e.seq, "at": e.at, "actor": e.actor, "op": e.op, "doc": e.doc});
+    for (k, x) in [
+        ("via", &e.via),
+        ("transition", &e.transition),
+        ("from", &e.from),
+        ("to", &e.to),
+    ] {
+        if let Some(x) = x {
+            v[k] = json!(x);
+        }
+    }
+    if let Some(rev) = e.rev {
+        v["rev"] = json!(rev);
+    }
+    if e.force {
+        v["force"] = json!(true);
+    }
+    if let Some(n) = &e.note {
+        v["note"] = json!(cut(n, 0, NOTE_CHARS).0);
+    }
+    if patch && let Some(d) = &e.diff {
+        v["diff"] = json!(d);
+    }
+    v
+}
+
+/// The newest `limit` of `entries` (oldest first), fewer when they would be too long,
+/// with the total and a hint when older ones were left out.
+pub fn entries(entries: &[Entry], limit: Option<usize>, patch: bool) -> Value {
+    let limit = limit.unwrap_or(PAGE).clamp(1, MAX_PAGE);
+    let start = entries.len().saturating_sub(limit);
+    let mut out = Vec::new();
+    let mut bytes = 0;
+    for e in entries[start..].iter().rev() {
+        let v = entry(e, patch);
+        bytes += v.to_string().len();
+        if bytes > MAX_RESULT_BYTES / 2 && !out.is_empty() {
+            break;
+        }
+        out.push(v);
+    }
+    out.reverse();
+    let older = entries.len() - out.len();
+    let mut v = json!({"total": entries.len(), "entries": out});
+    if older > 0 {
+        v["hint"] = json!(format!(
+            "{older} older entries not shown: pass since with a seq, or a smaller limit"
+        ));
     }
     v
 }

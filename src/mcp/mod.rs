@@ -2,9 +2,7 @@
 //! prefer tools. Every tool is a library call; this module only parses and renders.
 
 mod bound;
-mod docs;
 mod feed;
-mod history;
 pub mod server;
 pub mod tools;
 
@@ -126,7 +124,12 @@ pub fn run(
     // Every change this server makes is logged as having come through MCP.
     tavern::log::set_via("mcp");
     if explicit_actor {
-        register(&board, &actor, a.capabilities.as_deref())?;
+        crate::setup::hook::register(
+            &board,
+            &actor,
+            a.capabilities.as_deref(),
+            tavern::client::holder(),
+        )?;
     }
     let ctx = tools::Ctx { board, actor };
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -146,17 +149,4 @@ pub fn run(
         Ok::<(), Error>(())
     })?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Registers the agent, keeping the capabilities its card has unless new ones are given.
-fn register(board: &Board, name: &str, capabilities: Option<&[String]>) -> Result<()> {
-    let capabilities = match capabilities {
-        Some(c) => c.to_vec(),
-        None => tavern::agents::read(board, name)?
-            .map(|a| a.capabilities())
-            .unwrap_or_default(),
-    };
-    let holder = tavern::client::holder();
-    tavern::agents::register(board, name, name, &capabilities, holder)?;
-    Ok(())
 }

@@ -169,7 +169,8 @@ impl ServerHandler for Server {
         // Library calls block (locks, fsync): run them off the runtime's only thread so the
         // connection keeps reading and notifying meanwhile.
         let done = tokio::task::spawn_blocking(move || {
-            tavern::agents::heartbeat_if_registered(&ctx.board, &ctx.actor);
+            // Every call is the agent's heartbeat.
+            tavern::api::actor(&ctx.board, &ctx.actor)?;
             def.call(&ctx, args)
         })
         .await;
@@ -271,9 +272,15 @@ impl ServerHandler for Server {
                     let (region, id) =
                         parse_doc_uri(other).ok_or_else(|| format!("no resource {other}"))?;
                     tavern::id::validate(id).map_err(|e| e.to_string())?;
-                    let doc = tavern::store::read_doc(&ctx.board, region, id)
-                        .map_err(|e| e.to_string())?;
-                    Ok(doc.raw)
+                    match tavern::api::docs::show(&ctx.board, &format!("{}/{id}", region.dir())) {
+                        Ok(tavern::api::docs::Shown::Doc(doc))
+                            if doc.region == region && doc.id() == id =>
+                        {
+                            Ok(doc.raw)
+                        }
+                        Ok(_) => Err(format!("no resource {other}")),
+                        Err(e) => Err(e.to_string()),
+                    }
                 }
             }
         })

@@ -10,11 +10,11 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::bound;
+use tavern::api;
 use tavern::board::Board;
 use tavern::doc::Region;
 use tavern::error::{Error, Result};
-use tavern::ops;
-use tavern::query::Query;
+use tavern::ops::transition::Options;
 
 /// What every call runs with: the board and the acting agent.
 pub struct Ctx {
@@ -130,14 +130,20 @@ fn parse<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T> {
 }
 
 /// Query terms from one string, as the command line takes them from several words.
-fn query(text: Option<&str>) -> Result<Query> {
-    let terms: Vec<&str> = text.unwrap_or("").split_whitespace().collect();
-    Query::parse(&terms)
+fn terms(text: Option<&str>) -> Vec<String> {
+    text.unwrap_or("")
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
 }
 
-fn task_id(board: &Board, reference: &str) -> Result<String> {
-    Ok(ops::resolve::resolve(board, reference, &[Region::Tasks])?.1)
+/// A library result as JSON.
+fn value(v: impl serde::Serialize) -> Value {
+    serde_json::to_value(v).unwrap_or_default()
 }
+
+/// Log entries per status call.
+const CHANGES: usize = 50;
 
 // ---- the core profile: the agent loop ----
 
@@ -147,12 +153,18 @@ struct StatusArgs {}
 
 fn status(ctx: &Ctx, args: Value) -> Result<Value> {
     let _: StatusArgs = parse("status", args)?;
-    ops::sweep::sweep(&ctx.board)?;
-    let v = tavern::api::summary::summary(&ctx.board, None, chrono::Duration::hours(1))?;
+    let v = api::summary::summary(&ctx.board, None, chrono::Duration::hours(1))?;
     let summary = v.markdown();
     let (summary, cut) = bound::cut(&summary, 0, bound::SUMMARY_CHARS);
-    let changes = super::history::changes_since_last_look(&ctx.board, &ctx.actor)?;
-    let mut out = json!({"agent": ctx.actor, "summary": summary, "changes": changes.entries});
+    // The same cursor as `tavern events`, moved past what is returned.
+    let changes = api::history::events(&ctx.board, &ctx.actor, None, Some(CHANGES))?;
+    api::history::seen(&ctx.board, &ctx.actor, &changes.entries)?;
+    let entries: Vec<Value> = changes
+        .entries
+        .iter()
+        .map(|e| bound::entry(e, false))
+        .collect();
+    let mut out = json!({"agent": ctx.actor, "summary": summary, "changes": entries});
     if let Some(c) = cut {
         out["summary_cut"] = json!(format!(
             "the summary was cut after {} of {} characters; use `list` with a query for the rest",
@@ -179,9 +191,14 @@ struct ReadyArgs {
 
 fn ready(ctx: &Ctx, args: Value) -> Result<Value> {
     let a: ReadyArgs = parse("ready", args)?;
-    let q = query(a.query.as_deref())?;
-    let (docs, skipped) = ops::transition::ready(&ctx.board, &q)?;
-    bound::page("tasks", &docs, &skipped, a.limit, a.cursor.as_deref())
+    let ready = api::tasks::ready(&ctx.board, &terms(a.query.as_deref()))?;
+    bound::page(
+        "tasks",
+        &ready.docs,
+        &ready.skipped,
+        a.limit,
+        a.cursor.as_deref(),
+    )
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -198,27 +215,26 @@ struct ClaimArgs {
 fn claim(ctx: &Ctx, args: Value) -> Result<Value> {
     let a: ClaimArgs = parse("claim", args)?;
     let board = &ctx.board;
-    let outcome = match &a.id {
+    let claimed = match &a.id {
         Some(reference) => {
             if a.query.is_some() {
                 return Err(Error::usage(
                     "claim: give either id (that task) or query (the best ready task matching it), not both",
                 ));
             }
-            let id = task_id(board, reference)?;
-            let opts = ops::transition::Options {
+            let opts = Options {
                 if_rev: a.if_rev,
                 ..Default::default()
             };
-            ops::transition::transition(board, &ctx.actor, &id, tavern::workflow::CLAIM, &opts)?
+            api::tasks::claim(board, &ctx.actor, reference, &opts)?
         }
         None => {
             if a.if_rev.is_some() {
                 return Err(Error::usage("claim: if_rev needs an id"));
             }
-            let q = query(a.query.as_deref())?;
-            match ops::transition::claim_next(board, &ctx.actor, &q)?.0 {
-                Some(o) => o,
+            let terms = terms(a.query.as_deref());
+            match api::tasks::claim_next(board, &ctx.actor, &terms, &Options::default())?.claimed {
+                Some(c) => c,
                 None => {
                     return Err(Error::NotFound {
                         what: "a claimable task".into(),
@@ -228,8 +244,8 @@ fn claim(ctx: &Ctx, args: Value) -> Result<Value> {
             }
         }
     };
-    let mut v = bound::outcome(&outcome);
-    bound::with_body(&mut v, &outcome.doc, bound::CLAIM_BODY_CHARS);
+    let mut v = value(&claimed);
+    bound::with_body(&mut v, claimed.doc(), bound::CLAIM_BODY_CHARS);
     Ok(v)
 }
 
@@ -279,14 +295,13 @@ struct MoveArgs {
 
 fn move_task(ctx: &Ctx, args: Value) -> Result<Value> {
     let a: MoveArgs = parse("move", args)?;
-    let id = task_id(&ctx.board, &a.id)?;
-    let opts = ops::transition::Options {
+    let opts = Options {
         if_rev: a.if_rev,
         note: a.note,
         ..Default::default()
     };
-    let outcome = ops::transition::transition(&ctx.board, &ctx.actor, &id, a.action.name(), &opts)?;
-    Ok(bound::outcome(&outcome))
+    let moved = api::tasks::transition(&ctx.board, &ctx.actor, &a.id, a.action.name(), &opts)?;
+    Ok(value(&moved))
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -300,10 +315,19 @@ struct ShowArgs {
 
 fn show(ctx: &Ctx, args: Value) -> Result<Value> {
     let a: ShowArgs = parse("show", args)?;
-    let doc = super::docs::read(&ctx.board, &a.id)?;
-    let mut v = bound::doc(&doc);
-    bound::with_body_from(&mut v, &doc, a.offset.unwrap_or(0), bound::BODY_CHARS);
-    Ok(v)
+    let from = a.offset.unwrap_or(0);
+    match api::docs::show(&ctx.board, &a.id)? {
+        api::docs::Shown::Doc(doc) => {
+            let mut v = bound::doc(&doc);
+            bound::with_body_from(&mut v, &doc, from, bound::BODY_CHARS);
+            Ok(v)
+        }
+        api::docs::Shown::Solution { path, region, body } => {
+            let mut v = json!({"path": path, "region": region});
+            bound::with_text_from(&mut v, &path, &body, from, bound::BODY_CHARS);
+            Ok(v)
+        }
+    }
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -321,9 +345,18 @@ struct ListArgs {
 
 fn list(ctx: &Ctx, args: Value) -> Result<Value> {
     let a: ListArgs = parse("list", args)?;
-    let q = query(a.query.as_deref())?;
-    let (docs, skipped) = super::docs::list(&ctx.board, &q, a.archived.unwrap_or(false))?;
-    bound::page("documents", &docs, &skipped, a.limit, a.cursor.as_deref())
+    let req = api::docs::ListRequest {
+        terms: terms(a.query.as_deref()),
+        archived: a.archived.unwrap_or(false),
+    };
+    let listed = api::docs::list(&ctx.board, &req)?;
+    bound::page(
+        "documents",
+        &listed.docs,
+        &listed.skipped,
+        a.limit,
+        a.cursor.as_deref(),
+    )
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -346,7 +379,7 @@ struct ObserveArgs {
 
 fn observe(ctx: &Ctx, args: Value) -> Result<Value> {
     let a: ObserveArgs = parse("observe", args)?;
-    let post = ops::observations::Post {
+    let post = api::observations::Post {
         id: None,
         title: a.title,
         body: a.body,
@@ -360,8 +393,8 @@ fn observe(ctx: &Ctx, args: Value) -> Result<Value> {
         ttl: None,
         context: None,
     };
-    let (doc, entry) = ops::observations::post(&ctx.board, &ctx.actor, &post)?;
-    Ok(bound::created(&doc, &entry, &[]))
+    let posted = api::observations::post(&ctx.board, &ctx.actor, &post)?;
+    Ok(bound::created(&posted.doc, &posted.entry, &[]))
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -392,7 +425,7 @@ fn ask(ctx: &Ctx, args: Value) -> Result<Value> {
                     "ask: a permission request takes no question: put it in reason",
                 ));
             }
-            Some(ops::questions::Permission {
+            Some(api::questions::Permission {
                 capability,
                 resource: a.resource.unwrap_or_default(),
                 reason: a.reason.unwrap_or_default(),
@@ -405,7 +438,7 @@ fn ask(ctx: &Ctx, args: Value) -> Result<Value> {
             None
         }
     };
-    let spec = ops::questions::Ask {
+    let spec = api::questions::Ask {
         id: None,
         text: a.question.unwrap_or_default(),
         body: a.body,
@@ -414,8 +447,12 @@ fn ask(ctx: &Ctx, args: Value) -> Result<Value> {
         context: None,
         permission,
     };
-    let asked = ops::questions::ask(&ctx.board, &ctx.actor, &spec)?;
-    Ok(bound::created(&asked.doc, &asked.entry, &asked.warnings))
+    let asked = api::questions::ask(&ctx.board, &ctx.actor, &spec)?;
+    Ok(bound::created(
+        &asked.created.doc,
+        &asked.created.entry,
+        &asked.warnings,
+    ))
 }
 
 // ---- the full profile adds ----
@@ -426,7 +463,9 @@ struct AgentsArgs {}
 
 fn agents(ctx: &Ctx, args: Value) -> Result<Value> {
     let _: AgentsArgs = parse("agents", args)?;
-    super::docs::agents(&ctx.board)
+    let list = api::agents::list(&ctx.board)?;
+    let shown = &list.agents[..list.agents.len().min(bound::MAX_PAGE)];
+    Ok(json!({"total": list.agents.len(), "agents": value(shown)}))
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -442,17 +481,14 @@ struct AnswerArgs {
 
 fn answer(ctx: &Ctx, args: Value) -> Result<Value> {
     let a: AnswerArgs = parse("answer", args)?;
-    let (_, id) = ops::resolve::resolve(&ctx.board, &a.id, &[Region::Questions])?;
-    let answered = ops::questions::answer(
+    let answered = api::questions::answer(
         &ctx.board,
         &ctx.actor,
-        &id,
+        &a.id,
         a.text.as_deref(),
         a.choice.as_deref(),
     )?;
-    let mut v = bound::outcome(&answered.outcome);
-    v["answer"] = json!(answered.outcome.doc.str("answer"));
-    v["unblocked"] = json!(answered.unblocked);
+    let mut v = value(&answered);
     if !answered.warnings.is_empty() {
         v["warnings"] = json!(answered.warnings);
     }
@@ -482,16 +518,15 @@ struct TriageArgs {
 
 fn triage(ctx: &Ctx, args: Value) -> Result<Value> {
     let a: TriageArgs = parse("triage", args)?;
-    let (_, id) = ops::resolve::resolve(&ctx.board, &a.id, &[Region::Observations])?;
     let action = match a.action {
-        Finding::Ack => ops::observations::Action::Ack,
-        Finding::Resolve => ops::observations::Action::Resolve {
+        Finding::Ack => api::observations::Action::Ack,
+        Finding::Resolve => api::observations::Action::Resolve {
             resolution: a.text.unwrap_or_default(),
         },
-        Finding::Reject => ops::observations::Action::Reject { note: a.text },
+        Finding::Reject => api::observations::Action::Reject { note: a.text },
     };
-    let outcome = ops::observations::act(&ctx.board, &ctx.actor, &id, &action, a.if_rev)?;
-    Ok(bound::outcome(&outcome))
+    let done = api::observations::act(&ctx.board, &ctx.actor, &a.id, &action, a.if_rev)?;
+    Ok(value(&done))
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -505,7 +540,6 @@ struct ArchiveArgs {
 
 fn archive(ctx: &Ctx, args: Value) -> Result<Value> {
     let a: ArchiveArgs = parse("archive", args)?;
-    let q = query(a.query.as_deref())?;
     let older = match a.older_than.as_deref() {
         Some(d) => Some(tavern::time::parse_duration(d).ok_or_else(|| {
             Error::usage(format!(
@@ -514,8 +548,8 @@ fn archive(ctx: &Ctx, args: Value) -> Result<Value> {
         })?),
         None => None,
     };
-    let moved = ops::archive::archive(&ctx.board, &ctx.actor, &q, older)?;
-    let docs: Vec<&str> = moved.iter().map(|e| e.doc.as_str()).collect();
+    let archived = api::board::archive(&ctx.board, &ctx.actor, &terms(a.query.as_deref()), older)?;
+    let docs: Vec<&str> = archived.moved.iter().map(|e| e.doc.as_str()).collect();
     Ok(bound::capped_list("archived", &docs))
 }
 
@@ -536,14 +570,19 @@ struct LogArgs {
 
 fn log(ctx: &Ctx, args: Value) -> Result<Value> {
     let a: LogArgs = parse("log", args)?;
-    super::history::log(
-        &ctx.board,
-        a.since,
-        a.doc.as_deref(),
-        a.actor.as_deref(),
+    let filter = api::history::LogFilter {
+        since: a
+            .since
+            .map_or(api::history::Since::All, api::history::Since::Seq),
+        doc: a.doc,
+        actor: a.actor,
+    };
+    let read = api::history::log(&ctx.board, &filter)?;
+    Ok(bound::entries(
+        &read.entries,
         a.limit,
         a.patch.unwrap_or(false),
-    )
+    ))
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -557,13 +596,11 @@ struct DepsArgs {
 
 fn deps(ctx: &Ctx, args: Value) -> Result<Value> {
     let a: DepsArgs = parse("deps", args)?;
-    let id = task_id(&ctx.board, &a.id)?;
     let v = if a.tree.unwrap_or(false) {
-        serde_json::to_value(ops::graph::tree(&ctx.board, &id)?)
+        value(api::graph::tree(&ctx.board, &a.id)?)
     } else {
-        serde_json::to_value(ops::graph::deps(&ctx.board, &id)?)
-    }
-    .unwrap_or_default();
+        value(api::graph::deps(&ctx.board, &a.id)?)
+    };
     Ok(bound::capped_value(v))
 }
 
@@ -593,7 +630,7 @@ fn create_task(ctx: &Ctx, args: Value) -> Result<Value> {
     if let Some(n) = a.needs {
         sets.push(("needs".to_string(), json!(n)));
     }
-    let spec = ops::new::NewDoc {
+    let spec = api::docs::NewDoc {
         id: None,
         title: a.title,
         body: a.body,
@@ -602,8 +639,8 @@ fn create_task(ctx: &Ctx, args: Value) -> Result<Value> {
         depends_on: a.depends_on.unwrap_or_default(),
         sets,
     };
-    let (doc, entry) = ops::new::create(&ctx.board, &ctx.actor, Region::Tasks, &spec)?;
-    Ok(bound::created(&doc, &entry, &[]))
+    let created = api::docs::create(&ctx.board, &ctx.actor, Region::Tasks, &spec)?;
+    Ok(bound::created(&created.doc, &created.entry, &[]))
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -629,11 +666,11 @@ fn edit(ctx: &Ctx, args: Value) -> Result<Value> {
     let a: EditArgs = parse("edit", args)?;
     // Questions are left to humans and to ask/answer: an edit could decide a permission.
     let (region, id) =
-        ops::resolve::resolve(&ctx.board, &a.id, &[Region::Tasks, Region::Observations])?;
+        tavern::ops::resolve::resolve(&ctx.board, &a.id, &[Region::Tasks, Region::Observations])?;
     let pairs = |m: Option<serde_json::Map<String, Value>>| -> Vec<(String, Value)> {
         m.unwrap_or_default().into_iter().collect()
     };
-    let spec = ops::edit::EditSpec {
+    let spec = api::docs::EditSpec {
         sets: pairs(a.set),
         unsets: a.unset.unwrap_or_default(),
         adds: pairs(a.add),
@@ -642,28 +679,14 @@ fn edit(ctx: &Ctx, args: Value) -> Result<Value> {
         if_rev: a.if_rev,
         force: false,
     };
-    if spec.sets.is_empty()
-        && spec.unsets.is_empty()
-        && spec.adds.is_empty()
-        && spec.removes.is_empty()
-        && spec.body.is_none()
-    {
+    if spec.is_empty() {
         return Err(Error::usage(
             "edit: nothing to edit: give set, unset, add, remove or body",
         ));
     }
-    for k in spec
-        .sets
-        .iter()
-        .map(|(k, _)| k)
-        .chain(&spec.unsets)
-        .chain(spec.adds.iter().map(|(k, _)| k))
-        .chain(spec.removes.iter().map(|(k, _)| k))
-    {
-        super::docs::check_key(k)?;
-    }
-    let outcome = ops::edit::edit(&ctx.board, &ctx.actor, region, &id, &spec)?;
-    Ok(bound::outcome(&outcome))
+    let reference = format!("{}/{id}", region.dir());
+    let edited = api::docs::edit(&ctx.board, &ctx.actor, &reference, &spec)?;
+    Ok(value(&edited))
 }
 
 macro_rules! def {

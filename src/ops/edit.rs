@@ -22,6 +22,17 @@ pub struct EditSpec {
     pub force: bool,
 }
 
+impl EditSpec {
+    /// Whether it changes nothing: no field to set, unset, add to or remove from, no body.
+    pub fn is_empty(&self) -> bool {
+        self.sets.is_empty()
+            && self.unsets.is_empty()
+            && self.adds.is_empty()
+            && self.removes.is_empty()
+            && self.body.is_none()
+    }
+}
+
 /// Fields only tavern writes: changing them by hand would break the file name or the rev.
 const MANAGED: [&str; 2] = ["id", "rev"];
 /// Fields that transitions own: changing them with `edit` would skip the workflow.
@@ -36,6 +47,11 @@ fn check_keys(spec: &EditSpec, region: Region) -> Result<()> {
         .chain(spec.adds.iter().map(|(k, _)| k))
         .chain(spec.removes.iter().map(|(k, _)| k));
     for key in keys {
+        if !crate::query::is_field_name(key) {
+            return Err(Error::usage(format!(
+                "'{key}' is not a field name (letters, digits, _ - .)"
+            )));
+        }
         if MANAGED.contains(&key.as_str()) {
             return Err(Error::usage(format!(
                 "'{key}' is managed by tavern and cannot be edited"

@@ -174,6 +174,11 @@ fn config_home(home: &Path, var: &str, default: &[&str]) -> PathBuf {
         .unwrap_or_else(|| default.iter().fold(home.to_path_buf(), |p, s| p.join(s)))
 }
 
+/// The user's file or the project's.
+fn scoped(user: bool, user_file: PathBuf, project_file: PathBuf) -> PathBuf {
+    if user { user_file } else { project_file }
+}
+
 /// The clients setup knows.
 pub const CLIENTS: [&str; 3] = ["claude", "codex", "opencode"];
 
@@ -229,13 +234,8 @@ pub fn plans(client: &str, user: bool, base: &Path, home: &Path, mcp: bool) -> R
                 ),
             ));
             if mcp {
-                let file = if user {
-                    home.join(".claude.json")
-                } else {
-                    base.join(".mcp.json")
-                };
                 plans.push(json_entry(
-                    file,
+                    scoped(user, home.join(".claude.json"), base.join(".mcp.json")),
                     "mcpServers",
                     json!({"type": "stdio", "command": "tavern", "args": ["mcp", "--client", "claude"]}),
                 ));
@@ -283,13 +283,8 @@ pub fn plans(client: &str, user: bool, base: &Path, home: &Path, mcp: bool) -> R
                 OPENCODE_PLUGIN,
             ));
             if mcp {
-                let file = if user {
-                    dir.join("opencode.json")
-                } else {
-                    base.join("opencode.json")
-                };
                 plans.push(json_entry(
-                    file,
+                    scoped(user, dir.join("opencode.json"), base.join("opencode.json")),
                     "mcp",
                     json!({"type": "local", "command": ["tavern", "mcp", "--client", "opencode"], "enabled": true}),
                 ));

@@ -77,30 +77,31 @@ pub fn run(
     let holder = a.pid.unwrap_or_else(tavern::client::holder);
     let name = agent_name(&a.client, actor, holder);
     tavern::id::validate(&name)?;
-    let result = match a.event.as_str() {
-        "session-start" => {
-            let compacted = event.get("source").and_then(Value::as_str) == Some("compact");
-            if !compacted {
-                register(&board, &name, holder)?;
-                remember_name(&name);
-            } else {
-                tavern::agents::heartbeat_if_registered(&board, &name);
+    // Every problem from here on goes to stderr with exit 1 (a usage error would be 2).
+    let act = || -> Result<()> {
+        match a.event.as_str() {
+            "session-start" => {
+                let compacted = event.get("source").and_then(Value::as_str) == Some("compact");
+                if compacted {
+                    tavern::api::actor(&board, &name)?;
+                } else {
+                    register(&board, &name, None, holder)?;
+                    remember_name(&name);
+                }
+                context(&board, &a.client, &name, compacted)
             }
-            context(&board, &a.client, &name, compacted)
+            "compact" => {
+                tavern::api::actor(&board, &name)?;
+                context(&board, &a.client, &name, true)
+            }
+            "heartbeat" => tavern::api::actor(&board, &name).map(|_| ()),
+            "session-end" => deregister(&board, &name),
+            other => Err(Error::usage(format!(
+                "hook: no event '{other}'; the events are session-start, heartbeat, compact, session-end"
+            ))),
         }
-        "compact" => {
-            tavern::agents::heartbeat_if_registered(&board, &name);
-            context(&board, &a.client, &name, true)
-        }
-        "heartbeat" => {
-            tavern::agents::heartbeat_if_registered(&board, &name);
-            Ok(())
-        }
-        "session-end" => deregister(&board, &name),
-        other => Err(Error::usage(format!(
-            "hook: no event '{other}'; the events are session-start, heartbeat, compact, session-end"
-        ))),
     };
+    let result = act();
     match result {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) => {
@@ -113,13 +114,21 @@ pub fn run(
     }
 }
 
-/// Registers the session's agent with the client as the holder of its claims, keeping the
-/// capabilities its card already has.
-fn register(board: &Board, name: &str, holder: u32) -> Result<()> {
-    let capabilities = tavern::agents::read(board, name)?
-        .map(|a| a.capabilities())
-        .unwrap_or_default();
-    tavern::agents::register(board, name, name, &capabilities, holder)?;
+/// Registers agent `name` with `holder` as the process that holds its claims, with these
+/// capabilities or else those its card already has. (The MCP server registers the same way.)
+pub fn register(
+    board: &Board,
+    name: &str,
+    capabilities: Option<&[String]>,
+    holder: u32,
+) -> Result<()> {
+    let capabilities = match capabilities {
+        Some(c) => c.to_vec(),
+        None => tavern::agents::read(board, name)?
+            .map(|a| a.capabilities())
+            .unwrap_or_default(),
+    };
+    tavern::api::agents::register(board, name, name, &capabilities, holder)?;
     Ok(())
 }
 
@@ -144,14 +153,12 @@ fn deregister(board: &Board, name: &str) -> Result<()> {
     if tavern::agents::read(board, name)?.is_none_or(|a| a.gone()) {
         return Ok(());
     }
-    tavern::ops::sweep::release_claims_of(board, name, name, &format!("{name}'s session ended"))?;
-    tavern::agents::mark_gone(board, name, name)?;
+    tavern::api::agents::deregister(board, name)?;
     Ok(())
 }
 
 /// Prints the board summary as context for the model, in the form the client reads.
 fn context(board: &Board, client: &str, name: &str, again: bool) -> Result<()> {
-    tavern::ops::sweep::sweep(board)?;
     let v = tavern::api::summary::summary(board, None, chrono::Duration::hours(1))?;
     let summary = v.markdown();
     let summary: String = summary.chars().take(SUMMARY_CHARS).collect();

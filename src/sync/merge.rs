@@ -1,0 +1,692 @@
+//! Merging two diverged board branches, three ways, field by field (README, "When two
+//! machines changed the same thing").
+//!
+//! The merge base is the last commit both branches share. For every file of the board:
+//!
+//! - changed on one side only: that side's version;
+//! - `log.yaml`: the union of the entries of both sides, each exactly once (an entry is
+//!   its `(seq, origin)`; an entry from before origins existed is its text), ordered by
+//!   `(seq, origin)`;
+//! - a document (frontmatter and body) changed on both sides: each top-level frontmatter
+//!   field and the body are merged on their own. A field changed on one side takes that
+//!   side's value; a field both sides changed to different values is a conflict decided by
+//!   the rule below, and the body is merged line by line (`git merge-file`) unless both
+//!   sides changed the same lines, which is a conflict too. `rev` becomes one more than the
+//!   higher of the two, `updated_at` the later;
+//! - a file changed on one side and deleted on the other: the changed file is kept;
+//! - any other file both sides changed (board.yaml, a source): the whole file by the rule.
+//!
+//! The rule: the side whose latest log entry about the document comes later in the log's
+//! order wins (higher Lamport `seq`, ties broken by the greater `origin`); a side without
+//! such an entry (a hand edit) loses to one that has it; without entries on either side,
+//! the later `updated_at`, then the greater value as text. Both clones compute the same
+//! result from the same two commits. Every conflict is logged (`op: sync-conflict`, actor
+//! `tavern-sync`), naming the field, the value kept and the value dropped; every document
+//! merged from both sides gets one `sync-merge` entry at its new rev. No file ever holds
+//! conflict markers.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::board::Board;
+use crate::error::{Error, Result};
+use crate::log::{self, Entry};
+use crate::sync::git::Git;
+
+/// The actor of the entries a sync writes.
+pub const ACTOR: &str = "tavern-sync";
+
+/// One field that both sides changed to different values.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Conflict {
+    /// The file, relative to the board.
+    pub doc: String,
+    /// The frontmatter key, `body`, or `file` (the whole file).
+    pub field: String,
+    pub kept: String,
+    pub dropped: String,
+}
+
+/// What a merge made.
+#[derive(Debug, Default)]
+pub struct Merged {
+    /// The files of the merged tree that differ from ours, with their new content (None:
+    /// removed) or the blob they take from theirs.
+    pub changes: Vec<(String, Change)>,
+    pub conflicts: Vec<Conflict>,
+    /// Documents both sides changed, merged field by field.
+    pub merged_docs: Vec<String>,
+}
+
+#[derive(Debug)]
+pub enum Change {
+    Blob { mode: String, sha: String },
+    Bytes(Vec<u8>),
+    Removed,
+}
+
+type Tree = BTreeMap<String, (String, String)>;
+
+/// The files of a commit: path → (mode, blob).
+pub fn ls_tree(git: &Git, commit: &str) -> Result<Tree> {
+    let out = git.output(&["ls-tree", "-r", "-z", commit], None)?;
+    if !out.success {
+        return Err(git_error(git, &format!("ls-tree -r {commit}"), &out.stderr));
+    }
+    let mut tree = Tree::new();
+    for rec in out.stdout.split('\0').filter(|r| !r.is_empty()) {
+        let Some((meta, path)) = rec.split_once('\t') else {
+            continue;
+        };
+        let mut parts = meta.split(' ');
+        let (Some(mode), Some(_kind), Some(sha)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        tree.insert(path.to_string(), (mode.to_string(), sha.to_string()));
+    }
+    Ok(tree)
+}
+
+fn git_error(git: &Git, command: &str, stderr: &str) -> Error {
+    Error::Git {
+        command: format!("git {command}"),
+        dir: git.dir().to_path_buf(),
+        message: stderr.trim().to_string(),
+    }
+}
+
+fn blob(git: &Git, sha: Option<&str>) -> Result<Vec<u8>> {
+    let Some(sha) = sha else {
+        return Ok(Vec::new());
+    };
+    let out = git.output(&["cat-file", "blob", sha], None)?;
+    if !out.success {
+        return Err(git_error(git, &format!("cat-file blob {sha}"), &out.stderr));
+    }
+    Ok(out.stdout.into_bytes())
+}
+
+/// Merges `ours` and `theirs` (commits) over their merge base `base` (None: no common
+/// history, every file is new on both sides).
+pub fn merge(
+    board: &Board,
+    git: &Git,
+    tmp: &Path,
+    base: Option<&str>,
+    ours: &str,
+    theirs: &str,
+) -> Result<Merged> {
+    let b = match base {
+        Some(c) => ls_tree(git, c)?,
+        None => Tree::new(),
+    };
+    let o = ls_tree(git, ours)?;
+    let t = ls_tree(git, theirs)?;
+    let paths: BTreeSet<&String> = b.keys().chain(o.keys()).chain(t.keys()).collect();
+    let sha = |tree: &Tree, p: &str| tree.get(p).map(|(_, s)| s.clone());
+
+    // The logs first: they decide who wins a conflict.
+    let log_path = crate::layout::LOG;
+    let logs = [
+        blob(git, sha(&b, log_path).as_deref())?,
+        blob(git, sha(&o, log_path).as_deref())?,
+        blob(git, sha(&t, log_path).as_deref())?,
+    ];
+    let base_ids: HashSet<Vec<u8>> = chunks(&logs[0]).into_iter().map(identity).collect();
+    let stamps_o = stamps(&logs[1], &base_ids);
+    let stamps_t = stamps(&logs[2], &base_ids);
+
+    let mut merged = Merged::default();
+    let mut log_changed = false;
+    for p in paths {
+        let (bs, os, ts) = (sha(&b, p), sha(&o, p), sha(&t, p));
+        if os == ts || ts == bs {
+            continue; // ours already
+        }
+        if os == bs {
+            merged.changes.push((
+                p.clone(),
+                match t.get(p) {
+                    Some((mode, sha)) => Change::Blob {
+                        mode: mode.clone(),
+                        sha: sha.clone(),
+                    },
+                    None => Change::Removed,
+                },
+            ));
+            continue;
+        }
+        if p == log_path {
+            log_changed = true;
+            continue;
+        }
+        // Both changed.
+        let side_o = Side {
+            stamp: stamps_o.get(p.as_str()).cloned(),
+        };
+        let side_t = Side {
+            stamp: stamps_t.get(p.as_str()).cloned(),
+        };
+        let (Some(_), Some((mode, tsha))) = (&os, t.get(p)) else {
+            if os.is_none() {
+                // Deleted here, changed there: the change is kept.
+                let (mode, tsha) = t.get(p).cloned().unwrap_or_default();
+                merged.changes.push((
+                    p.clone(),
+                    Change::Blob {
+                        mode,
+                        sha: tsha.clone(),
+                    },
+                ));
+                merged.conflicts.push(Conflict {
+                    doc: p.clone(),
+                    field: "file".into(),
+                    kept: "the changed file".into(),
+                    dropped: "its deletion".into(),
+                });
+            } else {
+                merged.conflicts.push(Conflict {
+                    doc: p.clone(),
+                    field: "file".into(),
+                    kept: "the changed file".into(),
+                    dropped: "its deletion".into(),
+                });
+            }
+            continue;
+        };
+        let texts = [
+            blob(git, bs.as_deref())?,
+            blob(git, os.as_deref())?,
+            blob(git, Some(tsha))?,
+        ];
+        let is_doc = p.ends_with(".md");
+        let result = if is_doc {
+            merge_doc(tmp, git, p, &texts, &side_o, &side_t, &mut merged.conflicts)?
+        } else {
+            None
+        };
+        let bytes = match result {
+            Some(bytes) => {
+                merged.merged_docs.push(p.clone());
+                bytes
+            }
+            None => {
+                // The whole file by the rule.
+                let (win_o, kept, dropped) = decide(&side_o, &side_t, &texts[1], &texts[2]);
+                merged.conflicts.push(Conflict {
+                    doc: p.clone(),
+                    field: "file".into(),
+                    kept: short(kept),
+                    dropped: short(dropped),
+                });
+                if win_o {
+                    continue;
+                }
+                texts[2].clone()
+            }
+        };
+        if bytes != texts[1] {
+            merged.changes.push((p.clone(), Change::Bytes(bytes)));
+        }
+        let _ = mode;
+    }
+
+    if log_changed || !merged.conflicts.is_empty() || !merged.merged_docs.is_empty() {
+        let mut log = union(&logs[0], &logs[1], &logs[2]);
+        let last = chunks(&log)
+            .iter()
+            .filter_map(|c| log::head(c).map(|h| h.seq))
+            .max()
+            .unwrap_or(0);
+        let origin = log::Clock::read(board).origin;
+        let at = crate::time::stamp_millis(crate::time::now());
+        let mut seq = last;
+        let mut entry =
+            |op: &str, doc: &str, note: String, rev: Option<u64>, diff: Option<String>| {
+                seq += 1;
+                log::render(&Entry {
+                    seq,
+                    origin: origin.clone(),
+                    at: at.clone(),
+                    actor: ACTOR.into(),
+                    op: op.into(),
+                    doc: doc.into(),
+                    rev,
+                    note: Some(note),
+                    diff,
+                    ..Entry::default()
+                })
+            };
+        let mut extra = String::new();
+        for c in &merged.conflicts {
+            extra.push_str(&entry(
+                "sync-conflict",
+                &c.doc,
+                format!(
+                    "{} changed on both sides: kept {}, dropped {}",
+                    c.field, c.kept, c.dropped
+                ),
+                None,
+                None,
+            ));
+        }
+        for d in &merged.merged_docs {
+            let new = merged
+                .changes
+                .iter()
+                .find(|(p, _)| p == d)
+                .and_then(|(_, c)| match c {
+                    Change::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
+                    _ => None,
+                });
+            let old = String::from_utf8_lossy(&blob(git, sha(&o, d).as_deref())?).into_owned();
+            let new = new.unwrap_or_else(|| old.clone());
+            let rev = rev_of(&new);
+            extra.push_str(&entry(
+                "sync-merge",
+                d,
+                "changed on both sides, merged field by field".into(),
+                rev,
+                Some(log::diff(&old, &new)),
+            ));
+        }
+        if !log.is_empty() && !log.ends_with(b"\n") {
+            log.push(b'\n');
+        }
+        log.extend_from_slice(extra.as_bytes());
+        if log != logs[1] {
+            merged
+                .changes
+                .push((log_path.to_string(), Change::Bytes(log)));
+        }
+    }
+    Ok(merged)
+}
+
+/// Keeps a value short enough for a log note.
+fn short(bytes: &[u8]) -> String {
+    let s = String::from_utf8_lossy(bytes);
+    let s = s.trim();
+    if s.chars().count() > 200 {
+        format!("{}…", s.chars().take(200).collect::<String>())
+    } else {
+        s.to_string()
+    }
+}
+
+/// How one side of the merge stands for the rule.
+struct Side {
+    /// The latest log entry about the document on this side since the base: (seq, origin).
+    stamp: Option<(u64, String)>,
+}
+
+/// The rule: is ours the winner? Returns (ours wins, kept, dropped).
+fn decide<'a>(o: &Side, t: &Side, ov: &'a [u8], tv: &'a [u8]) -> (bool, &'a [u8], &'a [u8]) {
+    decide_with(o, t, None, None, ov, tv)
+}
+
+fn decide_with<'a>(
+    o: &Side,
+    t: &Side,
+    o_updated: Option<&str>,
+    t_updated: Option<&str>,
+    ov: &'a [u8],
+    tv: &'a [u8],
+) -> (bool, &'a [u8], &'a [u8]) {
+    let ko = (&o.stamp, o_updated, ov);
+    let kt = (&t.stamp, t_updated, tv);
+    if ko >= kt {
+        (true, ov, tv)
+    } else {
+        (false, tv, ov)
+    }
+}
+
+/// The latest entry about each document among the entries of `log` not in the base.
+fn stamps(log: &[u8], base: &HashSet<Vec<u8>>) -> HashMap<String, (u64, String)> {
+    let mut out: HashMap<String, (u64, String)> = HashMap::new();
+    for c in chunks(log) {
+        if base.contains(&identity(c)) {
+            continue;
+        }
+        let Some(e) = log::parse_entry(&String::from_utf8_lossy(c)) else {
+            continue;
+        };
+        let key = (e.seq, e.origin.clone());
+        let slot = out.entry(e.doc.clone()).or_default();
+        if key > *slot {
+            *slot = key;
+        }
+    }
+    out
+}
+
+/// log.yaml's bytes cut into entry chunks (each starts at a line beginning with `- `); a
+/// leading part that is no entry (a comment) is a chunk of its own.
+fn chunks(text: &[u8]) -> Vec<&[u8]> {
+    let mut starts = vec![0];
+    let mut offset = 0;
+    for line in text.split_inclusive(|&b| b == b'\n') {
+        if offset > 0 && (line.starts_with(b"- ") || line == b"-\n") {
+            starts.push(offset);
+        }
+        offset += line.len();
+    }
+    let mut out = Vec::new();
+    for (i, &s) in starts.iter().enumerate() {
+        let end = starts.get(i + 1).copied().unwrap_or(text.len());
+        if end > s {
+            out.push(&text[s..end]);
+        }
+    }
+    out
+}
+
+/// What makes an entry the same entry on two clones: its (seq, origin), or for an entry
+/// without origin, its text.
+fn identity(chunk: &[u8]) -> Vec<u8> {
+    match log::head(chunk) {
+        Some(h) if !h.origin.is_empty() => format!("{}\0{}", h.seq, h.origin).into_bytes(),
+        _ => {
+            let mut v = chunk.to_vec();
+            if !v.ends_with(b"\n") {
+                v.push(b'\n');
+            }
+            v
+        }
+    }
+}
+
+/// The entries of both logs, each once, ordered by (seq, origin). Entries of the base that
+/// one side dropped stay dropped.
+pub fn union(base: &[u8], ours: &[u8], theirs: &[u8]) -> Vec<u8> {
+    let base_ids: HashSet<Vec<u8>> = chunks(base).into_iter().map(identity).collect();
+    let ours_ids: HashSet<Vec<u8>> = chunks(ours).into_iter().map(identity).collect();
+    let theirs_ids: HashSet<Vec<u8>> = chunks(theirs).into_iter().map(identity).collect();
+    let mut seen = HashSet::new();
+    let mut all: Vec<(u64, String, usize, Vec<u8>)> = Vec::new();
+    let mut last_seq = 0;
+    for (side, c) in chunks(ours)
+        .into_iter()
+        .map(|c| (0, c))
+        .chain(chunks(theirs).into_iter().map(|c| (1, c)))
+    {
+        let id = identity(c);
+        let other_dropped = base_ids.contains(&id)
+            && if side == 0 {
+                !theirs_ids.contains(&id)
+            } else {
+                !ours_ids.contains(&id)
+            };
+        if other_dropped || !seen.insert(id) {
+            continue;
+        }
+        let (seq, origin) = match log::head(c) {
+            Some(h) => (h.seq, h.origin.to_string()),
+            None => (last_seq, String::new()),
+        };
+        last_seq = seq;
+        let mut bytes = c.to_vec();
+        if !bytes.ends_with(b"\n") {
+            bytes.push(b'\n');
+        }
+        let n = all.len();
+        all.push((seq, origin, n, bytes));
+    }
+    all.sort_by(|a, b| (a.0, &a.1, a.2).cmp(&(b.0, &b.1, b.2)));
+    all.into_iter().flat_map(|(_, _, _, b)| b).collect()
+}
+
+fn rev_of(text: &str) -> Option<u64> {
+    let split = crate::doc::split::split(text).ok()?;
+    split
+        .frontmatter
+        .lines()
+        .find_map(|l| l.strip_prefix("rev:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// A frontmatter cut into its top-level fields: (key, the field's lines), plus the lines
+/// before the first key.
+fn fields(fm: &str) -> (String, Vec<(String, String)>) {
+    let mut prelude = String::new();
+    let mut out: Vec<(String, String)> = Vec::new();
+    for line in fm.split_inclusive('\n') {
+        let starts_field =
+            !line.starts_with([' ', '\t', '-', '#', '\r', '\n']) && line.contains(':');
+        if starts_field {
+            let key = line.split(':').next().unwrap_or("").trim().to_string();
+            out.push((key, line.to_string()));
+        } else if let Some(last) = out.last_mut() {
+            last.1.push_str(line);
+        } else {
+            prelude.push_str(line);
+        }
+    }
+    (prelude, out)
+}
+
+/// A field's value as the log names it: its lines without the key.
+fn value_of(chunk: Option<&str>) -> String {
+    match chunk {
+        None => "(no value)".into(),
+        Some(c) => {
+            let v = c.split_once(':').map_or(c, |(_, v)| v).trim();
+            if v.is_empty() {
+                "(empty)".into()
+            } else {
+                short(v.as_bytes())
+            }
+        }
+    }
+}
+
+/// Merges a document both sides changed. None when a version has no frontmatter (the
+/// whole file is then decided by the rule).
+fn merge_doc(
+    tmp: &Path,
+    git: &Git,
+    path: &str,
+    texts: &[Vec<u8>; 3],
+    o: &Side,
+    t: &Side,
+    conflicts: &mut Vec<Conflict>,
+) -> Result<Option<Vec<u8>>> {
+    let strs: Vec<String> = texts
+        .iter()
+        .map(|b| String::from_utf8_lossy(b).into_owned())
+        .collect();
+    let base_split = if texts[0].is_empty() {
+        None
+    } else {
+        match crate::doc::split::split(&strs[0]) {
+            Ok(s) => Some(s),
+            Err(_) => return Ok(None),
+        }
+    };
+    let (Ok(so), Ok(st)) = (
+        crate::doc::split::split(&strs[1]),
+        crate::doc::split::split(&strs[2]),
+    ) else {
+        return Ok(None);
+    };
+    let (_, fb) = fields(base_split.map_or("", |s| s.frontmatter));
+    let (prelude, fo) = fields(so.frontmatter);
+    let (_, ft) = fields(st.frontmatter);
+    let get = |fs: &[(String, String)], k: &str| {
+        fs.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone())
+    };
+    let upd_o = get(&fo, "updated_at");
+    let upd_t = get(&ft, "updated_at");
+    let mut keys: Vec<String> = fo.iter().map(|(k, _)| k.clone()).collect();
+    for (k, _) in &ft {
+        if !keys.contains(k) {
+            keys.push(k.clone());
+        }
+    }
+    let mut fm = prelude;
+    for k in &keys {
+        let (b, ov, tv) = (get(&fb, k), get(&fo, k), get(&ft, k));
+        let value = if ov == tv || tv == b {
+            ov
+        } else if ov == b {
+            tv
+        } else if k == "rev" {
+            None // set below
+        } else if k == "updated_at" {
+            std::cmp::max(ov, tv)
+        } else {
+            let ob = ov.clone().unwrap_or_default();
+            let tb = tv.clone().unwrap_or_default();
+            let (win_o, _, _) = decide_with(
+                o,
+                t,
+                upd_o.as_deref(),
+                upd_t.as_deref(),
+                ob.as_bytes(),
+                tb.as_bytes(),
+            );
+            let (kept, dropped) = if win_o { (&ov, &tv) } else { (&tv, &ov) };
+            conflicts.push(Conflict {
+                doc: path.to_string(),
+                field: k.clone(),
+                kept: value_of(kept.as_deref()),
+                dropped: value_of(dropped.as_deref()),
+            });
+            kept.clone()
+        };
+        if k == "rev" {
+            let r = |v: &Option<String>| {
+                v.as_deref()
+                    .map_or(0, |c| value_of(Some(c)).parse().unwrap_or(0))
+            };
+            let rev = r(&get(&fo, k)).max(r(&get(&ft, k))) + 1;
+            fm.push_str(&format!("rev: {rev}\n"));
+            continue;
+        }
+        if let Some(v) = value {
+            fm.push_str(&v);
+            if !v.ends_with('\n') {
+                fm.push('\n');
+            }
+        }
+    }
+    let body_b = base_split.map_or("", |s| s.body);
+    let body = if so.body == st.body || st.body == body_b {
+        so.body.to_string()
+    } else if so.body == body_b {
+        st.body.to_string()
+    } else {
+        match merge_text(tmp, git, body_b, so.body, st.body)? {
+            Some(m) => m,
+            None => {
+                let (win_o, _, _) = decide_with(
+                    o,
+                    t,
+                    upd_o.as_deref(),
+                    upd_t.as_deref(),
+                    so.body.as_bytes(),
+                    st.body.as_bytes(),
+                );
+                let (kept, dropped) = if win_o {
+                    (so.body, st.body)
+                } else {
+                    (st.body, so.body)
+                };
+                conflicts.push(Conflict {
+                    doc: path.to_string(),
+                    field: "body".into(),
+                    kept: short(kept.as_bytes()),
+                    dropped: short(dropped.as_bytes()),
+                });
+                kept.to_string()
+            }
+        }
+    };
+    Ok(Some(
+        format!("{}{}{}{}", so.open, fm, so.close, body).into_bytes(),
+    ))
+}
+
+/// `git merge-file` of three texts: the merged text, or None when both sides changed the
+/// same lines.
+fn merge_text(
+    tmp: &Path,
+    git: &Git,
+    base: &str,
+    ours: &str,
+    theirs: &str,
+) -> Result<Option<String>> {
+    let pid = std::process::id();
+    let names = ["ours", "base", "theirs"].map(|n| format!("merge-{pid}-{n}"));
+    for (name, text) in names.iter().zip([ours, base, theirs]) {
+        let p = tmp.join(name);
+        std::fs::write(&p, text).map_err(|e| Error::io(&p, "write", e))?;
+    }
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(tmp)
+        .args(["merge-file", "-p", &names[0], &names[1], &names[2]])
+        .output();
+    for name in &names {
+        let _ = std::fs::remove_file(tmp.join(name));
+    }
+    let out = out.map_err(|e| Error::io(tmp, "run git in", e))?;
+    match out.status.code() {
+        Some(0) => Ok(Some(String::from_utf8_lossy(&out.stdout).into_owned())),
+        Some(n) if n > 0 && n < 128 => Ok(None),
+        _ => Err(git_error(
+            git,
+            "merge-file",
+            &String::from_utf8_lossy(&out.stderr),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn union_keeps_each_entry_once_in_seq_order() {
+        let base = b"- {seq: 1, origin: \"a\", at: \"t\", actor: \"x\", op: \"create\", doc: \"tasks/t.md\"}\n";
+        let ours = [
+            &base[..],
+            b"- {seq: 2, origin: \"a\", at: \"t\", actor: \"x\", op: \"edit\", doc: \"tasks/t.md\"}\n",
+        ]
+        .concat();
+        let theirs = [
+            &base[..],
+            b"- {seq: 2, origin: \"b\", at: \"t\", actor: \"y\", op: \"edit\", doc: \"tasks/u.md\"}\n",
+            b"- {seq: 3, origin: \"b\", at: \"t\", actor: \"y\", op: \"edit\", doc: \"tasks/u.md\"}\n",
+        ]
+        .concat();
+        let u = String::from_utf8(union(base, &ours, &theirs)).unwrap();
+        let heads: Vec<String> = u
+            .lines()
+            .map(|l| {
+                let h = log::head(l.as_bytes()).unwrap();
+                format!("{}{}", h.seq, h.origin)
+            })
+            .collect();
+        assert_eq!(heads, ["1a", "2a", "2b", "3b"]);
+        assert_eq!(union(base, &ours, &theirs), union(base, &theirs, &ours));
+    }
+
+    #[test]
+    fn fields_keep_their_continuation_lines() {
+        let (pre, f) = fields("# c\nid: t\ntags:\n- a\n- b\nnote: |\n  x\n");
+        assert_eq!(pre, "# c\n");
+        assert_eq!(
+            f,
+            vec![
+                ("id".to_string(), "id: t\n".to_string()),
+                ("tags".to_string(), "tags:\n- a\n- b\n".to_string()),
+                ("note".to_string(), "note: |\n  x\n".to_string()),
+            ]
+        );
+    }
+}
