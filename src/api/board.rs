@@ -89,6 +89,9 @@ pub struct Checked {
     pub documents: usize,
     pub log_entries: usize,
     pub problems: Vec<Problem>,
+    /// A board connected to a remote: how it stands with it (as of the last fetch).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync: Option<crate::sync::status::SyncState>,
     /// The board checked, for the report's last line.
     #[serde(skip)]
     pub root: PathBuf,
@@ -102,6 +105,7 @@ pub fn check(board: &Board) -> Result<Checked> {
         documents: report.documents,
         log_entries: report.log_entries,
         problems: report.problems,
+        sync: report.sync,
         root: board.root.clone(),
     })
 }
