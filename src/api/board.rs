@@ -10,6 +10,22 @@ use crate::log::Entry;
 use crate::msg;
 use crate::query::Query;
 
+/// The board a front-end works on: `explicit` (a `.tavern` directory or the project
+/// holding it) or the one found from `cwd`, with every change an interrupted command left
+/// half made completed first. Call it once per request (or once per session for a long
+/// running server, which then recovers as it writes).
+pub fn open(explicit: Option<&Path>, cwd: &Path) -> Result<Board> {
+    let board = Board::discover(explicit, cwd)?;
+    crate::store::recover(&board)?;
+    Ok(board)
+}
+
+/// The board as it is, interrupted changes left in place (for [`check`], which reports
+/// them).
+pub fn open_as_found(explicit: Option<&Path>, cwd: &Path) -> Result<Board> {
+    Board::discover(explicit, cwd)
+}
+
 /// A board created or completed.
 #[derive(Debug, Serialize)]
 pub struct Initialised {
