@@ -33,8 +33,9 @@ use crate::store;
 /// The actor of the entries watch mode writes itself.
 pub const WATCHER: &str = "tavern-watch";
 
-/// A file that fails validation this soon after it was written may still be in the middle
-/// of a write (`cat > file` truncates first): it is looked at again before it is reported.
+/// A file that fails validation (or is empty) this soon after it was written may still be in
+/// the middle of a write (`cat > file` truncates first): it is looked at again before it is
+/// reported.
 const SETTLE: Duration = Duration::from_millis(300);
 
 /// One noticed change of one file, as the sources see it.
@@ -693,7 +694,10 @@ impl Reconciler {
             } else {
                 self.validate(t, bytes)
             };
-            if valid.is_err() && !self.deferred.contains(&t.rel) && recently_written(stat) {
+            // Invalid, or empty (`cat >`, `echo >` create or truncate the file before they
+            // write it), just now: looked at again in a moment, once, before it is logged.
+            let unsettled = valid.is_err() || (bytes.is_empty() && !big);
+            if unsettled && !self.deferred.contains(&t.rel) && recently_written(stat) {
                 self.deferred.insert(t.rel.clone());
                 return Ok(Outcome::Deferred(SETTLE));
             }
@@ -1328,6 +1332,40 @@ mod tests {
                 ("solutions/task-1/h".into(), Some(log::diff("again\n", ""))),
                 ("solutions/task-1/h/a".into(), Some(log::diff("", "a\n"))),
             ]
+        );
+    }
+
+    #[test]
+    fn an_empty_file_just_written_is_looked_at_again_before_it_is_logged() {
+        let mut f = fixture();
+        std::fs::create_dir_all(f.path("solutions/task-1")).unwrap();
+        // `echo again > h`, seen between its truncation and its write.
+        std::fs::write(f.path("solutions/task-1/h"), "").unwrap();
+        f.rec.catch_up().unwrap();
+        assert!(matches!(
+            f.rec.reconcile("solutions/task-1/h").unwrap(),
+            Outcome::Deferred(SETTLE)
+        ));
+        assert_eq!(f.log().len(), 1, "nothing logged yet");
+        std::fs::write(f.path("solutions/task-1/h"), "again\n").unwrap();
+        let changes = f.look(&["solutions/task-1/h"]);
+        assert_eq!(
+            summary(&changes),
+            [("solutions/task-1/h".into(), vec!["created".into()], None)]
+        );
+        let last = f.log().pop().unwrap();
+        assert_eq!(last.diff, Some(log::diff("", "again\n")));
+        // Empty for good (deferred once already): logged as it is.
+        std::fs::write(f.path("solutions/task-1/e"), "").unwrap();
+        assert!(matches!(
+            f.rec.reconcile("solutions/task-1/e").unwrap(),
+            Outcome::Deferred(_)
+        ));
+        let changes = f.look(&["solutions/task-1/e"]);
+        assert_eq!(changes.len(), 1);
+        assert_eq!(
+            f.log().pop().unwrap().note.as_deref(),
+            Some("created outside tavern")
         );
     }
 
