@@ -617,7 +617,14 @@ impl Reconciler {
         // Known to the snapshot but without a shadow (`.state/` was cleaned): what the
         // watcher last saw is not known, so neither is what changed.
         let lost = before.is_none() && self.snapshot.files.contains_key(&t.rel);
-        let extra = if lost && !tavern.is_empty() {
+        // `tavern sync` merged both sides' changes: its entry explains the document at the
+        // rev it names, whatever its diff (made on the merging clone) gives here.
+        let merged = !big
+            && t.has_rev()
+            && tavern
+                .iter()
+                .any(|e| e.op == "sync-merge" && e.rev == Some(rev_of(bytes)));
+        let extra = if merged || (lost && !tavern.is_empty()) {
             // Trust the log.
             Extra::Nothing
         } else if tavern.is_empty() {
@@ -907,8 +914,10 @@ fn events_of(e: &Entry) -> Vec<On> {
         _ => On::Changed,
     }];
     if let Some(to) = &e.to
-        && e.op != "external-edit"
-        && !matches!(e.op.as_str(), "create" | "pause" | "resume")
+        && !matches!(
+            e.op.as_str(),
+            "external-edit" | "create" | "pause" | "resume" | "sync-merge" | "sync-conflict"
+        )
     {
         events.push(On::Transition(to.clone()));
     }
@@ -1370,6 +1379,42 @@ mod tests {
     }
 
     #[test]
+    fn a_sync_merge_explains_the_document_at_its_rev_whatever_its_diff() {
+        let mut f = fixture();
+        let path = f.path("tasks/task-1.md");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let merged = text.replace("rev: 1", "rev: 3") + "merged from both sides\n";
+        let entry = |rev: u64| Entry {
+            at: crate::time::stamp_millis(crate::time::now()),
+            actor: "tavern-sync".into(),
+            op: "sync-merge".into(),
+            doc: "tasks/task-1.md".into(),
+            rev: Some(rev),
+            // Made on the other clone, from its own copy: it does not apply here.
+            diff: Some("@@ -1 +1 @@\n-elsewhere\n+merged\n".into()),
+            ..Entry::default()
+        };
+        std::fs::write(&path, &merged).unwrap();
+        log::append(&f.board, entry(3)).unwrap();
+        let changes = f.look(&[]);
+        assert_eq!(
+            summary(&changes),
+            [(
+                "tasks/task-1.md".into(),
+                vec!["changed".into()],
+                Some("tavern-sync".into())
+            )]
+        );
+        assert_eq!(f.ops(), ["create tasks/task-1.md", "sync-merge tasks/task-1.md"]);
+        // At another rev than the entry names, the file is not what the merge made.
+        std::fs::write(&path, merged.replace("rev: 3", "rev: 5")).unwrap();
+        log::append(&f.board, entry(4)).unwrap();
+        let changes = f.look(&[]);
+        assert_eq!(changes.len(), 2, "{:?}", summary(&changes));
+        assert_eq!(f.log().pop().unwrap().op, "external-edit");
+    }
+
+    #[test]
     fn events_of_log_entries() {
         let e = |op: &str, to: Option<&str>| Entry {
             op: op.into(),
@@ -1390,6 +1435,8 @@ mod tests {
         assert_eq!(names(&e("pause", None)), ["created"]);
         assert_eq!(names(&e("resume", None)), ["deleted"]);
         assert_eq!(names(&e("external-edit", Some("x"))), ["changed"]);
+        assert_eq!(names(&e("sync-merge", Some("done"))), ["changed"]);
+        assert_eq!(names(&e("sync-conflict", None)), ["changed"]);
     }
 
     #[test]
