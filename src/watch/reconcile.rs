@@ -84,8 +84,8 @@ pub struct Reconciler {
     pub cursor: Cursor,
     /// Log entries read but not yet matched with their file, by document path.
     pending: HashMap<String, Vec<Entry>>,
-    /// Seqs of the entries this process appended, skipped when read back.
-    own: HashSet<u64>,
+    /// The entries this process appended, by (seq, origin), skipped when read back.
+    own: snapshot::Own,
     /// Paths to look at: from file-system events, rescans and new log entries.
     pub hints: BTreeSet<String>,
     /// Paths deferred once already (not deferred again).
@@ -289,7 +289,9 @@ impl Reconciler {
             {
                 continue;
             }
-            let own = self.own.remove(&e.seq);
+            // (An entry saved before origins existed has none.)
+            let own = self.own.remove(&(e.seq, e.origin.clone()))
+                || self.own.remove(&(e.seq, String::new()));
             if !own
                 && self.starting
                 && e.op == "activation"
@@ -352,7 +354,7 @@ impl Reconciler {
 
     fn append(&mut self, entry: Entry) -> Result<Entry> {
         let entry = log::append(&self.board, entry)?;
-        self.own.insert(entry.seq);
+        self.own.insert((entry.seq, entry.origin.clone()));
         Ok(entry)
     }
 
@@ -1405,13 +1407,55 @@ mod tests {
                 Some("tavern-sync".into())
             )]
         );
-        assert_eq!(f.ops(), ["create tasks/task-1.md", "sync-merge tasks/task-1.md"]);
+        assert_eq!(
+            f.ops(),
+            ["create tasks/task-1.md", "sync-merge tasks/task-1.md"]
+        );
         // At another rev than the entry names, the file is not what the merge made.
         std::fs::write(&path, merged.replace("rev: 3", "rev: 5")).unwrap();
         log::append(&f.board, entry(4)).unwrap();
         let changes = f.look(&[]);
         assert_eq!(changes.len(), 2, "{:?}", summary(&changes));
         assert_eq!(f.log().pop().unwrap().op, "external-edit");
+    }
+
+    #[test]
+    fn another_clones_entry_with_the_seq_of_an_own_one_is_not_taken_for_it() {
+        let mut f = fixture();
+        // The watcher's own entry: seq 2 of this clone.
+        let own = f
+            .rec
+            .alert("tasks/task-1.md", WATCHER, "an alert".into())
+            .unwrap();
+        assert_eq!(own.seq, 2);
+        // Another clone's create, arrived by sync: seq 2 of its own clock (read first:
+        // entries of one seq are read in the order of their origins).
+        create(&f.board, "task-2");
+        let path = f.board.log_path();
+        let log_text = std::fs::read_to_string(&path).unwrap();
+        let (before, last) = log_text.trim_end().rsplit_once('\n').unwrap();
+        let theirs = last.replacen("{seq: 3, ", "{seq: 2, ", 1).replacen(
+            &format!("origin: \"{}\"", own.origin),
+            "origin: \"0other\"",
+            1,
+        );
+        assert_ne!(theirs, last);
+        std::fs::write(&path, format!("{before}\n{theirs}\n")).unwrap();
+        let changes = f.look(&[]);
+        assert_eq!(
+            summary(&changes),
+            [(
+                "tasks/task-2.md".into(),
+                vec!["created".into()],
+                Some("alice".into())
+            )]
+        );
+        assert!(
+            !f.ops()
+                .contains(&"external-edit tasks/task-2.md".to_string())
+        );
+        // Its own entry, read back, is still skipped.
+        assert!(f.look(&["tasks/task-1.md"]).is_empty());
     }
 
     #[test]

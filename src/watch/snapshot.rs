@@ -109,25 +109,37 @@ fn own_path(board: &Board) -> PathBuf {
     dir(board).join("own")
 }
 
-/// Saves the seqs of the log entries the watcher wrote and has not read back yet, with the
-/// shadows of what it handled: at the next start those entries are known as its own, and
-/// not taken for news about changes the shadows already hold (the cursor is saved less
-/// often, and the watcher's own appends do not wake it to read past them).
-pub fn save_own(board: &Board, own: &std::collections::HashSet<u64>) -> Result<()> {
-    let mut seqs: Vec<u64> = own.iter().copied().collect();
-    seqs.sort_unstable();
-    let text: String = seqs.iter().map(|s| format!("{s}\n")).collect();
+/// The log entries the watcher wrote and has not read back yet, by (seq, origin): a seq is
+/// a clock per clone, so another clone's entry (arriving by sync) may have the same seq.
+pub type Own = std::collections::HashSet<(u64, String)>;
+
+/// Saves the entries the watcher wrote and has not read back yet (one `SEQ ORIGIN` a line),
+/// with the shadows of what it handled: at the next start those entries are known as its
+/// own, and not taken for news about changes the shadows already hold (the cursor is saved
+/// less often, and the watcher's own appends do not wake it to read past them).
+pub fn save_own(board: &Board, own: &Own) -> Result<()> {
+    let mut ids: Vec<&(u64, String)> = own.iter().collect();
+    ids.sort_unstable();
+    let text: String = ids
+        .iter()
+        .map(|(seq, origin)| format!("{seq} {origin}\n"))
+        .collect();
     write_state(&own_path(board), text.as_bytes())
 }
 
-/// The seqs [`save_own`] saved, above `read_up_to` (those at or below it were read back).
-pub fn load_own(board: &Board, read_up_to: u64) -> std::collections::HashSet<u64> {
+/// The entries [`save_own`] saved, above `read_up_to` (those at or below it were read
+/// back). A line with a seq alone (saved before origins) has an empty origin.
+pub fn load_own(board: &Board, read_up_to: u64) -> Own {
     let Some(text) = read_state(&own_path(board)) else {
         return Default::default();
     };
-    text.split_whitespace()
-        .filter_map(|s| s.parse().ok())
-        .filter(|&s| s > read_up_to)
+    text.lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            let seq: u64 = words.next()?.parse().ok()?;
+            Some((seq, words.next().unwrap_or("").to_string()))
+        })
+        .filter(|(seq, _)| *seq > read_up_to)
         .collect()
 }
 
