@@ -369,6 +369,10 @@ pub fn exchange(board: &Board) -> Result<Exchange> {
 /// of those files take, sorted, then the log lock, as the write protocol takes them: no
 /// write is half done under it, and a watcher that reconciles a changed document under
 /// its lock finds the entries that explain it already in log.yaml.
+/// The most document locks a sync holds while it writes the board (see
+/// [`materialize_locked`]).
+const MAX_DOC_LOCKS: usize = 512;
+
 fn materialize_locked(
     board: &Board,
     bg: &BoardGit,
@@ -380,9 +384,14 @@ fn materialize_locked(
         .iter()
         .filter_map(|f| crate::watch::areas::classify(f)?.lock_name())
         .collect();
-    let mut held = Vec::with_capacity(names.len() + 1);
-    for name in &names {
-        held.push(crate::store::lock(board, name)?);
+    // One open file per lock: past MAX_DOC_LOCKS (a first sync of a large board) only the
+    // log lock is held, so that a common limit of open files (1024) is never reached;
+    // read-tree still refuses a file written since it was recorded.
+    let mut held = Vec::with_capacity(names.len().min(MAX_DOC_LOCKS) + 1);
+    if names.len() <= MAX_DOC_LOCKS {
+        for name in &names {
+            held.push(crate::store::lock(board, name)?);
+        }
     }
     held.push(crate::store::lock(board, crate::layout::LOG_LOCK)?);
     bg.materialize(Some(old), new)
