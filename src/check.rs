@@ -7,11 +7,9 @@ use crate::doc::{Document, Region};
 use crate::error::Result;
 use crate::scan;
 
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Problem {
-    pub path: String,
-    pub problem: String,
-}
+/// One problem, naming the board-relative file it is about (the same type as a source
+/// file's problems: a source problem is a board problem).
+pub use crate::watch::sources::Problem;
 
 #[derive(Debug, Default, serde::Serialize)]
 pub struct Report {

@@ -190,7 +190,7 @@ impl Feed {
         self.native = None;
         self.poll = Some((FALLBACK_POLL, Instant::now() + FALLBACK_POLL));
         self.events.push(BoardEvent::Polling {
-            reason: fsevents::explain(e),
+            reason: fsevents::NativeFailure::of(e).to_string(),
         });
     }
 
@@ -208,7 +208,7 @@ impl Feed {
                 match self.rx.recv_timeout(wake.saturating_duration_since(now)) {
                     Ok(msg) => {
                         let mut msgs = vec![msg];
-                        super::collect_burst(&self.rx, &mut msgs);
+                        super::event_loop::collect_burst(&self.rx, &mut msgs);
                         for m in msgs {
                             self.handle(m);
                         }

@@ -232,17 +232,43 @@ pub fn looks(board: &Board, path: &std::path::Path) -> Vec<Look> {
     out
 }
 
-/// What to tell a user whose native watcher failed, and what happens next.
-pub fn explain(e: &notify::Error) -> String {
-    match &e.kind {
-        notify::ErrorKind::MaxFilesWatch => "the limit of inotify watches is reached (one is needed per directory watched, and solutions/ has one per task).\n\
-             hint: raise it with `sudo sysctl fs.inotify.max_user_watches=524288` (and add `fs.inotify.max_user_watches=524288` to /etc/sysctl.d/99-inotify.conf to keep it),\n\
-             or run `tavern watch --poll 2s`"
-            .to_string(),
-        notify::ErrorKind::Io(io) if io.raw_os_error() == Some(24) => format!(
-            "too many open files ({io}).\nhint: raise the limit (`ulimit -n 4096`, or fs.inotify.max_user_instances), or run `tavern watch --poll 2s`"
-        ),
-        _ => format!("{e}\nhint: on file systems without change notification (some network or container mounts), run `tavern watch --poll 2s`"),
+/// Why the native watcher failed, for the user (a front-end adds what to do about it).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum NativeFailure {
+    /// The limit of inotify watches is reached.
+    WatchLimit,
+    /// The process ran out of file descriptors (or inotify instances).
+    OpenFiles { error: String },
+    /// Anything else (a file system without change notification, …).
+    Other { error: String },
+}
+
+impl NativeFailure {
+    pub fn of(e: &notify::Error) -> NativeFailure {
+        match &e.kind {
+            notify::ErrorKind::MaxFilesWatch => NativeFailure::WatchLimit,
+            notify::ErrorKind::Io(io) if io.raw_os_error() == Some(24) => {
+                NativeFailure::OpenFiles {
+                    error: io.to_string(),
+                }
+            }
+            _ => NativeFailure::Other {
+                error: e.to_string(),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for NativeFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NativeFailure::WatchLimit => f.write_str(
+                "the limit of inotify watches is reached (one is needed per directory watched, and solutions/ has one per task).",
+            ),
+            NativeFailure::OpenFiles { error } => write!(f, "too many open files ({error})."),
+            NativeFailure::Other { error } => f.write_str(error),
+        }
     }
 }
 
@@ -251,17 +277,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_watch_limit_is_explained() {
-        let text = explain(&notify::Error::new(notify::ErrorKind::MaxFilesWatch));
+    fn failures_of_the_native_watcher_are_told_apart() {
+        let limit = NativeFailure::of(&notify::Error::new(notify::ErrorKind::MaxFilesWatch));
+        assert_eq!(limit, NativeFailure::WatchLimit);
         assert!(
-            text.contains("the limit of inotify watches is reached"),
-            "{text}"
+            limit
+                .to_string()
+                .starts_with("the limit of inotify watches is reached")
+        );
+        let io = std::io::Error::from_raw_os_error(24);
+        let files = NativeFailure::of(&notify::Error::io(io));
+        assert!(
+            matches!(&files, NativeFailure::OpenFiles { .. }),
+            "{files:?}"
         );
         assert!(
-            text.contains("sudo sysctl fs.inotify.max_user_watches=524288"),
-            "{text}"
+            files.to_string().starts_with("too many open files ("),
+            "{files}"
         );
-        assert!(text.contains("tavern watch --poll 2s"), "{text}");
+        let other = NativeFailure::of(&notify::Error::generic("no notification here"));
+        assert_eq!(other.to_string(), "no notification here");
     }
 
     #[test]

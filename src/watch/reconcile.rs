@@ -1078,3 +1078,307 @@ fn rev_of(bytes: &[u8]) -> u64 {
 fn status_of(bytes: &[u8]) -> Option<String> {
     frontmatter_field(bytes, "status").and_then(|v| v.as_str().map(str::to_string))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::docs::NewDoc;
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        board: Board,
+        rec: Reconciler,
+    }
+
+    /// A board with task-1 (made by alice), and a reconciler that took it as it was.
+    fn fixture() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        crate::board::init(dir.path()).unwrap();
+        let board = Board::open(&dir.path().join(".tavern")).unwrap();
+        create(&board, "task-1");
+        let rec = Reconciler::open(board.clone()).unwrap();
+        Fixture {
+            _dir: dir,
+            board,
+            rec,
+        }
+    }
+
+    fn create(board: &Board, id: &str) {
+        let spec = NewDoc {
+            id: Some(id.into()),
+            title: "T".into(),
+            ..NewDoc::default()
+        };
+        crate::api::docs::create(board, "alice", Region::Tasks, &spec).unwrap();
+    }
+
+    impl Fixture {
+        fn path(&self, rel: &str) -> std::path::PathBuf {
+            areas::abs(&self.board, rel)
+        }
+
+        /// Catches up with the log, then looks at every hinted path and at `also`.
+        fn look(&mut self, also: &[&str]) -> Vec<Change> {
+            self.rec.catch_up().unwrap();
+            self.rec.hints.extend(also.iter().map(|s| s.to_string()));
+            let mut out = Vec::new();
+            while let Some(rel) = self.rec.hints.pop_first() {
+                match self.rec.reconcile(&rel).unwrap() {
+                    Outcome::Handled(changes) => out.extend(changes),
+                    Outcome::Deferred(_) => panic!("{rel} deferred"),
+                }
+            }
+            out
+        }
+
+        fn log(&self) -> Vec<Entry> {
+            log::read_from(&self.board, 0).unwrap().0
+        }
+
+        fn ops(&self) -> Vec<String> {
+            self.log()
+                .iter()
+                .map(|e| format!("{} {}", e.op, e.doc))
+                .collect()
+        }
+    }
+
+    fn summary(changes: &[Change]) -> Vec<(String, Vec<String>, Option<String>)> {
+        changes
+            .iter()
+            .map(|c| {
+                (
+                    c.tracked.rel.clone(),
+                    c.events.iter().map(On::name).collect(),
+                    c.actor.clone(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_first_start_takes_the_board_as_it_is() {
+        let mut f = fixture();
+        assert!(f.look(&["tasks/task-1.md"]).is_empty());
+        assert_eq!(f.ops(), ["create tasks/task-1.md"]);
+    }
+
+    #[test]
+    fn tavern_writes_are_changes_by_their_actor_with_their_transition() {
+        let mut f = fixture();
+        create(&f.board, "task-2");
+        let opts = crate::ops::transition::Options::default();
+        crate::api::tasks::claim(&f.board, "bob", "task-1", &opts).unwrap();
+        let changes = f.look(&[]);
+        assert_eq!(
+            summary(&changes),
+            [
+                (
+                    "tasks/task-1.md".into(),
+                    vec!["changed".into(), "transition:claimed".into()],
+                    Some("bob".into())
+                ),
+                (
+                    "tasks/task-2.md".into(),
+                    vec!["created".into()],
+                    Some("alice".into())
+                ),
+            ]
+        );
+        // Explained by the log: nothing logged on the watcher's account.
+        assert_eq!(f.log().len(), 3);
+        // Looked at again: handled already.
+        assert!(f.look(&["tasks/task-1.md", "tasks/task-2.md"]).is_empty());
+    }
+
+    #[test]
+    fn an_edit_outside_tavern_is_logged_once_with_its_diff() {
+        let mut f = fixture();
+        let path = f.path("tasks/task-1.md");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let edited = text.replace("status: pending", "status: review");
+        assert_ne!(text, edited);
+        std::fs::write(&path, &edited).unwrap();
+        let changes = f.look(&["tasks/task-1.md"]);
+        assert_eq!(
+            summary(&changes),
+            [(
+                "tasks/task-1.md".into(),
+                vec!["changed".into(), "transition:review".into()],
+                None
+            )]
+        );
+        let last = f.log().pop().unwrap();
+        assert_eq!(
+            (last.op.as_str(), last.actor.as_str(), last.note.as_deref()),
+            ("external-edit", WATCHER, Some("changed outside tavern"))
+        );
+        assert_eq!(
+            last.diff.as_deref(),
+            Some(log::diff(&text, &edited).as_str())
+        );
+        assert_eq!(changes[0].seq, last.seq);
+        let notices: Vec<u64> = f.rec.notices.iter().map(|n| n.entry.seq).collect();
+        assert_eq!(notices, [last.seq]);
+        // Once: the entry is the watcher's own, and the file is as it was handled.
+        assert!(f.look(&["tasks/task-1.md"]).is_empty());
+        assert_eq!(f.log().len(), 2);
+    }
+
+    #[test]
+    fn an_invalid_edit_is_an_alert_and_no_change() {
+        let mut f = fixture();
+        std::fs::write(f.path("tasks/task-1.md"), "---\nstatus: nowhere\n---\n").unwrap();
+        // Old enough not to be taken for a write in progress.
+        let old = std::time::SystemTime::now() - Duration::from_secs(5);
+        std::fs::File::options()
+            .write(true)
+            .open(f.path("tasks/task-1.md"))
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        assert!(f.look(&["tasks/task-1.md"]).is_empty());
+        let ops = f.ops();
+        assert_eq!(
+            ops[1..],
+            ["external-edit tasks/task-1.md", "alert tasks/task-1.md"]
+        );
+        let alert = f.log().pop().unwrap();
+        assert!(
+            alert
+                .note
+                .as_deref()
+                .unwrap()
+                .contains("not reverted, no source started"),
+            "{alert:?}"
+        );
+    }
+
+    #[test]
+    fn a_file_whose_name_is_no_id_is_an_alert_once_never_a_change() {
+        let mut f = fixture();
+        std::fs::write(f.path("tasks/-rf.md"), "x").unwrap();
+        assert!(f.look(&["tasks/-rf.md"]).is_empty());
+        assert!(f.look(&["tasks/-rf.md"]).is_empty());
+        assert_eq!(f.ops()[1..], ["alert tasks/-rf.md"]);
+        let note = f.log().pop().unwrap().note.unwrap();
+        assert_eq!(
+            note,
+            "tasks/-rf.md: file name is not a valid id ([a-z0-9][a-z0-9._-]{0,63}.md); not tracked and no source started (rename it)"
+        );
+    }
+
+    #[test]
+    fn a_deletion_outside_tavern_is_logged_once_even_after_a_commit() {
+        let mut f = fixture();
+        let text = std::fs::read_to_string(f.path("tasks/task-1.md")).unwrap();
+        std::fs::remove_file(f.path("tasks/task-1.md")).unwrap();
+        let changes = f.look(&["tasks/task-1.md"]);
+        assert_eq!(
+            summary(&changes),
+            [("tasks/task-1.md".into(), vec!["deleted".into()], None)]
+        );
+        let last = f.log().pop().unwrap();
+        assert_eq!(last.note.as_deref(), Some("deleted outside tavern"));
+        assert_eq!(last.diff.as_deref(), Some(log::diff(&text, "").as_str()));
+        assert!(f.rec.commit().is_empty());
+        // The snapshot (saved seldom) still lists the file: the handled deletion's mark
+        // keeps it from being logged again, here and by a restarted watcher.
+        assert!(f.look(&["tasks/task-1.md"]).is_empty());
+        let mut again = Reconciler::open(f.board.clone()).unwrap();
+        again.hints.insert("tasks/task-1.md".into());
+        assert!(
+            matches!(again.reconcile("tasks/task-1.md").unwrap(), Outcome::Handled(c) if c.is_empty())
+        );
+        assert_eq!(f.ops().len(), 2);
+    }
+
+    #[test]
+    fn a_file_replaced_by_a_directory_in_one_batch_is_deleted_with_its_diff() {
+        let mut f = fixture();
+        std::fs::create_dir_all(f.path("solutions/task-1")).unwrap();
+        std::fs::write(f.path("solutions/task-1/h"), "again\n").unwrap();
+        assert_eq!(f.look(&["solutions/task-1/h"]).len(), 1);
+        assert!(f.rec.commit().is_empty());
+        std::fs::remove_file(f.path("solutions/task-1/h")).unwrap();
+        std::fs::create_dir(f.path("solutions/task-1/h")).unwrap();
+        std::fs::write(f.path("solutions/task-1/h/a"), "a\n").unwrap();
+        let changes = f.look(&["solutions/task-1/h", "solutions/task-1/h/a"]);
+        assert_eq!(
+            summary(&changes),
+            [
+                ("solutions/task-1/h".into(), vec!["deleted".into()], None),
+                ("solutions/task-1/h/a".into(), vec!["created".into()], None),
+            ]
+        );
+        assert!(f.rec.commit().is_empty());
+        assert!(
+            f.look(&["solutions/task-1/h", "solutions/task-1/h/a"])
+                .is_empty()
+        );
+        let diffs: Vec<(String, Option<String>)> = f.log()[1..]
+            .iter()
+            .map(|e| (e.doc.clone(), e.diff.clone()))
+            .collect();
+        assert_eq!(
+            diffs,
+            [
+                ("solutions/task-1/h".into(), Some(log::diff("", "again\n"))),
+                ("solutions/task-1/h".into(), Some(log::diff("again\n", ""))),
+                ("solutions/task-1/h/a".into(), Some(log::diff("", "a\n"))),
+            ]
+        );
+    }
+
+    #[test]
+    fn events_of_log_entries() {
+        let e = |op: &str, to: Option<&str>| Entry {
+            op: op.into(),
+            to: to.map(str::to_string),
+            ..Entry::default()
+        };
+        let names = |e: &Entry| events_of(e).iter().map(On::name).collect::<Vec<_>>();
+        assert_eq!(names(&e("create", Some("pending"))), ["created"]);
+        assert_eq!(
+            names(&e("transition", Some("review"))),
+            ["changed", "transition:review"]
+        );
+        assert_eq!(names(&e("edit", None)), ["changed"]);
+        assert_eq!(
+            names(&e("move", Some("archive"))),
+            ["deleted", "transition:archive"]
+        );
+        assert_eq!(names(&e("pause", None)), ["created"]);
+        assert_eq!(names(&e("resume", None)), ["deleted"]);
+        assert_eq!(names(&e("external-edit", Some("x"))), ["changed"]);
+    }
+
+    #[test]
+    fn replaying_logged_diffs() {
+        let d1 = log::diff("a\n", "a\nb\n");
+        let d2 = log::diff("a\nb\n", "a\nc\n");
+        let entries = [
+            Entry {
+                diff: Some(d1.clone()),
+                ..Entry::default()
+            },
+            Entry {
+                diff: Some(d2),
+                ..Entry::default()
+            },
+        ];
+        let refs: Vec<&Entry> = entries.iter().collect();
+        assert!(matches!(replay("a\n", &refs), Replay::Exact(t) if t == "a\nc\n"));
+        assert!(matches!(replay("z\n", &refs), Replay::Mismatch));
+        // Taken back from what they made, they give what was there before them.
+        assert_eq!(unreplay("a\nc\n", &refs).as_deref(), Some("a\n"));
+        assert_eq!(unreplay("q\n", &refs), None);
+        let cut = Entry {
+            diff: Some(format!("{d1}… diff truncated: 1 more lines\n")),
+            ..Entry::default()
+        };
+        assert!(matches!(replay("a\n", &[&cut]), Replay::Truncated));
+        assert_eq!(unreplay("a\nb\n", &[&cut]), None);
+    }
+}

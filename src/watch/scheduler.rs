@@ -400,11 +400,10 @@ impl Scheduler {
             .min()
     }
 
-    /// Records a started activation (after its start was logged: a cooldown counts from
-    /// then, so the log's times show at least the cooldown between two starts).
-    pub fn started(&mut self, running: Running) {
-        self.last_start
-            .insert(running.act.source.clone(), Instant::now());
+    /// Records a started activation at `now`, after its start was logged: a cooldown counts
+    /// from then, so the log's times show at least the cooldown between two starts.
+    pub fn started(&mut self, running: Running, now: Instant) {
+        self.last_start.insert(running.act.source.clone(), now);
         let spans = self.history.entry(running.act.source.clone()).or_default();
         spans.push_back(Span {
             start: running.started_at,
@@ -433,5 +432,396 @@ impl Scheduler {
     /// The earliest timeout among the running activations.
     pub fn next_deadline(&self) -> Option<Instant> {
         self.running.values().map(|r| r.deadline).min()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::watch::areas;
+    use crate::watch::sources::{self, On};
+
+    fn board() -> Board {
+        Board {
+            root: std::path::PathBuf::from("/nonexistent/.tavern"),
+            config: crate::board::parse_config(crate::board::DEFAULT_BOARD_YAML).unwrap(),
+            found: Default::default(),
+        }
+    }
+
+    fn source(name: &str, fields: &str) -> Source {
+        let text = format!("---\nrun: ./x.sh {{id}}\n{fields}---\n");
+        sources::parse(&board(), name, &text).unwrap_or_else(|p| panic!("{p:?}"))
+    }
+
+    fn change(rel: &str, events: Vec<On>, actor: Option<&str>, seq: u64) -> Change {
+        Change {
+            tracked: areas::classify(rel).unwrap(),
+            events,
+            actor: actor.map(str::to_string),
+            seq,
+            at: Utc::now(),
+            doc: None,
+        }
+    }
+
+    fn guard() -> Guard {
+        Guard {
+            max_chain: 3,
+            max_per_doc: 100,
+            rate_window: Duration::from_secs(600),
+        }
+    }
+
+    fn queued(offers: &[Offer]) -> Vec<(String, String, String)> {
+        offers
+            .iter()
+            .filter_map(|o| match o {
+                Offer::Queued(a) => Some((a.source.clone(), a.doc.clone(), a.event.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn run(s: &mut Scheduler, act: Activation, at: DateTime<Utc>, now: Instant) {
+        s.started(
+            Running {
+                act,
+                pid: 1,
+                started: now,
+                started_at: at,
+                deadline: now + Duration::from_secs(60),
+                output: String::new(),
+                timed_out: false,
+                killed: false,
+            },
+            now,
+        );
+    }
+
+    fn names(acts: &[Activation]) -> Vec<&str> {
+        acts.iter().map(|a| a.source.as_str()).collect()
+    }
+
+    #[test]
+    fn a_change_queues_the_sources_that_watch_and_listen_for_it() {
+        let srcs = [
+            source("all", ""),
+            source("deletes", "on: deleted\n"),
+            source("designs", "watch: solutions/*/design.md\n"),
+            source("review", "on: transition:review\n"),
+        ];
+        let mut s = Scheduler::default();
+        let now = Instant::now();
+        let c = change(
+            "tasks/task-1.md",
+            vec![On::Changed, On::Transition("review".into())],
+            Some("coder"),
+            7,
+        );
+        let offers = s.offer(&c, &srcs, &guard(), now);
+        assert_eq!(
+            queued(&offers),
+            [
+                ("all".into(), "tasks/task-1.md".into(), "changed".into()),
+                (
+                    "review".into(),
+                    "tasks/task-1.md".into(),
+                    "transition:review".into()
+                ),
+            ]
+        );
+        let Offer::Queued(a) = &offers[0] else {
+            unreachable!()
+        };
+        assert_eq!(
+            (a.doc_id.as_str(), a.region.as_str(), a.seq, a.depth),
+            ("task-1", "tasks", 7, 1)
+        );
+        let d = change("solutions/task-1/design.md", vec![On::Created], None, 8);
+        assert_eq!(
+            queued(&s.offer(&d, &srcs, &guard(), now)),
+            [(
+                "designs".into(),
+                "solutions/task-1/design.md".into(),
+                "created".into()
+            )]
+        );
+        assert_eq!(s.queue.len(), 3);
+    }
+
+    #[test]
+    fn a_name_that_is_no_id_never_reaches_a_source() {
+        let srcs = [source("all", "")];
+        let mut s = Scheduler::default();
+        let c = change("tasks/-rf.md", vec![On::Created], None, 1);
+        assert_eq!(s.offer(&c, &srcs, &guard(), Instant::now()), []);
+        assert!(s.queue.is_empty());
+    }
+
+    #[test]
+    fn a_sources_own_write_does_not_start_it_and_a_waiting_one_is_merged() {
+        let srcs = [source("a", ""), source("b", "")];
+        let mut s = Scheduler::default();
+        let now = Instant::now();
+        let mine = change("tasks/t.md", vec![On::Changed], Some("a"), 1);
+        let offers = s.offer(&mine, &srcs, &guard(), now);
+        assert_eq!(offers[0], Offer::OwnWrite { source: "a".into() });
+        assert_eq!(
+            queued(&offers),
+            [("b".into(), "tasks/t.md".into(), "changed".into())]
+        );
+        // While b waits, a second change of the file is merged into it: one run, for the
+        // latest change.
+        let again = change("tasks/t.md", vec![On::Deleted, On::Changed], Some("x"), 2);
+        let offers = s.offer(&again, &srcs, &guard(), now);
+        let Offer::Merged(m) = &offers[1] else {
+            panic!("{offers:?}")
+        };
+        assert_eq!(
+            (m.source.as_str(), m.seq, m.event.as_str()),
+            ("b", 2, "changed")
+        );
+        assert_eq!(s.queue.len(), 2);
+        assert_eq!(s.queue[1].seq, 2);
+    }
+
+    #[test]
+    fn the_loop_guard_stops_a_chain_deeper_than_max_chain() {
+        let srcs = [source("a", ""), source("b", "")];
+        let mut s = Scheduler::default();
+        let now = Instant::now();
+        let g = Guard {
+            max_chain: 2,
+            ..guard()
+        };
+        // A person's change: depth 1.
+        let c = change("tasks/t.md", vec![On::Changed], Some("human"), 1);
+        s.offer(&c, &srcs[..1], &g, now);
+        let (start, _) = s.pick(&srcs, 4, now);
+        assert_eq!(start[0].depth, 1);
+        let t0 = Utc::now();
+        run(&mut s, start[0].clone(), t0, now);
+        // a's write while it runs: b at depth 2, within the limit.
+        let mut c = change("tasks/u.md", vec![On::Changed], Some("a"), 2);
+        c.at = t0 + chrono::Duration::milliseconds(20);
+        let offers = s.offer(&c, &srcs, &g, now);
+        assert_eq!(
+            queued(&offers),
+            [("b".into(), "tasks/u.md".into(), "changed".into())]
+        );
+        assert_eq!(s.queue[0].depth, 2);
+        let (start, _) = s.pick(&srcs, 4, now);
+        run(&mut s, start[0].clone(), t0, now);
+        // b's write: a would be activation 3 of the chain.
+        let mut c = change("tasks/v.md", vec![On::Changed], Some("b"), 3);
+        c.at = t0 + chrono::Duration::milliseconds(40);
+        let offers = s.offer(&c, &srcs, &g, now);
+        assert!(
+            matches!(&offers[0], Offer::Guarded { source, why } if source == "a" && why.contains("activation 3 of a chain") && why.contains("limit 2")),
+            "{offers:?}"
+        );
+        assert!(s.queue.is_empty());
+        // A write by b long after its run ended is a new chain.
+        let id = *s.running.keys().max().unwrap();
+        s.finished(id);
+        let mut c = change("tasks/v.md", vec![On::Changed], Some("b"), 4);
+        c.at = Utc::now() + chrono::Duration::seconds(30);
+        assert_eq!(queued(&s.offer(&c, &srcs, &g, now)).len(), 1);
+        assert_eq!(s.queue[0].depth, 1);
+    }
+
+    #[test]
+    fn the_rate_guard_alerts_once_per_window_then_lets_the_document_go() {
+        let srcs = [source("a", "")];
+        let g = Guard {
+            max_per_doc: 2,
+            rate_window: Duration::from_secs(60),
+            ..guard()
+        };
+        let mut s = Scheduler::default();
+        let t = Instant::now();
+        let offer = |s: &mut Scheduler, seq: u64, now: Instant| {
+            let c = change("tasks/t.md", vec![On::Changed], Some("h"), seq);
+            let offers = s.offer(&c, &srcs, &g, now);
+            // Taken from the queue each time, so that nothing merges.
+            s.queue.clear();
+            offers
+        };
+        assert_eq!(queued(&offer(&mut s, 1, t)).len(), 1);
+        assert_eq!(
+            queued(&offer(&mut s, 2, t + Duration::from_secs(1))).len(),
+            1
+        );
+        let third = offer(&mut s, 3, t + Duration::from_secs(2));
+        assert!(
+            matches!(&third[..], [Offer::Guarded { why, .. }] if why.contains("started 2 activations within 1m")),
+            "{third:?}"
+        );
+        // Dropped without a second alert within the window.
+        assert_eq!(offer(&mut s, 4, t + Duration::from_secs(30)), []);
+        // Once the first two are out of the window, it starts again.
+        assert_eq!(
+            queued(&offer(&mut s, 5, t + Duration::from_secs(62))).len(),
+            1
+        );
+    }
+
+    #[test]
+    fn pick_honours_priority_jobs_max_parallel_and_cooldown() {
+        let srcs = [
+            source("low", ""),
+            source("high", "priority: 5\nmax_parallel: 2\n"),
+            source("slow", "cooldown: 10s\n"),
+        ];
+        let mut s = Scheduler::default();
+        let now = Instant::now();
+        for (i, doc) in ["a", "b", "c"].iter().enumerate() {
+            let c = change(
+                &format!("tasks/{doc}.md"),
+                vec![On::Changed],
+                None,
+                i as u64,
+            );
+            s.offer(&c, &srcs, &guard(), now);
+        }
+        assert_eq!(s.queue.len(), 9);
+        // Four jobs: high twice (its max_parallel), then the oldest of the rest; slow only
+        // once (its cooldown starts with the first).
+        let (start, dropped) = s.pick(&srcs, 4, now);
+        assert!(dropped.is_empty());
+        assert_eq!(names(&start), ["high", "high", "low", "slow"]);
+        assert_eq!(
+            start.iter().map(|a| a.doc.as_str()).collect::<Vec<_>>(),
+            ["tasks/a.md", "tasks/b.md", "tasks/a.md", "tasks/a.md"]
+        );
+        for a in &start {
+            run(&mut s, a.clone(), Utc::now(), now);
+        }
+        // All jobs busy: nothing more.
+        assert_eq!(s.pick(&srcs, 4, now).0, []);
+        // One of high ends: its third may start, the others wait for jobs.
+        let high = s
+            .running
+            .values()
+            .find(|r| r.act.source == "high")
+            .unwrap()
+            .act
+            .id;
+        s.finished(high);
+        assert_eq!(names(&s.pick(&srcs, 4, now).0), ["high"]);
+        // The cooldown: slow's next start waits 10s from its last, whatever the jobs.
+        let slow = s
+            .running
+            .values()
+            .find(|r| r.act.source == "slow")
+            .unwrap()
+            .act
+            .id;
+        s.finished(slow);
+        assert_eq!(
+            s.pick(&srcs, 10, now + Duration::from_secs(9))
+                .0
+                .iter()
+                .filter(|a| a.source == "slow")
+                .count(),
+            0
+        );
+        assert_eq!(
+            s.next_cooldown_end(&srcs, now + Duration::from_secs(9)),
+            Some(now + Duration::from_secs(10))
+        );
+        let (later, _) = s.pick(&srcs, 10, now + Duration::from_secs(10));
+        assert_eq!(later.iter().filter(|a| a.source == "slow").count(), 1);
+    }
+
+    #[test]
+    fn an_activation_of_a_source_that_is_gone_is_dropped() {
+        let srcs = [source("a", ""), source("b", "")];
+        let mut s = Scheduler::default();
+        let now = Instant::now();
+        s.offer(
+            &change("tasks/t.md", vec![On::Created], None, 1),
+            &srcs,
+            &guard(),
+            now,
+        );
+        let (start, dropped) = s.pick(&srcs[1..], 4, now);
+        assert_eq!((names(&start), names(&dropped)), (vec!["b"], vec!["a"]));
+        assert!(s.queue.is_empty());
+    }
+
+    #[test]
+    fn the_queue_order_is_priority_then_age_then_log_order() {
+        let t = Utc::now();
+        let a = |id: u64, priority: i64, age_ms: i64, seq: u64| Activation {
+            id,
+            source: format!("s{id}"),
+            doc: "tasks/t.md".into(),
+            doc_id: "t".into(),
+            region: "tasks".into(),
+            event: "changed".into(),
+            seq,
+            depth: 1,
+            priority,
+            queued_at: t - chrono::Duration::milliseconds(age_ms),
+        };
+        let mut q = [
+            a(1, 0, 0, 9),
+            a(2, 0, 50, 9),
+            a(3, 1, 0, 9),
+            a(4, 0, 50, 3),
+            a(5, 0, 50, 3),
+        ];
+        q.sort_by(queue_order);
+        assert_eq!(q.iter().map(|a| a.id).collect::<Vec<_>>(), [3, 4, 5, 2, 1]);
+    }
+
+    #[test]
+    fn requeue_gives_a_new_id_and_never_duplicates() {
+        let srcs = [source("a", "")];
+        let mut s = Scheduler::default();
+        let now = Instant::now();
+        s.offer(
+            &change("tasks/t.md", vec![On::Created], None, 1),
+            &srcs,
+            &guard(),
+            now,
+        );
+        let first = s.queue[0].clone();
+        s.requeue(first.clone());
+        assert_eq!(s.queue.len(), 1);
+        let (start, _) = s.pick(&srcs, 4, now);
+        s.requeue(start[0].clone());
+        assert_eq!(s.queue.len(), 1);
+        assert_ne!(s.queue[0].id, first.id);
+        assert_eq!(s.queue[0].seq, first.seq);
+    }
+
+    #[test]
+    fn the_queue_and_what_runs_survive_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        crate::board::init(dir.path()).unwrap();
+        let b = Board::open(&dir.path().join(".tavern")).unwrap();
+        let srcs = [source("a", ""), source("b", "")];
+        let mut s = Scheduler::default();
+        let now = Instant::now();
+        s.offer(
+            &change("tasks/t.md", vec![On::Created], None, 1),
+            &srcs,
+            &guard(),
+            now,
+        );
+        let (start, _) = s.pick(&srcs, 1, now);
+        run(&mut s, start[0].clone(), Utc::now(), now);
+        s.save(&b).unwrap();
+        s.save_running(&b).unwrap();
+        let loaded = Scheduler::load(&b);
+        assert_eq!(loaded.queue, s.queue);
+        assert_eq!(names(&loaded.queue), ["b"]);
+        let lost = take_lost(&b);
+        assert_eq!(lost.len(), 1);
+        assert_eq!(lost[0].act, start[0]);
+        assert!(take_lost(&b).is_empty(), "taken once");
     }
 }
