@@ -243,7 +243,11 @@ pub fn mark_gone(board: &Board, actor: &str, id: &str) -> Result<Entry> {
             store::read_text(&path, board.config.limits.max_doc_bytes).map_err(|e| match e {
                 Error::NotFound { .. } => Error::NotFound {
                     what: format!("agent '{id}'"),
-                    hint: "`tavern agent list` shows the registered agents".into(),
+                    hint: crate::msg!(
+                        "`",
+                        crate::error::Command::Agents,
+                        "` shows the registered agents"
+                    ),
                 },
                 e => e,
             })?;

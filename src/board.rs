@@ -238,9 +238,10 @@ impl Board {
                 "tavern board in the main worktree {} (this is a linked worktree of it{copy_note})",
                 main.display()
             ),
-            hint: format!(
-                "create it with `tavern init {}`, check out the branch that holds it there, or name the board in TAVERN_BOARD=DIR",
-                main.display()
+            hint: crate::msg!(
+                "create it with `",
+                crate::error::Command::Init(main.display().to_string()),
+                "`, check out the branch that holds it there, or name the board in TAVERN_BOARD=DIR"
             ),
         })
     }

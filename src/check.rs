@@ -16,6 +16,8 @@ pub struct Report {
     pub documents: usize,
     pub log_entries: usize,
     pub problems: Vec<Problem>,
+    /// A board connected to a remote: how it stands with it (as of the last fetch).
+    pub sync: Option<crate::sync::status::SyncState>,
 }
 
 impl Report {
@@ -164,6 +166,19 @@ pub fn check(board: &Board) -> Result<Report> {
     // Knowledge sources: a broken one would silently never run, so it is a board problem.
     let (_, source_problems) = crate::watch::sources::load_all(board);
     report.problems.extend(source_problems);
+    // A connected board: claims held here that the remote does not confirm are a problem
+    // (another machine may claim the task too); ahead/behind is reported, not a problem.
+    report.sync = crate::sync::status::sync_state(board).unwrap_or(None);
+    for c in report.sync.iter().flat_map(|s| &s.unconfirmed) {
+        report.problems.push(Problem {
+            path: format!("tasks/{}.md", c.task),
+            problem: format!(
+                "claimed by {} here, but the remote '{}' has no record confirming it (a claim made offline with the local flag, or before the board was connected): another machine may claim it too; move it again while the remote is reachable to confirm it",
+                c.holder,
+                report.sync.as_ref().map_or("", |s| s.remote.as_str())
+            ),
+        });
+    }
     report.documents = scan.docs.len();
     report.log_entries = entries.len();
     report

@@ -116,11 +116,61 @@ impl Input {
     }
 }
 
-/// Part of a [`Message`]: text, or an input it names.
+/// A command a message points to, as what to do next. The library never spells how a
+/// front-end offers it (the CLI as `tavern list tasks`, a server as a tool): messages keep
+/// it as this value and each front-end names it its own way ([`Message::render`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Listing the documents of one region, or of every region.
+    List(Option<crate::doc::Region>),
+    /// Listing the registered agents.
+    Agents,
+    /// Creating a board in this directory.
+    Init(String),
+    /// Moving a task to a state (any task, any state).
+    Move,
+    /// Claiming a task.
+    Claim,
+    /// Giving a claimed task back.
+    Release,
+    /// Asking a question.
+    Ask,
+    /// Answering this question (an id, or a placeholder such as `ID`).
+    Answer(String),
+    /// Approving this permission request.
+    Approve(String),
+    /// Denying this permission request.
+    Deny(String),
+    /// A sweep (stale claims, expired findings, leftovers of interrupted writes).
+    Sweep,
+}
+
+impl Command {
+    /// A name for messages that no front-end renders: the use case's own words.
+    pub fn name(&self) -> String {
+        match self {
+            Command::List(None) => "list".into(),
+            Command::List(Some(r)) => format!("list {}", r.dir()),
+            Command::Agents => "agent list".into(),
+            Command::Init(dir) => format!("init {dir}"),
+            Command::Move => "move ID STATE".into(),
+            Command::Claim => "claim".into(),
+            Command::Release => "release".into(),
+            Command::Ask => "ask".into(),
+            Command::Answer(id) => format!("answer {id}"),
+            Command::Approve(id) => format!("approve {id}"),
+            Command::Deny(id) => format!("deny {id}"),
+            Command::Sweep => "sweep".into(),
+        }
+    }
+}
+
+/// Part of a [`Message`]: text, an input it names, or a command it points to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Part {
     Text(String),
     Input(Input),
+    Command(Command),
 }
 
 impl From<&str> for Part {
@@ -141,26 +191,86 @@ impl From<Input> for Part {
     }
 }
 
-/// Text about a request with the inputs it names kept as data.
+impl From<Command> for Part {
+    fn from(c: Command) -> Part {
+        Part::Command(c)
+    }
+}
+
+/// Text about a request with the inputs it names and the commands it points to kept as
+/// data.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Message(pub Vec<Part>);
 
+/// How a front-end names inputs and commands in a [`Message`].
+pub trait Names {
+    fn input(&self, input: Input) -> String;
+    fn command(&self, command: &Command) -> String;
+}
+
+/// The names no front-end chose: the request's field names and the use cases' own words.
+pub struct Plain;
+
+impl Names for Plain {
+    fn input(&self, input: Input) -> String {
+        input.name().to_string()
+    }
+
+    fn command(&self, command: &Command) -> String {
+        command.name()
+    }
+}
+
 impl Message {
-    /// The text with each input named by `name`.
-    pub fn render(&self, name: &dyn Fn(Input) -> String) -> String {
+    /// The text with each input named by `input`, and each command in the use cases' own
+    /// words ([`Command::name`]).
+    pub fn render(&self, input: &dyn Fn(Input) -> String) -> String {
+        struct Inputs<'a>(&'a dyn Fn(Input) -> String);
+        impl Names for Inputs<'_> {
+            fn input(&self, i: Input) -> String {
+                (self.0)(i)
+            }
+            fn command(&self, c: &Command) -> String {
+                c.name()
+            }
+        }
+        self.render_with(&Inputs(input))
+    }
+
+    /// The text with each input and command named as `names` says.
+    pub fn render_with(&self, names: &dyn Names) -> String {
         self.0
             .iter()
             .map(|p| match p {
                 Part::Text(t) => t.clone(),
-                Part::Input(i) => name(*i),
+                Part::Input(i) => names.input(*i),
+                Part::Command(c) => names.command(c),
             })
             .collect()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0
+            .iter()
+            .all(|p| matches!(p, Part::Text(t) if t.is_empty()))
+    }
+}
+
+impl From<&str> for Message {
+    fn from(s: &str) -> Message {
+        Message(vec![Part::from(s)])
+    }
+}
+
+impl From<String> for Message {
+    fn from(s: String) -> Message {
+        Message(vec![Part::from(s)])
     }
 }
 
 impl fmt::Display for Message {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.render(&|i| i.name().to_string()))
+        f.write_str(&self.render_with(&Plain))
     }
 }
 
@@ -189,14 +299,15 @@ pub enum Error {
     NoSuchBoardDir {
         path: PathBuf,
     },
+    /// `hint` (empty for none) says where to look.
     NotFound {
         what: String,
-        hint: String,
+        hint: Message,
     },
     /// Nothing of what was asked for exists ("no claimable task"): exit 4, like NotFound.
     Nothing {
         what: String,
-        hint: String,
+        hint: Message,
     },
     Ambiguous {
         prefix: String,
@@ -430,5 +541,41 @@ impl std::error::Error for Error {
             Error::Io { source, .. } => Some(source),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doc::Region;
+
+    #[test]
+    fn messages_keep_inputs_and_commands_as_data_until_a_front_end_names_them() {
+        let e = Error::NotFound {
+            what: "task 'x' (named in depends_on)".into(),
+            hint: crate::msg!("`", Command::List(Some(Region::Tasks)), "` shows the tasks"),
+        };
+        // Without a front-end: the use cases' own words.
+        assert_eq!(
+            e.to_string(),
+            "task 'x' (named in depends_on) not found\nhint: `list tasks` shows the tasks"
+        );
+        struct Loud;
+        impl Names for Loud {
+            fn input(&self, i: Input) -> String {
+                format!("<{}>", i.name())
+            }
+            fn command(&self, c: &Command) -> String {
+                format!("run {}", c.name())
+            }
+        }
+        let m = crate::msg!("use ", Input::IfRev, " or ", Command::Answer("q-1".into()));
+        assert_eq!(m.render_with(&Loud), "use <if_rev> or run answer q-1");
+        assert_eq!(
+            m.render(&|i| format!("[{}]", i.name())),
+            "use [if_rev] or answer q-1"
+        );
+        assert!(Message::default().is_empty() && Message::from("").is_empty());
+        assert!(!m.is_empty());
     }
 }

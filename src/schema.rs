@@ -125,9 +125,17 @@ fn reference(board: &Board, path: &str, key: &str, v: &Value, tasks_only: bool) 
         return Err(Error::NotFound {
             what: format!("{kind} '{id}' (named in {key} of {path})"),
             hint: if tasks_only {
-                "`tavern list tasks` shows the tasks on the board".into()
+                crate::msg!(
+                    "`",
+                    crate::error::Command::List(Some(Region::Tasks)),
+                    "` shows the tasks on the board"
+                )
             } else {
-                "`tavern list` shows the documents on the board".into()
+                crate::msg!(
+                    "`",
+                    crate::error::Command::List(None),
+                    "` shows the documents on the board"
+                )
             },
         });
     }

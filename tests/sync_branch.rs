@@ -281,3 +281,366 @@ fn two_clones_changing_the_same_field_converge_by_the_rule_and_log_the_conflict(
         "created at 1; a edited to 3, b to 4: one more than the higher"
     );
 }
+
+/// A long-running tavern process in `dir` (killed when dropped), its stdout collected.
+struct Running {
+    child: std::process::Child,
+}
+
+impl Running {
+    fn start(dir: &Path, args: &[&str]) -> Running {
+        let mut c = std::process::Command::new(crate::util::BIN);
+        c.args(args)
+            .current_dir(dir)
+            .env_remove("TAVERN_BOARD")
+            .env_remove("TAVERN_AGENT")
+            .env("USER", "tester")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        git::env(&mut c);
+        Running {
+            child: c.spawn().expect("spawn tavern"),
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Waits (up to a generous bound: shared machines) until `done` holds.
+#[track_caller]
+fn eventually(what: &str, done: impl Fn() -> bool) {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    while !done() {
+        assert!(
+            std::time::Instant::now() < end,
+            "gave up waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+fn on_remote(remote: &Path, path: &str) -> bool {
+    git(remote, &["ls-tree", "-r", "--name-only", "tavern"])
+        .lines()
+        .any(|l| l == path)
+}
+
+#[test]
+fn sync_watch_keeps_exchanging_both_ways() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b, remote) = two_clones(tmp.path());
+    tavern(&b, &["sync", "--watch", "--interval", "nope"])
+        .code(2)
+        .stderr_has("--interval 'nope'");
+    let _w = Running::start(&b, &["sync", "--watch", "--interval", "1s"]);
+    // Changed elsewhere: arrives here without a command.
+    tavern(&a, &["new", "task", "--title", "From a", "--id", "from-a"]).ok();
+    tavern(&a, &["sync"]).ok();
+    eventually("the task from a in b", || {
+        b.join(".tavern/tasks/from-a.md").is_file()
+    });
+    // Changed here, by tavern and by hand: sent without a command.
+    tavern(&b, &["new", "task", "--title", "From b", "--id", "from-b"]).ok();
+    eventually("b's task on the remote", || {
+        on_remote(&remote, "tasks/from-b.md")
+    });
+    std::fs::write(
+        b.join(".tavern/observations/by-hand.md"),
+        "---\nid: by-hand\ntitle: Written by hand\n---\n",
+    )
+    .unwrap();
+    eventually("b's hand-written file on the remote", || {
+        on_remote(&remote, "observations/by-hand.md")
+    });
+    tavern(&a, &["sync"]).ok();
+    tavern(&a, &["show", "from-b"])
+        .ok()
+        .stdout_has("title: From b");
+    assert!(a.join(".tavern/observations/by-hand.md").is_file());
+}
+
+#[test]
+#[ignore = "the watcher takes another clone's entry whose seq equals one of its own as its own (keyed by seq, not (seq, origin)): it logs the change as an external edit"]
+fn a_connected_watch_reacts_once_to_changes_made_on_another_machine() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b, remote) = two_clones(tmp.path());
+    std::fs::write(
+        a.join(".tavern/control/sources/rec.md"),
+        "---\nname: rec\nwatch: [tasks]\non: [created]\nrun: echo \"$TAVERN_EVENT $TAVERN_ID\" >> ran.txt\n---\n",
+    )
+    .unwrap();
+    tavern(&a, &["sync"]).ok();
+    tavern(&b, &["sync"]).ok();
+    let _w = Running::start(&b, &["watch", "--sync-interval", "1s"]);
+    let ran = || std::fs::read_to_string(b.join("ran.txt")).unwrap_or_default();
+    for id in ["one", "two"] {
+        tavern(&a, &["new", "task", "--title", id, "--id", id]).ok();
+        tavern(&a, &["sync"]).ok();
+        eventually(&format!("b's source to react to {id}"), || {
+            ran().contains(&format!("created {id}"))
+        });
+        // Its activation, logged on b, reaches the remote: the next change from a is
+        // then merged on a, and b's log only grows.
+        eventually(&format!("the activation for {id} on the remote"), || {
+            git(&remote, &["show", "tavern:log.yaml"]).lines().any(|l| {
+                l.contains("op: \"activation\"")
+                    && l.contains(&format!("doc: \"tasks/{id}.md\", to: \"ok\""))
+            })
+        });
+    }
+    // Once each, and not as hand edits.
+    eventually("the second activation to be logged", || {
+        std::fs::read_to_string(b.join(".tavern/log.yaml"))
+            .unwrap()
+            .matches("op: \"activation\"")
+            .count()
+            >= 4
+    });
+    assert_eq!(ran(), "created one\ncreated two\n");
+    let log = std::fs::read_to_string(b.join(".tavern/log.yaml")).unwrap();
+    assert!(!log.contains("external-edit"), "{log}");
+}
+
+#[test]
+fn offline_everything_but_claims_works_and_is_sent_at_the_next_sync() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b, remote) = two_clones(tmp.path());
+    let gone = tmp.path().join("gone.git");
+    std::fs::rename(&remote, &gone).unwrap();
+    // Offline: new documents and edits work; the sync says what it could not do.
+    tavern(
+        &a,
+        &["new", "task", "--title", "Offline", "--id", "offline"],
+    )
+    .ok();
+    let status = git(&a, &["status", "--porcelain", "--untracked-files=all"]);
+    let out = tavern(&a, &["--json", "sync"]);
+    let err = stderr_json(out.code(7));
+    assert_eq!(err["error"]["kind"], "unconfirmed", "{err}");
+    let msg = err["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("cannot fetch the board branch from the remote 'origin'")
+            && msg.contains("the board here is intact"),
+        "{msg}"
+    );
+    assert_eq!(
+        git(&a, &["status", "--porcelain", "--untracked-files=all"]),
+        status
+    );
+    tavern(&a, &["show", "offline"]).ok();
+    // Recorded, not sent: check and status say so.
+    let s = tavern(&a, &["status", "--json"]).ok().json();
+    assert_eq!(
+        (s["sync"]["ahead"].as_u64(), s["sync"]["behind"].as_u64()),
+        (Some(1), Some(0)),
+        "{s}"
+    );
+    let c = tavern(&a, &["check", "--json"]).ok().json();
+    assert_eq!(c["sync"]["ahead"], 1, "{c}");
+    tavern(&a, &["check"])
+        .ok()
+        .stdout_has("sync with 'origin': 1 board commit to send, 0 to receive");
+    // Back online: sent.
+    std::fs::rename(&gone, &remote).unwrap();
+    assert_eq!(
+        tavern(&a, &["sync", "--json"]).ok().json()["outcome"],
+        "pushed"
+    );
+    assert_eq!(
+        tavern(&a, &["status", "--json"]).ok().json()["sync"]["ahead"],
+        0
+    );
+    tavern(&b, &["sync"]).ok();
+    tavern(&b, &["show", "offline"]).ok();
+}
+
+#[test]
+fn a_remote_that_goes_away_during_sync_leaves_nothing_half_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, _b, remote) = two_clones(tmp.path());
+    let before_remote = git(&remote, &["rev-parse", "tavern"]);
+    // The remote disappears while it receives the push (after the fetch went through).
+    let hook = remote.join("hooks/pre-receive");
+    std::fs::write(
+        &hook,
+        format!("#!/bin/sh\nmv '{0}' '{0}.gone'\nexit 1\n", remote.display()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    tavern(&a, &["new", "task", "--title", "Unsent", "--id", "unsent"]).ok();
+    let board_before = std::fs::read(a.join(".tavern/tasks/unsent.md")).unwrap();
+    tavern(&a, &["sync"])
+        .code(7)
+        .stderr_has("cannot push the board branch to the remote 'origin'");
+    // Here: the board as it was, its change recorded on the branch, nothing else moved.
+    assert_eq!(
+        std::fs::read(a.join(".tavern/tasks/unsent.md")).unwrap(),
+        board_before
+    );
+    let here = git(&a, &["rev-parse", "tavern"]);
+    assert_ne!(here, before_remote);
+    assert_eq!(
+        git(&a, &["rev-parse", "refs/tavern/remote/tavern"]),
+        before_remote
+    );
+    tavern(&a, &["check"]).ok();
+    // There: nothing arrived.
+    let moved = tmp.path().join("remote.git.gone");
+    std::fs::remove_file(moved.join("hooks/pre-receive")).unwrap();
+    assert_eq!(git(&moved, &["rev-parse", "tavern"]), before_remote);
+    std::fs::rename(&moved, &remote).unwrap();
+    assert_eq!(
+        tavern(&a, &["sync", "--json"]).ok().json()["outcome"],
+        "pushed"
+    );
+    assert_eq!(git(&remote, &["rev-parse", "tavern"]), here);
+}
+
+#[test]
+fn a_board_tracked_on_the_code_branch_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let seed = tmp.path().join("seed");
+    git::init_repo(&seed);
+    let remote = git::bare(&tmp.path().join("remote.git"));
+    git(
+        &seed,
+        &["remote", "add", "origin", remote.to_str().unwrap()],
+    );
+    tavern(&seed, &["init"]).ok();
+    git(&seed, &["add", ".tavern"]);
+    git(&seed, &["commit", "-q", "-m", "board"]);
+    let head = git(&seed, &["rev-parse", "HEAD"]);
+    for args in [&["sync", "init"][..], &["sync"][..]] {
+        if args == ["sync"] {
+            // Connected before the board was committed with the code.
+            git(&seed, &["config", "tavern.remote", "origin"]);
+        }
+        let mut v = vec!["--json"];
+        v.extend_from_slice(args);
+        let out = tavern(&seed, &v);
+        let err = stderr_json(out.code(2));
+        assert!(
+            err["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("is tracked on the code branch"),
+            "{err}"
+        );
+    }
+    assert_eq!(git(&seed, &["rev-parse", "HEAD"]), head);
+    assert_eq!(git(&seed, &["for-each-ref", "refs/heads/tavern"]), "");
+    // Moved off the code branch as the message says: then it connects.
+    git(&seed, &["rm", "-r", "-q", "--cached", ".tavern"]);
+    git(
+        &seed,
+        &["commit", "-q", "-m", "the board moves to its own branch"],
+    );
+    tavern(&seed, &["sync", "init"]).ok();
+    assert_eq!(
+        tavern(&seed, &["sync", "--json"]).ok().json()["outcome"],
+        "pushed"
+    );
+    assert_eq!(
+        git(&seed, &["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+}
+
+#[test]
+fn three_clones_syncing_at_once_converge_with_every_entry_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b, remote) = two_clones(tmp.path());
+    let c = tmp.path().join("c");
+    git(
+        tmp.path(),
+        &["clone", "-q", remote.to_str().unwrap(), c.to_str().unwrap()],
+    );
+    tavern(&c, &["sync", "init"]).ok();
+    let clones = [a, b, c];
+    for (n, dir) in clones.iter().enumerate() {
+        for i in 0..4 {
+            tavern(
+                dir,
+                &["new", "task", "--title", "t", "--id", &format!("c{n}-t{i}")],
+            )
+            .ok();
+        }
+    }
+    // All at once: pushes race; the losers fetch, merge and push again.
+    let handles: Vec<_> = clones
+        .iter()
+        .cloned()
+        .map(|dir| std::thread::spawn(move || tavern(&dir, &["sync", "--json"]).ok().json()))
+        .collect();
+    for h in handles {
+        let x = h.join().unwrap();
+        assert!(
+            ["pushed", "merged", "fast-forwarded"].contains(&x["outcome"].as_str().unwrap()),
+            "{x}"
+        );
+    }
+    for dir in &clones {
+        tavern(dir, &["sync"]).ok();
+    }
+    let log = std::fs::read(clones[0].join(".tavern/log.yaml")).unwrap();
+    for dir in &clones {
+        assert_eq!(std::fs::read(dir.join(".tavern/log.yaml")).unwrap(), log);
+        let tasks = std::fs::read_dir(dir.join(".tavern/tasks"))
+            .unwrap()
+            .count();
+        assert_eq!(tasks, 12);
+        tavern(dir, &["check"]).ok();
+    }
+    let text = String::from_utf8(log).unwrap();
+    for n in 0..3 {
+        for i in 0..4 {
+            let doc = format!("doc: \"tasks/c{n}-t{i}.md\"");
+            assert_eq!(
+                text.lines().filter(|l| l.contains(&doc)).count(),
+                1,
+                "{text}"
+            );
+        }
+    }
+}
+
+fn stderr_json(out: &crate::util::Out) -> serde_json::Value {
+    serde_json::from_str(&out.stderr)
+        .unwrap_or_else(|e| panic!("stderr is not JSON ({e}):\n{}", out.stderr))
+}
+
+#[test]
+fn check_and_status_report_a_claim_the_remote_does_not_confirm() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, _b, _remote) = two_clones(tmp.path());
+    tavern(&a, &["new", "task", "--title", "T", "--id", "t1"]).ok();
+    tavern(&a, &["check"]).ok();
+    tavern(&a, &["--as", "coder-1", "claim", "t1", "--local"]).ok();
+    let s = tavern(&a, &["status", "--json"]).ok().json();
+    assert_eq!(
+        s["sync"]["unconfirmed"],
+        serde_json::json!([{"task": "t1", "holder": "coder-1"}]),
+        "{s}"
+    );
+    let out = tavern(&a, &["check", "--json"]);
+    let c: serde_json::Value = serde_json::from_str(&out.code(6).stdout).unwrap();
+    let problems = c["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{c}");
+    assert_eq!(problems[0]["path"], "tasks/t1.md");
+    assert!(
+        problems[0]["problem"].as_str().unwrap().contains(
+            "claimed by coder-1 here, but the remote 'origin' has no record confirming it"
+        ),
+        "{c}"
+    );
+    // Its next move, confirmed, settles it.
+    tavern(&a, &["--as", "coder-1", "start", "t1"]).ok();
+    tavern(&a, &["check"]).ok();
+}

@@ -103,8 +103,17 @@ pub struct Row {
 
 /// Times show, list and claim over one open session and as processes, interleaved.
 pub fn time(b: &Bench, built: &Built, n: usize, runs: usize, first: usize) -> Vec<Row> {
+    // The command rows claimed some by id and some with `claim --next` (whichever ranked
+    // best): take only those still pending.
+    let claimable: Vec<&String> = built.claimable[first.min(built.claimable.len())..]
+        .iter()
+        .filter(|id| {
+            std::fs::read_to_string(b.board.join(format!("tasks/{id}.md")))
+                .is_ok_and(|t| t.contains("\nstatus: pending\n"))
+        })
+        .collect();
     assert!(
-        built.claimable.len() > first + 2 * (runs + 1),
+        claimable.len() > 2 * (runs + 1),
         "board of {n} has too few claimable tasks"
     );
     let mut s = Session::open(&b.bin, &b.board, &[]);
@@ -112,10 +121,7 @@ pub fn time(b: &Bench, built: &Built, n: usize, runs: usize, first: usize) -> Ve
     let mut samples: [Vec<Duration>; 6] = Default::default();
     for i in 0..=runs {
         let doc = format!("task-{:06}", (i * 7919 + 13) % n);
-        let (mine, theirs) = (
-            &built.claimable[first + 2 * i],
-            &built.claimable[first + 2 * i + 1],
-        );
+        let (mine, theirs) = (claimable[2 * i], claimable[2 * i + 1]);
         let round = [
             s.call("show", json!({"id": doc})),
             b.time(&["show", &doc]),

@@ -511,11 +511,16 @@ pub fn run(b: &Bench, dir: &Path, n: usize, raw: Option<Duration>) -> Vec<Row> {
     pipe_end.write_all(format!("{END}\n").as_bytes()).unwrap();
     reader.join().unwrap();
 
-    // The watcher must have seen every change as what it was: an edit outside tavern.
+    // The watcher must have seen every change as what it was: an edit outside tavern (an
+    // entry is one line, `- {seq: N, …, op: "external-edit", …}`; older logs spread an
+    // entry over lines, one `op: external-edit`).
     let log = std::fs::read_to_string(b.board.join("log.yaml")).unwrap();
     let edits = log
         .lines()
-        .filter(|l| l.trim_start().trim_start_matches("- ") == "op: external-edit")
+        .filter(|l| {
+            l.contains(", op: \"external-edit\"")
+                || l.trim_start().trim_start_matches("- ") == "op: external-edit"
+        })
         .count();
     if edits < runs + 2 {
         s.fail(&format!(

@@ -10,6 +10,22 @@ use crate::log::Entry;
 use crate::msg;
 use crate::query::Query;
 
+/// The board a front-end works on: `explicit` (a `.tavern` directory or the project
+/// holding it) or the one found from `cwd`, with every change an interrupted command left
+/// half made completed first. Call it once per request (or once per session for a long
+/// running server, which then recovers as it writes).
+pub fn open(explicit: Option<&Path>, cwd: &Path) -> Result<Board> {
+    let board = Board::discover(explicit, cwd)?;
+    crate::store::recover(&board)?;
+    Ok(board)
+}
+
+/// The board as it is, interrupted changes left in place (for [`check`], which reports
+/// them).
+pub fn open_as_found(explicit: Option<&Path>, cwd: &Path) -> Result<Board> {
+    Board::discover(explicit, cwd)
+}
+
 /// A board created or completed.
 #[derive(Debug, Serialize)]
 pub struct Initialised {
@@ -73,6 +89,9 @@ pub struct Checked {
     pub documents: usize,
     pub log_entries: usize,
     pub problems: Vec<Problem>,
+    /// A board connected to a remote: how it stands with it (as of the last fetch).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync: Option<crate::sync::status::SyncState>,
     /// The board checked, for the report's last line.
     #[serde(skip)]
     pub root: PathBuf,
@@ -86,6 +105,7 @@ pub fn check(board: &Board) -> Result<Checked> {
         documents: report.documents,
         log_entries: report.log_entries,
         problems: report.problems,
+        sync: report.sync,
         root: board.root.clone(),
     })
 }

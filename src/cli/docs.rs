@@ -121,13 +121,7 @@ fn key_value(arg: &str, flag: &str, board: &tavern::board::Board) -> Result<(Str
 }
 
 fn check_key(k: &str, flag: &str) -> Result<()> {
-    let ok = k
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && k.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
-    if ok {
+    if tavern::query::is_field_name(k) {
         Ok(())
     } else {
         Err(Error::usage(format!(
@@ -247,12 +241,7 @@ pub fn edit(ctx: &Ctx, a: EditArgs) -> Result<ExitCode> {
         if_rev: a.if_rev,
         force: a.force,
     };
-    if spec.sets.is_empty()
-        && spec.unsets.is_empty()
-        && spec.adds.is_empty()
-        && spec.removes.is_empty()
-        && spec.body.is_none()
-    {
+    if spec.is_empty() {
         return Err(Error::usage(
             "nothing to edit: give --set, --unset, --add, --remove, --body or --body-file",
         ));

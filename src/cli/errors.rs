@@ -2,7 +2,39 @@
 //! names spelled as the flag that gives it, and the hints that name commands and flags
 //! (the library's errors carry the data, never the CLI's words).
 
-use tavern::error::{Error, Input};
+use tavern::error::{Command, Error, Input, Message, Names};
+
+/// How the command line names what a message names: inputs as flags, commands as the
+/// command to type.
+struct Cli;
+
+impl Names for Cli {
+    fn input(&self, input: Input) -> String {
+        flag(input)
+    }
+
+    fn command(&self, command: &Command) -> String {
+        match command {
+            Command::List(None) => "tavern list".into(),
+            Command::List(Some(r)) => format!("tavern list {}", r.dir()),
+            Command::Agents => "tavern agent list".into(),
+            Command::Init(dir) => format!("tavern init {dir}"),
+            Command::Move => "tavern move ID STATE".into(),
+            Command::Claim => "tavern claim".into(),
+            Command::Release => "tavern release".into(),
+            Command::Ask => "tavern ask".into(),
+            Command::Answer(id) => format!("tavern answer {id}"),
+            Command::Approve(id) => format!("tavern approve {id}"),
+            Command::Deny(id) => format!("tavern deny {id}"),
+            Command::Sweep => "tavern sweep".into(),
+        }
+    }
+}
+
+/// A message in the command line's words.
+pub fn words(message: &Message) -> String {
+    message.render_with(&Cli)
+}
 
 /// How the command line takes each input a message may name.
 fn flag(input: Input) -> String {
@@ -35,12 +67,14 @@ fn flag(input: Input) -> String {
 pub fn message(e: &Error) -> String {
     match e {
         Error::Request { path, message, .. } => {
-            let text = message.render(&flag);
+            let text = words(message);
             match path {
                 Some(p) => format!("{}: {text}", p.display()),
                 None => text,
             }
         }
+        Error::NotFound { what, hint } => with_hint(format!("{what} not found"), hint),
+        Error::Nothing { what, hint } => with_hint(format!("no {what}"), hint),
         Error::NoBoard { .. } => format!(
             "{e}\nhint: create one with `tavern init`, or point at one with --board DIR or TAVERN_BOARD"
         ),
@@ -57,5 +91,13 @@ pub fn message(e: &Error) -> String {
              (the remote hears of it at the task's next confirmed move)"
         ),
         _ => e.to_string(),
+    }
+}
+
+fn with_hint(text: String, hint: &Message) -> String {
+    if hint.is_empty() {
+        text
+    } else {
+        format!("{text}\nhint: {}", words(hint))
     }
 }

@@ -31,7 +31,7 @@ use tavern::error::{Error, Result};
     name = "tavern",
     version,
     about = "A blackboard made of plain files for teams of AI coding agents and the humans who watch them",
-    after_help = "Exit codes: 0 ok, 2 usage, 3 conflict (lost a race, not the owner, rev mismatch, transition not allowed), 4 not found, 5 paused, 6 invalid document or input, 1 anything else."
+    after_help = "Exit codes: 0 ok, 2 usage, 3 conflict (lost a race, not the owner, rev mismatch, transition not allowed), 4 not found, 5 paused, 6 invalid document or input, 7 unconfirmed (a connected board's remote could not confirm a claim; nothing changed), 1 anything else."
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -199,22 +199,18 @@ impl Ctx {
 
     /// The board, with any change an interrupted command left half made completed first.
     pub fn board(&self) -> Result<Board> {
-        let board = self.board_as_found()?;
-        tavern::store::recover(&board)?;
-        Ok(board)
+        tavern::api::board::open(self.global.board.as_deref(), &self.cwd)
     }
 
     /// The board as it is (`check` reports interrupted changes instead of completing them).
     pub fn board_as_found(&self) -> Result<Board> {
-        Board::discover(self.global.board.as_deref(), &self.cwd)
+        tavern::api::board::open_as_found(self.global.board.as_deref(), &self.cwd)
     }
 
     /// The acting agent: --as, else TAVERN_AGENT, else the user. A command run as a
     /// registered agent counts as its heartbeat.
     pub fn actor(&self, board: &Board) -> Result<String> {
-        let actor = self.actor_name()?;
-        tavern::agents::heartbeat_if_registered(board, &actor);
-        Ok(actor)
+        tavern::api::actor(board, &self.actor_name()?)
     }
 
     fn actor_name(&self) -> Result<String> {

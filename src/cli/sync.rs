@@ -46,6 +46,15 @@ pub fn status(ctx: &Ctx) -> Result<ExitCode> {
             .as_deref()
             .unwrap_or("none (not connected; `tavern sync init` connects the board)")
     ))?;
+    if let Some(sync) = &s.sync {
+        line(&sync_line(sync))?;
+        for c in &sync.unconfirmed {
+            line(&format!(
+                "  unconfirmed: {} claimed by {} (the remote has no record of it)",
+                c.task, c.holder
+            ))?;
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -53,6 +62,66 @@ pub fn status(ctx: &Ctx) -> Result<ExitCode> {
 pub struct SyncArgs {
     #[command(subcommand)]
     pub command: Option<SyncCommand>,
+    /// Keep exchanging: now, every --interval and soon after each change on this board,
+    /// until interrupted
+    #[arg(long)]
+    pub watch: bool,
+    /// With --watch: exchange at least this often (e.g. 10s, 1m)
+    #[arg(long, default_value = "30s", value_name = "DUR")]
+    pub interval: String,
+    /// With --watch: look at the board every DUR instead of using file-system events
+    #[arg(long, value_name = "DUR")]
+    pub poll: Option<String>,
+}
+
+fn duration(flag: &str, text: &str) -> Result<std::time::Duration> {
+    tavern::time::parse_duration(text)
+        .and_then(|d| d.to_std().ok())
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            tavern::Error::usage(format!(
+                "{flag} '{text}': expected a duration longer than 0, like 500ms, 2s or 1m"
+            ))
+        })
+}
+
+/// `tavern sync --watch` and a connected `tavern watch`: what to keep exchanging with.
+pub fn keep_options(interval: &str, poll: Option<&str>) -> Result<tavern::sync::KeepOptions> {
+    Ok(tavern::sync::KeepOptions {
+        interval: duration("--interval", interval)?,
+        poll: poll.map(|p| duration("--poll", p)).transpose()?,
+        ..Default::default()
+    })
+}
+
+/// Prints one exchange of a running loop: what it did when it did something, errors on
+/// stderr (the loop goes on).
+pub fn report_exchange(json: bool, r: &Result<tavern::sync::Exchange>) {
+    match r {
+        Ok(x) if x.outcome == "up-to-date" && x.claims_followed.is_empty() => {}
+        Ok(x) => {
+            let _ = if json {
+                super::render::json(x)
+            } else {
+                render_exchange_text(x)
+            };
+        }
+        Err(e) => {
+            if json {
+                let v = serde_json::json!({"error": {
+                    "kind": e.kind().name(),
+                    "code": e.exit_code(),
+                    "message": super::errors::message(e),
+                }});
+                super::render::err_line(&v.to_string());
+            } else {
+                super::render::err_line(&format!(
+                    "sync: {} (trying again later)",
+                    super::errors::message(e)
+                ));
+            }
+        }
+    }
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -99,6 +168,17 @@ pub fn sync(ctx: &Ctx, a: SyncArgs) -> Result<ExitCode> {
                 ))?;
             }
         }
+        None if a.watch => {
+            let board = ctx.board()?;
+            let opts = keep_options(&a.interval, a.poll.as_deref())?;
+            // Refuse at once what a loop would refuse every turn.
+            if tavern::sync::remote(&board)?.is_none() {
+                tavern::sync::exchange(&board)?;
+            }
+            let stop = std::sync::atomic::AtomicBool::new(false);
+            let json = ctx.global.json;
+            tavern::sync::keep_exchanging(&board, &opts, &stop, |r| report_exchange(json, r))?;
+        }
         None => {
             let board = ctx.board()?;
             let x = tavern::sync::exchange(&board)?;
@@ -112,6 +192,10 @@ fn render_exchange(ctx: &Ctx, x: &tavern::sync::Exchange) -> Result<()> {
     if ctx.global.json {
         return super::render::json(x);
     }
+    render_exchange_text(x)
+}
+
+fn render_exchange_text(x: &tavern::sync::Exchange) -> Result<()> {
     line(&format!(
         "{}: {}{}",
         x.remote,
@@ -136,4 +220,25 @@ fn render_exchange(ctx: &Ctx, x: &tavern::sync::Exchange) -> Result<()> {
         line(&format!("  {id}: follows the remote's claim record"))?;
     }
     Ok(())
+}
+
+/// One line on how a connected board stands with its remote (check and status).
+pub fn sync_line(s: &tavern::sync::status::SyncState) -> String {
+    let mut parts = vec![format!(
+        "{} board commit{} to send, {} to receive (as of the last fetch)",
+        s.ahead,
+        if s.ahead == 1 { "" } else { "s" },
+        s.behind
+    )];
+    if s.unrecorded > 0 {
+        parts.push(format!(
+            "{} changed file{} not recorded yet",
+            s.unrecorded,
+            if s.unrecorded == 1 { "" } else { "s" }
+        ));
+    }
+    if !s.unconfirmed.is_empty() {
+        parts.push(format!("{} unconfirmed claim(s)", s.unconfirmed.len()));
+    }
+    format!("sync with '{}': {}", s.remote, parts.join("; "))
 }

@@ -379,6 +379,9 @@ fn clean_or_invalid(ok: bool) -> ExitCode {
 
 impl Render for Checked {
     fn text(&self) -> Result<()> {
+        if let Some(s) = &self.sync {
+            line(&super::sync::sync_line(s))?;
+        }
         if self.ok {
             return line(&format!(
                 "ok: {} documents and {} log entries checked, no problems",

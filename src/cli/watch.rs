@@ -30,6 +30,10 @@ pub struct WatchArgs {
     /// On SIGINT/SIGTERM, how long running activations may finish before they are killed
     #[arg(long, default_value = "10s", value_name = "DUR")]
     pub grace: String,
+    /// On a board connected to a remote (`sync init`): exchange with it at least this
+    /// often, and soon after each change here
+    #[arg(long, default_value = "30s", value_name = "DUR")]
+    pub sync_interval: String,
 }
 
 #[derive(Debug, Args)]
@@ -67,8 +71,26 @@ pub fn watch(ctx: &Ctx, a: WatchArgs) -> Result<ExitCode> {
         poll,
         grace: duration("--grace", &a.grace)?,
     };
+    // A board connected to a remote keeps exchanging while it is watched, on its own
+    // thread (a fetch or push never holds the watch loop up): what other machines change
+    // arrives as file changes, explained by the log entries that come with them.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let keep = super::sync::keep_options(&a.sync_interval, a.poll.as_deref())?;
     let json = ctx.global.json;
-    let summary = tavern::watch::run(board, opts, &mut |e| show(&e, json))?;
+    if !a.once && tavern::sync::remote(&board)?.is_some() {
+        let (board, stop) = (board.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let r = tavern::sync::keep_exchanging(&board, &keep, &stop, |r| {
+                super::sync::report_exchange(json, r)
+            });
+            if let Err(e) = r {
+                super::sync::report_exchange(json, &Err(e));
+            }
+        });
+    }
+    let summary = tavern::watch::run(board, opts, &mut |e| show(&e, json));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let summary = summary?;
     Ok(if !a.once {
         ExitCode::SUCCESS
     } else if summary.failed > 0 || summary.guarded > 0 {

@@ -5,7 +5,7 @@ use serde_json::Value;
 use crate::board::Board;
 use crate::doc::Region;
 use crate::doc::edit::FieldEdit;
-use crate::error::{Error, Input, Kind, Result};
+use crate::error::{Command, Error, Input, Kind, Result};
 use crate::log::Entry;
 use crate::msg;
 
@@ -61,9 +61,13 @@ fn check_keys(spec: &EditSpec, region: Region) -> Result<()> {
             return Err(Error::request(
                 Kind::Usage,
                 msg!(
-                    format!(
-                        "'{key}' of a task changes through its workflow: use `tavern move ID STATE`, `tavern claim` or `tavern release` (or "
-                    ),
+                    format!("'{key}' of a task changes through its workflow: use `"),
+                    Command::Move,
+                    "`, `",
+                    Command::Claim,
+                    "` or `",
+                    Command::Release,
+                    "` (or ",
                     Input::Force,
                     " to override, which is logged)"
                 ),
@@ -208,7 +212,11 @@ pub fn edit(
                         if !super::graph::task_exists(board, dep) {
                             return Err(Error::NotFound {
                                 what: format!("task '{dep}' (named in depends_on)"),
-                                hint: "`tavern list tasks` shows the tasks on the board".into(),
+                                hint: crate::msg!(
+                                    "`",
+                                    crate::error::Command::List(Some(Region::Tasks)),
+                                    "` shows the tasks on the board"
+                                ),
                             });
                         }
                     }

@@ -5,7 +5,7 @@ use serde_json::Value;
 use crate::board::Board;
 use crate::doc::edit::FieldEdit;
 use crate::doc::{Document, Region};
-use crate::error::{Error, Input, Kind, Result};
+use crate::error::{Command, Error, Input, Kind, Result};
 use crate::layout;
 use crate::log::{self, Entry};
 use crate::msg;
@@ -126,7 +126,9 @@ pub fn create(
                     msg!(
                         format!("task '{dep}' (named in "),
                         Input::DependsOn,
-                        ") not found\nhint: `tavern list tasks` shows the tasks on the board"
+                        ") not found\nhint: `",
+                        Command::List(Some(Region::Tasks)),
+                        "` shows the tasks on the board"
                     ),
                 ));
             }

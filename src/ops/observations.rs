@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::board::Board;
 use crate::doc::edit::FieldEdit;
 use crate::doc::{Document, Region};
-use crate::error::{Error, Input, Kind, Result};
+use crate::error::{Command, Error, Input, Kind, Result};
 use crate::log::Entry;
 use crate::msg;
 
@@ -50,7 +50,9 @@ fn require_doc(board: &Board, id: &str, input: Input) -> Result<()> {
             msg!(
                 format!("document '{id}' (named in "),
                 input,
-                ") not found\nhint: `tavern list` shows the documents on the board"
+                ") not found\nhint: `",
+                Command::List(None),
+                "` shows the documents on the board"
             ),
         ));
     }

@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::board::Board;
 use crate::doc::edit::FieldEdit;
 use crate::doc::{Document, Region};
-use crate::error::{Error, Input, Kind, Result};
+use crate::error::{Command, Error, Input, Kind, Result};
 use crate::log::{self, Entry};
 use crate::msg;
 use crate::store;
@@ -54,7 +54,9 @@ pub fn ask(board: &Board, actor: &str, a: &Ask) -> Result<Asked> {
                 return Err(Error::request(
                     Kind::Usage,
                     msg!(
-                        "the question is required: tavern ask \"text\" (or ",
+                        "the question is required: ",
+                        Command::Ask,
+                        " \"text\" (or ",
                         Input::Permission,
                         " CAPABILITY)"
                     ),
@@ -75,7 +77,9 @@ pub fn ask(board: &Board, actor: &str, a: &Ask) -> Result<Asked> {
                         msg!(
                             "a permission request needs ",
                             input,
-                            ": tavern ask ",
+                            ": ",
+                            Command::Ask,
+                            " ",
                             Input::Permission,
                             " CAPABILITY ",
                             Input::Resource,
@@ -108,7 +112,9 @@ pub fn ask(board: &Board, actor: &str, a: &Ask) -> Result<Asked> {
                 msg!(
                     format!("task '{t}' (named in "),
                     Input::Blocks,
-                    ") not found\nhint: `tavern list tasks` shows the tasks on the board"
+                    ") not found\nhint: `",
+                    Command::List(Some(Region::Tasks)),
+                    "` shows the tasks on the board"
                 ),
             ));
         }
@@ -230,7 +236,9 @@ pub fn answer(
             return Err(Error::request(
                 Kind::Usage,
                 msg!(
-                    "an answer is required: tavern answer ID \"text\" or ",
+                    "an answer is required: ",
+                    Command::Answer("ID".into()),
+                    " \"text\" or ",
                     Input::Choice,
                     " OPTION"
                 ),
@@ -244,22 +252,35 @@ pub fn answer(
     };
     let outcome = mutate(board, Region::Questions, id, None, |doc| {
         if doc.str("kind") == Some("permission") {
-            return Err(Error::conflict(
+            return Err(Error::request_at(
+                Kind::Conflict,
                 doc.rel_path(),
-                format!(
-                    "{} is a permission request: a human decides it with `tavern approve {0}` or `tavern deny {0}`",
-                    doc.id()
+                msg!(
+                    format!(
+                        "{} is a permission request: a human decides it with `",
+                        doc.id()
+                    ),
+                    Command::Approve(doc.id().to_string()),
+                    "` or `",
+                    Command::Deny(doc.id().to_string()),
+                    "`"
                 ),
             ));
         }
         if let Some(c) = choice {
             let options = doc.list("options");
             if options.is_empty() {
-                return Err(Error::usage(format!(
-                    "question {} has no options; answer it with text: tavern answer {} \"…\"",
-                    doc.id(),
-                    doc.id()
-                )));
+                return Err(Error::request(
+                    Kind::Usage,
+                    msg!(
+                        format!(
+                            "question {} has no options; answer it with text: ",
+                            doc.id()
+                        ),
+                        Command::Answer(doc.id().to_string()),
+                        " \"…\""
+                    ),
+                ));
             }
             if !options.iter().any(|o| o == c) {
                 return Err(Error::usage(format!(
@@ -501,11 +522,16 @@ fn prompt(doc: &Document, verb: &str) -> String {
 /// A permission request that is still open, or why it cannot be decided.
 fn check_decidable(doc: &Document, verb: &str) -> Result<()> {
     if doc.str("kind") != Some("permission") {
-        return Err(Error::conflict(
+        return Err(Error::request_at(
+            Kind::Conflict,
             doc.rel_path(),
-            format!(
-                "{} is a question, not a permission request: answer it with `tavern answer {0} \"…\"`",
-                doc.id()
+            msg!(
+                format!(
+                    "{} is a question, not a permission request: answer it with `",
+                    doc.id()
+                ),
+                Command::Answer(doc.id().to_string()),
+                " \"…\"`"
             ),
         ));
     }

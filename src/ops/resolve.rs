@@ -45,7 +45,11 @@ pub fn resolve(board: &Board, reference: &str, regions: &[Region]) -> Result<(Re
     match candidates.len() {
         0 => Err(Error::NotFound {
             what: format!("document '{wanted}'"),
-            hint: "`tavern list` shows the documents on the board".into(),
+            hint: crate::msg!(
+                "`",
+                crate::error::Command::List(None),
+                "` shows the documents on the board"
+            ),
         }),
         1 => Ok(candidates.remove(0)),
         _ => Err(Error::Ambiguous {

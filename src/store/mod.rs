@@ -71,7 +71,7 @@ pub fn read_text(path: &Path, max_bytes: u64) -> Result<String> {
     let meta = fs::symlink_metadata(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => Error::NotFound {
             what: path.display().to_string(),
-            hint: String::new(),
+            hint: Default::default(),
         },
         _ => Error::io(path, "read", e),
     })?;
@@ -102,7 +102,7 @@ pub fn read_regular(path: &Path, max_bytes: u64) -> Result<String> {
     let file = File::open(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => Error::NotFound {
             what: path.display().to_string(),
-            hint: String::new(),
+            hint: Default::default(),
         },
         _ => Error::io(path, "read", e),
     })?;
@@ -149,7 +149,11 @@ pub fn read_doc(board: &Board, region: Region, id: &str) -> Result<Document> {
     let text = read_text(&path, board.config.limits.max_doc_bytes).map_err(|e| match e {
         Error::NotFound { .. } => Error::NotFound {
             what: format!("{} '{id}' ({})", region.kind(), board.rel(&path)),
-            hint: format!("`tavern list {}` shows what exists", region.dir()),
+            hint: crate::msg!(
+                "`",
+                crate::error::Command::List(Some(region)),
+                "` shows what exists"
+            ),
         },
         // Name the file as every other message does: relative to the board.
         Error::InvalidDoc { problem, .. } => Error::invalid_doc(board.rel(&path), problem),

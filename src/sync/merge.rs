@@ -400,44 +400,52 @@ fn identity(chunk: &[u8]) -> Vec<u8> {
     }
 }
 
-/// The entries of both logs, each once, ordered by (seq, origin). Entries of the base that
+/// The entries of both logs, each once: the remote's log as it is, then the entries only
+/// this clone has, in (seq, origin) order. Every clone that already holds the remote's
+/// log sees it grow at its end (a follower reads on from where it was); readers order
+/// entries by (seq, origin) whatever their place in the file. Entries of the base that
 /// one side dropped stay dropped.
 pub fn union(base: &[u8], ours: &[u8], theirs: &[u8]) -> Vec<u8> {
     let base_ids: HashSet<Vec<u8>> = chunks(base).into_iter().map(identity).collect();
     let ours_ids: HashSet<Vec<u8>> = chunks(ours).into_iter().map(identity).collect();
-    let theirs_ids: HashSet<Vec<u8>> = chunks(theirs).into_iter().map(identity).collect();
     let mut seen = HashSet::new();
-    let mut all: Vec<(u64, String, usize, Vec<u8>)> = Vec::new();
-    let mut last_seq = 0;
-    for (side, c) in chunks(ours)
-        .into_iter()
-        .map(|c| (0, c))
-        .chain(chunks(theirs).into_iter().map(|c| (1, c)))
-    {
+    let mut out: Vec<u8> = Vec::new();
+    let push = |out: &mut Vec<u8>, c: &[u8]| {
+        out.extend_from_slice(c);
+        if !c.ends_with(b"\n") {
+            out.push(b'\n');
+        }
+    };
+    for c in chunks(theirs) {
         let id = identity(c);
-        let other_dropped = base_ids.contains(&id)
-            && if side == 0 {
-                !theirs_ids.contains(&id)
-            } else {
-                !ours_ids.contains(&id)
-            };
-        if other_dropped || !seen.insert(id) {
-            continue;
+        if base_ids.contains(&id) && !ours_ids.contains(&id) {
+            continue; // dropped here
+        }
+        if seen.insert(id) {
+            push(&mut out, c);
+        }
+    }
+    let theirs_ids = seen;
+    let mut only_ours: Vec<(u64, String, usize, &[u8])> = Vec::new();
+    let mut last_seq = 0;
+    for c in chunks(ours) {
+        let id = identity(c);
+        if theirs_ids.contains(&id) || base_ids.contains(&id) {
+            continue; // theirs has it, or theirs dropped it
         }
         let (seq, origin) = match log::head(c) {
             Some(h) => (h.seq, h.origin.to_string()),
             None => (last_seq, String::new()),
         };
         last_seq = seq;
-        let mut bytes = c.to_vec();
-        if !bytes.ends_with(b"\n") {
-            bytes.push(b'\n');
-        }
-        let n = all.len();
-        all.push((seq, origin, n, bytes));
+        let n = only_ours.len();
+        only_ours.push((seq, origin, n, c));
     }
-    all.sort_by(|a, b| (a.0, &a.1, a.2).cmp(&(b.0, &b.1, b.2)));
-    all.into_iter().flat_map(|(_, _, _, b)| b).collect()
+    only_ours.sort_by(|a, b| (a.0, &a.1, a.2).cmp(&(b.0, &b.1, b.2)));
+    for (_, _, _, c) in only_ours {
+        push(&mut out, c);
+    }
+    out
 }
 
 fn rev_of(text: &str) -> Option<u64> {
@@ -672,8 +680,11 @@ mod tests {
                 format!("{}{}", h.seq, h.origin)
             })
             .collect();
-        assert_eq!(heads, ["1a", "2a", "2b", "3b"]);
-        assert_eq!(union(base, &ours, &theirs), union(base, &theirs, &ours));
+        assert_eq!(
+            heads,
+            ["1a", "2b", "3b", "2a"],
+            "the remote's log, then ours"
+        );
     }
 
     #[test]

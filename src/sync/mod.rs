@@ -79,6 +79,7 @@ pub fn init(repo: &repo::Repo, root: &std::path::Path, remote: &str) -> Result<b
             repo.common_dir.display()
         )));
     }
+    refuse_code_branch(&bg)?;
     bg.git.run(&["config", REMOTE_KEY, remote])?;
     let fetched = fetch(&bg, remote)?;
     if let Some(theirs) = &fetched
@@ -153,18 +154,27 @@ fn fetch(bg: &BoardGit, remote: &str) -> Result<Option<String>> {
             let _ = bg.git.output(&["update-ref", "-d", REMOTE_REF], None);
             return Ok(None);
         }
-        return Err(unreachable(bg, remote, "fetch", &out.stderr));
+        return Err(unreachable(
+            bg,
+            remote,
+            "fetch the board branch from",
+            &out.stderr,
+        ));
     }
     bg.rev(REMOTE_REF)
 }
 
 fn unreachable(bg: &BoardGit, remote: &str, what: &str, stderr: &str) -> Error {
+    let why = stderr
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("git failed");
     Error::Request {
         kind: crate::error::Kind::Unconfirmed,
         path: Some(bg.root.clone()),
         message: crate::msg!(format!(
-            "cannot {what} the board branch with the remote '{remote}': {}; nothing was sent or changed on the remote, and the board here is intact (its changes are recorded on the branch {}); run `tavern sync` again when the remote is reachable (`git ls-remote {remote}` tells)",
-            stderr.trim().lines().last().unwrap_or("git failed"),
+            "cannot {what} the remote '{remote}' ({why}): nothing more was sent, and the board here is intact (its changes are recorded on the branch {}); run `tavern sync` again when the remote is reachable (`git ls-remote {remote}` tells)",
             branch::BRANCH,
         )),
     }
@@ -223,20 +233,37 @@ pub fn exchange(board: &Board) -> Result<Exchange> {
         claims_followed: Vec::new(),
         retries: 0,
     };
-    match claims::fetch_all(board) {
-        Ok(_) => {}
-        Err(Error::Git { message, .. }) => {
-            return Err(unreachable(&bg, &remote, "fetch the claims of", &message));
-        }
-        Err(e) => return Err(e),
-    }
     let mut merged_once = false;
+    let mut claims_fetched = false;
     for attempt in 0..MAX_ATTEMPTS {
         x.retries = attempt;
         follow_claims(board, &mut x.claims_followed)?;
-        let (ours, recorded) = bg.commit("tavern sync: the board as it is")?;
+        let (mut ours, recorded) = bg.commit("tavern sync: the board as it is")?;
         x.recorded |= recorded;
         let theirs = fetch(&bg, &remote)?;
+        if !claims_fetched {
+            claims_fetched = true;
+            match claims::fetch_all(board) {
+                Ok(_) => {}
+                Err(Error::Git { message, .. }) => {
+                    return Err(unreachable(
+                        &bg,
+                        &remote,
+                        "fetch the claim records from",
+                        &message,
+                    ));
+                }
+                Err(e) => return Err(e),
+            }
+            let before = x.claims_followed.len();
+            follow_claims(board, &mut x.claims_followed)?;
+            if x.claims_followed.len() > before {
+                let (o, recorded) =
+                    bg.commit("tavern sync: the tasks follow the remote's claim records")?;
+                x.recorded |= recorded;
+                ours = o;
+            }
+        }
         match &theirs {
             Some(t) if *t == ours => {
                 x.outcome = if merged_once { "merged" } else { "up-to-date" };
@@ -244,10 +271,11 @@ pub fn exchange(board: &Board) -> Result<Exchange> {
                 return Ok(x);
             }
             Some(t) if is_ancestor(&bg, &ours, t)? => {
-                if !bg.materialize(Some(&ours), t)? {
+                let files = changed_files(&bg, &ours, t)?;
+                if !materialize_locked(board, &bg, &ours, t, &files)? {
                     continue; // written meanwhile: record it and try again
                 }
-                x.changed.extend(changed_files(&bg, &ours, t)?);
+                x.changed.extend(files);
                 bg.git.run(&["update-ref", REF, t, &ours])?;
                 follow_claims(board, &mut x.claims_followed)?;
                 x.outcome = if merged_once {
@@ -275,11 +303,12 @@ pub fn exchange(board: &Board) -> Result<Exchange> {
                     t,
                 )?;
                 let commit = merge_commit(&bg, &ours, t, &m, &remote)?;
-                if !bg.materialize(Some(&ours), &commit)? {
+                let files = changed_files(&bg, &ours, &commit)?;
+                if !materialize_locked(board, &bg, &ours, &commit, &files)? {
                     continue;
                 }
                 bg.git.run(&["update-ref", REF, &commit, &ours])?;
-                x.changed.extend(changed_files(&bg, &ours, &commit)?);
+                x.changed.extend(files);
                 x.merged.extend(m.merged_docs);
                 x.conflicts.extend(m.conflicts);
                 merged_once = true;
@@ -304,13 +333,21 @@ pub fn exchange(board: &Board) -> Result<Exchange> {
                     None,
                 )?;
                 if !out.success {
+                    // Only a lost race is tried again; a remote that refuses (a hook,
+                    // permissions) or is gone is exit 7.
                     if out.stderr.contains("stale info")
-                        || out.stderr.contains("rejected")
                         || out.stderr.contains("fetch first")
+                        || out.stderr.contains("non-fast-forward")
+                        || out.stderr.contains("cannot lock ref")
                     {
                         continue; // another clone pushed first: fetch and merge again
                     }
-                    return Err(unreachable(&bg, &remote, "push", &out.stderr));
+                    return Err(unreachable(
+                        &bg,
+                        &remote,
+                        "push the board branch to",
+                        &out.stderr,
+                    ));
                 }
                 bg.git.run(&["update-ref", REMOTE_REF, &ours])?;
                 x.outcome = if merged_once { "merged" } else { "pushed" };
@@ -326,6 +363,38 @@ pub fn exchange(board: &Board) -> Result<Exchange> {
             branch::BRANCH
         ),
     ))
+}
+
+/// Writes `new` over the board (which holds `old`) holding the locks tavern's own writes
+/// of those files take, sorted, then the log lock, as the write protocol takes them: no
+/// write is half done under it, and a watcher that reconciles a changed document under
+/// its lock finds the entries that explain it already in log.yaml.
+/// The most document locks a sync holds while it writes the board (see
+/// [`materialize_locked`]).
+const MAX_DOC_LOCKS: usize = 512;
+
+fn materialize_locked(
+    board: &Board,
+    bg: &BoardGit,
+    old: &str,
+    new: &str,
+    files: &[String],
+) -> Result<bool> {
+    let names: std::collections::BTreeSet<String> = files
+        .iter()
+        .filter_map(|f| crate::watch::areas::classify(f)?.lock_name())
+        .collect();
+    // One open file per lock: past MAX_DOC_LOCKS (a first sync of a large board) only the
+    // log lock is held, so that a common limit of open files (1024) is never reached;
+    // read-tree still refuses a file written since it was recorded.
+    let mut held = Vec::with_capacity(names.len().min(MAX_DOC_LOCKS) + 1);
+    if names.len() <= MAX_DOC_LOCKS {
+        for name in &names {
+            held.push(crate::store::lock(board, name)?);
+        }
+    }
+    held.push(crate::store::lock(board, crate::layout::LOG_LOCK)?);
+    bg.materialize(Some(old), new)
 }
 
 fn follow_claims(board: &Board, out: &mut Vec<String>) -> Result<()> {
@@ -407,4 +476,79 @@ fn is_ancestor(bg: &BoardGit, a: &str, b: &str) -> Result<bool> {
         .git
         .output(&["merge-base", "--is-ancestor", a, b], None)?
         .success)
+}
+
+/// How `tavern sync --watch` (and a connected `tavern watch`) keeps exchanging.
+#[derive(Clone, Debug)]
+pub struct KeepOptions {
+    /// Exchange at least this often (to hear of other machines' changes).
+    pub interval: std::time::Duration,
+    /// After a local change, wait this long for more before exchanging.
+    pub settle: std::time::Duration,
+    /// Look at the board by polling every DUR instead of file events.
+    pub poll: Option<std::time::Duration>,
+}
+
+impl Default for KeepOptions {
+    fn default() -> KeepOptions {
+        KeepOptions {
+            interval: std::time::Duration::from_secs(30),
+            settle: std::time::Duration::from_millis(300),
+            poll: None,
+        }
+    }
+}
+
+/// Exchanges now, then every `interval` and soon after every local change (seen through
+/// [`crate::watch::feed::Feed`]; the files an exchange itself wrote are not a local
+/// change), until `stop` is set. Each exchange's result goes to `report`; a failed one
+/// (offline) is retried at the next turn, and what changed meanwhile is sent then.
+pub fn keep_exchanging(
+    board: &Board,
+    opts: &KeepOptions,
+    stop: &std::sync::atomic::AtomicBool,
+    mut report: impl FnMut(&Result<Exchange>),
+) -> Result<()> {
+    use crate::watch::feed::{self, BoardEvent, Feed};
+    use std::sync::atomic::Ordering;
+    use std::time::{Duration, Instant};
+    let mut feed = Feed::open(board, feed::Options { poll: opts.poll })?;
+    let mut next = Instant::now();
+    let mut own: std::collections::HashSet<String> = std::collections::HashSet::new();
+    while !stop.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        if now >= next {
+            let r = exchange(board);
+            own = match &r {
+                Ok(x) => x.changed.iter().cloned().collect(),
+                Err(_) => Default::default(),
+            };
+            report(&r);
+            next = Instant::now() + opts.interval;
+            continue;
+        }
+        let wait = (next - now).min(Duration::from_millis(500));
+        let Some(batch) = feed.next(wait) else {
+            continue;
+        };
+        // Each file an exchange wrote is its own change once; anything else is local.
+        let mut local = false;
+        for c in &batch.changes {
+            local |= !own.remove(&c.path);
+        }
+        for e in &batch.board {
+            local |= match e {
+                BoardEvent::LogAppended { .. } | BoardEvent::LogReplaced { .. } => {
+                    !own.remove(crate::layout::LOG)
+                }
+                BoardEvent::Paused { .. } | BoardEvent::Resumed => !own.remove("control/PAUSE"),
+                _ => false,
+            };
+        }
+        if local {
+            own.clear();
+            next = next.min(Instant::now() + opts.settle);
+        }
+    }
+    Ok(())
 }

@@ -39,6 +39,8 @@ pub struct Status {
     pub layout: Layout,
     /// The git remote the board is connected to (`tavern sync init`), if any.
     pub remote: Option<String>,
+    /// How the board stands with that remote (connected boards on the board branch).
+    pub sync: Option<SyncState>,
 }
 
 /// Reads the status of a board (this runs git, unlike every other command's discovery).
@@ -79,5 +81,82 @@ pub fn status(board: &Board) -> Result<Status> {
         } else {
             super::remote(board)?
         },
+        sync: if layout == Layout::BoardBranch {
+            sync_state(board)?
+        } else {
+            None
+        },
     })
+}
+
+/// How a connected board stands with its remote, as of the last fetch (no network).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SyncState {
+    pub remote: String,
+    /// The board branch's commit here (None before the first `tavern sync`).
+    pub commit: Option<String>,
+    /// The remote's board branch as last fetched (None: it had none, or never fetched).
+    pub remote_commit: Option<String>,
+    /// Board commits here the remote has not got (sent at the next sync).
+    pub ahead: usize,
+    /// Board commits on the remote not here yet (as of the last fetch).
+    pub behind: usize,
+    /// Files of the board changed since the last record (recorded and sent at the next
+    /// sync).
+    pub unrecorded: usize,
+    /// Claims held here that the remote's records do not confirm: (task, holder).
+    pub unconfirmed: Vec<UnconfirmedClaim>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct UnconfirmedClaim {
+    pub task: String,
+    pub holder: String,
+}
+
+/// The sync state of a board connected to a remote; None when it is not connected (or
+/// is kept on the code branch, which `tavern sync` does not record).
+pub fn sync_state(board: &Board) -> Result<Option<SyncState>> {
+    let Some(remote) = super::remote(board)? else {
+        return Ok(None);
+    };
+    let bg = super::branch::BoardGit::open(board)?;
+    if super::refuse_code_branch(&bg).is_err() {
+        return Ok(None);
+    }
+    let commit = bg.rev(super::branch::REF)?;
+    let remote_commit = bg.rev(super::branch::REMOTE_REF)?;
+    let count = |range: String| -> Result<usize> {
+        let out = bg.git.output(&["rev-list", "--count", &range], None)?;
+        Ok(out.stdout.trim().parse().unwrap_or(0))
+    };
+    let (ahead, behind) = match (&commit, &remote_commit) {
+        (Some(c), Some(r)) => (count(format!("{r}..{c}"))?, count(format!("{c}..{r}"))?),
+        (Some(c), None) => (count(c.clone())?, 0),
+        (None, Some(r)) => (0, count(r.clone())?),
+        (None, None) => (0, 0),
+    };
+    // What `add -A` would record: the private index against the board on disk.
+    let unrecorded = if commit.is_some() && bg.index.exists() {
+        bg.git
+            .output(&["status", "--porcelain", "--untracked-files=all"], None)?
+            .stdout
+            .lines()
+            .count()
+    } else {
+        0
+    };
+    let unconfirmed = super::claims::unconfirmed(board)?
+        .into_iter()
+        .map(|(task, holder)| UnconfirmedClaim { task, holder })
+        .collect();
+    Ok(Some(SyncState {
+        remote,
+        commit,
+        remote_commit,
+        ahead,
+        behind,
+        unrecorded,
+        unconfirmed,
+    }))
 }

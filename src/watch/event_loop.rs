@@ -341,7 +341,7 @@ impl<'a> Watch<'a> {
                             if n == 1 { "" } else { "s" }
                         )
                     }
-                ),
+                ).into(),
             });
         }
         if self.lock.verify(&self.board)? {

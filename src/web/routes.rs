@@ -197,7 +197,7 @@ fn error_response(e: &Error) -> Response {
         axum::Json(json!({"error": {
             "kind": e.kind().name(),
             "code": e.exit_code(),
-            "message": e.to_string(),
+            "message": crate::cli::errors::message(e),
         }})),
     )
         .into_response()
