@@ -1,40 +1,12 @@
-//! Hostile input, beyond the single bad files of bad_input.rs: a board full of them at once
-//! under every command, special files that would hang a reader, writes that would exceed
-//! the size limit, and hostile values in flags. Nothing panics, every refusal has its exit
-//! code, and nothing but the documents a command was meant to change changes.
+//! Hostile and broken files on the board: documents that are malformed, bombs, too big,
+//! not UTF-8, misnamed, without frontmatter, symlinks in and out of the board, directories
+//! and FIFOs named like documents, a broken board.yaml or template, invalid states and
+//! dependencies. Every reader skips them with a warning naming the file, `check` lists
+//! every problem at once, commands aimed at one are refused with exit 6, nothing hangs or
+//! panics, and nothing but the documents a command was meant to change changes.
+//! (Bad values on the command line are bad_input.rs's; a damaged log is damaged_log.rs's.)
 
-use std::process::Stdio;
-use std::time::{Duration, Instant};
-
-use crate::util::{Out, TestBoard, fixtures, snapshot};
-
-/// Runs tavern, killing it (and failing) if it does not finish within `secs`: a reader
-/// that blocks on a hostile file must fail this test, not hang the suite.
-fn run_bounded(b: &TestBoard, args: &[&str], secs: u64) -> Out {
-    let mut child = b
-        .cmd(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            let o = child.wait_with_output().unwrap();
-            return Out {
-                code: o.status.code().unwrap_or(-1),
-                stdout: String::from_utf8_lossy(&o.stdout).into(),
-                stderr: String::from_utf8_lossy(&o.stderr).into(),
-            };
-        }
-        if start.elapsed() > Duration::from_secs(secs) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("tavern {args:?} did not finish within {secs}s");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
+use crate::util::{Out, TestBoard, fixtures, run_bounded, snapshot};
 
 #[track_caller]
 fn no_panic(out: &Out) {
@@ -83,6 +55,11 @@ fn hostile_files() -> Vec<(&'static str, &'static str, String)> {
             "its id ../../etc/passwd does not match its file name (expected 't-mis')".into(),
         ),
         (
+            "tasks/t-plain.md",
+            "t-plain",
+            "line 1: no frontmatter".into(),
+        ),
+        (
             "tasks/t-yaml.md",
             "t-yaml",
             "line 4: unclosed bracket '['".into(),
@@ -115,6 +92,7 @@ fn hostile_board() -> (TestBoard, tempfile::TempDir) {
         "tasks/t-mis.md",
         "---\nid: ../../etc/passwd\ntitle: x\nstatus: pending\n---\n",
     );
+    b.write("tasks/t-plain.md", "just text\n");
     b.write(
         "tasks/t-yaml.md",
         "---\nid: t-yaml\nstatus: pending\ntitle: [unclosed\n---\n",
@@ -268,154 +246,6 @@ fn a_fifo_named_like_a_document_never_blocks_a_reader() {
 }
 
 #[test]
-fn a_write_over_the_size_limit_is_refused() {
-    let b = TestBoard::new();
-    b.task("Small", &["--id", "t-small"]);
-    let big = "y".repeat(1024 * 1024);
-    std::fs::write(b.root().join("big.md"), &big).unwrap();
-    let before = snapshot(&b);
-    let suffix =
-        " bytes, over the limit of 1048576 (limits.max_doc_bytes in board.yaml); nothing written\n";
-    for (args, rel) in [
-        (
-            &[
-                "new",
-                "task",
-                "--title",
-                "Huge",
-                "--id",
-                "t-huge",
-                "--body-file",
-                "big.md",
-            ][..],
-            "tasks/t-huge.md",
-        ),
-        (
-            &["edit", "t-small", "--body-file", "big.md"],
-            "tasks/t-small.md",
-        ),
-    ] {
-        let out = b.run(args);
-        out.code(6).stdout_is("");
-        let size = out
-            .stderr
-            .strip_prefix(&format!("error: {rel}: the document would be "))
-            .and_then(|s| s.strip_suffix(suffix))
-            .unwrap_or_else(|| panic!("{args:?}: {}", out.stderr));
-        assert!(size.parse::<u64>().unwrap() > 1024 * 1024);
-    }
-    assert_eq!(snapshot(&b), before);
-
-    // With a small limit, an edit that grows a document past it is refused too, and one
-    // that stays within it is fine.
-    let yaml = b
-        .read("board.yaml")
-        .replace("max_doc_bytes: 1048576", "max_doc_bytes: 1024");
-    b.write("board.yaml", yaml);
-    let size = b.read("tasks/t-small.md").len();
-    let fits = "z".repeat(1024 - size - 40);
-    b.run(&["edit", "t-small", "--set", &format!("pad={fits}")])
-        .ok();
-    assert!(b.read("tasks/t-small.md").len() <= 1024);
-    let before = snapshot(&b);
-    b.run(&[
-        "edit",
-        "t-small",
-        "--set",
-        &format!("more={}", "z".repeat(200)),
-    ])
-    .code(6)
-    .stderr_has("over the limit of 1024");
-    assert_eq!(snapshot(&b), before);
-    b.run(&["show", "t-small"]).ok();
-    b.run(&["check"]).ok();
-}
-
-#[test]
-fn hostile_flag_values_stay_data() {
-    let b = TestBoard::new();
-    // A note and an actor that try to inject log entries or YAML.
-    b.task("Target", &["--id", "t-t"]);
-    b.run(&[
-        "cancel",
-        "t-t",
-        "--as",
-        "evil: actor",
-        "--note",
-        "x\n- seq: 99\n  op: delete\n  doc: tasks/t-good.md",
-    ])
-    .ok();
-    let log = b.log();
-    assert_eq!(log.len(), 2, "the note injected a log entry");
-    assert_eq!(log[1]["actor"], "evil: actor");
-    assert_eq!(
-        log[1]["note"],
-        "x\n- seq: 99\n  op: delete\n  doc: tasks/t-good.md"
-    );
-    assert_eq!(
-        b.run(&["log", "--actor", "evil: actor"])
-            .ok()
-            .stdout
-            .lines()
-            .count(),
-        1
-    );
-    for actor in ["a\nb", "tab\there", ""] {
-        b.run(&["new", "task", "--title", "x", "--as", actor])
-            .code(2)
-            .stderr_has("invalid actor name");
-    }
-
-    // A title and a body that try to end the frontmatter or add fields.
-    b.task(
-        "x\n---\nid: evil\nstatus: done",
-        &[
-            "--id",
-            "t-inj",
-            "--body=---\nid: evil\n---\n",
-            "--set",
-            "note=a # not a comment",
-            "--set",
-            "anchor=&a [1]",
-            "--set",
-            "alias=*a",
-            "--set",
-            "tag=!!binary aGk=",
-        ],
-    );
-    let v = b.run(&["show", "t-inj", "--json"]).ok().json();
-    let f = &v["fields"];
-    assert_eq!(f["id"], "t-inj");
-    assert_eq!(f["status"], "pending");
-    assert_eq!(f["title"], "x\n---\nid: evil\nstatus: done");
-    assert_eq!(f["note"], "a # not a comment");
-    assert_eq!(f["anchor"], "&a [1]");
-    assert_eq!(f["alias"], "*a");
-    assert_eq!(f["tag"], "!!binary aGk=");
-    assert_eq!(v["body"], "\n---\nid: evil\n---\n");
-
-    // YAML on the command line is bounded like YAML in files: a bomb or a deep nest is
-    // kept as the literal text, never expanded.
-    let mut levels = vec!["&l0 [x,x,x,x,x,x,x,x,x,x]".to_string()];
-    for i in 1..5 {
-        levels.push(format!(
-            "&l{i} [{}]",
-            vec![format!("*l{}", i - 1); 10].join(",")
-        ));
-    }
-    let bomb = format!("[{}]", levels.join(", "));
-    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
-    for value in [&bomb, &deep] {
-        let out = run_bounded(&b, &["edit", "t-inj", "--set", &format!("v={value}")], 10);
-        no_panic(&out);
-        out.ok();
-        let v = b.run(&["show", "t-inj", "--json"]).ok().json();
-        assert_eq!(v["fields"]["v"], **value);
-    }
-    b.run(&["check"]).ok();
-}
-
-#[test]
 fn a_hostile_board_yaml_or_template_is_refused() {
     let b = TestBoard::new();
     b.task("Good", &["--id", "t-good"]);
@@ -444,54 +274,45 @@ fn a_hostile_board_yaml_or_template_is_refused() {
 }
 
 #[test]
-fn times_too_far_away_to_represent_are_not_times() {
+fn unknown_state_is_refused_by_transitions_and_reported_by_check() {
     let b = TestBoard::new();
-    let far = b.task("Far", &["--id", "t-far", "--set", "deadline=-100000000d"]);
-    b.task("Near", &["--id", "t-near", "--set", "deadline=2020-01-01"]);
-    // In a document: not a time, so a comparison with it does not hold.
-    let ids = |out: &Out| -> Vec<String> {
-        out.stdout
-            .lines()
-            .skip(1)
-            .map(|l| l.split(' ').next().unwrap().to_string())
-            .collect()
-    };
-    assert_eq!(ids(b.run(&["list", "deadline<-2h"]).ok()), ["t-near"]);
-    assert_eq!(ids(b.run(&["ready", "deadline<-2h"]).ok()), ["t-near"]);
-    // In a query: malformed, exit 2, wherever a query is taken.
-    for args in [
-        vec!["list", "updated_at<-100000000d"],
-        vec!["ready", "updated_at>+100000000d"],
-        vec!["claim", "--next", "updated_at<-9223372036854775807ms"],
-        vec!["log", "--since", "-100000000d"],
-        vec!["events", "--since", "-100000000d"],
-    ] {
-        let out = b.run(&args);
-        no_panic(&out);
-        out.code(2).stdout_is("").stderr_has("-");
-    }
-    // In a source's `when:`: reported by `sources check`; a source comparing with a
-    // document's far-away time runs the watcher as usual.
     b.write(
-        "control/sources/bad.md",
-        "---\nwatch: [tasks]\nwhen: updated_at<-100000000d\nrun: echo bad\n---\n",
+        "tasks/t-odd.md",
+        "---\nid: t-odd\ntitle: odd\nstatus: limbo\n---\n",
     );
-    b.run(&["sources", "check"])
+    let before = snapshot(&b);
+    b.run(&["start", "t-odd"]).code(6).stderr_is("error: tasks/t-odd.md: status 'limbo' is not a state of the workflow (pending, claimed, working, review, blocked, done, failed, cancelled)\n");
+    b.run(&["claim", "t-odd"]).code(6);
+    b.run(&["check"])
         .code(6)
-        .stderr_has("control/sources/bad.md: when: malformed query term 'updated_at<-100000000d'");
-    std::fs::remove_file(b.board().join("control/sources/bad.md")).unwrap();
+        .stderr_has("tasks/t-odd.md: status 'limbo' is not a state of the workflow");
+    assert_eq!(snapshot(&b), before);
+}
+
+#[test]
+fn check_lists_every_problem_at_once() {
+    let b = TestBoard::new();
+    b.task("Fine", &["--id", "t-fine"]);
     b.write(
-        "control/sources/late.md",
-        "---\nwatch: [tasks]\nwhen: deadline<-2h\nrun: echo \"$TAVERN_ID\" >> late.txt\n---\n",
+        "tasks/t-a.md",
+        "---\nid: t-a\ntitle: a\nstatus: pending\ndepends_on: [t-b]\n---\n",
     );
-    b.run(&["watch", "--once"]).ok();
-    b.run(&["edit", &far, "--set", "x=1"]).ok();
-    b.run(&["edit", "t-near", "--set", "x=1"]).ok();
-    let out = b.run(&["watch", "--once"]);
-    no_panic(&out);
-    out.ok();
+    b.write(
+        "tasks/t-b.md",
+        "---\nid: t-b\ntitle: b\nstatus: pending\ndepends_on: [t-a, t-ghost]\n---\n",
+    );
+    b.write("tasks/t-c.md", "---\nid: t-c\ntitle: c\n---\n");
+    b.write("tasks/Bad Name.md", "---\nid: x\n---\n");
+    let out = b.run(&["check"]);
+    out.code(6);
     assert_eq!(
-        std::fs::read_to_string(b.root().join("late.txt")).unwrap(),
-        "t-near\n"
+        out.stderr,
+        format!(
+            "tasks/Bad Name.md: file name is not a valid id ([a-z0-9][a-z0-9._-]{{0,63}}.md)\ntasks/t-a.md: dependency cycle: t-a -> t-b -> t-a\ntasks/t-b.md: depends_on names 't-ghost', which is not a task on this board\ntasks/t-c.md: has no status\n4 problems in {}\n",
+            b.board().display()
+        )
     );
+    let v = b.run(&["check", "--json"]).json();
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["problems"].as_array().unwrap().len(), 4);
 }

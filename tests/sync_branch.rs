@@ -366,7 +366,6 @@ fn sync_watch_keeps_exchanging_both_ways() {
 }
 
 #[test]
-#[ignore = "the watcher takes another clone's entry whose seq equals one of its own as its own (keyed by seq, not (seq, origin)): it logs the change as an external edit"]
 fn a_connected_watch_reacts_once_to_changes_made_on_another_machine() {
     let tmp = tempfile::tempdir().unwrap();
     let (a, b, remote) = two_clones(tmp.path());

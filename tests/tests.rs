@@ -22,6 +22,7 @@ mod completion;
 mod concurrency;
 mod crash;
 mod crash_points;
+mod damaged_log;
 mod events;
 mod graph;
 mod hostile_input;

@@ -295,7 +295,10 @@ fn a_change_after_a_kill_is_not_taken_for_one_the_killed_watcher_had_handled() {
             .ok()
             .and_then(|t| t.split_whitespace().nth(1)?.parse().ok())
             .unwrap_or(0);
-        own.lines().any(|l| l == seq.to_string()) || read_up_to >= seq
+        // `SEQ ORIGIN` lines.
+        own.lines()
+            .any(|l| l.split_whitespace().next() == Some(&seq.to_string()))
+            || read_up_to >= seq
     };
     let deadline = Instant::now() + Duration::from_secs(20);
     while !recorded() {

@@ -33,8 +33,9 @@ use crate::store;
 /// The actor of the entries watch mode writes itself.
 pub const WATCHER: &str = "tavern-watch";
 
-/// A file that fails validation this soon after it was written may still be in the middle
-/// of a write (`cat > file` truncates first): it is looked at again before it is reported.
+/// A file that fails validation (or is empty) this soon after it was written may still be in
+/// the middle of a write (`cat > file` truncates first): it is looked at again before it is
+/// reported.
 const SETTLE: Duration = Duration::from_millis(300);
 
 /// One noticed change of one file, as the sources see it.
@@ -83,8 +84,8 @@ pub struct Reconciler {
     pub cursor: Cursor,
     /// Log entries read but not yet matched with their file, by document path.
     pending: HashMap<String, Vec<Entry>>,
-    /// Seqs of the entries this process appended, skipped when read back.
-    own: HashSet<u64>,
+    /// The entries this process appended, by (seq, origin), skipped when read back.
+    own: snapshot::Own,
     /// Paths to look at: from file-system events, rescans and new log entries.
     pub hints: BTreeSet<String>,
     /// Paths deferred once already (not deferred again).
@@ -288,7 +289,9 @@ impl Reconciler {
             {
                 continue;
             }
-            let own = self.own.remove(&e.seq);
+            // (An entry saved before origins existed has none.)
+            let own = self.own.remove(&(e.seq, e.origin.clone()))
+                || self.own.remove(&(e.seq, String::new()));
             if !own
                 && self.starting
                 && e.op == "activation"
@@ -351,7 +354,7 @@ impl Reconciler {
 
     fn append(&mut self, entry: Entry) -> Result<Entry> {
         let entry = log::append(&self.board, entry)?;
-        self.own.insert(entry.seq);
+        self.own.insert((entry.seq, entry.origin.clone()));
         Ok(entry)
     }
 
@@ -616,7 +619,14 @@ impl Reconciler {
         // Known to the snapshot but without a shadow (`.state/` was cleaned): what the
         // watcher last saw is not known, so neither is what changed.
         let lost = before.is_none() && self.snapshot.files.contains_key(&t.rel);
-        let extra = if lost && !tavern.is_empty() {
+        // `tavern sync` merged both sides' changes: its entry explains the document at the
+        // rev it names, whatever its diff (made on the merging clone) gives here.
+        let merged = !big
+            && t.has_rev()
+            && tavern
+                .iter()
+                .any(|e| e.op == "sync-merge" && e.rev == Some(rev_of(bytes)));
+        let extra = if merged || (lost && !tavern.is_empty()) {
             // Trust the log.
             Extra::Nothing
         } else if tavern.is_empty() {
@@ -693,7 +703,10 @@ impl Reconciler {
             } else {
                 self.validate(t, bytes)
             };
-            if valid.is_err() && !self.deferred.contains(&t.rel) && recently_written(stat) {
+            // Invalid, or empty (`cat >`, `echo >` create or truncate the file before they
+            // write it), just now: looked at again in a moment, once, before it is logged.
+            let unsettled = valid.is_err() || (bytes.is_empty() && !big);
+            if unsettled && !self.deferred.contains(&t.rel) && recently_written(stat) {
                 self.deferred.insert(t.rel.clone());
                 return Ok(Outcome::Deferred(SETTLE));
             }
@@ -903,8 +916,10 @@ fn events_of(e: &Entry) -> Vec<On> {
         _ => On::Changed,
     }];
     if let Some(to) = &e.to
-        && e.op != "external-edit"
-        && !matches!(e.op.as_str(), "create" | "pause" | "resume")
+        && !matches!(
+            e.op.as_str(),
+            "external-edit" | "create" | "pause" | "resume" | "sync-merge" | "sync-conflict"
+        )
     {
         events.push(On::Transition(to.clone()));
     }
@@ -1332,6 +1347,118 @@ mod tests {
     }
 
     #[test]
+    fn an_empty_file_just_written_is_looked_at_again_before_it_is_logged() {
+        let mut f = fixture();
+        std::fs::create_dir_all(f.path("solutions/task-1")).unwrap();
+        // `echo again > h`, seen between its truncation and its write.
+        std::fs::write(f.path("solutions/task-1/h"), "").unwrap();
+        f.rec.catch_up().unwrap();
+        assert!(matches!(
+            f.rec.reconcile("solutions/task-1/h").unwrap(),
+            Outcome::Deferred(SETTLE)
+        ));
+        assert_eq!(f.log().len(), 1, "nothing logged yet");
+        std::fs::write(f.path("solutions/task-1/h"), "again\n").unwrap();
+        let changes = f.look(&["solutions/task-1/h"]);
+        assert_eq!(
+            summary(&changes),
+            [("solutions/task-1/h".into(), vec!["created".into()], None)]
+        );
+        let last = f.log().pop().unwrap();
+        assert_eq!(last.diff, Some(log::diff("", "again\n")));
+        // Empty for good (deferred once already): logged as it is.
+        std::fs::write(f.path("solutions/task-1/e"), "").unwrap();
+        assert!(matches!(
+            f.rec.reconcile("solutions/task-1/e").unwrap(),
+            Outcome::Deferred(_)
+        ));
+        let changes = f.look(&["solutions/task-1/e"]);
+        assert_eq!(changes.len(), 1);
+        assert_eq!(
+            f.log().pop().unwrap().note.as_deref(),
+            Some("created outside tavern")
+        );
+    }
+
+    #[test]
+    fn a_sync_merge_explains_the_document_at_its_rev_whatever_its_diff() {
+        let mut f = fixture();
+        let path = f.path("tasks/task-1.md");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let merged = text.replace("rev: 1", "rev: 3") + "merged from both sides\n";
+        let entry = |rev: u64| Entry {
+            at: crate::time::stamp_millis(crate::time::now()),
+            actor: "tavern-sync".into(),
+            op: "sync-merge".into(),
+            doc: "tasks/task-1.md".into(),
+            rev: Some(rev),
+            // Made on the other clone, from its own copy: it does not apply here.
+            diff: Some("@@ -1 +1 @@\n-elsewhere\n+merged\n".into()),
+            ..Entry::default()
+        };
+        std::fs::write(&path, &merged).unwrap();
+        log::append(&f.board, entry(3)).unwrap();
+        let changes = f.look(&[]);
+        assert_eq!(
+            summary(&changes),
+            [(
+                "tasks/task-1.md".into(),
+                vec!["changed".into()],
+                Some("tavern-sync".into())
+            )]
+        );
+        assert_eq!(
+            f.ops(),
+            ["create tasks/task-1.md", "sync-merge tasks/task-1.md"]
+        );
+        // At another rev than the entry names, the file is not what the merge made.
+        std::fs::write(&path, merged.replace("rev: 3", "rev: 5")).unwrap();
+        log::append(&f.board, entry(4)).unwrap();
+        let changes = f.look(&[]);
+        assert_eq!(changes.len(), 2, "{:?}", summary(&changes));
+        assert_eq!(f.log().pop().unwrap().op, "external-edit");
+    }
+
+    #[test]
+    fn another_clones_entry_with_the_seq_of_an_own_one_is_not_taken_for_it() {
+        let mut f = fixture();
+        // The watcher's own entry: seq 2 of this clone.
+        let own = f
+            .rec
+            .alert("tasks/task-1.md", WATCHER, "an alert".into())
+            .unwrap();
+        assert_eq!(own.seq, 2);
+        // Another clone's create, arrived by sync: seq 2 of its own clock (read first:
+        // entries of one seq are read in the order of their origins).
+        create(&f.board, "task-2");
+        let path = f.board.log_path();
+        let log_text = std::fs::read_to_string(&path).unwrap();
+        let (before, last) = log_text.trim_end().rsplit_once('\n').unwrap();
+        let theirs = last.replacen("{seq: 3, ", "{seq: 2, ", 1).replacen(
+            &format!("origin: \"{}\"", own.origin),
+            "origin: \"0other\"",
+            1,
+        );
+        assert_ne!(theirs, last);
+        std::fs::write(&path, format!("{before}\n{theirs}\n")).unwrap();
+        let changes = f.look(&[]);
+        assert_eq!(
+            summary(&changes),
+            [(
+                "tasks/task-2.md".into(),
+                vec!["created".into()],
+                Some("alice".into())
+            )]
+        );
+        assert!(
+            !f.ops()
+                .contains(&"external-edit tasks/task-2.md".to_string())
+        );
+        // Its own entry, read back, is still skipped.
+        assert!(f.look(&["tasks/task-1.md"]).is_empty());
+    }
+
+    #[test]
     fn events_of_log_entries() {
         let e = |op: &str, to: Option<&str>| Entry {
             op: op.into(),
@@ -1352,6 +1479,8 @@ mod tests {
         assert_eq!(names(&e("pause", None)), ["created"]);
         assert_eq!(names(&e("resume", None)), ["deleted"]);
         assert_eq!(names(&e("external-edit", Some("x"))), ["changed"]);
+        assert_eq!(names(&e("sync-merge", Some("done"))), ["changed"]);
+        assert_eq!(names(&e("sync-conflict", None)), ["changed"]);
     }
 
     #[test]

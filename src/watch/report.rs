@@ -253,6 +253,8 @@ pub fn render_schedule(
 pub fn write(board: &Board, schedule: &str, metrics: &str) -> Result<()> {
     // Whole or not at all, but without fsync: they are rewritten often and lose nothing.
     use crate::layout;
-    super::snapshot::write_state(&layout::schedule(&board.root), schedule.as_bytes())?;
-    super::snapshot::write_state(&layout::metrics(&board.root), metrics.as_bytes())
+    // Never where the board was: a board removed as they are written stays removed.
+    let (root, write) = (&board.root, super::snapshot::write_in_board);
+    write(root, &layout::schedule(root), schedule.as_bytes())?;
+    write(root, &layout::metrics(root), metrics.as_bytes())
 }

@@ -109,25 +109,37 @@ fn own_path(board: &Board) -> PathBuf {
     dir(board).join("own")
 }
 
-/// Saves the seqs of the log entries the watcher wrote and has not read back yet, with the
-/// shadows of what it handled: at the next start those entries are known as its own, and
-/// not taken for news about changes the shadows already hold (the cursor is saved less
-/// often, and the watcher's own appends do not wake it to read past them).
-pub fn save_own(board: &Board, own: &std::collections::HashSet<u64>) -> Result<()> {
-    let mut seqs: Vec<u64> = own.iter().copied().collect();
-    seqs.sort_unstable();
-    let text: String = seqs.iter().map(|s| format!("{s}\n")).collect();
+/// The log entries the watcher wrote and has not read back yet, by (seq, origin): a seq is
+/// a clock per clone, so another clone's entry (arriving by sync) may have the same seq.
+pub type Own = std::collections::HashSet<(u64, String)>;
+
+/// Saves the entries the watcher wrote and has not read back yet (one `SEQ ORIGIN` a line),
+/// with the shadows of what it handled: at the next start those entries are known as its
+/// own, and not taken for news about changes the shadows already hold (the cursor is saved
+/// less often, and the watcher's own appends do not wake it to read past them).
+pub fn save_own(board: &Board, own: &Own) -> Result<()> {
+    let mut ids: Vec<&(u64, String)> = own.iter().collect();
+    ids.sort_unstable();
+    let text: String = ids
+        .iter()
+        .map(|(seq, origin)| format!("{seq} {origin}\n"))
+        .collect();
     write_state(&own_path(board), text.as_bytes())
 }
 
-/// The seqs [`save_own`] saved, above `read_up_to` (those at or below it were read back).
-pub fn load_own(board: &Board, read_up_to: u64) -> std::collections::HashSet<u64> {
+/// The entries [`save_own`] saved, above `read_up_to` (those at or below it were read
+/// back). A line with a seq alone (saved before origins) has an empty origin.
+pub fn load_own(board: &Board, read_up_to: u64) -> Own {
     let Some(text) = read_state(&own_path(board)) else {
         return Default::default();
     };
-    text.split_whitespace()
-        .filter_map(|s| s.parse().ok())
-        .filter(|&s| s > read_up_to)
+    text.lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            let seq: u64 = words.next()?.parse().ok()?;
+            Some((seq, words.next().unwrap_or("").to_string()))
+        })
+        .filter(|(seq, _)| *seq > read_up_to)
         .collect()
 }
 
@@ -171,13 +183,28 @@ pub fn clear_deletions(board: &Board) {
 /// Writes a state file whole or not at all (temp file and rename; no fsync: this is a
 /// cache whose loss costs a re-read, never a wrong answer).
 pub fn write_state(path: &Path, bytes: &[u8]) -> Result<()> {
+    // The board is the directory holding `.state/`.
+    let board = path
+        .ancestors()
+        .find(|a| a.file_name().is_some_and(|n| n == ".state"))
+        .and_then(Path::parent);
+    write_whole(board, path, bytes)
+}
+
+/// Writes a file of the board (a report under `control/`) whole or not at all, making
+/// its directory if it is missing, never the board itself.
+pub fn write_in_board(board: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
+    write_whole(Some(board), path, bytes)
+}
+
+fn write_whole(board: Option<&Path>, path: &Path, bytes: &[u8]) -> Result<()> {
     let parent = path.parent().unwrap_or(Path::new("."));
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = parent.join(format!(".{name}.tmp"));
-    in_its_directory(path, || {
+    in_its_directory(board, path, || {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
         std::fs::rename(&tmp, path).inspect_err(|_| {
@@ -186,22 +213,35 @@ pub fn write_state(path: &Path, bytes: &[u8]) -> Result<()> {
     })
 }
 
-/// Runs a write of `path`; if it fails, makes the directory and tries once more (state
-/// directories appear on first use: a fresh clone has no .state/).
-fn in_its_directory(path: &Path, write: impl Fn() -> std::io::Result<()>) -> Result<()> {
+/// Runs a write of `path`; if it fails, makes its directory and tries once more (state
+/// directories appear on first use: a fresh clone has no .state/). Directories are made
+/// one by one below `board`, never `board` itself: a board removed under the watcher
+/// stays removed, even when it goes between a check and the write.
+fn in_its_directory(
+    board: Option<&Path>,
+    path: &Path,
+    write: impl Fn() -> std::io::Result<()>,
+) -> Result<()> {
     if write().is_err() {
         let parent = path.parent().unwrap_or(Path::new("."));
-        // Never the board itself: a board removed under the watcher stays removed.
-        let board = path
-            .ancestors()
-            .find(|a| a.file_name().is_some_and(|n| n == ".state"))
-            .and_then(Path::parent);
-        if board.is_some_and(|b| !b.is_dir()) {
-            let gone = std::io::Error::from(std::io::ErrorKind::NotFound);
-            return Err(Error::io(path, "write", gone));
-        }
-        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, "create directory", e))?;
+        make_dirs_below(board, parent).map_err(|e| Error::io(parent, "create directory", e))?;
         write().map_err(|e| Error::io(path, "write", e))?;
+    }
+    Ok(())
+}
+
+fn make_dirs_below(board: Option<&Path>, dir: &Path) -> std::io::Result<()> {
+    let Some(rel) = board.and_then(|b| dir.strip_prefix(b).ok()) else {
+        return std::fs::create_dir_all(dir);
+    };
+    let mut at = board.unwrap_or(Path::new(".")).to_path_buf();
+    for part in rel.components() {
+        at.push(part);
+        match std::fs::create_dir(&at) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && at.is_dir() => {}
+            Err(e) => return Err(e),
+        }
     }
     Ok(())
 }
@@ -249,7 +289,8 @@ pub fn read_shadow(board: &Board, rel: &str) -> Option<Vec<u8>> {
 /// rename per file is what the first start of a big board spends its time on).
 pub fn write_baseline_shadow(board: &Board, rel: &str, bytes: &[u8]) -> Result<()> {
     let path = shadow_path(board, rel);
-    in_its_directory(&path, || std::fs::write(&path, bytes))
+    let root = board.root.as_path();
+    in_its_directory(Some(root), &path, || std::fs::write(&path, bytes))
 }
 
 /// Records `content` as handled (None: the file is gone).
@@ -395,5 +436,28 @@ mod tests {
         assert_eq!(hash(b""), 0xcbf2_9ce4_8422_2325);
         assert_eq!(hash(b"a"), 0xaf63_dc4c_8601_ec8c);
         assert_ne!(hash(b"status: done\n"), hash(b"status: dona\n"));
+    }
+}
+
+#[cfg(test)]
+mod write_tests {
+    use super::*;
+
+    #[test]
+    fn a_write_makes_missing_directories_below_the_board_never_the_board() {
+        let dir = tempfile::tempdir().unwrap();
+        let board = dir.path().join(".tavern");
+        std::fs::create_dir(&board).unwrap();
+        let report = board.join("control/schedule.md");
+        write_in_board(&board, &report, b"x").unwrap();
+        assert_eq!(std::fs::read(&report).unwrap(), b"x");
+        let state = board.join(".state/watch/cursor");
+        write_state(&state, b"1").unwrap();
+        assert_eq!(std::fs::read(&state).unwrap(), b"1");
+        // Gone: nothing is made where it was.
+        std::fs::remove_dir_all(&board).unwrap();
+        assert!(write_in_board(&board, &report, b"y").is_err());
+        assert!(write_state(&state, b"2").is_err());
+        assert!(!board.exists());
     }
 }

@@ -323,3 +323,31 @@ pub fn at_terminal(b: &TestBoard, args: &str, env: &[(&str, &str)]) -> Option<Ou
     }
     Some(output(c))
 }
+
+/// Runs tavern, killing it (and failing) if it does not finish within `secs`: a reader
+/// that blocks on a hostile file must fail this test, not hang the suite.
+pub fn run_bounded(b: &TestBoard, args: &[&str], secs: u64) -> Out {
+    let mut child = b
+        .cmd(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            let o = child.wait_with_output().unwrap();
+            return Out {
+                code: o.status.code().unwrap_or(-1),
+                stdout: String::from_utf8_lossy(&o.stdout).into(),
+                stderr: String::from_utf8_lossy(&o.stderr).into(),
+            };
+        }
+        if start.elapsed() > std::time::Duration::from_secs(secs) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("tavern {args:?} did not finish within {secs}s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
