@@ -61,6 +61,10 @@
 //! p99 beside a plain local claim and a bare `git push`, and claims per second with 16
 //! agents over 4 clones of a local bare remote. `TAVERN_BENCH_CLAIMS=0` leaves it out.
 //!
+//! `tavern sync` (board/sync.rs), at each size of `TAVERN_BENCH_SYNC_SIZES` (default
+//! 1000,10000; empty: none): sending and receiving N new, then N edited documents between
+//! two clones of a local bare remote, beside plain git doing the same change.
+//!
 //! The report is printed and written to target/bench-report.md.
 //!
 //! Every board also holds four of the hand-written documents of `fixtures/` (shared with
@@ -70,6 +74,8 @@
 mod claims;
 #[path = "board/mcp.rs"]
 mod mcp;
+#[path = "board/sync.rs"]
+mod sync;
 #[path = "board/watch.rs"]
 mod watch;
 #[path = "board/web.rs"]
@@ -364,7 +370,9 @@ fn main() {
         };
         let raw = (sizes.contains(&n) && !only_mcp)
             .then(|| time_commands(&b, &built, n, runs, true_bin, &mut rows));
-        if sizes.contains(&n) {
+        // `TAVERN_BENCH_MCP=0` leaves the MCP table out.
+        let mcp_on = std::env::var("TAVERN_BENCH_MCP").map_or(true, |v| v != "0");
+        if sizes.contains(&n) && mcp_on {
             if mcp_sizes.is_empty() {
                 mcp_sizes = mcp::tools_list_sizes(&b);
             }
@@ -382,9 +390,11 @@ fn main() {
     }
 
     let claim_rows = claims::run(&bin);
+    let sync_rows = sync::run(&bin);
     let mut report = render(&rows, &watch_rows, &bin);
     mcp::render(&mcp_rows, &mcp_sizes, &mut report);
     claims::render(&claim_rows, &mut report);
+    sync::render(&sync_rows, &mut report);
     web::render(&web_rows, &mut report);
     println!("{report}");
     let target_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");

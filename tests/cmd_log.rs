@@ -92,7 +92,7 @@ fn since_a_seq_or_a_time() {
         b.run(&["log", "--since", bad])
             .code(2)
             .stdout_is("")
-            .stderr_is(&format!("error: --since '{bad}': expected a seq number, an RFC 3339 time, a date, or a relative time like -2h\n"));
+            .stderr_is(&format!("error: --since '{bad}': expected a seq number, ORIGIN:SEQ marks (k3f9q2ab:42,7hq2mm0c:17), an RFC 3339 time, a date, or a relative time like -2h\n"));
     }
 }
 

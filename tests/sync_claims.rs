@@ -718,3 +718,48 @@ fn a_finished_task_stays_finished_on_the_remote_until_reopened() {
     net.run(0, &["claim", "t00", "--as", "c"]).ok();
     assert_eq!(net.records()["t00"], ("c".into(), "claimed".into(), 2));
 }
+
+/// Ids the board accepts that are no valid ref name (`..` inside, a `.lock` or `.` end)
+/// get an encoded ref (`%2E` for each dot): the claim is confirmed, the loser on another
+/// clone is told the winner, and the record names the id itself.
+#[test]
+fn ids_that_are_no_valid_ref_name_are_claimed_through_an_encoded_ref() {
+    let net = Net::new(0, 2);
+    let ids = ["a..b", "x.lock", "v1.", "plain.id"];
+    for c in 0..2 {
+        for id in ids {
+            net.run(c, &["new", "task", "--title", id, "--id", id]).ok();
+        }
+    }
+    for id in ids {
+        net.run(0, &["claim", id, "--as", "a"]).ok();
+        let out = net.run(1, &["claim", id, "--as", "b"]);
+        out.code(3);
+        out.stderr_has("already claimed by a (status claimed; confirmed by the remote 'origin'");
+        assert_eq!(
+            net.task_state(1, id),
+            ("claimed".to_string(), Some("a".to_string()))
+        );
+    }
+    let records = net.records();
+    assert_eq!(
+        records.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["a%2E%2Eb", "plain.id", "v1%2E", "x%2Elock"]
+    );
+    assert!(
+        records
+            .values()
+            .all(|r| *r == ("a".to_string(), "claimed".to_string(), 1))
+    );
+    let msg = git(
+        &net.remote(),
+        &["log", "-1", "--format=%B", "refs/tavern/claims/a%2E%2Eb"],
+    );
+    assert!(msg.contains("\ntask: a..b\n"), "{msg}");
+    // A move of the claimed task goes through the same ref.
+    net.run(0, &["start", "x.lock", "--as", "a"]).ok();
+    assert_eq!(
+        net.records()["x%2Elock"],
+        ("a".to_string(), "working".to_string(), 1)
+    );
+}

@@ -27,6 +27,7 @@ mod events;
 mod graph;
 mod hostile_input;
 mod layering;
+mod log_identity;
 mod log_merge;
 mod mcp;
 mod observations;

@@ -2,7 +2,6 @@
 //! grows), `events` (what changed since an agent last looked, with its cursor), `diff`
 //! (one document's history).
 
-use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::board::Board;
@@ -10,30 +9,8 @@ use crate::doc::Region;
 use crate::error::{Error, Result};
 use crate::log::{Entry, Marks, Unreadable};
 
-/// Where a read of the log starts.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub enum Since {
-    #[default]
-    All,
-    /// Entries after this seq.
-    Seq(u64),
-    /// Entries at or after this time.
-    Time(DateTime<Utc>),
-}
-
-impl Since {
-    /// A seq number, an RFC 3339 time, a date, or a relative time (`-2h`, or `2h`: a bare
-    /// duration means that long ago). None when it is none of these.
-    pub fn parse(text: &str) -> Option<Since> {
-        if let Ok(n) = text.parse::<u64>() {
-            return Some(Since::Seq(n));
-        }
-        let now = crate::time::now();
-        crate::time::parse_time(text, now)
-            .or_else(|| crate::time::parse_time(&format!("-{text}"), now))
-            .map(Since::Time)
-    }
-}
+/// Where a read of the log starts: a seq, per-origin marks (`ORIGIN:SEQ,…`), or a time.
+pub use crate::log::Since;
 
 /// Which entries a reader wants.
 #[derive(Clone, Debug, Default)]
@@ -54,11 +31,7 @@ struct Resolved {
 
 impl Resolved {
     fn keep(&self, e: &Entry) -> bool {
-        let since = match self.since {
-            Since::All => true,
-            Since::Seq(n) => e.seq > n,
-            Since::Time(t) => crate::time::parse_time(&e.at, t).is_some_and(|at| at >= t),
-        };
+        let since = self.since.keep(e);
         since
             && self.doc.as_ref().is_none_or(|d| &e.doc == d)
             && self.actor.as_ref().is_none_or(|a| &e.actor == a)
@@ -67,11 +40,7 @@ impl Resolved {
     /// Reads the part of the log that can hold entries `keep` accepts: from where `since`
     /// says, parsing only entries that mention the doc or actor asked for.
     fn read(&self, board: &Board) -> Result<(Vec<Entry>, u64, Vec<Unreadable>)> {
-        let from = match self.since {
-            Since::All => 0,
-            Since::Seq(n) => crate::log::offset_after_seq(board, n)?,
-            Since::Time(t) => crate::log::offset_near_time(board, t)?,
-        };
+        let from = self.since.offset(board)?;
         let (entries, next, unreadable) = crate::log::read_matching(board, from, self.needle())?;
         let entries = entries.into_iter().filter(|e| self.keep(e)).collect();
         Ok((entries, next, unreadable))
@@ -116,7 +85,7 @@ impl Follow {
 /// The log entries the filter accepts, oldest first.
 pub fn log(board: &Board, filter: &LogFilter) -> Result<LogRead> {
     let resolved = Resolved {
-        since: filter.since,
+        since: filter.since.clone(),
         doc: filter
             .doc
             .as_deref()
@@ -168,8 +137,7 @@ pub struct Events {
     /// How many more new entries there were past the limit.
     #[serde(skip_serializing_if = "is_zero")]
     pub more: usize,
-    /// Where the read started: what the caller asked for, or `Seq` of the highest seq the
-    /// cursor had seen (`Seq(0)`: nothing yet).
+    /// Where the read started: what the caller asked for, or the cursor's marks.
     #[serde(skip)]
     pub since: Since,
 }
@@ -200,18 +168,11 @@ pub fn events(
     let (mut entries, since) = match since {
         None => {
             let marks = Marks::load(&crate::layout::events_cursor(&board.root, actor));
-            let seen = marks
-                .by_origin
-                .values()
-                .copied()
-                .chain([marks.base])
-                .max()
-                .unwrap_or(0);
-            (marks.read_new(board)?, Since::Seq(seen))
+            (marks.read_new(board)?, Since::Marks(marks))
         }
         Some(since) => {
             let filter = Resolved {
-                since,
+                since: since.clone(),
                 doc: None,
                 actor: None,
             };

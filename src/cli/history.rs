@@ -13,8 +13,9 @@ use tavern::log::Entry;
 
 #[derive(Debug, Args)]
 pub struct LogArgs {
-    /// Only entries after this seq, or at/after this time (RFC 3339, a date, or -2h)
-    #[arg(long, value_name = "SEQ|TIME", allow_hyphen_values = true)]
+    /// Only entries after this seq, after these marks (ORIGIN:SEQ,…: each origin's entries
+    /// above its seq), or at/after this time (RFC 3339, a date, or -2h)
+    #[arg(long, value_name = "SEQ|MARKS|TIME", allow_hyphen_values = true)]
     pub since: Option<String>,
     /// Only entries about this document (id, prefix, REGION/ID, or a path under solutions/)
     #[arg(long, value_name = "ID")]
@@ -34,7 +35,7 @@ pub struct LogArgs {
 fn parse_since(s: &str) -> Result<Since> {
     Since::parse(s).ok_or_else(|| {
         Error::usage(format!(
-            "--since '{s}': expected a seq number, an RFC 3339 time, a date, or a relative time like -2h"
+            "--since '{s}': expected a seq number, ORIGIN:SEQ marks (k3f9q2ab:42,7hq2mm0c:17), an RFC 3339 time, a date, or a relative time like -2h"
         ))
     })
 }
@@ -45,8 +46,9 @@ fn print_entry(ctx: &Ctx, entry: &Entry, patch: bool) -> Result<()> {
 
 #[derive(Debug, Args)]
 pub struct EventsArgs {
-    /// Start after this seq or at this time instead of at the agent's cursor
-    #[arg(long, value_name = "SEQ|TIME", allow_hyphen_values = true)]
+    /// Start after this seq, these marks (ORIGIN:SEQ,…) or at this time instead of at the
+    /// agent's cursor
+    #[arg(long, value_name = "SEQ|MARKS|TIME", allow_hyphen_values = true)]
     pub since: Option<String>,
     /// Show each entry's diff
     #[arg(long, short)]
@@ -57,6 +59,7 @@ pub struct EventsArgs {
 /// shown) advances once they are printed.
 pub fn events(ctx: &Ctx, a: EventsArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
+    super::text::set_own_origin(&board);
     let actor = ctx.actor(&board)?;
     let since = a.since.as_deref().map(parse_since).transpose()?;
     let events = history::events(&board, &actor, since, None)?;
@@ -66,9 +69,18 @@ pub fn events(ctx: &Ctx, a: EventsArgs) -> Result<ExitCode> {
     if events.entries.is_empty() {
         let since = match &events.since {
             Since::All => String::new(),
-            Since::Seq(0) => " (the log is empty)".to_string(),
-            Since::Seq(n) => format!(" since seq {n}"),
-            Since::Time(t) => format!(" since {}", tavern::time::stamp(*t)),
+            Since::Marks(m) if m.base == 0 && m.by_origin.is_empty() => {
+                " (the log is empty)".to_string()
+            }
+            // Only this clone's entries seen: their seq says it.
+            Since::Marks(m)
+                if m.base == 0
+                    && m.by_origin.len() == 1
+                    && tavern::log::own_origin(&board).as_ref() == m.by_origin.keys().next() =>
+            {
+                format!(" since seq {}", m.by_origin.values().next().unwrap_or(&0))
+            }
+            s => format!(" since {}", s.describe()),
         };
         super::output::note(ctx.global.json, &format!("no new events{since}"));
     }
@@ -80,6 +92,7 @@ pub fn events(ctx: &Ctx, a: EventsArgs) -> Result<ExitCode> {
 
 pub fn log(ctx: &Ctx, a: LogArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
+    super::text::set_own_origin(&board);
     let filter = LogFilter {
         since: a
             .since
@@ -127,5 +140,6 @@ pub struct DiffArgs {
 
 pub fn diff(ctx: &Ctx, a: DiffArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
+    super::text::set_own_origin(&board);
     ctx.print(&history::diff(&board, &a.id)?)
 }

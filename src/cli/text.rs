@@ -42,9 +42,25 @@ impl Render for Shown {
     }
 }
 
+/// This clone's origin, once a command that shows log entries opened its board: its own
+/// entries are shown by seq, other clones' as `ORIGIN:SEQ`.
+static OWN_ORIGIN: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+
+pub fn set_own_origin(board: &tavern::board::Board) {
+    let _ = OWN_ORIGIN.set(tavern::log::own_origin(board));
+}
+
 /// A log entry on one line (control characters blanked), as `log` and `events` show it.
 pub fn entry_line(e: &Entry) -> String {
-    let mut s = format!("{} {} {} {} {}", e.seq, e.at, e.actor, e.op, e.doc);
+    let own = OWN_ORIGIN.get().and_then(Option::as_deref);
+    let mut s = format!(
+        "{} {} {} {} {}",
+        tavern::log::entry_name(e, own),
+        e.at,
+        e.actor,
+        e.op,
+        e.doc
+    );
     if let Some(t) = &e.transition {
         s.push_str(&format!(" {t}"));
     }

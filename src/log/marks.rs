@@ -30,7 +30,8 @@ impl Marks {
         }
     }
 
-    fn mark(&self, origin: &str) -> u64 {
+    /// The mark of `origin`: the highest seq of it the reader has seen.
+    pub fn mark(&self, origin: &str) -> u64 {
         self.by_origin.get(origin).copied().unwrap_or(self.base)
     }
 
@@ -89,7 +90,8 @@ impl Marks {
 
     /// Every entry new to these marks, in reader order (seq, then origin).
     pub fn read_new(&self, board: &Board) -> Result<Vec<Entry>> {
-        let (entries, _, _) = super::read_filtered(board, 0, None, &|h| !self.is_new_head(h))?;
+        let from = super::seek::offset_after_marks(board, self)?;
+        let (entries, _, _) = super::read_filtered(board, from, None, &|h| !self.is_new_head(h))?;
         Ok(entries.into_iter().filter(|e| self.is_new(e)).collect())
     }
 }

@@ -15,10 +15,13 @@ use crate::error::{Error, Result};
 use crate::store;
 use crate::yaml::{self, YamlLimits};
 
+mod index;
 mod marks;
 mod seek;
+mod since;
 pub use marks::Marks;
-pub use seek::{offset_after_seq, offset_near_time};
+pub use seek::{offset_after_marks, offset_after_seq, offset_near_time};
+pub use since::{Since, entry_id, entry_name, own_origin};
 
 /// How the note of an entry logged late begins (by the recovery of a write interrupted
 /// before its log append): its `at` is older than its place in the file, which the

@@ -126,7 +126,74 @@ fn first_kept_in_log(board: &Board, keep: impl Fn(&Probe) -> Option<bool>) -> Re
 
 /// Where reading must start to see every entry with a seq above `after`.
 pub fn offset_after_seq(board: &Board, after: u64) -> Result<u64> {
-    first_kept_in_log(board, |p| Some(p.seq > after))
+    first_new(board, &|_, seq| seq > after, &|max| {
+        max.values().all(|&n| n <= after)
+    })
+}
+
+/// Where reading must start to see every entry new to `marks` (above the mark of its
+/// origin).
+pub fn offset_after_marks(board: &Board, marks: &super::Marks) -> Result<u64> {
+    first_new(board, &|origin, seq| seq > marks.mark(origin), &|max| {
+        max.iter().all(|(o, &n)| n <= marks.mark(o))
+    })
+}
+
+/// The start of the first entry `new` accepts (by origin and seq), or of the last entry
+/// (which may be torn, and which the reader must see); without one, the end of the last
+/// entry it rejected, or 0. The scan of entry heads starts at the last checkpoint of
+/// [`super::index`] before which nothing is new (`usable`), and leaves checkpoints for what
+/// it read.
+fn first_new(
+    board: &Board,
+    new: &dyn Fn(&str, u64) -> bool,
+    usable: &dyn Fn(&std::collections::BTreeMap<String, u64>) -> bool,
+) -> Result<u64> {
+    use std::io::{Read, Seek, SeekFrom};
+    let path = board.log_path();
+    let mut file = match std::fs::File::open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(Error::io(&path, "read", e)),
+    };
+    let len = file
+        .metadata()
+        .map_err(|e| Error::io(&path, "read", e))?
+        .len();
+    let (mut points, was) = super::index::load(board, &mut file, len, usable);
+    let from = points.last().map_or(0, |c| c.end);
+    let mut builder = super::index::Builder::new(points.last());
+    let mut bytes = Vec::new();
+    file.seek(SeekFrom::Start(from))
+        .and_then(|_| file.read_to_end(&mut bytes))
+        .map_err(|e| Error::io(&path, "read", e))?;
+    let parts = super::chunks(&bytes);
+    let mut found = None;
+    let mut after_rejected = from;
+    for (i, (offset, chunk)) in parts.iter().enumerate() {
+        let start = from + *offset as u64;
+        let end = start + chunk.len() as u64;
+        let Some(h) = super::head(chunk) else {
+            continue;
+        };
+        if i + 1 == parts.len() {
+            found.get_or_insert(start);
+            break;
+        }
+        if found.is_none() {
+            if new(h.origin, h.seq) {
+                found = Some(start);
+            } else {
+                after_rejected = end;
+            }
+        }
+        if chunk.ends_with(b"\n") {
+            builder.entry(start, end, h.seq, h.origin);
+        }
+    }
+    points.extend(builder.added);
+    super::index::save(board, &points, &was);
+    Ok(found.unwrap_or(after_rejected))
 }
 
 /// Where reading must start to see every entry at or after time `t`: the first one
@@ -306,6 +373,148 @@ mod tests {
                 let skipped = ps.iter().filter(|p| p.end <= from).count() as i64;
                 assert!(skipped >= t_min - 72, "t {t_min}: skipped {skipped}");
             }
+        }
+    }
+
+    /// A board whose log is `entries` (origin, seq), each with a diff of about 1 KiB.
+    fn board_with_log(dir: &std::path::Path, entries: &[(&str, u64)]) -> Board {
+        crate::board::init(dir).unwrap();
+        let board = Board::open(&dir.join(".tavern")).unwrap();
+        write_log(&board, entries);
+        board
+    }
+
+    fn write_log(board: &Board, entries: &[(&str, u64)]) {
+        let text: String = entries
+            .iter()
+            .map(|(o, n)| {
+                super::super::render(&super::super::Entry {
+                    seq: *n,
+                    origin: o.to_string(),
+                    at: "2026-11-23T00:00:00.000Z".into(),
+                    actor: "a".into(),
+                    op: "edit".into(),
+                    doc: "tasks/t.md".into(),
+                    diff: Some("+x\n".repeat(256)),
+                    ..Default::default()
+                })
+            })
+            .collect();
+        std::fs::write(board.log_path(), text).unwrap();
+    }
+
+    fn run(o: &'static str, seqs: std::ops::RangeInclusive<u64>) -> Vec<(&'static str, u64)> {
+        seqs.map(|n| (o, n)).collect()
+    }
+
+    /// Every entry new to `marks`, read the way `events` reads them, as (origin, seq).
+    fn new_to(board: &Board, marks: &super::super::Marks) -> Vec<(String, u64)> {
+        marks
+            .read_new(board)
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.origin, e.seq))
+            .collect()
+    }
+
+    fn want(entries: &[(&str, u64)], marks: &super::super::Marks) -> Vec<(String, u64)> {
+        let mut v: Vec<(String, u64)> = entries
+            .iter()
+            .filter(|(o, n)| *n > marks.mark(o))
+            .map(|(o, n)| (o.to_string(), *n))
+            .collect();
+        v.sort_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
+        v
+    }
+
+    #[test]
+    fn merged_logs_out_of_order_are_read_exactly_from_checkpoints() {
+        let tmp = tempfile::tempdir().unwrap();
+        // Ours (a: 1..=600), theirs merged after (b: 300..=700, an old origin-less run
+        // first), then ours again after the merge (a: 701..=800).
+        let mut entries = run("", 1..=50);
+        entries.extend(run("a", 51..=600));
+        entries.extend(run("b", 300..=700));
+        entries.extend(run("a", 701..=800));
+        let board = board_with_log(tmp.path(), &entries);
+        let len = std::fs::metadata(board.log_path()).unwrap().len();
+        let mark_sets: Vec<super::super::Marks> = vec![
+            super::super::Marks::after(0),
+            super::super::Marks::after(299),
+            super::super::Marks::after(590),
+            super::super::Marks::after(650),
+            super::super::Marks::after(795),
+            super::super::Marks::after(800),
+            super::super::Marks {
+                base: 0,
+                by_origin: [("a".to_string(), 800), (String::new(), 50)].into(),
+            },
+            super::super::Marks {
+                base: 0,
+                by_origin: [
+                    ("a".to_string(), 790),
+                    ("b".to_string(), 650),
+                    (String::new(), 50),
+                ]
+                .into(),
+            },
+            super::super::Marks {
+                base: 0,
+                by_origin: [
+                    ("a".to_string(), 800),
+                    ("b".to_string(), 700),
+                    (String::new(), 50),
+                ]
+                .into(),
+            },
+        ];
+        for round in 0..2 {
+            for m in &mark_sets {
+                assert_eq!(new_to(&board, m), want(&entries, m), "round {round}, {m:?}");
+            }
+        }
+        let index = std::fs::read_to_string(board.state_dir().join("log-index")).unwrap();
+        assert!(index.lines().count() >= 4, "{index}");
+        // Near the end, reading starts at the last usable checkpoint: no further back
+        // than one step before the first new entry's checkpoint.
+        let a790 = super::super::Marks {
+            base: 0,
+            by_origin: [
+                ("a".to_string(), 790),
+                ("b".to_string(), 700),
+                (String::new(), 50),
+            ]
+            .into(),
+        };
+        let from = offset_after_marks(&board, &a790).unwrap();
+        assert!(from > len - 20 * 1100, "{from} of {len}");
+        let bytes = std::fs::read(board.log_path()).unwrap();
+        assert_eq!(
+            offset_after_seq(&board, 300).unwrap(),
+            first_kept(&bytes, |p| Some(p.seq > 300))
+        );
+
+        // A rebase puts theirs first and ours after: the checkpoints in ours no longer
+        // hold and are dropped; every answer is still exact.
+        let mut rebased = run("", 1..=50);
+        rebased.extend(run("b", 300..=700));
+        rebased.extend(run("a", 51..=600));
+        rebased.extend(run("a", 701..=820));
+        write_log(&board, &rebased);
+        for round in 0..2 {
+            for m in &mark_sets {
+                assert_eq!(
+                    new_to(&board, m),
+                    want(&rebased, m),
+                    "rebased {round}, {m:?}"
+                );
+            }
+        }
+        // A log cut short (a branch switched to an older one) too.
+        let short = run("", 1..=50);
+        write_log(&board, &short);
+        for m in &mark_sets {
+            assert_eq!(new_to(&board, m), want(&short, m), "short, {m:?}");
         }
     }
 }

@@ -425,20 +425,55 @@ pub fn claim_next_with(
             .is_none_or(|caps| doc.list("needs").iter().all(|n| caps.contains(n)))
     };
     let mut candidates: Vec<Document> = candidates.into_iter().filter(|d| capable(d)).collect();
-    if !opts.local
-        && let Some(remote) = claims::remote(board)?
-    {
-        let records = claims::fetch_for_next(board, &remote)?;
-        candidates.retain(|d| claims::worth_trying(board, records.get(d.id()), actor));
+    // On a connected board: first the tasks whose record this clone has is still the
+    // remote's (one ls-remote says which), then, only if none of those could be claimed,
+    // the others, once their records are fetched.
+    let remote = if opts.local {
+        None
+    } else {
+        claims::remote(board)?
+    };
+    let mut later = Vec::new();
+    if let Some(remote) = &remote {
+        let survey = claims::survey(board, remote)?;
+        let (now, changed): (Vec<Document>, Vec<Document>) = candidates
+            .into_iter()
+            .partition(|d| !survey.changed(d.id()));
+        candidates = now;
+        candidates.retain(|d| claims::worth_trying(board, survey.known.get(d.id()), actor));
         claims::spread(&mut candidates, actor);
+        later = changed;
     }
+    let opts = Options {
+        local: opts.local,
+        ..Options::default()
+    };
+    if let Some(outcome) = claim_first(board, actor, candidates, &opts)? {
+        return Ok((Some(outcome), skipped));
+    }
+    if let Some(remote) = &remote
+        && !later.is_empty()
+    {
+        let records = claims::fetch_for_next(board, remote)?;
+        later.retain(|d| claims::worth_trying(board, records.get(d.id()), actor));
+        claims::spread(&mut later, actor);
+        if let Some(outcome) = claim_first(board, actor, later, &opts)? {
+            return Ok((Some(outcome), skipped));
+        }
+    }
+    Ok((None, skipped))
+}
+
+/// Claims the first of `candidates` it can, moving on when another agent wins one.
+fn claim_first(
+    board: &Board,
+    actor: &str,
+    candidates: Vec<Document>,
+    opts: &Options,
+) -> Result<Option<Outcome>> {
     for doc in candidates {
-        let opts = Options {
-            local: opts.local,
-            ..Options::default()
-        };
-        match transition(board, actor, doc.id(), CLAIM, &opts) {
-            Ok(outcome) => return Ok((Some(outcome), skipped)),
+        match transition(board, actor, doc.id(), CLAIM, opts) {
+            Ok(outcome) => return Ok(Some(outcome)),
             // Lost the race (or the task changed since the scan): try the next one.
             Err(e)
                 if e.kind() == crate::error::Kind::Conflict
@@ -449,5 +484,5 @@ pub fn claim_next_with(
             Err(e) => return Err(e),
         }
     }
-    Ok((None, skipped))
+    Ok(None)
 }

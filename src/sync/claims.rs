@@ -185,8 +185,52 @@ fn git(board: &Board) -> Git {
     Git::new(board.project())
 }
 
-fn ref_name(task: &str) -> String {
-    format!("{REF_PREFIX}{task}")
+/// The ref of a task's record: `refs/tavern/claims/<task-id>`, the id as it is when it is
+/// a valid ref name component. An id the board accepts may not be one (`a..b`, `x.lock`,
+/// `v1.`): then every byte other than `a-z 0-9 _ -` is written `%XX` (`a%2E%2Eb`). Such
+/// an id always has a byte that is encoded and no id has a `%`, so no two ids share a ref.
+pub fn ref_name(task: &str) -> String {
+    format!("{REF_PREFIX}{}", ref_component(task))
+}
+
+fn ref_component(task: &str) -> String {
+    let plain = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-';
+    let safe = !task.is_empty()
+        && task.bytes().all(|b| plain(b) || b == b'.')
+        && !task.starts_with('.')
+        && !task.ends_with('.')
+        && !task.contains("..")
+        && !task.ends_with(".lock");
+    if safe {
+        return task.to_string();
+    }
+    task.bytes()
+        .map(|b| {
+            if plain(b) {
+                char::from(b).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// The repository's common directory (where refs and config live), if the board is in one.
+fn common_dir(board: &Board) -> Option<std::path::PathBuf> {
+    super::repo::Repo::find(board.project()).map(|r| r.common_dir)
+}
+
+/// Points this clone's copy of a task's record at `sha` (no git started when the refs are
+/// plain files).
+fn set_local(board: &Board, g: &Git, name: &str, sha: &str) -> Result<()> {
+    if common_dir(board).is_some_and(|c| super::git::write_ref_file(&c, name, sha)) {
+        return Ok(());
+    }
+    let out = g.output(&["update-ref", name, sha], None)?;
+    if !out.success {
+        return Err(git_error(g, "update-ref", &out));
+    }
+    Ok(())
 }
 
 /// This clone, as records name it.
@@ -200,7 +244,14 @@ fn origin(board: &Board) -> String {
 
 /// The record this clone last saw for `task`, from its local copy of the ref.
 pub fn known(board: &Board, task: &str) -> Result<Option<Record>> {
-    read_ref(&git(board), &ref_name(task))
+    let name = ref_name(task);
+    // Most claims are of a task with no record yet: the refs' files say so, no git needed.
+    if let Some(c) = common_dir(board)
+        && super::git::read_ref_file(&c, &name) == super::git::RefLookup::Absent
+    {
+        return Ok(None);
+    }
+    read_ref(&git(board), &name)
 }
 
 fn read_ref(g: &Git, name: &str) -> Result<Option<Record>> {
@@ -287,22 +338,26 @@ fn first_line(s: &str) -> String {
         .to_string()
 }
 
-/// Writes a record's commit object locally and returns its sha.
+/// The empty tree every record commit has: an object git knows without storing it.
+fn empty_tree(board: &Board) -> &'static str {
+    let sha256 = common_dir(board)
+        .and_then(|c| std::fs::read_to_string(c.join("config")).ok())
+        .is_some_and(|t| {
+            super::git::config_lookup(&t, "extensions.objectformat")
+                == super::git::Lookup::Set("sha256".into())
+        });
+    if sha256 {
+        "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321"
+    } else {
+        "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+    }
+}
+
+/// Writes a record's commit object locally and returns its sha: one `git commit-tree`,
+/// the message on its standard input.
 fn commit(board: &Board, record: &Record, parent: Option<&str>) -> Result<String> {
     let g = git(board);
-    static EMPTY_TREE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    let tree = match EMPTY_TREE.get() {
-        Some(t) => t.clone(),
-        None => {
-            let out = g.output(&["mktree"], Some(b""))?;
-            if !out.success {
-                return Err(git_error(&g, "mktree", &out));
-            }
-            let t = out.stdout.trim().to_string();
-            let _ = EMPTY_TREE.set(t.clone());
-            t
-        }
-    };
+    let tree = empty_tree(board);
     let mut args = vec![
         "-c",
         "user.name=tavern",
@@ -310,16 +365,14 @@ fn commit(board: &Board, record: &Record, parent: Option<&str>) -> Result<String
         "user.email=tavern@localhost",
         "commit-tree",
         "--no-gpg-sign",
-        &tree,
+        tree,
     ];
     if let Some(p) = parent {
         args.push("-p");
         args.push(p);
     }
     let message = record.message();
-    args.push("-m");
-    args.push(&message);
-    let out = g.output(&args, None)?;
+    let out = g.output(&args, Some(message.as_bytes()))?;
     if !out.success {
         return Err(git_error(&g, "commit-tree", &out));
     }
@@ -510,6 +563,62 @@ pub fn fetch_for_next(
         .collect())
 }
 
+/// What `claim --next` knows of the remote's records before it tries candidates, from one
+/// `git ls-remote` (no objects sent): the records whose copy in this clone is the remote's
+/// (`known`), and the refs that differ (`changed`: another clone claimed, moved or released
+/// that task since this clone last looked). Unreachable: exit 7.
+#[derive(Debug, Default)]
+pub struct Survey {
+    pub known: std::collections::HashMap<String, Record>,
+    changed: std::collections::HashSet<String>,
+}
+
+impl Survey {
+    /// The remote's record of `task` is not the one this clone has.
+    pub fn changed(&self, task: &str) -> bool {
+        self.changed.contains(&ref_name(task))
+    }
+}
+
+/// See [`Survey`].
+pub fn survey(board: &Board, remote: &str) -> Result<Survey> {
+    let g = git(board);
+    let pattern = format!("{REF_PREFIX}*");
+    let out = g.output(&["ls-remote", "--refs", remote, &pattern], None)?;
+    if !out.success {
+        return Err(Error::Unconfirmed {
+            task: "the next task".into(),
+            remote: remote.to_string(),
+            message: format!(
+                "cannot learn the claims on the remote '{remote}' ({}): {}; nothing was claimed",
+                board.project().display(),
+                first_line(&out.stderr)
+            ),
+        });
+    }
+    let mut theirs: std::collections::HashMap<&str, &str> = out
+        .stdout
+        .lines()
+        .filter_map(|l| {
+            let (sha, name) = l.split_once('\t')?;
+            Some((name.trim(), sha.trim()))
+        })
+        .collect();
+    let mut survey = Survey::default();
+    for r in all_known(board)? {
+        let name = ref_name(&r.task);
+        if theirs.remove(name.as_str()) == Some(r.sha.as_str()) {
+            survey.known.insert(r.task.clone(), r);
+        } else {
+            survey.changed.insert(name);
+        }
+    }
+    survey
+        .changed
+        .extend(theirs.into_keys().map(str::to_string));
+    Ok(survey)
+}
+
 /// Whether `claim --next` should try a task, given the remote's record of it: no record,
 /// a free one, or one this actor holds.
 pub fn worth_trying(board: &Board, record: Option<&Record>, actor: &str) -> bool {
@@ -550,7 +659,7 @@ pub fn spread(candidates: &mut [crate::doc::Document], actor: &str) {
 /// the step can still build on it. Called under the task's lock, before the local write.
 pub fn confirm(board: &Board, remote: &str, step: &Step) -> Result<Confirmed> {
     let g = git(board);
-    let mut known = read_ref(&g, &ref_name(step.task))?;
+    let mut known = known(board, step.task)?;
     let mut fresh = false;
     // A takeover decides on the remote's word only.
     if step.local_holder.is_some() {
@@ -608,7 +717,7 @@ pub fn confirm(board: &Board, remote: &str, step: &Step) -> Result<Confirmed> {
             expected.as_deref(),
         )? {
             PushResult::Done => {
-                let _ = g.output(&["update-ref", &ref_name(step.task), &record.sha], None)?;
+                let _ = set_local(board, &g, &ref_name(step.task), &record.sha);
                 return Ok(Confirmed::Pushed(Box::new(Pushed {
                     remote: remote.to_string(),
                     record,
@@ -804,7 +913,7 @@ pub fn renew(board: &Board, agent: &str) -> Result<Renewed> {
         r.sha = commit(board, &r, Some(&old.sha))?;
         match push(&g, &remote, &r.task, Some(&r.sha), Some(&old.sha))? {
             PushResult::Done => {
-                let _ = g.output(&["update-ref", &ref_name(&r.task), &r.sha], None)?;
+                let _ = set_local(board, &g, &ref_name(&r.task), &r.sha);
                 done.renewed.push(r.task);
             }
             PushResult::Stale | PushResult::Busy(_) => done.lost.push(r.task),

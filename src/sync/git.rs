@@ -43,7 +43,7 @@ impl Git {
 
     /// Runs git and returns its output whatever the exit status.
     pub fn output(&self, args: &[&str], stdin: Option<&[u8]>) -> Result<Output> {
-        let mut cmd = Command::new("git");
+        let mut cmd = Command::new(program());
         cmd.arg("-C").arg(&self.dir).args(args);
         // Never wait for a password or an editor: tavern runs unattended.
         cmd.env("GIT_TERMINAL_PROMPT", "0")
@@ -94,11 +94,270 @@ impl Git {
     }
 
     /// A config value, or `None` when it is not set (or this is not a git repository).
+    /// A value the repository's own config file sets is read from that file (no git
+    /// started; it overrides the user's and the system's); otherwise git is asked.
     pub fn config(&self, key: &str) -> Result<Option<String>> {
+        let overridden = [
+            "GIT_CONFIG_COUNT",
+            "GIT_CONFIG_PARAMETERS",
+            "GIT_DIR",
+            "GIT_COMMON_DIR",
+            "GIT_CONFIG",
+        ]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some());
+        if !overridden
+            && let Some(repo) = super::repo::Repo::find(&self.dir)
+            && let Ok(text) = std::fs::read_to_string(repo.common_dir.join("config"))
+            && let Lookup::Set(v) = config_lookup(&text, key)
+        {
+            return Ok(Some(v).filter(|v| !v.is_empty()));
+        }
         let out = self.output(&["config", "--get", key], None)?;
         Ok(out
             .success
             .then(|| out.stdout.trim().to_string())
             .filter(|v| !v.is_empty()))
+    }
+}
+
+/// The `git` executable, found on `PATH` once per process (a spawn by bare name would
+/// search `PATH` again, one failed `exec` per directory before git's).
+fn program() -> &'static std::ffi::OsStr {
+    static PROGRAM: std::sync::OnceLock<std::ffi::OsString> = std::sync::OnceLock::new();
+    PROGRAM.get_or_init(|| {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::env::var_os("PATH")
+            .and_then(|path| {
+                std::env::split_paths(&path)
+                    .filter(|d| d.is_absolute())
+                    .map(|d| d.join("git"))
+                    .find(|p| {
+                        std::fs::metadata(p)
+                            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+                    })
+            })
+            .map(PathBuf::into_os_string)
+            .unwrap_or_else(|| "git".into())
+    })
+}
+
+/// What one git config file says of a key, read without starting git.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Lookup {
+    /// The file sets it (the last setting wins, as in git).
+    Set(String),
+    /// The file does not set it.
+    Unset,
+    /// The file could say more than this reader sees (it includes other files, uses
+    /// per-worktree config, continues lines, or does not parse): ask git.
+    Unsure,
+}
+
+/// Looks `key` (`section.name`, no subsection) up in the text of a git config file.
+pub fn config_lookup(text: &str, key: &str) -> Lookup {
+    let Some((want_section, want_name)) = key.rsplit_once('.') else {
+        return Lookup::Unsure;
+    };
+    let lower = text.to_ascii_lowercase();
+    if lower.contains("[include") || lower.contains("worktreeconfig") {
+        return Lookup::Unsure;
+    }
+    let mut section = String::new();
+    let mut found = Lookup::Unset;
+    for raw in text.lines() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix('[') {
+            let Some(end) = rest.find(']') else {
+                return Lookup::Unsure;
+            };
+            let header = &rest[..end];
+            // `[section]` (case-insensitive); `[section "sub"]` or `[section.sub]` is
+            // another section than the one asked for.
+            section = if header.contains(['"', '.', ' ', '\t']) {
+                "\0".into()
+            } else {
+                header.to_ascii_lowercase()
+            };
+            let after = rest[end + 1..].trim_start();
+            if !(after.is_empty() || after.starts_with('#') || after.starts_with(';')) {
+                return Lookup::Unsure; // `[s] key = value` on one line
+            }
+            continue;
+        }
+        if section != want_section.to_ascii_lowercase() {
+            if line.ends_with('\\') {
+                return Lookup::Unsure;
+            }
+            continue;
+        }
+        let (name, value) = match line.split_once('=') {
+            Some((n, v)) => (n.trim(), Some(v.trim())),
+            None => (line, None),
+        };
+        if !name.eq_ignore_ascii_case(want_name) {
+            continue;
+        }
+        let Some(value) = value else {
+            found = Lookup::Set("true".into());
+            continue;
+        };
+        match config_value(value) {
+            Some(v) => found = Lookup::Set(v),
+            None => return Lookup::Unsure,
+        }
+    }
+    found
+}
+
+/// A config value: quotes removed, escapes read, a comment outside quotes cut off. None
+/// for what this reader does not handle (a line continued on the next).
+fn config_value(raw: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut quoted = false;
+    let mut chars = raw.chars();
+    let mut pending_space = String::new();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => quoted = !quoted,
+            '\\' => {
+                let e = chars.next()?;
+                out.push_str(&pending_space);
+                pending_space.clear();
+                out.push(match e {
+                    'n' => '\n',
+                    't' => '\t',
+                    'b' => '\u{8}',
+                    '"' | '\\' => e,
+                    _ => return None,
+                });
+            }
+            '#' | ';' if !quoted => break,
+            c if c.is_whitespace() && !quoted => pending_space.push(c),
+            c => {
+                out.push_str(&pending_space);
+                pending_space.clear();
+                out.push(c);
+            }
+        }
+    }
+    (!quoted).then_some(out)
+}
+
+/// What a repository's refs say of one ref, read without starting git.
+#[derive(Debug, PartialEq, Eq)]
+pub enum RefLookup {
+    Found(String),
+    Absent,
+    /// Refs this reader does not know how to read (reftable, a symbolic ref): ask git.
+    Unsure,
+}
+
+fn is_object_id(s: &str) -> bool {
+    (s.len() == 40 || s.len() == 64) && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// The object a ref names, from the files git keeps them in (a loose ref, then
+/// `packed-refs`). `common_dir` is the repository's common directory; `name` a full ref
+/// name of the shared namespace (`refs/…`).
+pub fn read_ref_file(common_dir: &Path, name: &str) -> RefLookup {
+    if common_dir.join("reftable").exists() {
+        return RefLookup::Unsure;
+    }
+    match std::fs::read_to_string(common_dir.join(name)) {
+        Ok(text) => {
+            let sha = text.trim_end();
+            return if is_object_id(sha) {
+                RefLookup::Found(sha.to_string())
+            } else {
+                RefLookup::Unsure
+            };
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(_) => return RefLookup::Unsure,
+    }
+    match std::fs::read_to_string(common_dir.join("packed-refs")) {
+        Ok(text) => text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.starts_with('^'))
+            .find_map(|l| {
+                let (sha, n) = l.split_once(' ')?;
+                (n == name && is_object_id(sha)).then(|| RefLookup::Found(sha.to_string()))
+            })
+            .unwrap_or(RefLookup::Absent),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => RefLookup::Absent,
+        Err(_) => RefLookup::Unsure,
+    }
+}
+
+/// Sets a ref of the shared namespace to `sha` the way git does for a loose ref (a
+/// `NAME.lock` created exclusively, written, renamed over), without starting git. False
+/// when it could not (reftable, the lock held by a git process, a path in the way): the
+/// caller then asks `git update-ref`, which waits for the lock.
+pub fn write_ref_file(common_dir: &Path, name: &str, sha: &str) -> bool {
+    if common_dir.join("reftable").exists() || !is_object_id(sha) {
+        return false;
+    }
+    let path = common_dir.join(name);
+    let Some(dir) = path.parent() else {
+        return false;
+    };
+    if std::fs::create_dir_all(dir).is_err() {
+        return false;
+    }
+    let lock = path.with_file_name(format!(
+        "{}.lock",
+        path.file_name().unwrap_or_default().to_string_lossy()
+    ));
+    let written = (|| -> std::io::Result<()> {
+        use std::io::Write as _;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&lock)?;
+        let done = f
+            .write_all(format!("{sha}\n").as_bytes())
+            .and_then(|()| std::fs::rename(&lock, &path));
+        if done.is_err() {
+            let _ = std::fs::remove_file(&lock);
+        }
+        done
+    })();
+    written.is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_values_are_read_as_git_reads_them() {
+        let text = "[core]\n\tbare = false\n[Tavern]\n\tRemote = first\n[tavern \"x\"]\n\tremote = no\n[remote \"origin\"]\n\turl = ../r.git\n[tavern]\n\tremote = \"my remote\" # comment\n";
+        assert_eq!(
+            config_lookup(text, "tavern.remote"),
+            Lookup::Set("my remote".into())
+        );
+        assert_eq!(
+            config_lookup("[core]\n\tbare = false\n", "tavern.remote"),
+            Lookup::Unset
+        );
+        assert_eq!(
+            config_lookup("[tavern]\n\tremote = a\\\n b\n", "tavern.remote"),
+            Lookup::Unsure
+        );
+        assert_eq!(
+            config_lookup(
+                "[include]\n\tpath = x\n[tavern]\nremote = a\n",
+                "tavern.remote"
+            ),
+            Lookup::Unsure
+        );
+        assert_eq!(
+            config_lookup("[tavern]\nremote = up ; c\n", "tavern.remote"),
+            Lookup::Set("up".into())
+        );
     }
 }
