@@ -307,7 +307,7 @@ fn move_task(ctx: &Ctx, args: Value) -> Result<Value> {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct ShowArgs {
-    /// The document: id, unique id prefix, or REGION/ID (tasks/…, observations/…, questions/…)
+    /// The document: id, unique id prefix, or REGION/ID (tasks/…, observations/…, questions/…); or a file under solutions/ by its path
     id: String,
     /// Start the body at this character (from a previous result's body_cut.next_offset)
     offset: Option<usize>,
