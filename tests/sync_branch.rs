@@ -643,3 +643,124 @@ fn check_and_status_report_a_claim_the_remote_does_not_confirm() {
     tavern(&a, &["--as", "coder-1", "start", "t1"]).ok();
     tavern(&a, &["check"]).ok();
 }
+
+/// The race across machines, on the board branch: three clones with two agents
+/// each race over every task; each task has one winner, every loser is told exit 3, and
+/// after `tavern sync` everywhere all clones hold the same board and one log in which each
+/// task was claimed exactly once.
+#[test]
+fn clones_racing_for_claims_agree_on_every_task_after_sync() {
+    use std::collections::BTreeMap;
+    use std::sync::{Arc, Barrier};
+    const TASKS: usize = 12;
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b, remote) = two_clones(tmp.path());
+    let c = tmp.path().join("c");
+    git(
+        tmp.path(),
+        &["clone", "-q", remote.to_str().unwrap(), c.to_str().unwrap()],
+    );
+    for i in 0..TASKS {
+        tavern(
+            &a,
+            &["new", "task", "--title", "t", "--id", &format!("t{i:02}")],
+        )
+        .ok();
+    }
+    tavern(&a, &["sync"]).ok();
+    tavern(&b, &["sync"]).ok();
+    tavern(&c, &["sync", "init"]).ok();
+    let clones = [a, b, c];
+    for dir in &clones {
+        assert_eq!(
+            std::fs::read_dir(dir.join(".tavern/tasks"))
+                .unwrap()
+                .count(),
+            TASKS
+        );
+    }
+
+    let barrier = Arc::new(Barrier::new(6));
+    let mut workers = Vec::new();
+    for (n, dir) in clones.iter().enumerate() {
+        for agent in 0..2 {
+            let (dir, barrier) = (dir.clone(), Arc::clone(&barrier));
+            workers.push(std::thread::spawn(move || {
+                let name = format!("c{n}-a{agent}");
+                let mut order: Vec<usize> = (0..TASKS).collect();
+                crate::concurrency::Rng::new(11 + (n * 2 + agent) as u64).shuffle(&mut order);
+                barrier.wait();
+                order
+                    .into_iter()
+                    .map(|i| {
+                        let id = format!("t{i:02}");
+                        let out = tavern(&dir, &["claim", &id, "--as", &name]);
+                        (id, name.clone(), out.code, out.stderr.clone())
+                    })
+                    .collect::<Vec<_>>()
+            }));
+        }
+    }
+    let attempts: Vec<_> = workers
+        .into_iter()
+        .flat_map(|w| w.join().unwrap())
+        .collect();
+    let mut winners: BTreeMap<String, String> = BTreeMap::new();
+    for (id, name, code, _) in &attempts {
+        if *code == 0
+            && let Some(other) = winners.insert(id.clone(), name.clone())
+        {
+            panic!("{id} claimed twice: by {other} and {name}");
+        }
+    }
+    assert_eq!(winners.len(), TASKS, "every task has one winner");
+    for (id, name, code, stderr) in &attempts {
+        if &winners[id] != name {
+            assert_eq!(*code, 3, "{name} on {id}: {stderr}");
+            assert!(
+                stderr.contains(&format!("already claimed by {}", winners[id])),
+                "{stderr}"
+            );
+        }
+    }
+
+    // Two rounds: the first brings every clone's changes to the remote, the second back.
+    for _ in 0..2 {
+        for dir in &clones {
+            tavern(dir, &["sync"]).ok();
+        }
+    }
+    let log = std::fs::read(clones[0].join(".tavern/log.yaml")).unwrap();
+    for dir in &clones {
+        assert_eq!(
+            std::fs::read(dir.join(".tavern/log.yaml")).unwrap(),
+            log,
+            "{} holds the same log",
+            dir.display()
+        );
+        for (id, winner) in &winners {
+            assert_eq!(
+                field(dir, id, "status"),
+                "claimed",
+                "{} {id}",
+                dir.display()
+            );
+            assert_eq!(
+                &field(dir, id, "claimed_by"),
+                winner,
+                "{} {id}",
+                dir.display()
+            );
+        }
+        tavern(dir, &["check"]).ok();
+    }
+    let text = String::from_utf8(log).unwrap();
+    for id in winners.keys() {
+        let doc = format!("doc: \"tasks/{id}.md\"");
+        let claims = text
+            .lines()
+            .filter(|l| l.contains(&doc) && l.contains("op: \"claim\""))
+            .count();
+        assert_eq!(claims, 1, "{id} is claimed once in the log:\n{text}");
+    }
+}
