@@ -926,6 +926,15 @@ fn the_full_profile_gives_what_the_cli_gives() {
     );
 
     // deps and log after the fact, from a second session, against the CLI.
+    let all: Vec<Value> = b
+        .run(&["--json", "log"])
+        .ok()
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let name = |e: &Value| format!("{}:{}", e["origin"].as_str().unwrap(), e["seq"]);
+    let third_last = name(&all[all.len() - 3]);
     let r = session(
         &py,
         &b,
@@ -934,6 +943,8 @@ fn the_full_profile_gives_what_the_cli_gives() {
             call("deps", json!({"id": top})),
             call("log", json!({"doc": "task-base", "limit": 3})),
             call("log", json!({"actor": "bot"})),
+            call("log", json!({"since": third_last})),
+            call("log", json!({"since": "not a mark"})),
         ]),
     );
     let cli = b.run(&["--json", "deps", &top]).ok().json();
@@ -966,4 +977,27 @@ fn the_full_profile_gives_what_the_cli_gives() {
     let bot = ok(&r[2]);
     assert_eq!(bot["total"], json!(1));
     assert_eq!(bot["entries"][0]["op"], json!("create"));
+    // since takes an entry's id as shown (ORIGIN:SEQ): the entries after it, exactly.
+    let after = ok(&r[3]);
+    let ids: Vec<&Value> = after["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| &e["id"])
+        .collect();
+    // Against the whole log as the CLI reads it now (the session's own entries included).
+    let now: Vec<Value> = b
+        .run(&["--json", "log"])
+        .ok()
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let want: Vec<String> = now[all.len() - 2..].iter().map(name).collect();
+    assert!(want.len() >= 2);
+    let want: Vec<Value> = want.iter().map(|w| json!(w)).collect();
+    assert_eq!(ids, want.iter().collect::<Vec<_>>());
+    assert_eq!(after["total"], json!(want.len()));
+    assert_eq!(r[4]["is_error"], json!(true), "{}", r[4]);
+    assert_eq!(r[4]["value"]["error"]["kind"], json!("usage"), "{}", r[4]);
 }

@@ -106,7 +106,7 @@ const NOTE_CHARS: usize = 300;
 
 /// One log entry, compact: its diff only when asked for, its note cut.
 pub fn entry(e: &Entry, patch: bool) -> Value {
-    let mut v = json!({"seq": e.seq, "at": e.at, "actor": e.actor, "op": e.op, "doc": e.doc});
+    let mut v = json!({"id": tavern::log::entry_id(e), "seq": e.seq, "at": e.at, "actor": e.actor, "op": e.op, "doc": e.doc});
     for (k, x) in [
         ("via", &e.via),
         ("transition", &e.transition),
@@ -152,7 +152,7 @@ pub fn entries(entries: &[Entry], limit: Option<usize>, patch: bool) -> Value {
     let mut v = json!({"total": entries.len(), "entries": out});
     if older > 0 {
         v["hint"] = json!(format!(
-            "{older} older entries not shown: pass since with a seq, or a smaller limit"
+            "{older} older entries not shown: pass since with the id of the last entry you have, or a smaller limit"
         ));
     }
     v

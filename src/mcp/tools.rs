@@ -556,8 +556,9 @@ fn archive(ctx: &Ctx, args: Value) -> Result<Value> {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct LogArgs {
-    /// Only entries after this seq
-    since: Option<u64>,
+    /// Only entries after this: an entry's id as shown (ORIGIN:SEQ; several joined by
+    /// commas), a seq, or a time (2h, 2026-11-24)
+    since: Option<SinceArg>,
     /// Only entries about this document (id or REGION/ID)
     doc: Option<String>,
     /// Only entries by this actor
@@ -568,12 +569,27 @@ struct LogArgs {
     patch: Option<bool>,
 }
 
+/// `since` as a model writes it: a number or a string.
+#[derive(Deserialize, JsonSchema)]
+#[serde(untagged)]
+enum SinceArg {
+    Seq(u64),
+    Text(String),
+}
+
 fn log(ctx: &Ctx, args: Value) -> Result<Value> {
     let a: LogArgs = parse("log", args)?;
+    let since = match a.since {
+        None => api::history::Since::All,
+        Some(SinceArg::Seq(n)) => api::history::Since::Seq(n),
+        Some(SinceArg::Text(t)) => api::history::Since::parse(&t).ok_or_else(|| {
+            Error::usage(format!(
+                "log: since '{t}': expected an entry's id (ORIGIN:SEQ), a seq or a time like 2h"
+            ))
+        })?,
+    };
     let filter = api::history::LogFilter {
-        since: a
-            .since
-            .map_or(api::history::Since::All, api::history::Since::Seq),
+        since,
         doc: a.doc,
         actor: a.actor,
     };
