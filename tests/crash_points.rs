@@ -736,6 +736,49 @@ fn check_reports_an_interrupted_write_and_the_next_command_completes_it() {
     assert_explained(&dir.join(".tavern"), "after a dropped write");
 }
 
+/// An agent client's session hook opens the board as every writing command does: an
+/// interrupted change is completed and logged before the session's agent is registered.
+#[test]
+fn a_session_hook_completes_an_interrupted_write_before_registering() {
+    require_strace();
+    let tmp = fresh();
+    let dir = tmp.path();
+    assert!(killed_at(
+        dir,
+        &["claim", "t-pending", "--as", "a"],
+        "fsync",
+        2
+    ));
+    let pid = std::process::id().to_string();
+    let (code, _, err) = tavern(
+        dir,
+        &[
+            "--as",
+            "rev",
+            "hook",
+            "claude",
+            "session-start",
+            "--pid",
+            &pid,
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let log = log_entries(&dir.join(".tavern"));
+    let tail: Vec<(&str, &str)> = log[log.len() - 2..]
+        .iter()
+        .map(|e| (e["op"].as_str().unwrap(), e["doc"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        tail,
+        [
+            ("claim", "tasks/t-pending.md"),
+            ("agent", "control/agents/rev.md")
+        ]
+    );
+    assert_explained(&dir.join(".tavern"), "after the hook");
+    assert_eq!(tavern(dir, &["check"]).0, 0);
+}
+
 /// Temp files are git-ignored on new boards; `check` says so of a board made before; one
 /// that no intent names (an older tavern's) is reported by `check` and removed by `sweep`.
 #[test]

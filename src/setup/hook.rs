@@ -68,7 +68,8 @@ pub fn run(
     } else {
         input()
     };
-    let board = match Board::discover(board_flag, cwd) {
+    // Opened as every writing command opens it: interrupted changes are completed first.
+    let board = match tavern::api::board::open(board_flag, cwd) {
         Ok(b) => b,
         // A hook installed for the user runs in every project; without a board it does nothing.
         Err(Error::NoBoard { .. }) => return Ok(ExitCode::SUCCESS),
