@@ -77,6 +77,16 @@ fn run(b: &TestBoard, argv: &[&str]) -> Value {
 
 /// A tool result's value, asserting it succeeded.
 #[track_caller]
+/// The whole log as the CLI reads it (`tavern --json log`: one entry per line).
+fn cli_log(b: &TestBoard) -> Vec<Value> {
+    b.run(&["--json", "log"])
+        .ok()
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 fn ok(r: &Value) -> &Value {
     assert_eq!(r["is_error"], json!(false), "tool call failed: {r}");
     &r["value"]
@@ -926,13 +936,7 @@ fn the_full_profile_gives_what_the_cli_gives() {
     );
 
     // deps and log after the fact, from a second session, against the CLI.
-    let all: Vec<Value> = b
-        .run(&["--json", "log"])
-        .ok()
-        .stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let all = cli_log(&b);
     let name = |e: &Value| format!("{}:{}", e["origin"].as_str().unwrap(), e["seq"]);
     let third_last = name(&all[all.len() - 3]);
     let r = session(
@@ -986,13 +990,7 @@ fn the_full_profile_gives_what_the_cli_gives() {
         .map(|e| &e["id"])
         .collect();
     // Against the whole log as the CLI reads it now (the session's own entries included).
-    let now: Vec<Value> = b
-        .run(&["--json", "log"])
-        .ok()
-        .stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let now = cli_log(&b);
     let want: Vec<String> = now[all.len() - 2..].iter().map(name).collect();
     assert!(want.len() >= 2);
     let want: Vec<Value> = want.iter().map(|w| json!(w)).collect();
