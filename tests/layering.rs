@@ -29,7 +29,7 @@ const KNOWN: &[(&str, &str)] = &[
 /// which command wrote it (a file's header, a log note, a claim record's commit message).
 const FORMATS: &[(&str, &str)] = &[
     ("src/layout.rs", "tavern watch"),
-    ("src/sync/claims.rs", "tavern claim"),
+    ("src/sync/claims/record.rs", "tavern claim"),
     ("src/watch/activations.rs", "tavern watch"),
     ("src/watch/reconcile.rs", "tavern watch"),
     ("src/watch/report.rs", "tavern resume"),
