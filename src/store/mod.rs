@@ -4,7 +4,7 @@
 
 pub mod write;
 
-pub use write::{Step, Write, change, check_rev, recover};
+pub use write::{Held, Step, Write, change, check_rev, hold, recover};
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Read;

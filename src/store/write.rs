@@ -135,6 +135,26 @@ pub fn change<T>(
     locks: &[String],
     decide: impl FnOnce() -> Result<(T, Option<Write>)>,
 ) -> Result<(T, Option<Entry>)> {
+    let held = hold(board, locks)?;
+    let (value, write) = decide()?;
+    let Some(write) = write else {
+        return Ok((value, None));
+    };
+    let entry = held.write(board, write)?;
+    Ok((value, Some(entry)))
+}
+
+/// The locks of one change, held (steps 1 and 2 of the protocol): for a caller whose
+/// decision has effects of its own between reading and writing (a claim confirmed by a
+/// remote), and which must act on the write's result. Released when dropped.
+#[derive(Debug)]
+pub struct Held {
+    locks: Vec<String>,
+    _held: Vec<Lock>,
+}
+
+/// Takes `locks` in sorted order and completes any interrupted change that held one.
+pub fn hold(board: &Board, locks: &[String]) -> Result<Held> {
     let locks: Vec<String> = locks
         .iter()
         .cloned()
@@ -146,12 +166,14 @@ pub fn change<T>(
         held.push(super::lock(board, name)?);
     }
     recover_held(board, &locks)?;
-    let (value, write) = decide()?;
-    let Some(write) = write else {
-        return Ok((value, None));
-    };
-    let entry = apply(board, &locks, write)?;
-    Ok((value, Some(entry)))
+    Ok(Held { locks, _held: held })
+}
+
+impl Held {
+    /// Steps 4-7 of the protocol: makes `write` visible and logs it; the locks go.
+    pub fn write(self, board: &Board, write: Write) -> Result<Entry> {
+        apply(board, &self.locks, write)
+    }
 }
 
 fn intent_path(board: &Board, locks: &[String]) -> PathBuf {
