@@ -444,22 +444,30 @@ pub struct Recovered {
 pub fn recover(board: &Board) -> Result<Vec<Recovered>> {
     let mut out = Vec::new();
     for (path, locks) in intents(board) {
-        let mut held = Vec::new();
-        let mut free = true;
-        for name in &locks {
-            match super::try_lock(board, name)? {
-                Some(l) => held.push(l),
-                None => {
-                    free = false;
-                    break;
-                }
-            }
-        }
-        if free && let Some(r) = complete(board, &path)? {
+        let Some(_held) = try_lock_all(board, &locks)? else {
+            continue;
+        };
+        if let Some(r) = complete(board, &path)? {
             out.push(r);
         }
     }
     Ok(out)
+}
+
+/// Takes every lock of `names` that nobody holds (this process included, through another
+/// handle), never waiting: None, with none of them held, as soon as one is taken.
+fn try_lock_all<'a>(
+    board: &Board,
+    names: impl IntoIterator<Item = &'a String>,
+) -> Result<Option<Vec<Lock>>> {
+    let mut held = Vec::new();
+    for name in names {
+        match super::try_lock(board, name)? {
+            Some(l) => held.push(l),
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(held))
 }
 
 /// The intents on disk, each with the locks its name says it holds.
@@ -487,20 +495,11 @@ pub fn recover_held(board: &Board, held: &[String]) -> Result<bool> {
         if !locks.iter().any(|l| held.contains(l)) {
             continue;
         }
-        let mut more: Vec<Lock> = Vec::new();
-        let mut free = true;
-        for name in locks.iter().filter(|l| !held.contains(l)) {
-            match super::try_lock(board, name)? {
-                Some(l) => more.push(l),
-                None => {
-                    free = false;
-                    break;
-                }
-            }
-        }
-        if free {
-            any |= complete(board, &path)?.is_some();
-        }
+        let others = locks.iter().filter(|l| !held.contains(l));
+        let Some(_more) = try_lock_all(board, others)? else {
+            continue;
+        };
+        any |= complete(board, &path)?.is_some();
     }
     Ok(any)
 }
@@ -589,20 +588,9 @@ pub struct Leftover {
 pub fn leftovers(board: &Board) -> Result<Vec<Leftover>> {
     let mut out = Vec::new();
     for (path, locks) in intents(board) {
-        let mut held = Vec::new();
-        let mut free = true;
-        for name in &locks {
-            match super::try_lock(board, name)? {
-                Some(l) => held.push(l),
-                None => {
-                    free = false;
-                    break;
-                }
-            }
-        }
-        if !free {
+        let Some(_held) = try_lock_all(board, &locks)? else {
             continue;
-        }
+        };
         let intent = fs::read(&path)
             .ok()
             .and_then(|t| serde_json::from_slice::<Intent>(&t).ok());
@@ -653,10 +641,7 @@ pub fn stale_temps(board: &Board) -> Result<Vec<String>> {
             .collect();
         names.sort();
         for name in names {
-            let free = match layout::temp_lock(&rel_dir, &name) {
-                Some(lock) => super::try_lock(board, &lock)?.is_some(),
-                None => true,
-            };
+            let free = try_lock_all(board, &layout::temp_lock(&rel_dir, &name))?.is_some();
             if free && !named.contains(&dir.join(&name)) {
                 out.push(format!("{rel_dir}/{name}"));
             }
@@ -672,12 +657,8 @@ pub fn remove_stale_temps(board: &Board) -> Result<Vec<String>> {
     for rel in stale_temps(board)? {
         let path = board.root.join(&rel);
         let (dir, name) = rel.rsplit_once('/').unwrap_or(("", rel.as_str()));
-        let _held = match layout::temp_lock(dir, name) {
-            Some(lock) => match super::try_lock(board, &lock)? {
-                Some(l) => Some(l),
-                None => continue, // A writer started meanwhile: its temp is live.
-            },
-            None => None,
+        let Some(_held) = try_lock_all(board, &layout::temp_lock(dir, name))? else {
+            continue; // A writer started meanwhile: its temp is live.
         };
         match fs::remove_file(&path) {
             Ok(()) => removed.push(rel),
@@ -686,4 +667,343 @@ pub fn remove_stale_temps(board: &Board) -> Result<Vec<String>> {
         }
     }
     Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doc::Region;
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        board: Board,
+    }
+
+    fn fixture() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        crate::board::init(dir.path()).unwrap();
+        let board = Board::open(&dir.path().join(".tavern")).unwrap();
+        Fixture { _dir: dir, board }
+    }
+
+    impl Fixture {
+        fn read(&self, rel: &str) -> Option<String> {
+            fs::read_to_string(self.board.root.join(rel)).ok()
+        }
+
+        fn put_file(&self, rel: &str, text: &str) {
+            let p = self.board.root.join(rel);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(p, text).unwrap();
+        }
+
+        fn log(&self) -> Vec<Entry> {
+            log::read_from(&self.board, 0).unwrap().0
+        }
+
+        /// Every file under the board that a change leaves behind only when it is
+        /// interrupted: intents and temps.
+        fn leftovers_on_disk(&self) -> Vec<String> {
+            let mut out: Vec<String> = walkdir::WalkDir::new(&self.board.root)
+                .into_iter()
+                .flatten()
+                .filter(|e| e.file_type().is_file())
+                .map(|e| self.board.rel(e.path()))
+                .filter(|rel| {
+                    rel.starts_with(".state/intents/")
+                        || rel.rsplit('/').next().is_some_and(layout::is_temp)
+                })
+                .collect();
+            out.sort();
+            out
+        }
+
+        /// Begins a change as `apply` does and stops as a kill would: its intent and temps
+        /// written, the first `visible` steps made visible, nothing logged.
+        fn interrupted(&self, locks: &[String], steps: Vec<Step>, visible: usize) {
+            let intent = Intent {
+                written_at: crate::time::stamp_millis(crate::time::now()),
+                locks: locks.to_vec(),
+                steps,
+                entry: entry("tasks/a.md"),
+            };
+            write_intent(&intent_path(&self.board, locks), &intent).unwrap();
+            for step in &intent.steps {
+                if let Step::Put { path, content, .. } | Step::Create { path, content, .. } = step {
+                    write_temp(&self.board.root.join(path), content).unwrap();
+                }
+            }
+            for step in &intent.steps[..visible] {
+                perform(&self.board, step).unwrap();
+            }
+        }
+    }
+
+    fn entry(doc: &str) -> Entry {
+        Entry {
+            at: crate::time::stamp_millis(crate::time::now()),
+            actor: "alice".into(),
+            op: "edit".into(),
+            doc: doc.into(),
+            ..Entry::default()
+        }
+    }
+
+    fn lock_of(id: &str) -> String {
+        layout::doc_lock(Region::Tasks, id)
+    }
+
+    fn write_of(steps: Vec<Step>) -> Option<Write> {
+        Some(Write {
+            steps,
+            entry: entry("tasks/a.md"),
+        })
+    }
+
+    #[test]
+    fn a_change_makes_its_steps_visible_and_logs_one_entry() {
+        let f = fixture();
+        f.put_file("tasks/old.md", "old\n");
+        f.put_file("tasks/gone.md", "gone\n");
+        let steps = vec![
+            Step::put("tasks/a.md", None, b"a\n".to_vec()),
+            Step::create("tasks/b.md", b"b\n".to_vec()),
+            Step::moved("tasks/old.md", "archive/tasks/old.md"),
+            Step::remove("tasks/gone.md"),
+        ];
+        let locks = [lock_of("a"), lock_of("b"), lock_of("a")];
+        let (value, logged) = change(&f.board, &locks, || Ok((7, write_of(steps)))).unwrap();
+        assert_eq!(value, 7);
+        let logged = logged.unwrap();
+        assert_eq!((logged.seq, logged.op.as_str()), (1, "edit"));
+        assert_eq!(f.read("tasks/a.md").as_deref(), Some("a\n"));
+        assert_eq!(f.read("tasks/b.md").as_deref(), Some("b\n"));
+        assert_eq!(f.read("archive/tasks/old.md").as_deref(), Some("old\n"));
+        assert_eq!(f.read("tasks/old.md"), None);
+        assert_eq!(f.read("tasks/gone.md"), None);
+        assert_eq!(f.log().len(), 1);
+        assert!(
+            f.leftovers_on_disk().is_empty(),
+            "{:?}",
+            f.leftovers_on_disk()
+        );
+    }
+
+    #[test]
+    fn nothing_to_do_or_a_refusal_writes_and_logs_nothing() {
+        let f = fixture();
+        let (v, logged) = change(&f.board, &[lock_of("a")], || Ok(("nothing", None))).unwrap();
+        assert_eq!((v, logged.is_none()), ("nothing", true));
+        let refused: Result<((), Option<Entry>)> = change(&f.board, &[lock_of("a")], || {
+            Err(Error::conflict("tasks/a.md", "no"))
+        });
+        assert!(matches!(refused, Err(Error::Conflict { .. })));
+        assert!(f.log().is_empty());
+        assert!(f.leftovers_on_disk().is_empty());
+        assert_eq!(f.read("tasks/a.md"), None);
+    }
+
+    #[test]
+    fn a_create_over_a_file_someone_made_is_a_conflict_and_changes_nothing() {
+        let f = fixture();
+        f.put_file("tasks/a.md", "theirs\n");
+        let steps = vec![Step::create("tasks/a.md", b"ours\n".to_vec())];
+        let e = change(&f.board, &[lock_of("a")], || Ok(((), write_of(steps)))).unwrap_err();
+        assert!(e.to_string().contains("created by someone else"), "{e}");
+        assert_eq!(f.read("tasks/a.md").as_deref(), Some("theirs\n"));
+        assert!(f.log().is_empty());
+        assert!(
+            f.leftovers_on_disk().is_empty(),
+            "{:?}",
+            f.leftovers_on_disk()
+        );
+    }
+
+    #[test]
+    fn a_change_killed_after_its_first_step_is_finished_and_logged_late() {
+        let f = fixture();
+        f.put_file("tasks/b.md", "b0\n");
+        let steps = vec![
+            Step::put("tasks/a.md", None, b"a1\n".to_vec()),
+            Step::put("tasks/b.md", Some(b"b0\n"), b"b1\n".to_vec()),
+        ];
+        let locks = [lock_of("a"), lock_of("b")];
+        f.interrupted(&locks, steps, 1);
+        let left = leftovers(&f.board).unwrap();
+        assert_eq!(left.len(), 1);
+        assert!(left[0].visible);
+        assert_eq!(left[0].doc, "tasks/a.md");
+        // Reporting changed nothing.
+        assert_eq!(f.read("tasks/b.md").as_deref(), Some("b0\n"));
+
+        let recovered = recover(&f.board).unwrap();
+        assert_eq!(
+            recovered,
+            [Recovered {
+                doc: "tasks/a.md".into(),
+                logged: Some(1)
+            }]
+        );
+        assert_eq!(f.read("tasks/a.md").as_deref(), Some("a1\n"));
+        assert_eq!(f.read("tasks/b.md").as_deref(), Some("b1\n"));
+        let log = f.log();
+        assert_eq!(log.len(), 1);
+        assert!(log[0].note.as_deref().unwrap().contains(log::LOGGED_LATE));
+        assert!(
+            f.leftovers_on_disk().is_empty(),
+            "{:?}",
+            f.leftovers_on_disk()
+        );
+        // Once.
+        assert!(recover(&f.board).unwrap().is_empty());
+        assert_eq!(f.log().len(), 1);
+    }
+
+    #[test]
+    fn a_change_killed_before_anything_was_visible_is_dropped() {
+        let f = fixture();
+        f.put_file("tasks/a.md", "a0\n");
+        let steps = vec![Step::put("tasks/a.md", Some(b"a0\n"), b"a1\n".to_vec())];
+        f.interrupted(&[lock_of("a")], steps, 0);
+        assert!(!leftovers(&f.board).unwrap()[0].visible);
+        let recovered = recover(&f.board).unwrap();
+        assert_eq!(recovered[0].logged, None);
+        assert_eq!(f.read("tasks/a.md").as_deref(), Some("a0\n"));
+        assert!(f.log().is_empty());
+        assert!(
+            f.leftovers_on_disk().is_empty(),
+            "{:?}",
+            f.leftovers_on_disk()
+        );
+    }
+
+    #[test]
+    fn a_change_killed_after_its_entry_was_appended_is_not_logged_twice() {
+        let f = fixture();
+        let steps = vec![Step::put("tasks/a.md", None, b"a1\n".to_vec())];
+        f.interrupted(&[lock_of("a")], steps, 1);
+        log::append(&f.board, entry("tasks/a.md")).unwrap();
+        assert_eq!(recover(&f.board).unwrap()[0].logged, None);
+        assert_eq!(f.log().len(), 1);
+        assert!(f.leftovers_on_disk().is_empty());
+    }
+
+    #[test]
+    fn a_move_killed_between_link_and_unlink_is_finished() {
+        let f = fixture();
+        f.put_file("tasks/a.md", "a\n");
+        let step = Step::moved("tasks/a.md", "archive/tasks/a.md");
+        fs::create_dir_all(f.board.root.join("archive/tasks")).unwrap();
+        fs::hard_link(
+            f.board.root.join("tasks/a.md"),
+            f.board.root.join("archive/tasks/a.md"),
+        )
+        .unwrap();
+        assert_eq!(stand(&f.board, &step), Stand::Begun);
+        f.interrupted(&[lock_of("a")], vec![step.clone()], 0);
+        assert_eq!(recover(&f.board).unwrap()[0].logged, Some(1));
+        assert_eq!(stand(&f.board, &step), Stand::Done);
+        assert_eq!(f.read("tasks/a.md"), None);
+        assert_eq!(f.read("archive/tasks/a.md").as_deref(), Some("a\n"));
+    }
+
+    #[test]
+    fn where_a_step_stands() {
+        let f = fixture();
+        let put = Step::put("tasks/a.md", Some(b"a0\n"), b"a1\n".to_vec());
+        f.put_file("tasks/a.md", "a0\n");
+        assert_eq!(stand(&f.board, &put), Stand::Pending);
+        f.put_file("tasks/a.md", "a1\n");
+        assert_eq!(stand(&f.board, &put), Stand::Done);
+        f.put_file("tasks/a.md", "someone else's\n");
+        assert_eq!(stand(&f.board, &put), Stand::Lost);
+
+        let create = Step::create("tasks/b.md", b"b\n".to_vec());
+        assert_eq!(stand(&f.board, &create), Stand::Pending);
+        f.put_file("tasks/b.md", "other\n");
+        assert_eq!(stand(&f.board, &create), Stand::Lost);
+
+        let mv = Step::moved("tasks/b.md", "archive/tasks/b.md");
+        assert_eq!(stand(&f.board, &mv), Stand::Pending);
+        f.put_file("archive/tasks/b.md", "a copy, not the same file\n");
+        assert_eq!(stand(&f.board, &mv), Stand::Lost);
+        fs::remove_file(f.board.root.join("tasks/b.md")).unwrap();
+        assert_eq!(stand(&f.board, &mv), Stand::Done);
+
+        let rm = Step::remove("tasks/a.md");
+        assert_eq!(stand(&f.board, &rm), Stand::Pending);
+        fs::remove_file(f.board.root.join("tasks/a.md")).unwrap();
+        assert_eq!(stand(&f.board, &rm), Stand::Done);
+    }
+
+    #[test]
+    fn a_torn_temp_is_not_made_visible() {
+        let f = fixture();
+        f.put_file("tasks/a.md", "a0\n");
+        let put = Step::put("tasks/a.md", Some(b"a0\n"), b"a1\n".to_vec());
+        f.put_file("tasks/.a.md.tmp", "a");
+        assert!(!finish(&f.board, &put).unwrap());
+        assert_eq!(f.read("tasks/a.md").as_deref(), Some("a0\n"));
+    }
+
+    #[test]
+    fn a_torn_intent_is_a_change_that_never_began() {
+        let f = fixture();
+        f.put_file(".state/intents/tasks.a.lock.json", "{\"written_at\": \"20");
+        assert!(recover(&f.board).unwrap().is_empty());
+        assert!(f.leftovers_on_disk().is_empty());
+    }
+
+    #[test]
+    fn an_intent_whose_lock_is_held_is_left_to_its_writer() {
+        let f = fixture();
+        let steps = vec![Step::put("tasks/a.md", None, b"a1\n".to_vec())];
+        f.interrupted(&[lock_of("a"), lock_of("b")], steps, 1);
+        let held = super::super::lock(&f.board, &lock_of("b")).unwrap();
+        assert!(recover(&f.board).unwrap().is_empty());
+        assert!(leftovers(&f.board).unwrap().is_empty());
+        // One who holds a lock it names completes it, taking the other locks if free.
+        assert!(!recover_held(&f.board, &[lock_of("c")]).unwrap());
+        assert!(!recover_held(&f.board, &[lock_of("a")]).unwrap());
+        assert!(recover_held(&f.board, &[lock_of("b")]).unwrap());
+        drop(held);
+        assert_eq!(f.log().len(), 1);
+        assert!(f.leftovers_on_disk().is_empty());
+    }
+
+    #[test]
+    fn temps_nobody_writes_are_stale_and_swept() {
+        let f = fixture();
+        f.put_file("tasks/.a.md.tmp", "left by a kill");
+        f.put_file("tasks/.b.md.123.4.tmp", "an older version's");
+        f.put_file("tasks/.c.md.tmp", "being written");
+        let writer = super::super::lock(&f.board, &lock_of("c")).unwrap();
+        // A temp an intent names goes with the intent, not as stale.
+        f.interrupted(
+            &[lock_of("d")],
+            vec![Step::put("tasks/d.md", None, b"d\n".to_vec())],
+            0,
+        );
+        assert_eq!(
+            stale_temps(&f.board).unwrap(),
+            ["tasks/.a.md.tmp", "tasks/.b.md.123.4.tmp"]
+        );
+        assert_eq!(
+            remove_stale_temps(&f.board).unwrap(),
+            ["tasks/.a.md.tmp", "tasks/.b.md.123.4.tmp"]
+        );
+        assert_eq!(f.read("tasks/.c.md.tmp").as_deref(), Some("being written"));
+        assert!(f.read("tasks/.d.md.tmp").is_some());
+        drop(writer);
+        assert_eq!(stale_temps(&f.board).unwrap(), ["tasks/.c.md.tmp"]);
+    }
+
+    #[test]
+    fn a_rev_other_than_the_one_read_is_a_conflict() {
+        assert!(check_rev("tasks/a.md", 3, None).is_ok());
+        assert!(check_rev("tasks/a.md", 3, Some(3)).is_ok());
+        let e = check_rev("tasks/a.md", 3, Some(2)).unwrap_err();
+        assert!(matches!(e, Error::Conflict { .. }));
+        assert!(e.to_string().contains("rev is 3, not 2"), "{e}");
+    }
 }
