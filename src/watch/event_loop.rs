@@ -68,12 +68,6 @@ impl<'a> Watch<'a> {
             opts,
             emit,
         };
-        (w.emit)(Event::Watching {
-            board: w.board.root.clone(),
-            mode: w.intake.mode(),
-            sources: w.acts.names(),
-            waiting: w.acts.sched.queue.len(),
-        });
         Ok(w)
     }
 
@@ -87,6 +81,14 @@ impl<'a> Watch<'a> {
         self.rec.rescan();
         self.rec.catch_up()?;
         self.rec.mark_catching_up();
+        // Said once what changed while no watcher ran is known: a change made after it is
+        // the watcher's to see live, never taken for one made before it started.
+        (self.emit)(Event::Watching {
+            board: self.board.root.clone(),
+            mode: self.intake.mode(),
+            sources: self.acts.names(),
+            waiting: self.acts.sched.queue.len(),
+        });
         self.process()?;
         loop {
             self.tick()?;
