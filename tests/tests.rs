@@ -34,6 +34,7 @@ mod mcp;
 mod observations;
 mod questions;
 mod readme;
+mod review;
 mod roundtrip;
 mod setup;
 mod sources;
