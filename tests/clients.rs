@@ -6,6 +6,7 @@
 //! log says. A failure names the client, its version and what broke.
 
 mod claude;
+mod codex;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -695,6 +695,41 @@ fn the_client_holds_the_lease_and_a_dead_clients_claims_are_swept() {
     assert!(b.read("tasks/task-m.md").contains("status: pending"));
 }
 
+/// A client that starts the server only to look at it (a health check such as `claude mcp
+/// list`: initialize, list the tools, go) leaves no agent card; the first tool call
+/// registers the agent, once.
+#[test]
+fn a_probe_leaves_no_card_and_the_first_tool_call_registers_the_agent() {
+    let Some(py) = python() else { return };
+    let b = TestBoard::new();
+    session(
+        &py,
+        &b,
+        &["--as", "coder-4"],
+        json!([{"op": "tools"}, {"op": "instructions"}]),
+    );
+    assert!(!b.board().join("control/agents/coder-4.md").exists());
+    assert!(cli_log(&b).iter().all(|e| e["op"] != "agent"));
+    let r = session(
+        &py,
+        &b,
+        &["--as", "coder-4"],
+        json!([{"op": "pid"}, call("status", json!({})), call("ready", json!({}))]),
+    );
+    ok(&r[1]);
+    let notes: Vec<Value> = cli_log(&b)
+        .into_iter()
+        .filter(|e| e["op"] == "agent")
+        .map(|e| e["note"].clone())
+        .collect();
+    assert_eq!(notes, [json!("registered")]);
+    let pid = r[0]["pid"].as_u64().unwrap();
+    assert!(
+        b.read("control/agents/coder-4.md")
+            .contains(&format!("pid: {pid}\n"))
+    );
+}
+
 #[test]
 fn documents_are_resources_and_subscribers_hear_of_changes() {
     let Some(py) = python() else { return };

@@ -163,13 +163,13 @@ fn setup_merges_into_each_clients_files_is_idempotent_and_removes_to_the_origina
                         "Stop: notify-send done",
                         "SessionStart: tavern hook codex session-start",
                         "PostToolUse: tavern hook codex heartbeat",
-                        "PostCompact: tavern hook codex compact",
+                        "SessionEnd: tavern hook codex session-end",
                     ]
                 );
                 assert_eq!(h["hooks"]["Stop"][0]["hooks"][0]["timeout"], json!(5));
                 let toml = read(b.root(), ".codex/config.toml").unwrap();
                 assert!(toml.starts_with("model = \"gpt-5\"\n\n[mcp_servers.github]\ncommand = \"gh-mcp\"\nargs = [\"--stdio\"]\n\n# tavern:begin"), "{toml}");
-                assert!(toml.contains("[mcp_servers.tavern]\ncommand = \"tavern\"\nargs = [\"mcp\", \"--client\", \"codex\"]\n"));
+                assert!(toml.contains("[mcp_servers.tavern]\ncommand = \"tavern\"\nargs = [\"mcp\", \"--client\", \"codex\"]\ndefault_tools_approval_mode = \"approve\"\n"), "{toml}");
                 assert!(
                     read(b.root(), "AGENTS.md")
                         .unwrap()
@@ -202,7 +202,10 @@ fn setup_merges_into_each_clients_files_is_idempotent_and_removes_to_the_origina
         let again = setup(&b, &home, &["setup", client, "--mcp"]);
         again.ok();
         assert!(
-            again.stdout.lines().all(|l| l.starts_with("unchanged ")),
+            again
+                .stdout
+                .lines()
+                .all(|l| l.starts_with("unchanged ") || l.starts_with("next: ")),
             "{}",
             again.stdout
         );
@@ -217,6 +220,35 @@ fn setup_merges_into_each_clients_files_is_idempotent_and_removes_to_the_origina
             .stdout_has("restored ");
         assert_eq!(files(b.root()), original, "{client}");
     }
+}
+
+/// Codex runs a project's hooks only once the user has trusted the folder and reviewed the
+/// hooks, and skips them silently until then: setup says so, in text and in --json.
+#[test]
+fn setup_codex_tells_the_user_to_trust_and_review_the_hooks_in_codex() {
+    let b = TestBoard::new();
+    let home = tempfile::tempdir().unwrap();
+    let out = setup(&b, home.path(), &["setup", "codex"]);
+    out.ok()
+        .stdout_has("next: Codex runs these hooks only once you trust them: start `codex` in this project, trust the folder")
+        .stdout_has("choose \"Trust all and continue\"")
+        .stdout_has("next: Codex runs shell commands in a login shell (`bash -lc`)");
+    let v = setup(&b, home.path(), &["--json", "setup", "codex", "--mcp"])
+        .ok()
+        .json();
+    let next = v["next"].as_array().unwrap();
+    assert!(
+        next[0].as_str().unwrap().contains("Hooks need review"),
+        "{v}"
+    );
+    let gone = setup(&b, home.path(), &["--json", "setup", "codex", "--remove"])
+        .ok()
+        .json();
+    assert_eq!(gone["next"], json!([]));
+    let claude = setup(&b, home.path(), &["--json", "setup", "claude"])
+        .ok()
+        .json();
+    assert_eq!(claude["next"], json!([]));
 }
 
 #[test]
@@ -377,6 +409,11 @@ fn hooks_register_the_session_with_the_client_as_holder_and_deregister_it() {
         std::fs::read_to_string(&env_file).unwrap(),
         format!("export TAVERN_AGENT={name}\n")
     );
+    // Another start of the same client (a cleared session; its MCP server's first call)
+    // registers nothing more: one client start, one `registered` in the log.
+    let logged = b.log().len();
+    hook(&b, "claude session-start", r#"{"source":"clear"}"#, &[]).ok();
+    assert_eq!(b.log().len(), logged);
 
     // Work happens as that agent; a tool use is a heartbeat; a compaction gives the summary
     // again and logs nothing.
@@ -519,7 +556,7 @@ sys.stdin.readline()
 "#;
 
 #[test]
-fn an_ended_codex_session_without_an_end_hook_has_its_claims_swept_once_codex_is_gone() {
+fn a_codex_gone_without_its_end_hook_has_its_claims_swept_once_its_process_is_gone() {
     use std::io::BufRead;
     let b = TestBoard::new();
     b.write(
@@ -741,7 +778,7 @@ fn the_opencode_plugin_runs_tavern_hook_for_opencodes_events() {
     assert_eq!(context.len(), 1);
     assert!(
         context[0].as_str().unwrap().starts_with(&format!(
-            "The context was compacted; this is the tavern board again. You are agent `{name}`."
+            "The context was compacted; this is the tavern board again. You are agent `{name}`:"
         )),
         "{context:?}"
     );
@@ -762,7 +799,6 @@ fn the_opencode_plugin_runs_tavern_hook_for_opencodes_events() {
         [
             ("agent", "registered"),
             ("claim", ""),
-            ("agent", "registered again"),
             ("release", &*format!("{name} deregistered")),
             ("agent", "deregistered"),
         ]

@@ -15,8 +15,9 @@ const NOTES: &str =
 ## Working on the tavern board
 
 This project coordinates agents on a tavern board (`.tavern/`). Your session is registered
-as an agent when it starts; the name is given to you then (use it as `--as NAME`, or it is
-in `TAVERN_AGENT`). The loop:
+as an agent when it starts, and told its name then. Give that name to every tavern command
+as `--as NAME`: Claude Code and OpenCode also set `TAVERN_AGENT` in their shell, Codex's
+shell does not. The loop:
 
 1. `tavern summary` and `tavern events`: where things stand, what changed since you looked.
 2. `tavern claim --next [QUERY]`: exit 4 means nothing to claim, 5 a human paused the
@@ -75,7 +76,9 @@ fn notes(path: PathBuf) -> Plan {
 
 fn codex_server(path: PathBuf) -> Plan {
     let name = path.display().to_string();
-    let block = "# tavern:begin (added by `tavern setup codex --mcp`)\n[mcp_servers.tavern]\ncommand = \"tavern\"\nargs = [\"mcp\", \"--client\", \"codex\"]\n# tavern:end\n";
+    // The board's tools are pre-approved: `codex exec` never asks, so without this every
+    // call fails ("requires approval, but approval policy is never").
+    let block = "# tavern:begin (added by `tavern setup codex --mcp`)\n[mcp_servers.tavern]\ncommand = \"tavern\"\nargs = [\"mcp\", \"--client\", \"codex\"]\ndefault_tools_approval_mode = \"approve\"\n# tavern:end\n";
     Plan {
         path,
         what: "MCP server",
@@ -179,6 +182,26 @@ fn scoped(user: bool, user_file: PathBuf, project_file: PathBuf) -> PathBuf {
     if user { user_file } else { project_file }
 }
 
+/// What the user still does in the client itself once setup has written its files.
+pub fn next_steps(client: &str, user: bool, mcp: bool) -> Vec<&'static str> {
+    let mut steps = Vec::new();
+    match client {
+        "codex" => {
+            steps.push(if user {
+                "Codex runs these hooks only once you trust them: start `codex`, and at \"Hooks need review\" choose \"Trust all and continue\" (or review them one by one; `/hooks` lists them). Until then Codex, and `codex exec` above all, skips them without a word."
+            } else {
+                "Codex runs these hooks only once you trust them: start `codex` in this project, trust the folder (Codex reads a project's .codex/ only in a trusted project), and at \"Hooks need review\" choose \"Trust all and continue\" (or review them one by one; `/hooks` lists them). Until then Codex, and `codex exec` above all, skips them without a word."
+            });
+            steps.push("Codex runs shell commands in a login shell (`bash -lc`): tavern must be on the PATH your shell profile sets.");
+        }
+        "claude" if mcp && !user => steps.push(
+            "Claude Code asks once, at its first interactive start here, to approve the project's MCP server `tavern` (.mcp.json).",
+        ),
+        _ => {}
+    }
+    steps
+}
+
 /// The clients setup knows.
 pub const CLIENTS: [&str; 3] = ["claude", "codex", "opencode"];
 
@@ -254,12 +277,15 @@ pub fn plans(client: &str, user: bool, base: &Path, home: &Path, mcp: bool) -> R
             };
             plans.push(json_hooks(
                 dir.join("hooks.json"),
+                // SessionStart without a matcher also fires after a compaction (source
+                // `compact`), which is how the summary comes back: Codex drops what a
+                // PostCompact hook prints.
                 hooks_of(
                     client,
                     &[
                         ("SessionStart", None, "session-start"),
                         ("PostToolUse", None, "heartbeat"),
-                        ("PostCompact", None, "compact"),
+                        ("SessionEnd", None, "session-end"),
                     ],
                 ),
             ));

@@ -252,8 +252,13 @@ pub fn run(
         }
         report.push(json!({"path": shown, "action": action, "what": plan.what}));
     }
+    let next = if a.remove {
+        Vec::new()
+    } else {
+        clients::next_steps(&a.client, a.user, a.mcp)
+    };
     if json_out {
-        let v = json!({"client": a.client, "scope": if a.user {"user"} else {"project"}, "dry_run": a.dry_run, "files": report});
+        let v = json!({"client": a.client, "scope": if a.user {"user"} else {"project"}, "dry_run": a.dry_run, "files": report, "next": next});
         out(&format!("{v}\n"))?;
     } else if a.dry_run {
         out(if diffs.is_empty() {
@@ -281,6 +286,9 @@ pub fn run(
                 r["path"].as_str().unwrap_or(""),
                 r["what"].as_str().unwrap_or("")
             ));
+        }
+        for step in &next {
+            text.push_str(&format!("next: {step}\n"));
         }
         out(&text)?;
     }
