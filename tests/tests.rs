@@ -33,6 +33,7 @@ mod log_merge;
 mod mcp;
 mod observations;
 mod questions;
+mod readme;
 mod roundtrip;
 mod setup;
 mod sources;
