@@ -192,6 +192,8 @@ pub fn run(
         let backup = Backup::of(&backups, &plan.path);
         let (new, action) = if a.remove {
             match backup.restorable(current.as_deref()) {
+                // A file setup created is removed, not "restored".
+                Some(None) if backup.exists() => (None, "removed"),
                 Some(orig) if backup.exists() => (orig, "restored"),
                 _ => ((plan.merge)(current.as_deref(), false)?, "removed"),
             }
@@ -232,6 +234,9 @@ pub fn run(
             if a.remove {
                 write(&plan.path, new.as_deref())?;
                 backup.forget();
+                if new.is_none() {
+                    prune_empty_dirs(&plan.path, &base, board.as_ref());
+                }
             } else {
                 // The bytes before setup are kept only while they hold nothing of tavern's
                 // and the file has not been changed by hand since setup last wrote it.
@@ -293,6 +298,22 @@ pub fn run(
         out(&text)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Removes the directories above a removed file that it leaves empty (`.claude/`,
+/// `.opencode/plugins/`), up to `base` and never the board's own directory.
+fn prune_empty_dirs(file: &Path, base: &Path, board: Option<&tavern::board::Board>) {
+    let mut dir = file.parent();
+    while let Some(d) = dir {
+        if d == base || !d.starts_with(base) || board.is_some_and(|b| d == b.root) {
+            break;
+        }
+        // Fails, and so stops, at the first directory that still holds something.
+        if std::fs::remove_dir(d).is_err() {
+            break;
+        }
+        dir = d.parent();
+    }
 }
 
 fn out(text: &str) -> Result<()> {
