@@ -282,6 +282,53 @@ fn remove_deletes_what_setup_created_and_the_directories_it_leaves_empty() {
     }
 }
 
+/// `setup --check` says per client what is installed and what is missing; a client named
+/// and not set up is a problem (exit 6, as `tavern check`), one not named is only reported.
+#[test]
+fn setup_check_reports_each_client_and_fails_on_what_is_missing() {
+    let b = TestBoard::new();
+    let home = tempfile::tempdir().unwrap();
+    let nothing = setup(&b, home.path(), &["setup", "--check"]);
+    nothing
+        .ok()
+        .stdout_is("claude: not set up\ncodex: not set up\nopencode: not set up\n");
+    setup(&b, home.path(), &["setup", "claude", "--mcp"]).ok();
+    let path = format!(
+        "{}:/usr/bin:/bin",
+        Path::new(BIN).parent().unwrap().display()
+    );
+    // With this build's tavern on PATH, as the client's hooks would find it.
+    let check = |args: &[&str]| {
+        let mut c = b.cmd(args);
+        c.env("HOME", home.path()).env("PATH", &path);
+        output(c)
+    };
+    let ready = check(&["setup", "--check"]);
+    ready
+        .ok()
+        .stdout_has("claude: ready\n  ok   hooks: installed in .claude/settings.json\n");
+    ready.stdout_has("  ok   reachable: tavern is on PATH at ");
+    std::fs::remove_file(b.root().join("CLAUDE.md")).unwrap();
+    let v = check(&["--json", "setup", "--check", "claude"]);
+    v.code(6);
+    let v = v.json();
+    assert_eq!(v["ok"], json!(false));
+    let missing: Vec<&Value> = v["clients"][0]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["ok"] == json!(false))
+        .collect();
+    assert_eq!(missing.len(), 1, "{v}");
+    assert_eq!(
+        missing[0]["detail"],
+        json!("missing from CLAUDE.md: run `tavern setup claude`")
+    );
+    check(&["setup", "--check", "opencode"])
+        .code(6)
+        .stdout_has("opencode: needs attention\n");
+}
+
 #[test]
 fn remove_after_a_hand_edit_keeps_the_edit_and_takes_only_tavern_out() {
     let b = TestBoard::new();

@@ -299,7 +299,7 @@ pub fn others_using(
 }
 
 /// Whether the file of `plan` holds tavern's part.
-fn installed(plan: &Plan) -> bool {
+pub fn installed(plan: &Plan) -> bool {
     match super::read(&plan.path) {
         Ok(None) => false,
         Ok(Some(text)) => (plan.merge)(Some(&text), false)

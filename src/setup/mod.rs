@@ -5,6 +5,7 @@
 //! goes into AGENTS.md or CLAUDE.md. Everything merges into what is there, a second run
 //! changes nothing, `--dry-run` shows the change and `--remove` undoes it.
 
+mod check;
 pub mod clients;
 pub mod hook;
 mod merge;
@@ -20,8 +21,12 @@ use tavern::error::{Error, Result};
 #[derive(Debug, Args)]
 pub struct SetupArgs {
     /// The client: claude (Claude Code), codex (Codex CLI) or opencode
-    #[arg(value_parser = ["claude", "codex", "opencode"])]
-    pub client: String,
+    #[arg(value_parser = ["claude", "codex", "opencode"], required_unless_present = "check")]
+    pub client: Option<String>,
+    /// Tell, per client (or for CLIENT), whether tavern's hooks, plugin and MCP server are
+    /// installed, trusted by the client and reachable; change nothing
+    #[arg(long, conflicts_with_all = ["dry_run", "remove", "mcp"])]
+    pub check: bool,
     /// Also add the MCP server (`tavern mcp`) to the client's configuration
     #[arg(long)]
     pub mcp: bool,
@@ -183,7 +188,11 @@ pub fn run(
             .map(|b| b.project().to_path_buf())
             .unwrap_or_else(|| cwd.to_path_buf())
     };
-    let plans = clients::plans(&a.client, a.user, &base, &home, a.mcp || a.remove)?;
+    if a.check {
+        return check::run(a.client.as_deref(), a.user, &base, &home, json_out);
+    }
+    let client = a.client.clone().unwrap_or_default();
+    let plans = clients::plans(&client, a.user, &base, &home, a.mcp || a.remove)?;
     let backups = backup_dir(board.as_ref(), &home, a.user);
     let mut report = Vec::new();
     let mut diffs = String::new();
@@ -204,7 +213,7 @@ pub fn run(
         if a.remove && plan.notes {
             // Another client set up in the same scope reads the same notes: they stay, and
             // so does their backup, for the last client's --remove to restore.
-            let users = clients::others_using(&a.client, &plan.path, a.user, &base, &home);
+            let users = clients::others_using(&client, &plan.path, a.user, &base, &home);
             if !users.is_empty() && new != current {
                 report.push(
                     json!({"path": shown, "action": "kept", "what": plan.what, "used_by": users}),
@@ -260,10 +269,10 @@ pub fn run(
     let next = if a.remove {
         Vec::new()
     } else {
-        clients::next_steps(&a.client, a.user, a.mcp)
+        clients::next_steps(&client, a.user, a.mcp)
     };
     if json_out {
-        let v = json!({"client": a.client, "scope": if a.user {"user"} else {"project"}, "dry_run": a.dry_run, "files": report, "next": next});
+        let v = json!({"client": client, "scope": if a.user {"user"} else {"project"}, "dry_run": a.dry_run, "files": report, "next": next});
         out(&format!("{v}\n"))?;
     } else if a.dry_run {
         out(if diffs.is_empty() {
@@ -316,12 +325,12 @@ fn prune_empty_dirs(file: &Path, base: &Path, board: Option<&tavern::board::Boar
     }
 }
 
-fn out(text: &str) -> Result<()> {
+pub(crate) fn out(text: &str) -> Result<()> {
     std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes())
         .map_err(|e| Error::io("stdout", "write to", e))
 }
 
-fn display(path: &Path, base: &Path, home: &Path, user: bool) -> String {
+pub(crate) fn display(path: &Path, base: &Path, home: &Path, user: bool) -> String {
     if user && let Ok(rel) = path.strip_prefix(home) {
         return format!("~/{}", rel.display());
     }
