@@ -7,6 +7,7 @@
 
 mod claude;
 mod codex;
+mod opencode;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -246,8 +246,8 @@ fn the_agent_loop_leaves_what_the_cli_leaves() {
             )
         })
         .collect();
-    // From the last status on: the first session's work, this session's registration, the
-    // human's answer and the unblocking it did.
+    // From the last status on: the first session's work, the human's answer and the
+    // unblocking it did, and this session's registration (at its first tool call).
     assert_eq!(
         seen,
         [
@@ -256,9 +256,9 @@ fn the_agent_loop_leaves_what_the_cli_leaves() {
             "coder-1 create",
             "coder-1 create",
             "coder-1 transition",
-            "coder-1 agent",
             "tester edit",
-            "tester transition"
+            "tester transition",
+            "coder-1 agent"
         ]
     );
     let shown = ok(&r2[3]);

@@ -145,7 +145,19 @@ fn codex_runs_the_agent_loop_on_the_board() {
         "tavern setup codex does not tell the user to review the hooks:\n{}",
         setup.stdout
     );
+    // tavern's own check reads Codex's records: not trusted yet, then trusted.
+    let before = p.tavern(&["setup", "--check", "codex"]);
+    before.code(6).stdout_has("codex: needs attention\n");
+    before.stdout_has("FIX  folder trusted: Codex does not trust");
+    before.stdout_has(
+        "FIX  hooks trusted: Codex has not trusted SessionStart, PostToolUse, SessionEnd",
+    );
     review(&p, &c);
+    let after = p.tavern(&["setup", "--check", "codex"]);
+    after.ok().stdout_has("codex: ready\n");
+    after.stdout_has(
+        "ok   reachable: a login shell (`bash -lc`, as Codex runs commands) finds tavern at",
+    );
 
     // A session: the MCP claim, `tavern start` in the shell (Codex's shell does not carry
     // TAVERN_AGENT: the name comes from the context, as `--as`), then a context so full
