@@ -297,11 +297,12 @@ fn the_agent_loop_leaves_what_the_cli_leaves() {
         "task-a",
     ]);
     q.ok();
-    // The second session registered the agent again.
+    // The human answered; then the second session registered the agent again, at its
+    // first tool call.
+    c.run(&["answer", &q.text(), "--choice", "1.2"]).ok();
     let pid2 = r2[4]["pid"].as_u64().unwrap().to_string();
     c.run(&["agent", "register", "--name", "coder-1", "--pid", &pid2])
         .ok();
-    c.run(&["answer", &q.text(), "--choice", "1.2"]).ok();
     cli(&["submit", "task-a", "--note", "parser done"]);
 
     assert_eq!(
@@ -355,9 +356,9 @@ fn the_agent_loop_leaves_what_the_cli_leaves() {
             r#""coder-1" "create" "mcp""#,
             r#""coder-1" "create" "mcp""#,
             r#""coder-1" "transition" "mcp""#,
-            r#""coder-1" "agent" "mcp""#,
             r#""tester" "edit" null"#,
             r#""tester" "transition" null"#,
+            r#""coder-1" "agent" "mcp""#,
             r#""coder-1" "transition" "mcp""#,
         ]
     );
