@@ -18,6 +18,8 @@ pub struct Watcher {
     lines: Receiver<String>,
     /// Everything printed on stderr so far.
     stderr: Arc<Mutex<String>>,
+    /// Says when stderr is closed (the watcher exited): all of it was read.
+    stderr_closed: Receiver<()>,
     /// Every JSON line printed so far.
     pub seen: Vec<Value>,
 }
@@ -33,6 +35,7 @@ impl Watcher {
         let stderr = Arc::new(Mutex::new(String::new()));
         let err_pipe = child.stderr.take().unwrap();
         let err_text = Arc::clone(&stderr);
+        let (closed_tx, stderr_closed) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             for line in std::io::BufReader::new(err_pipe).lines() {
                 let Ok(line) = line else { break };
@@ -40,6 +43,7 @@ impl Watcher {
                 eprintln!("{line}");
                 err_text.lock().unwrap().push_str(&format!("{line}\n"));
             }
+            let _ = closed_tx.send(());
         });
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
@@ -55,6 +59,7 @@ impl Watcher {
             child,
             lines: rx,
             stderr,
+            stderr_closed,
             seen: Vec::new(),
         };
         w.wait_for("the watcher to start", |v| v["event"] == "watching");
@@ -126,14 +131,17 @@ impl Watcher {
         self.stderr.lock().unwrap().clone()
     }
 
-    /// Waits (up to PATIENCE) for the watcher to exit on its own; returns its exit code.
+    /// Waits (up to PATIENCE) for the watcher to exit on its own; returns its exit code
+    /// once all it printed on stderr was read.
     #[track_caller]
     pub fn wait_exit(&mut self) -> i32 {
         let end = Instant::now() + PATIENCE;
         loop {
             if let Some(status) = self.child.try_wait().expect("wait for tavern watch") {
-                // The last of stderr.
-                std::thread::sleep(Duration::from_millis(100));
+                // The reader sees the end of stderr after its last line (a loaded machine
+                // may schedule it long after the exit). Activations write to their own
+                // output files, so nothing else holds the pipe open.
+                let _ = self.stderr_closed.recv_timeout(PATIENCE);
                 return status.code().unwrap_or(-1);
             }
             assert!(
