@@ -5,6 +5,7 @@ mod bound;
 mod feed;
 pub mod server;
 pub mod tools;
+mod wire;
 
 use std::process::ExitCode;
 
@@ -136,17 +137,39 @@ pub fn run(
         .enable_all()
         .build()
         .map_err(|e| Error::io("tokio runtime", "start", e))?;
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         use rmcp::ServiceExt;
-        let service = server::Server::new(ctx, selected)
-            .serve(rmcp::transport::stdio())
-            .await
-            .map_err(|e| Error::input(format!("mcp: the client did not start a session: {e}")))?;
-        service
-            .waiting()
-            .await
-            .map_err(|e| Error::input(format!("mcp: the session ended with an error: {e}")))?;
-        Ok::<(), Error>(())
-    })?;
+        // The client's lines are checked on their way to rmcp (wire::read_client), and
+        // everything to the client goes through one bounded writer (wire::write_client).
+        let (out, lines) = tokio::sync::mpsc::unbounded_channel();
+        let writer = tokio::spawn(wire::write_client(tokio::io::stdout(), lines));
+        let (from_client, to_rmcp) = tokio::io::duplex(1 << 16);
+        let reader = tokio::spawn(wire::read_client(
+            tokio::io::stdin(),
+            from_client,
+            out.clone(),
+        ));
+        let session = async {
+            let service = server::Server::new(ctx, selected)
+                .serve((to_rmcp, wire::Lines::new(out)))
+                .await
+                .map_err(|e| {
+                    Error::input(format!("mcp: the client did not start a session: {e}"))
+                })?;
+            service
+                .waiting()
+                .await
+                .map_err(|e| Error::input(format!("mcp: the session ended with an error: {e}")))?;
+            Ok::<(), Error>(())
+        };
+        let result = session.await;
+        // The session is over: nothing more is read, and what was written is sent.
+        reader.abort();
+        let _ = writer.await;
+        result
+    });
+    // Not waiting for a read of stdin that may never end.
+    runtime.shutdown_background();
+    served?;
     Ok(ExitCode::SUCCESS)
 }

@@ -100,7 +100,7 @@ pub fn tool_error(e: &tavern::Error) -> CallToolResult {
         "kind": kind.name(),
         "code": e.exit_code(),
         "meaning": meaning,
-        "message": message,
+        "message": super::bound::message(&message),
         "path": e.path(),
     }});
     CallToolResult::error(vec![ContentBlock::text(v.to_string())])
@@ -158,7 +158,7 @@ impl ServerHandler for Server {
             return Err(McpError::invalid_params(
                 format!(
                     "no tool '{}' here; this server's tools: {}",
-                    request.name,
+                    super::bound::message(&request.name),
                     names.join(", ")
                 ),
                 None,
@@ -286,8 +286,13 @@ impl ServerHandler for Server {
         })
         .await
         .map_err(|e| McpError::internal_error(e.to_string(), None))?
-        .map_err(|e| McpError::resource_not_found(e, Some(json!({"uri": uri}))))?;
-        let (mut text, cut) = super::bound::cut(&text, 0, super::bound::BODY_CHARS * 4);
+        .map_err(|e| {
+            McpError::resource_not_found(
+                super::bound::message(&e),
+                Some(json!({"uri": super::bound::message(&uri)})),
+            )
+        })?;
+        let (mut text, cut) = super::bound::cut(&text, 0, super::bound::RESOURCE_CHARS);
         if let Some(c) = cut {
             text.push_str(&format!(
                 "\n\n[cut after {} of {} characters: use the show tool with an offset for the rest]\n",

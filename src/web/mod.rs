@@ -14,6 +14,7 @@
 //! are POST with the secret in a header, and are made by one of the board's `humans:`.
 
 mod live;
+mod markdown;
 mod routes;
 mod security;
 

@@ -22,11 +22,11 @@ use tavern::{Error, Kind};
 
 use super::App;
 use super::live::Update;
+use super::markdown;
 use super::security;
 
 const INDEX: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
-const MARKDOWN_JS: &str = include_str!("assets/markdown.js");
 const APP_CSS: &str = include_str!("assets/app.css");
 const FAVICON: &str = include_str!("assets/favicon.svg");
 
@@ -38,10 +38,6 @@ pub fn router(app: Shared) -> Router {
         .route(
             "/assets/app.js",
             get(|| asset("text/javascript; charset=utf-8", APP_JS)),
-        )
-        .route(
-            "/assets/markdown.js",
-            get(|| asset("text/javascript; charset=utf-8", MARKDOWN_JS)),
         )
         .route(
             "/assets/app.css",
@@ -237,6 +233,9 @@ async fn state(State(app): State<Shared>) -> Response {
             let status = views::status(&board)?;
             v["human"] = board.config.humans.contains(&app.actor).into();
             v["status"] = to_json(&status)?;
+            // For the count beside "Waiting on you", read on every refresh.
+            let w = views::waiting(&board)?;
+            v["waiting"] = (w.questions.len() + w.permissions.len() + w.review.len()).into();
             v["transitions"] = board
                 .config
                 .workflow
@@ -280,7 +279,31 @@ async fn board_view(State(app): State<Shared>, Query(q): Query<BoardQuery>) -> R
 }
 
 async fn waiting(State(app): State<Shared>) -> Response {
-    blocking(app, |app| to_json(&views::waiting(&app.board()?)?)).await
+    blocking(app, |app| {
+        let mut v = to_json(&views::waiting(&app.board()?)?)?;
+        for key in ["questions", "permissions"] {
+            if let Some(Value::Array(items)) = v.get_mut(key) {
+                items.iter_mut().for_each(|item| rendered(item, false));
+            }
+        }
+        Ok(v)
+    })
+    .await
+}
+
+/// Adds `body_html` (the body rendered within the bounds of [`markdown`]) and `body_bytes`.
+/// In a list, the raw body is cut where the rendering stops, so a page of many huge bodies
+/// stays small; a document's own page keeps the whole text.
+fn rendered(item: &mut Value, whole: bool) {
+    let Some(body) = item.get("body").and_then(Value::as_str) else {
+        return;
+    };
+    let r = markdown::render(body);
+    if !whole && let Some(shown) = r.shown {
+        item["body"] = Value::String(body.get(..shown).unwrap_or(body).to_string());
+    }
+    item["body_bytes"] = r.bytes.into();
+    item["body_html"] = Value::String(r.html);
 }
 
 async fn agents(State(app): State<Shared>) -> Response {
@@ -330,7 +353,9 @@ async fn log_page(State(app): State<Shared>, Query(q): Query<LogQuery>) -> Respo
 
 async fn document(State(app): State<Shared>, Path(id): Path<String>) -> Response {
     blocking(app, move |app| {
-        to_json(&views::document(&app.board()?, &id)?)
+        let mut v = to_json(&views::document(&app.board()?, &id)?)?;
+        rendered(&mut v, true);
+        Ok(v)
     })
     .await
 }
