@@ -1091,3 +1091,43 @@ fn bodies_come_rendered_cleaned_and_bounded() {
     assert_eq!(big_q["body_bytes"], doc["body"].as_str().unwrap().len());
     assert_eq!(doc["body_html"], big_q["body_html"]);
 }
+
+#[test]
+fn a_dependency_done_and_archived_blocks_nothing_as_tavern_deps_says() {
+    let b = board_with_human();
+    let base = b.task("Base", &["--id", "task-base"]);
+    let top = b.task("Top", &["--id", "task-top", "--depends-on", &base]);
+    let gone = b.task("Gone", &["--id", "task-gone"]);
+    let other = b.task(
+        "Other",
+        &["--id", "task-other", "--depends-on", "task-gone"],
+    );
+    for t in [&base, &gone] {
+        b.run(&["claim", t, "--as", "coder"]).ok();
+        b.run(&["start", t, "--as", "coder"]).ok();
+    }
+    b.run(&["done", &base, "--as", "coder"]).ok();
+    b.run(&["fail", &gone, "--as", "coder"]).ok();
+    b.run(&["archive"]).ok();
+    assert!(b.board().join("archive/tasks/task-base.md").exists());
+    let deps = b.run(&["--json", "deps", &top]).ok().json();
+    assert_eq!(deps["waits_for"][0]["status"], "done");
+    let s = serve(&b, HUMAN);
+    let board = s.get("/api/board").json();
+    let card = |id: &str| {
+        board["columns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|c| c["cards"].as_array().unwrap().iter())
+            .find(|c| c["id"] == id)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(card(&top)["blockers"], json!([]));
+    // An archived dependency that failed still blocks, and says where it is.
+    assert_eq!(
+        card(&other)["blockers"],
+        json!([{"id": "task-gone", "kind": "task", "what": "failed, archived"}])
+    );
+}

@@ -4,10 +4,7 @@
 
 use serde_json::{Value, json};
 
-use tavern::doc::Document;
-use tavern::error::{Error, Result};
-use tavern::log::Entry;
-use tavern::scan::Skipped;
+use tavern::api::{Document, Entry, Error, Result, Skipped};
 
 /// Characters of a body `show` returns at once.
 pub const BODY_CHARS: usize = 16_000;
@@ -147,7 +144,7 @@ const NOTE_CHARS: usize = 300;
 
 /// One log entry, compact: its diff only when asked for, its note cut.
 pub fn entry(e: &Entry, patch: bool) -> Value {
-    let mut v = json!({"id": tavern::log::entry_id(e), "seq": e.seq, "at": e.at, "actor": e.actor, "op": e.op, "doc": e.doc});
+    let mut v = json!({"id": tavern::api::history::entry_id(e), "seq": e.seq, "at": e.at, "actor": e.actor, "op": e.op, "doc": e.doc});
     for (k, x) in [
         ("via", &e.via),
         ("transition", &e.transition),

@@ -11,8 +11,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use tavern::board::Board;
-use tavern::error::{Error, Result};
+use tavern::api::{self, Board, Error, Result};
 
 #[derive(Debug, Args)]
 pub struct McpArgs {
@@ -84,25 +83,26 @@ pub fn tools_list_json(selected: &[&'static tools::Def]) -> String {
     serde_json::json!({ "tools": tools }).to_string()
 }
 
-/// `tavern mcp`: the acting agent from --as, TAVERN_AGENT or (with --client) the client's
-/// process; the board found as every command finds it, once it is needed.
-pub fn command(ctx: &crate::cli::Ctx, a: McpArgs) -> Result<ExitCode> {
-    let explicit = ctx
-        .global
-        .actor
-        .clone()
+/// `tavern mcp`: the acting agent from `as_actor` (--as), TAVERN_AGENT or (with --client)
+/// the client's process; the board, from `board`, once it is needed.
+pub fn command(
+    board: impl FnOnce() -> Result<Board>,
+    as_actor: Option<String>,
+    a: McpArgs,
+) -> Result<ExitCode> {
+    let explicit = as_actor
         .or_else(|| std::env::var("TAVERN_AGENT").ok().filter(|s| !s.is_empty()))
         .or_else(|| {
             a.client
                 .as_ref()
-                .map(|c| crate::setup::hook::agent_name(c, None, tavern::client::holder()))
+                .map(|c| crate::setup::hook::agent_name(c, None, api::client_process()))
         });
     let actor = explicit
         .clone()
         .or_else(|| std::env::var("USER").ok().filter(|s| !s.is_empty()))
         .unwrap_or_else(|| "unknown".into());
-    tavern::ops::validate_actor(&actor)?;
-    run(|| ctx.board(), actor, explicit.is_some(), a)
+    api::validate_actor(&actor)?;
+    run(board, actor, explicit.is_some(), a)
 }
 
 /// Serves the board on stdin/stdout until the client closes the connection.
@@ -123,13 +123,13 @@ pub fn run(
     }
     let board = board()?;
     // Every change this server makes is logged as having come through MCP.
-    tavern::log::set_via("mcp");
+    api::via("mcp");
     if explicit_actor {
         crate::setup::hook::register(
             &board,
             &actor,
             a.capabilities.as_deref(),
-            tavern::client::holder(),
+            api::client_process(),
         )?;
     }
     let ctx = tools::Ctx { board, actor };

@@ -4,7 +4,7 @@
 // when a task file changes on disk and when `tavern claim` runs in another process, a
 // question is answered and a permission approved through the page (the files and the log
 // say so, with the human as actor and `via: dashboard`), a refused transition shows the
-// CLI's message, and nothing from a hostile title or body runs. Screenshots go to
+// library's message in the page's words, and nothing from a hostile title or body runs. Screenshots go to
 // target/web/ for a person to look at.
 //
 //   cargo build && (cd tests/browser && npm ci && npm test)
@@ -231,7 +231,7 @@ test("a permission is approved through the page, confirmed by typing its id", as
   assertByDashboard(entry, "alice", "edit");
 });
 
-test("a refused transition shows the CLI's message and the page stays usable", async () => {
+test("a refused transition shows the library's message in the page's words and the page stays usable", async () => {
   await page.goto(new URL(url).origin + "/#/doc/task-csv8");
   await page.waitForSelector(".transitions button:has-text('start')", { timeout: WAIT });
   await page.click(".transitions button:has-text('start')");
@@ -243,7 +243,12 @@ test("a refused transition shows the CLI's message and the page stays usable", a
     cli = String(e.stderr).replace(/^error: /, "").trim();
   }
   assert.ok(cli.length > 0, "the CLI refuses too");
-  assert.equal((await page.locator(".flash").innerText()).replace(/\s*dismiss$/, ""), cli);
+  // The library's message, with the override named as the page offers it (not --force).
+  assert.ok(cli.includes("--force"), cli);
+  assert.equal(
+    (await page.locator(".flash").innerText()).replace(/\s*dismiss$/, ""),
+    cli.replace("--force", "Override on the task's page (logged)"),
+  );
   // Still usable: another view renders.
   await page.click('a[data-view="findings"]');
   await page.waitForSelector('.finding[data-id="obs-inj1"]', { timeout: WAIT });
