@@ -158,12 +158,65 @@ pub(crate) fn columns_of(board: &Board, query: &Query, paging: &Paging) -> Resul
     })
 }
 
+/// What one task waits for: its dependencies not finished, the open questions that list
+/// it under `blocks` (for a task's own page).
+pub fn blockers(board: &Board, task: &Document) -> Result<Vec<Blocker>> {
+    let deps: Vec<Document> = task
+        .list("depends_on")
+        .iter()
+        .filter_map(|d| crate::ops::graph::read_task(board, d))
+        .filter(|d| !d.archived)
+        .collect();
+    let status_of: HashMap<&str, &str> = deps
+        .iter()
+        .map(|d| (d.id(), d.status().unwrap_or("")))
+        .collect();
+    let questions = scan::scan_matching(board, &[Region::Questions], |d| {
+        d.status() == Some("open") && d.list("blocks").iter().any(|t| t == task.id())
+    })?;
+    let asked = questions
+        .docs
+        .iter()
+        .map(|q| Blocker {
+            id: q.id().to_string(),
+            kind: "question",
+            what: q.title().to_string(),
+        })
+        .collect();
+    let blocked_by = HashMap::from([(task.id().to_string(), asked)]);
+    Ok(dependency_blockers(board, task, &status_of, &blocked_by))
+}
+
 fn card(
     board: &Board,
     d: &Document,
     status_of: &HashMap<&str, &str>,
     blocked_by: &HashMap<String, Vec<Blocker>>,
 ) -> Card {
+    let blockers = dependency_blockers(board, d, status_of, blocked_by);
+    Card {
+        id: d.id().to_string(),
+        title: d.title().to_string(),
+        status: d.status().unwrap_or("").to_string(),
+        priority: d.get("priority").and_then(Value::as_i64),
+        claimed_by: d.text("claimed_by"),
+        created_at: d.created_at().to_string(),
+        updated_at: d.text("updated_at"),
+        tags: d.list("tags"),
+        depends_on: d.list("depends_on"),
+        blockers,
+        rev: d.rev(),
+    }
+}
+
+/// The dependencies of `d` that are not finished (`status_of`: the tasks on the board;
+/// others are looked for in the archive), then the questions in `blocked_by` for it.
+fn dependency_blockers(
+    board: &Board,
+    d: &Document,
+    status_of: &HashMap<&str, &str>,
+    blocked_by: &HashMap<String, Vec<Blocker>>,
+) -> Vec<Blocker> {
     let depends_on = d.list("depends_on");
     let mut blockers: Vec<Blocker> = depends_on
         .iter()
@@ -199,17 +252,5 @@ fn card(
     if let Some(qs) = blocked_by.get(d.id()) {
         blockers.extend(qs.iter().cloned());
     }
-    Card {
-        id: d.id().to_string(),
-        title: d.title().to_string(),
-        status: d.status().unwrap_or("").to_string(),
-        priority: d.get("priority").and_then(Value::as_i64),
-        claimed_by: d.text("claimed_by"),
-        created_at: d.created_at().to_string(),
-        updated_at: d.text("updated_at"),
-        tags: d.list("tags"),
-        depends_on,
-        blockers,
-        rev: d.rev(),
-    }
+    blockers
 }

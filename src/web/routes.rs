@@ -268,9 +268,25 @@ async fn board_view(State(app): State<Shared>, Query(q): Query<BoardQuery>) -> R
 async fn waiting(State(app): State<Shared>) -> Response {
     blocking(app, |app| {
         let mut v = to_json(&api::waiting::waiting(&app.board()?)?)?;
-        for key in ["questions", "permissions"] {
-            if let Some(Value::Array(items)) = v.get_mut(key) {
-                items.iter_mut().for_each(|item| rendered(item, false));
+        if let Some(Value::Array(items)) = v.get_mut("permissions") {
+            items.iter_mut().for_each(|item| rendered(item, false));
+        }
+        if let Some(Value::Array(items)) = v.get_mut("questions") {
+            for item in items {
+                let options: Vec<String> = item["options"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|o| o.as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let rest = beyond_the_card(
+                    item["body"].as_str().unwrap_or(""),
+                    item["title"].as_str().unwrap_or(""),
+                    &options,
+                );
+                render_as(item, &rest, false);
             }
         }
         Ok(v)
@@ -285,12 +301,68 @@ fn rendered(item: &mut Value, whole: bool) {
     let Some(body) = item.get("body").and_then(Value::as_str) else {
         return;
     };
-    let r = markdown::render(body);
+    let body = body.to_string();
+    render_as(item, &body, whole);
+}
+
+/// [`rendered`], with `text` (a part of the body) as what is rendered.
+fn render_as(item: &mut Value, text: &str, whole: bool) {
+    let r = markdown::render(text);
     if !whole && let Some(shown) = r.shown {
-        item["body"] = Value::String(body.get(..shown).unwrap_or(body).to_string());
+        item["body"] = Value::String(text.get(..shown).unwrap_or(text).to_string());
     }
     item["body_bytes"] = r.bytes.into();
     item["body_html"] = Value::String(r.html);
+}
+
+/// A question's body less what its card shows already: a `## Question` section that only
+/// repeats the title and an `## Options` section that only lists the options (what `ask`
+/// writes), and headings with nothing under them.
+fn beyond_the_card(body: &str, title: &str, options: &[String]) -> String {
+    fn keep<'a>(
+        heading: Option<&'a str>,
+        lines: &[&'a str],
+        title: &str,
+        options: &[String],
+        out: &mut Vec<&'a str>,
+    ) -> bool {
+        let text = lines.join("\n");
+        let text = text.trim();
+        let repeated = match heading.map(str::trim) {
+            _ if text.is_empty() => true,
+            Some("## Question") => text == title.trim(),
+            Some("## Options") => text
+                .lines()
+                .map(|l| l.trim().trim_start_matches(['-', '*']).trim())
+                .filter(|l| !l.is_empty())
+                .eq(options.iter().map(String::as_str)),
+            _ => false,
+        };
+        if !repeated {
+            out.extend(heading);
+            out.extend_from_slice(lines);
+        }
+        repeated
+    }
+    let mut out = Vec::new();
+    let mut heading = None;
+    let mut lines = Vec::new();
+    let mut left_out = false;
+    for line in body.lines() {
+        if line.starts_with("## ") {
+            left_out |= keep(heading, &lines, title, options, &mut out) && heading.is_some();
+            heading = Some(line);
+            lines.clear();
+        } else {
+            lines.push(line);
+        }
+    }
+    left_out |= keep(heading, &lines, title, options, &mut out) && heading.is_some();
+    if left_out {
+        out.join("\n")
+    } else {
+        body.to_string()
+    }
 }
 
 async fn agents(State(app): State<Shared>) -> Response {
@@ -354,6 +426,9 @@ async fn document(State(app): State<Shared>, Path(id): Path<String>) -> Response
                 .into();
             v["moves"] = to_json(&moves)?;
             v["archived"] = doc.archived.into();
+            if doc.region == api::Region::Tasks && !doc.archived {
+                v["blockers"] = to_json(&api::columns::blockers(&board, &doc)?)?;
+            }
         }
         Ok(v)
     })

@@ -299,7 +299,9 @@
         h("h3", {}, docLink(q.id, q.title || q.id)),
         h("div", { class: "muted" }, q.id, " · asked by ", q.asked_by || "?", " · ", ago(q.created_at), " ago",
           q.blocks.length ? [" · blocks ", q.blocks.map((b, i) => [i ? ", " : "", docLink(b)])] : null),
-        q.body.trim() ? markdown(q.body_html) : null,
+        // What the body says beyond the title and the options (the server leaves out
+        // the sections that only repeat them).
+        q.body_html && q.body_html.trim() ? markdown(q.body_html) : null,
         q.options.length
           ? h("div", { class: "options" }, q.options.map((o) =>
               actButton(o, (ev) => act("/api/question/" + encodeURIComponent(q.id) + "/answer", { choice: o }, ev.target), "option")))
@@ -488,15 +490,34 @@
   async function viewDoc(id) {
     const d = await api("/api/doc/" + encodeURIComponent(id));
     const note = h("input", { type: "text", class: "note", placeholder: "note (for the log)", maxlength: "2000", "data-key": "note:" + d.id });
-    const actions = d.transitions.length
-      ? h("div", { class: "row transitions" }, note, d.transitions.map((t) =>
-          actButton(t, (ev) => act("/api/task/" + encodeURIComponent(d.id) + "/transition", { name: t, note: note.value, if_rev: d.rev }, ev.target))))
+    const run = (m, force) => (ev) =>
+      act("/api/task/" + encodeURIComponent(d.id) + "/transition", { name: m.name, note: note.value, if_rev: d.rev, force }, ev.target);
+    // What the viewer may do: their own (or anyone's) moves as buttons; the claimant's
+    // moves on a task someone else holds only as an explicit, logged override.
+    const moves = d.moves || [];
+    const own = moves.filter((m) => !m.force);
+    const theirs = moves.filter((m) => m.force);
+    const holder = d.fields && d.fields.claimed_by;
+    const actions = moves.length
+      ? h("div", { class: "actions" },
+          h("div", { class: "row transitions" }, note, own.map((m) => actButton(m.name, run(m, false)))),
+          theirs.length
+            ? h("details", { class: "override" },
+                h("summary", {}, "Override: " + String(holder) + " holds this task"),
+                h("p", { class: "muted" }, "These moves are " + String(holder) + "'s to make. A human may force them; the log records the override."),
+                h("div", { class: "row" }, theirs.map((m) => actButton("force " + m.name, run(m, true), "deny"))))
+            : null)
+      : null;
+    const blockers = (d.blockers || []).length
+      ? h("div", { class: "blockers doc-blockers" }, "Blocked by ",
+          d.blockers.map((b, i) => [i ? ", " : "", b.kind === "question" ? "question " : "task ", docLink(b.id), " (", b.what, ")"]))
       : null;
     return {
       frag: [
         h("h2", { class: "doc-title" }, String(d.fields.title || d.id)),
         h("div", { class: "muted" }, d.path, " · rev ", String(d.rev), d.archived ? " · archived" : "", " · ",
           h("a", { href: "#/timeline?doc=" + encodeURIComponent(d.path) }, "history")),
+        blockers,
         actions,
         h("table", { class: "fields" }, h("tbody", {}, Object.entries(d.fields).map(([k, v]) =>
           h("tr", {}, h("th", {}, k), h("td", {}, fieldValue(v)))))),
