@@ -18,8 +18,8 @@ pub struct Watcher {
     lines: Receiver<String>,
     /// Everything printed on stderr so far.
     stderr: Arc<Mutex<String>>,
-    /// Says when stderr is closed (the watcher exited): all of it was read.
-    stderr_closed: Receiver<()>,
+    /// The thread copying stderr; it ends when every holder of the pipe has exited.
+    stderr_reader: std::thread::JoinHandle<()>,
     /// Every JSON line printed so far.
     pub seen: Vec<Value>,
 }
@@ -35,15 +35,13 @@ impl Watcher {
         let stderr = Arc::new(Mutex::new(String::new()));
         let err_pipe = child.stderr.take().unwrap();
         let err_text = Arc::clone(&stderr);
-        let (closed_tx, stderr_closed) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
+        let stderr_reader = std::thread::spawn(move || {
             for line in std::io::BufReader::new(err_pipe).lines() {
                 let Ok(line) = line else { break };
                 // Still shown with a failing test's output.
                 eprintln!("{line}");
                 err_text.lock().unwrap().push_str(&format!("{line}\n"));
             }
-            let _ = closed_tx.send(());
         });
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
@@ -59,7 +57,7 @@ impl Watcher {
             child,
             lines: rx,
             stderr,
-            stderr_closed,
+            stderr_reader,
             seen: Vec::new(),
         };
         w.wait_for("the watcher to start", |v| v["event"] == "watching");
@@ -131,17 +129,19 @@ impl Watcher {
         self.stderr.lock().unwrap().clone()
     }
 
-    /// Waits (up to PATIENCE) for the watcher to exit on its own; returns its exit code
-    /// once all it printed on stderr was read.
+    /// Waits (up to PATIENCE) for the watcher to exit on its own; returns its exit code.
     #[track_caller]
     pub fn wait_exit(&mut self) -> i32 {
         let end = Instant::now() + PATIENCE;
         loop {
             if let Some(status) = self.child.try_wait().expect("wait for tavern watch") {
-                // The reader sees the end of stderr after its last line (a loaded machine
-                // may schedule it long after the exit). Activations write to their own
-                // output files, so nothing else holds the pipe open.
-                let _ = self.stderr_closed.recv_timeout(PATIENCE);
+                // The last of stderr: the reader ends at the pipe's end of file (a
+                // fixed pause was too short on a loaded machine). An activation that
+                // outlives the watcher may hold the pipe open, so don't wait forever.
+                let end = Instant::now() + PATIENCE;
+                while !self.stderr_reader.is_finished() && Instant::now() < end {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
                 return status.code().unwrap_or(-1);
             }
             assert!(
