@@ -1,0 +1,362 @@
+use super::*;
+use crate::api::docs::NewDoc;
+use crate::doc::Region;
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    board: Board,
+    rec: Reconciler,
+}
+
+/// A board with task-1 (made by alice), and a reconciler that took it as it was.
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    crate::board::init(dir.path()).unwrap();
+    let board = Board::open(&dir.path().join(".tavern")).unwrap();
+    create(&board, "task-1");
+    let rec = Reconciler::open(board.clone()).unwrap();
+    Fixture {
+        _dir: dir,
+        board,
+        rec,
+    }
+}
+
+fn create(board: &Board, id: &str) {
+    let spec = NewDoc {
+        id: Some(id.into()),
+        title: "T".into(),
+        ..NewDoc::default()
+    };
+    crate::api::docs::create(board, "alice", Region::Tasks, &spec).unwrap();
+}
+
+impl Fixture {
+    fn path(&self, rel: &str) -> std::path::PathBuf {
+        areas::abs(&self.board, rel)
+    }
+
+    /// Catches up with the log, then looks at every hinted path and at `also`.
+    fn look(&mut self, also: &[&str]) -> Vec<Change> {
+        self.rec.catch_up().unwrap();
+        self.rec.hints.extend(also.iter().map(|s| s.to_string()));
+        let mut out = Vec::new();
+        while let Some(rel) = self.rec.hints.pop_first() {
+            match self.rec.reconcile(&rel).unwrap() {
+                Outcome::Handled(changes) => out.extend(changes),
+                Outcome::Deferred(_) => panic!("{rel} deferred"),
+            }
+        }
+        out
+    }
+
+    fn log(&self) -> Vec<Entry> {
+        log::read_from(&self.board, 0).unwrap().0
+    }
+
+    fn ops(&self) -> Vec<String> {
+        self.log()
+            .iter()
+            .map(|e| format!("{} {}", e.op, e.doc))
+            .collect()
+    }
+}
+
+fn summary(changes: &[Change]) -> Vec<(String, Vec<String>, Option<String>)> {
+    changes
+        .iter()
+        .map(|c| {
+            (
+                c.tracked.rel.clone(),
+                c.events.iter().map(On::name).collect(),
+                c.actor.clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_first_start_takes_the_board_as_it_is() {
+    let mut f = fixture();
+    assert!(f.look(&["tasks/task-1.md"]).is_empty());
+    assert_eq!(f.ops(), ["create tasks/task-1.md"]);
+}
+
+#[test]
+fn tavern_writes_are_changes_by_their_actor_with_their_transition() {
+    let mut f = fixture();
+    create(&f.board, "task-2");
+    let opts = crate::ops::transition::Options::default();
+    crate::api::tasks::claim(&f.board, "bob", "task-1", &opts).unwrap();
+    let changes = f.look(&[]);
+    assert_eq!(
+        summary(&changes),
+        [
+            (
+                "tasks/task-1.md".into(),
+                vec!["changed".into(), "transition:claimed".into()],
+                Some("bob".into())
+            ),
+            (
+                "tasks/task-2.md".into(),
+                vec!["created".into()],
+                Some("alice".into())
+            ),
+        ]
+    );
+    // Explained by the log: nothing logged on the watcher's account.
+    assert_eq!(f.log().len(), 3);
+    // Looked at again: handled already.
+    assert!(f.look(&["tasks/task-1.md", "tasks/task-2.md"]).is_empty());
+}
+
+#[test]
+fn an_edit_outside_tavern_is_logged_once_with_its_diff() {
+    let mut f = fixture();
+    let path = f.path("tasks/task-1.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let edited = text.replace("status: pending", "status: review");
+    assert_ne!(text, edited);
+    std::fs::write(&path, &edited).unwrap();
+    let changes = f.look(&["tasks/task-1.md"]);
+    assert_eq!(
+        summary(&changes),
+        [(
+            "tasks/task-1.md".into(),
+            vec!["changed".into(), "transition:review".into()],
+            None
+        )]
+    );
+    let last = f.log().pop().unwrap();
+    assert_eq!(
+        (last.op.as_str(), last.actor.as_str(), last.note.as_deref()),
+        ("external-edit", WATCHER, Some("changed outside tavern"))
+    );
+    assert_eq!(
+        last.diff.as_deref(),
+        Some(log::diff(&text, &edited).as_str())
+    );
+    assert_eq!(changes[0].seq, last.seq);
+    let notices: Vec<u64> = f.rec.notices.iter().map(|n| n.entry.seq).collect();
+    assert_eq!(notices, [last.seq]);
+    // Once: the entry is the watcher's own, and the file is as it was handled.
+    assert!(f.look(&["tasks/task-1.md"]).is_empty());
+    assert_eq!(f.log().len(), 2);
+}
+
+#[test]
+fn an_invalid_edit_is_an_alert_and_no_change() {
+    let mut f = fixture();
+    std::fs::write(f.path("tasks/task-1.md"), "---\nstatus: nowhere\n---\n").unwrap();
+    // Old enough not to be taken for a write in progress.
+    let old = std::time::SystemTime::now() - Duration::from_secs(5);
+    std::fs::File::options()
+        .write(true)
+        .open(f.path("tasks/task-1.md"))
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    assert!(f.look(&["tasks/task-1.md"]).is_empty());
+    let ops = f.ops();
+    assert_eq!(
+        ops[1..],
+        ["external-edit tasks/task-1.md", "alert tasks/task-1.md"]
+    );
+    let alert = f.log().pop().unwrap();
+    assert!(
+        alert
+            .note
+            .as_deref()
+            .unwrap()
+            .contains("not reverted, no source started"),
+        "{alert:?}"
+    );
+}
+
+#[test]
+fn a_file_whose_name_is_no_id_is_an_alert_once_never_a_change() {
+    let mut f = fixture();
+    std::fs::write(f.path("tasks/-rf.md"), "x").unwrap();
+    assert!(f.look(&["tasks/-rf.md"]).is_empty());
+    assert!(f.look(&["tasks/-rf.md"]).is_empty());
+    assert_eq!(f.ops()[1..], ["alert tasks/-rf.md"]);
+    let note = f.log().pop().unwrap().note.unwrap();
+    assert_eq!(
+        note,
+        "tasks/-rf.md: file name is not a valid id ([a-z0-9][a-z0-9._-]{0,63}.md); not tracked and no source started (rename it)"
+    );
+}
+
+#[test]
+fn a_deletion_outside_tavern_is_logged_once_even_after_a_commit() {
+    let mut f = fixture();
+    let text = std::fs::read_to_string(f.path("tasks/task-1.md")).unwrap();
+    std::fs::remove_file(f.path("tasks/task-1.md")).unwrap();
+    let changes = f.look(&["tasks/task-1.md"]);
+    assert_eq!(
+        summary(&changes),
+        [("tasks/task-1.md".into(), vec!["deleted".into()], None)]
+    );
+    let last = f.log().pop().unwrap();
+    assert_eq!(last.note.as_deref(), Some("deleted outside tavern"));
+    assert_eq!(last.diff.as_deref(), Some(log::diff(&text, "").as_str()));
+    assert!(f.rec.commit().is_empty());
+    // The snapshot (saved seldom) still lists the file: the handled deletion's mark
+    // keeps it from being logged again, here and by a restarted watcher.
+    assert!(f.look(&["tasks/task-1.md"]).is_empty());
+    let mut again = Reconciler::open(f.board.clone()).unwrap();
+    again.hints.insert("tasks/task-1.md".into());
+    assert!(
+        matches!(again.reconcile("tasks/task-1.md").unwrap(), Outcome::Handled(c) if c.is_empty())
+    );
+    assert_eq!(f.ops().len(), 2);
+}
+
+#[test]
+fn a_file_replaced_by_a_directory_in_one_batch_is_deleted_with_its_diff() {
+    let mut f = fixture();
+    std::fs::create_dir_all(f.path("solutions/task-1")).unwrap();
+    std::fs::write(f.path("solutions/task-1/h"), "again\n").unwrap();
+    assert_eq!(f.look(&["solutions/task-1/h"]).len(), 1);
+    assert!(f.rec.commit().is_empty());
+    std::fs::remove_file(f.path("solutions/task-1/h")).unwrap();
+    std::fs::create_dir(f.path("solutions/task-1/h")).unwrap();
+    std::fs::write(f.path("solutions/task-1/h/a"), "a\n").unwrap();
+    let changes = f.look(&["solutions/task-1/h", "solutions/task-1/h/a"]);
+    assert_eq!(
+        summary(&changes),
+        [
+            ("solutions/task-1/h".into(), vec!["deleted".into()], None),
+            ("solutions/task-1/h/a".into(), vec!["created".into()], None),
+        ]
+    );
+    assert!(f.rec.commit().is_empty());
+    assert!(
+        f.look(&["solutions/task-1/h", "solutions/task-1/h/a"])
+            .is_empty()
+    );
+    let diffs: Vec<(String, Option<String>)> = f.log()[1..]
+        .iter()
+        .map(|e| (e.doc.clone(), e.diff.clone()))
+        .collect();
+    assert_eq!(
+        diffs,
+        [
+            ("solutions/task-1/h".into(), Some(log::diff("", "again\n"))),
+            ("solutions/task-1/h".into(), Some(log::diff("again\n", ""))),
+            ("solutions/task-1/h/a".into(), Some(log::diff("", "a\n"))),
+        ]
+    );
+}
+
+#[test]
+fn an_empty_file_just_written_is_looked_at_again_before_it_is_logged() {
+    let mut f = fixture();
+    std::fs::create_dir_all(f.path("solutions/task-1")).unwrap();
+    // `echo again > h`, seen between its truncation and its write.
+    std::fs::write(f.path("solutions/task-1/h"), "").unwrap();
+    f.rec.catch_up().unwrap();
+    assert!(matches!(
+        f.rec.reconcile("solutions/task-1/h").unwrap(),
+        Outcome::Deferred(SETTLE)
+    ));
+    assert_eq!(f.log().len(), 1, "nothing logged yet");
+    std::fs::write(f.path("solutions/task-1/h"), "again\n").unwrap();
+    let changes = f.look(&["solutions/task-1/h"]);
+    assert_eq!(
+        summary(&changes),
+        [("solutions/task-1/h".into(), vec!["created".into()], None)]
+    );
+    let last = f.log().pop().unwrap();
+    assert_eq!(last.diff, Some(log::diff("", "again\n")));
+    // Empty for good (deferred once already): logged as it is.
+    std::fs::write(f.path("solutions/task-1/e"), "").unwrap();
+    assert!(matches!(
+        f.rec.reconcile("solutions/task-1/e").unwrap(),
+        Outcome::Deferred(_)
+    ));
+    let changes = f.look(&["solutions/task-1/e"]);
+    assert_eq!(changes.len(), 1);
+    assert_eq!(
+        f.log().pop().unwrap().note.as_deref(),
+        Some("created outside tavern")
+    );
+}
+
+#[test]
+fn a_sync_merge_explains_the_document_at_its_rev_whatever_its_diff() {
+    let mut f = fixture();
+    let path = f.path("tasks/task-1.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let merged = text.replace("rev: 1", "rev: 3") + "merged from both sides\n";
+    let entry = |rev: u64| Entry {
+        at: crate::time::stamp_millis(crate::time::now()),
+        actor: "tavern-sync".into(),
+        op: "sync-merge".into(),
+        doc: "tasks/task-1.md".into(),
+        rev: Some(rev),
+        // Made on the other clone, from its own copy: it does not apply here.
+        diff: Some("@@ -1 +1 @@\n-elsewhere\n+merged\n".into()),
+        ..Entry::default()
+    };
+    std::fs::write(&path, &merged).unwrap();
+    log::append(&f.board, entry(3)).unwrap();
+    let changes = f.look(&[]);
+    assert_eq!(
+        summary(&changes),
+        [(
+            "tasks/task-1.md".into(),
+            vec!["changed".into()],
+            Some("tavern-sync".into())
+        )]
+    );
+    assert_eq!(
+        f.ops(),
+        ["create tasks/task-1.md", "sync-merge tasks/task-1.md"]
+    );
+    // At another rev than the entry names, the file is not what the merge made.
+    std::fs::write(&path, merged.replace("rev: 3", "rev: 5")).unwrap();
+    log::append(&f.board, entry(4)).unwrap();
+    let changes = f.look(&[]);
+    assert_eq!(changes.len(), 2, "{:?}", summary(&changes));
+    assert_eq!(f.log().pop().unwrap().op, "external-edit");
+}
+
+#[test]
+fn another_clones_entry_with_the_seq_of_an_own_one_is_not_taken_for_it() {
+    let mut f = fixture();
+    // The watcher's own entry: seq 2 of this clone.
+    let own = f
+        .rec
+        .alert("tasks/task-1.md", WATCHER, "an alert".into())
+        .unwrap();
+    assert_eq!(own.seq, 2);
+    // Another clone's create, arrived by sync: seq 2 of its own clock (read first:
+    // entries of one seq are read in the order of their origins).
+    create(&f.board, "task-2");
+    let path = f.board.log_path();
+    let log_text = std::fs::read_to_string(&path).unwrap();
+    let (before, last) = log_text.trim_end().rsplit_once('\n').unwrap();
+    let theirs = last.replacen("{seq: 3, ", "{seq: 2, ", 1).replacen(
+        &format!("origin: \"{}\"", own.origin),
+        "origin: \"0other\"",
+        1,
+    );
+    assert_ne!(theirs, last);
+    std::fs::write(&path, format!("{before}\n{theirs}\n")).unwrap();
+    let changes = f.look(&[]);
+    assert_eq!(
+        summary(&changes),
+        [(
+            "tasks/task-2.md".into(),
+            vec!["created".into()],
+            Some("alice".into())
+        )]
+    );
+    assert!(
+        !f.ops()
+            .contains(&"external-edit tasks/task-2.md".to_string())
+    );
+    // Its own entry, read back, is still skipped.
+    assert!(f.look(&["tasks/task-1.md"]).is_empty());
+}
