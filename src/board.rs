@@ -291,6 +291,16 @@ impl Board {
         layout::archive_dir(&self.root, region)
     }
 
+    /// Does a task with this id exist, on the board or in the archive?
+    pub fn task_exists(&self, id: &str) -> bool {
+        crate::id::validate(id).is_ok()
+            && (std::fs::symlink_metadata(self.doc_path(Region::Tasks, id)).is_ok()
+                || std::fs::symlink_metadata(
+                    self.archive_dir(Region::Tasks).join(format!("{id}.md")),
+                )
+                .is_ok())
+    }
+
     /// The project the board belongs to: the directory holding `.tavern`, where commands
     /// tavern starts (completion checks, knowledge sources) run.
     pub fn project(&self) -> &Path {

@@ -192,12 +192,23 @@ fn scan_where(
     Ok(scan)
 }
 
+/// Is a document finished, so that archiving it loses nothing in progress (and `list`
+/// shows it after what is open)?
+pub fn finished(board: &Board, doc: &Document) -> bool {
+    let status = doc.status().unwrap_or("");
+    match doc.region {
+        Region::Tasks => board.config.workflow.is_terminal(status),
+        Region::Observations => matches!(status, "resolved" | "rejected" | "expired"),
+        Region::Questions => !matches!(status, "open" | ""),
+    }
+}
+
 /// For `list`: what is still open before what is finished (terminal tasks, resolved or
 /// rejected findings, decided questions), each part best first.
 pub fn sort_open_first(board: &Board, docs: &mut [Document]) {
     sort_best_first(docs);
     // A stable sort keeps each part's order.
-    docs.sort_by_key(|d| crate::ops::archive::finished(board, d));
+    docs.sort_by_key(|d| finished(board, d));
 }
 
 /// Best first: priority (0 = critical), then oldest, then id.

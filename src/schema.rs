@@ -14,6 +14,11 @@ use crate::error::{Error, Result};
 /// The statuses an observation goes through (post, ack, resolve, reject; sweep expires).
 pub const OBSERVATION_STATES: [&str; 5] =
     ["open", "acknowledged", "resolved", "rejected", "expired"];
+/// How grave an observation is, least first.
+pub const SEVERITIES: [&str; 5] = ["info", "low", "medium", "high", "critical"];
+/// How long an observation holds: for the session that posted it, or until resolved.
+pub const SCOPES: [&str; 2] = ["session", "persistent"];
+
 /// The statuses of a question (answer) or a permission request (approve, deny).
 pub const QUESTION_STATES: [&str; 4] = ["open", "answered", "approved", "denied"];
 
@@ -67,8 +72,8 @@ fn rule(region: Region, key: &str) -> Option<Rule> {
         (Region::Tasks, "claimed_by" | "type") => Some(Text),
         (Region::Tasks, "claimed_at") => Some(Time),
         (Region::Observations, "status") => Some(OneOf(&OBSERVATION_STATES)),
-        (Region::Observations, "severity") => Some(OneOf(&crate::ops::observations::SEVERITIES)),
-        (Region::Observations, "scope") => Some(OneOf(&crate::ops::observations::SCOPES)),
+        (Region::Observations, "severity") => Some(OneOf(&SEVERITIES)),
+        (Region::Observations, "scope") => Some(OneOf(&SCOPES)),
         (Region::Observations, "confidence") => Some(Number(0.0, 1.0)),
         (Region::Observations, "about") => Some(Docs),
         (Region::Observations, "parent") => Some(Doc),
@@ -106,7 +111,7 @@ fn is_time(s: &str) -> bool {
 
 fn exists(board: &Board, id: &str, tasks_only: bool) -> bool {
     if tasks_only {
-        return crate::ops::graph::task_exists(board, id);
+        return board.task_exists(id);
     }
     crate::id::validate(id).is_ok()
         && Region::ALL.iter().any(|r| {

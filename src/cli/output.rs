@@ -35,12 +35,25 @@ pub fn line(text: &str) -> Result<()> {
     out(&format!("{text}\n"))
 }
 
+/// One line on stderr; a closed stderr is not worth failing the command for.
+pub fn warn(text: &str) {
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr(),
+        format!("warning: {text}\n").as_bytes(),
+    );
+}
+
+/// A line on stderr, as is (a problem report).
+pub fn err_line(text: &str) {
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("{text}\n").as_bytes());
+}
+
 /// Says on stderr what a text-mode command did when it printed nothing else ("no documents
 /// match"), so a person can tell "done" from "did nothing". JSON output is a value and
 /// needs no such note.
 pub fn note(json: bool, text: &str) {
     if !json {
-        super::render::err_line(text);
+        err_line(text);
     }
 }
 

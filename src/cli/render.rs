@@ -7,7 +7,9 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
+// Writing to stderr is output's; rendering says it where a renderer does.
 use super::output::line;
+pub use super::output::{err_line, warn};
 use tavern::api::view::Skipped;
 use tavern::error::Result;
 
@@ -57,19 +59,6 @@ pub fn print<R: Render>(format: Format, r: &R) -> Result<ExitCode> {
 /// One JSON line on stdout.
 pub fn json<T: Serialize + ?Sized>(v: &T) -> Result<()> {
     line(&serde_json::to_string(v).unwrap_or_default())
-}
-
-/// One line on stderr; a closed stderr is not worth failing the command for.
-pub fn warn(text: &str) {
-    let _ = std::io::Write::write_all(
-        &mut std::io::stderr(),
-        format!("warning: {text}\n").as_bytes(),
-    );
-}
-
-/// A line on stderr, as is (a problem report).
-pub fn err_line(text: &str) {
-    let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("{text}\n").as_bytes());
 }
 
 pub fn skipped_warnings(skipped: &[Skipped]) -> Vec<String> {

@@ -7,18 +7,8 @@ use crate::error::{Error, Result};
 use crate::layout;
 use crate::log::Entry;
 use crate::query::Query;
-use crate::scan;
+use crate::scan::{self, finished};
 use crate::store::{self, Step, Write};
-
-/// Is a document finished, so that archiving it loses nothing in progress?
-pub fn finished(board: &Board, doc: &Document) -> bool {
-    let status = doc.status().unwrap_or("");
-    match doc.region {
-        Region::Tasks => board.config.workflow.is_terminal(status),
-        Region::Observations => matches!(status, "resolved" | "rejected" | "expired"),
-        Region::Questions => !matches!(status, "open" | ""),
-    }
-}
 
 /// Moves one document to the archive under its lock and logs the move.
 pub fn archive_one(

@@ -209,7 +209,7 @@ pub fn edit(
                     let had = doc.list("depends_on");
                     for dep in deps.iter().filter(|d| !had.contains(d)) {
                         crate::id::validate(dep)?;
-                        if !super::graph::task_exists(board, dep) {
+                        if !board.task_exists(dep) {
                             return Err(Error::NotFound {
                                 what: format!("task '{dep}' (named in depends_on)"),
                                 hint: crate::msg!(

@@ -22,14 +22,6 @@ pub fn read_task(board: &Board, id: &str) -> Option<Document> {
     }
 }
 
-/// Does a task with this id exist, on the board or in the archive?
-pub fn task_exists(board: &Board, id: &str) -> bool {
-    crate::id::validate(id).is_ok()
-        && (std::fs::symlink_metadata(board.doc_path(Region::Tasks, id)).is_ok()
-            || std::fs::symlink_metadata(board.archive_dir(Region::Tasks).join(format!("{id}.md")))
-                .is_ok())
-}
-
 /// If `id` depending on `deps` would close a cycle, the cycle as a path from `id` back to
 /// itself. Follows depends_on through the task files (only those reachable from `deps`).
 pub fn cycle_through(board: &Board, id: &str, deps: &[String]) -> Option<Vec<String>> {

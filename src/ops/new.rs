@@ -120,7 +120,7 @@ pub fn create(
             if Some(dep) == spec.id.as_ref() {
                 return Err(Error::input(format!("task {dep} cannot depend on itself")));
             }
-            if !super::graph::task_exists(board, dep) {
+            if !board.task_exists(dep) {
                 return Err(Error::request(
                     Kind::NotFound,
                     msg!(

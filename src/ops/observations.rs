@@ -12,9 +12,7 @@ use crate::msg;
 
 use super::new::NewDoc;
 use super::{Change, Outcome, mutate};
-
-pub const SEVERITIES: [&str; 5] = ["info", "low", "medium", "high", "critical"];
-pub const SCOPES: [&str; 2] = ["session", "persistent"];
+use crate::schema::{SCOPES, SEVERITIES};
 
 /// Everything `tavern post` can say about a new observation.
 #[derive(Clone, Debug, Default)]

@@ -7,7 +7,7 @@
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 use super::WATCHABLE;
-use super::parse::shown;
+use super::shown;
 
 /// The `watch:` entries of one source, ready to match paths.
 #[derive(Clone, Debug, Default)]

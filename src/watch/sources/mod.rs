@@ -21,7 +21,6 @@ use crate::query::Query;
 pub use command::shell_word;
 pub use globs::pattern_matches;
 pub use parse::parse;
-use parse::shown;
 
 /// One thing wrong with a source file (or with `control/sources/`), naming the file.
 /// `tavern check` reports these among the board's problems (as `check::Problem`).
@@ -256,6 +255,23 @@ pub fn last_activations(board: &Board) -> crate::error::Result<HashMap<String, E
         }
     }
     Ok(last)
+}
+
+/// Text from the file as a message shows it: control characters escaped (a hostile file
+/// must not drive the terminal) and at most 60 characters.
+fn shown(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars().take(60) {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    if s.chars().nth(60).is_some() {
+        out.push('…');
+    }
+    out
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use super::{
     BAD_FILE_NAME, DEFAULT_TIMEOUT, DEFAULT_WATCH, FIELDS, On, Source, command, globs, rel_path,
+    shown,
 };
 use crate::board::Board;
 use crate::doc::split;
@@ -155,23 +156,6 @@ fn found(v: &Value) -> String {
         Value::Bool(b) => b.to_string(),
         other => crate::yaml::kind_name(other).to_string(),
     }
-}
-
-/// Text from the file as a message shows it: control characters escaped (a hostile file
-/// must not drive the terminal) and at most 60 characters.
-pub(super) fn shown(s: &str) -> String {
-    let mut out = String::new();
-    for c in s.chars().take(60) {
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    if s.chars().nth(60).is_some() {
-        out.push('…');
-    }
-    out
 }
 
 fn one(problem: String) -> Vec<String> {
