@@ -40,7 +40,8 @@ pub fn once_locked(
     lines.push(&digest);
     let keep = &lines[lines.len().saturating_sub(REMEMBERED)..];
     // Losing this file only means an alert is logged once more.
-    let _ = std::fs::write(&path, format!("{}\n", keep.join("\n")));
+    let text = format!("{}\n", keep.join("\n"));
+    let _ = crate::file::write(&path, text.as_bytes(), crate::file::Durability::Cache);
     Ok(())
 }
 

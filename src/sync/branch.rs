@@ -248,8 +248,12 @@ impl BoardGit {
     fn machine_local_excludes(&self) -> Result<PathBuf> {
         let path = self.repo.tavern_dir().join("exclude");
         if std::fs::read_to_string(&path).ok().as_deref() != Some(MACHINE_LOCAL_IGNORED) {
-            std::fs::write(&path, MACHINE_LOCAL_IGNORED)
-                .map_err(|e| Error::io(&path, "write", e))?;
+            // Written again whenever it differs: a lost one costs a rewrite.
+            crate::file::write(
+                &path,
+                MACHINE_LOCAL_IGNORED.as_bytes(),
+                crate::file::Durability::Cache,
+            )?;
         }
         Ok(path)
     }
