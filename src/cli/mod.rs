@@ -224,7 +224,7 @@ impl Ctx {
             .or_else(|| std::env::var("USER").ok().filter(|s| !s.is_empty()))
             .or_else(|| std::env::var("LOGNAME").ok().filter(|s| !s.is_empty()))
             .unwrap_or_else(|| "unknown".to_string());
-        tavern::ops::validate_actor(&actor)?;
+        tavern::api::validate_actor(&actor)?;
         Ok(actor)
     }
 }

@@ -7,9 +7,9 @@ use clap::{Args, FromArgMatches};
 use super::render;
 use super::text::Done;
 use super::{Ctx, TransitionArgs};
+use tavern::api::tasks::Options;
 use tavern::api::{self, Changed};
 use tavern::error::{Error, Result};
-use tavern::ops::transition::Options;
 
 /// Prints what a mutation did: `VERB ID (rev N, status)` or its JSON.
 pub fn report(ctx: &Ctx, changed: &Changed, verb: &str) -> Result<ExitCode> {

@@ -4,8 +4,8 @@
 mod decide;
 mod next;
 
-pub use decide::{Confirm, Move, Plan, Request, decide, lookup};
-pub use next::{claim_next, claim_next_with, ready};
+pub use decide::{Move, Plan, Request};
+pub use next::{claim_next_with, ready};
 
 use crate::board::Board;
 use crate::doc::{Document, Region};

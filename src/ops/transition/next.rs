@@ -40,15 +40,6 @@ pub fn ready(board: &Board, query: &Query) -> Result<(Vec<Document>, Vec<scan::S
 
 /// `claim --next`: claims the best ready task, moving on to the next if another agent
 /// wins the race for it. Returns None when nothing is claimable.
-pub fn claim_next(
-    board: &Board,
-    actor: &str,
-    query: &Query,
-) -> Result<(Option<Outcome>, Vec<scan::Skipped>)> {
-    claim_next_with(board, actor, query, &Options::default())
-}
-
-/// `claim --next` with options (`local`).
 pub fn claim_next_with(
     board: &Board,
     actor: &str,
