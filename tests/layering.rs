@@ -32,7 +32,7 @@ const FORMATS: &[(&str, &str)] = &[
     ("src/sync/exchange.rs", "tavern sync"),
     ("src/sync/mod.rs", "tavern sync"),
     ("src/watch/activations.rs", "tavern watch"),
-    ("src/watch/reconcile.rs", "tavern watch"),
+    ("src/watch/reconcile/written.rs", "tavern watch"),
     ("src/watch/report.rs", "tavern resume"),
     ("src/watch/report.rs", "tavern watch"),
 ];
