@@ -617,38 +617,73 @@ fn clones_sharing_an_origin_lose_no_log_entry() {
 }
 
 /// Archived on one clone, changed on the other: one copy after the sync, where the rule
-/// says, with both sides' changes.
+/// says (the later entry: the archive's move, or the change), with both sides' changes.
 #[test]
 fn archive_on_one_clone_and_edit_on_another_leave_one_copy() {
     let tmp = tempfile::tempdir().unwrap();
     let (a, b, _remote) = two_clones(tmp.path());
-    let id = tavern(&a, &["new", "task", "--title", "both"]).ok().text();
-    tavern(&a, &["claim", &id]).ok();
-    tavern(&a, &["start", &id]).ok();
-    tavern(&a, &["done", &id]).ok();
-    tavern(&a, &["sync"]).ok();
-    tavern(&b, &["sync"]).ok();
-    // b edits first (earlier entry), a archives after: the archive wins.
-    tavern(&b, &["edit", &id, "--set", "note=edited on b"]).ok();
-    tavern(&a, &["archive"]).ok();
-    tavern(&a, &["sync"]).ok();
-    tavern(&b, &["sync"]).ok();
-    tavern(&a, &["sync"]).ok();
+    let finished = |title: &str| {
+        let id = tavern(&a, &["new", "task", "--title", title]).ok().text();
+        tavern(&a, &["claim", &id]).ok();
+        tavern(&a, &["start", &id]).ok();
+        tavern(&a, &["done", &id]).ok();
+        id
+    };
+    let (x, y) = (finished("archive wins"), finished("edit wins"));
+    let converge = || {
+        tavern(&a, &["sync"]).ok();
+        tavern(&b, &["sync"]).ok();
+        tavern(&a, &["sync"]).ok();
+    };
+    converge();
+    // x: b edits, a writes once more then archives: a's move comes later (higher seq).
+    tavern(&b, &["edit", &x, "--set", "note=edited on b"]).ok();
+    tavern(&a, &["new", "task", "--title", "filler"]).ok();
+    tavern(&a, &["archive", &format!("id={x}")]).ok();
+    converge();
     for dir in [&a, &b] {
-        let live = board_file(dir, &format!("tasks/{id}.md"));
-        let archived = board_file(dir, &format!("archive/tasks/{id}.md"));
-        assert!(!live.exists(), "one copy in {}", dir.display());
-        let text = std::fs::read_to_string(&archived).unwrap();
+        assert!(
+            !board_file(dir, &format!("tasks/{x}.md")).exists(),
+            "one copy in {}",
+            dir.display()
+        );
+        let text =
+            std::fs::read_to_string(board_file(dir, &format!("archive/tasks/{x}.md"))).unwrap();
         assert!(text.contains("note: edited on b"), "{text}");
+    }
+    // y: a archives, b writes twice more then edits: b's change comes later.
+    tavern(&a, &["archive", &format!("id={y}")]).ok();
+    tavern(&b, &["new", "task", "--title", "filler 1"]).ok();
+    tavern(&b, &["new", "task", "--title", "filler 2"]).ok();
+    tavern(&b, &["edit", &y, "--set", "note=edited on b after"]).ok();
+    converge();
+    for dir in [&a, &b] {
+        assert!(
+            !board_file(dir, &format!("archive/tasks/{y}.md")).exists(),
+            "one copy in {}",
+            dir.display()
+        );
+        let text = std::fs::read_to_string(board_file(dir, &format!("tasks/{y}.md"))).unwrap();
+        assert!(text.contains("note: edited on b after"), "{text}");
         tavern(dir, &["check"]).ok();
     }
-    let placed: Vec<_> = log_of(&a)
-        .into_iter()
+    let log = log_of(&a);
+    let placed = log
+        .iter()
         .filter(|e| {
             e["op"] == "sync-conflict" && e["note"].as_str().unwrap_or("").starts_with("place")
         })
+        .count();
+    assert_eq!(placed, 2);
+    let deleted: Vec<&str> = log
+        .iter()
+        .filter(|e| e["op"] == "delete" && e["actor"] == "tavern-sync")
+        .map(|e| e["doc"].as_str().unwrap())
         .collect();
-    assert_eq!(placed.len(), 1, "{placed:?}");
+    assert_eq!(
+        deleted,
+        [format!("tasks/{x}.md"), format!("archive/tasks/{y}.md")]
+    );
 }
 
 /// A board that an older merge left with a document in two places: check says so, and

@@ -144,7 +144,7 @@ fn gitignore(board: &Board, out: &mut Vec<Problem>) {
                 out.push(Problem {
                     path: crate::layout::GITIGNORE.into(),
                     problem: format!(
-                        "does not ignore .state/: add the line `{state}` (tavern sync never records it, but git on the code branch would)"
+                        "does not ignore .state/: add the line `{state}` (a sync never records it, but git on the code branch would)"
                     ),
                 });
             }
