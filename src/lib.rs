@@ -25,6 +25,7 @@ pub mod client;
 pub mod doc;
 pub mod error;
 pub mod id;
+pub(crate) mod index;
 pub mod layout;
 pub mod log;
 pub mod notice;
