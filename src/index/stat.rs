@@ -38,6 +38,8 @@ pub struct StatKey {
 }
 
 impl StatKey {
+    // The stat fields' types differ between platforms (u32, i64, …): cast each.
+    #[allow(clippy::unnecessary_cast)]
     pub fn of(st: &Stat) -> StatKey {
         StatKey {
             dev: st.st_dev as u64,
