@@ -142,9 +142,22 @@ fn scan_where(
     archived: bool,
     keep: impl Fn(&Document) -> bool + Sync,
 ) -> Result<Scan> {
+    scan_with_needles(board, regions, archived, &[], keep)
+}
+
+/// Like [`scan_matching`] (or [`scan_archive`]) for a `keep` that accepts only documents
+/// whose text holds one word of each list of `needles` (see [`crate::query::Query::needles`]):
+/// the documents that cannot match are passed over without being parsed.
+pub fn scan_with_needles(
+    board: &Board,
+    regions: &[Region],
+    archived: bool,
+    needles: &[Vec<String>],
+    keep: impl Fn(&Document) -> bool + Sync,
+) -> Result<Scan> {
     let mut scan = Scan::default();
     for &region in regions {
-        let part = crate::index::read_dir(board, region, archived, &keep)?;
+        let part = crate::index::read_dir(board, region, archived, needles, &keep)?;
         scan.docs.extend(part.docs);
         scan.skipped.extend(part.skipped);
     }

@@ -445,3 +445,73 @@ fn a_hand_edit_in_the_main_worktree_is_seen_from_another_worktree() {
     same_as_full_scan(&main, &board, "a claim from the worktree");
     same_as_full_scan(&wt, &board, "read from the worktree");
 }
+
+#[test]
+fn queries_over_cached_documents_match_what_a_full_scan_matches() {
+    let b = board_with_tasks(5);
+    // Values whose text is not what they read as (a YAML escape, quotes, `True`), a
+    // Kelvin sign that lowercases to `k`, a list, a tag, a word in the body only.
+    let docs = [
+        ("t-esc", "status: \"pend\\u0069ng\"\nflag: True\n", "body"),
+        ("t-quoted", "status: 'pending'\nflag: true\n", "body"),
+        (
+            "t-kelvin",
+            "status: pending\nflag: false\n",
+            "\u{212A}ettle in the body",
+        ),
+        (
+            "t-list",
+            "status: done\ntags: [Parser, cli]\nowner: [ann, bob]\n",
+            "NEEDLE here",
+        ),
+        ("t-plain", "status: pending\npriority: 1\n", "kettle"),
+    ];
+    for (id, fields, body) in docs {
+        b.write(
+            &format!("tasks/{id}.md"),
+            format!("---\nid: {id}\ntitle: {id} title\n{fields}---\n{body}\n"),
+        );
+    }
+    // Old enough to be trusted, so the second round of reads takes them from the index.
+    std::thread::sleep(Duration::from_millis(3100));
+    let queries: &[&[&str]] = &[
+        &["status=pending"],
+        &["flag=true"],
+        &["flag=True"],
+        &["kettle"],
+        &["KETTLE"],
+        &["needle"],
+        &["tag:Parser"],
+        &["tag:parser"],
+        &["owner=bob"],
+        &["has:owner"],
+        &["no:owner", "status=pending"],
+        &["status=pending,done", "priority<=1"],
+        &["\"t-esc title\""],
+        &["t-list"],
+    ];
+    let run = |q: &[&str]| {
+        let mut args = vec!["list", "--json"];
+        args.extend_from_slice(q);
+        let out = tavern(b.root(), &args);
+        format!("{} {}{}", out.code, out.stdout, out.stderr)
+    };
+    let full: Vec<String> = queries.iter().map(|q| run(q)).collect();
+    let ready_full = tavern(b.root(), &["ready", "--json"]).stdout;
+    let cached: Vec<String> = queries.iter().map(|q| run(q)).collect();
+    for ((q, f), c) in queries.iter().zip(&full).zip(&cached) {
+        assert_eq!(f, c, "list {q:?}: from the index, not as from the files");
+    }
+    assert_eq!(tavern(b.root(), &["ready", "--json"]).stdout, ready_full);
+    assert!(
+        full[0].contains("t-esc") && full[0].contains("t-kelvin"),
+        "{}",
+        full[0]
+    );
+    assert!(
+        full[3].contains("t-kelvin"),
+        "the Kelvin sign matches k: {}",
+        full[3]
+    );
+    same_as_full_scan(b.root(), &b.board(), "awkward values");
+}

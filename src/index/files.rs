@@ -37,6 +37,9 @@ pub struct Entry<'a> {
     pub key: StatKey,
     /// Read too close to its last change to be trusted next time.
     pub racy: bool,
+    /// A document whose frontmatter the fast parser reads (every scalar written as it
+    /// reads) and whose text is ASCII: a query's needles may rule it out unparsed.
+    pub plain: bool,
     pub outcome: Outcome<'a>,
 }
 
@@ -232,7 +235,7 @@ pub fn encode_bucket(b: &Bucket) -> Vec<u8> {
     for e in &b.entries {
         out.str(&e.name);
         out.key(&e.key);
-        out.u8(e.racy as u8);
+        out.u8(e.racy as u8 | (e.plain as u8) << 1);
         match &e.outcome {
             Outcome::Doc(text) => {
                 out.u8(0);
@@ -256,7 +259,7 @@ pub fn decode_bucket(bytes: &[u8]) -> Option<Bucket<'_>> {
     for _ in 0..n {
         let name = Cow::Borrowed(input.str()?);
         let key = input.key()?;
-        let racy = input.u8()? != 0;
+        let flags = input.u8()?;
         let outcome = match input.u8()? {
             0 => Outcome::Doc(Cow::Borrowed(input.str()?)),
             1 => Outcome::Skipped(Cow::Borrowed(input.str()?)),
@@ -265,7 +268,8 @@ pub fn decode_bucket(bytes: &[u8]) -> Option<Bucket<'_>> {
         entries.push(Entry {
             name,
             key,
-            racy,
+            racy: flags & 1 != 0,
+            plain: flags & 2 != 0,
             outcome,
         });
     }
@@ -340,12 +344,14 @@ mod tests {
                         ctime: 1_700_000_000_123_456_789,
                     },
                     racy: true,
+                    plain: true,
                     outcome: Outcome::Doc(Cow::Owned("---\nid: task-1\n---\nbody ✓\n".into())),
                 },
                 Entry {
                     name: "bad".into(),
                     key: StatKey::default(),
                     racy: false,
+                    plain: false,
                     outcome: Outcome::Skipped(Cow::Borrowed("line 2: broken")),
                 },
             ],

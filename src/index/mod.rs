@@ -38,7 +38,7 @@ use crate::error::{Error, Result};
 use crate::scan::{DocFile, Scan, Skipped};
 
 /// Bumped whenever what the index stores, or how a file's outcome is decided, changes.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 
 /// Documents per bucket the index aims at: small enough that one change rewrites little,
 /// large enough that a small board is one file.
@@ -50,6 +50,7 @@ pub(crate) fn read_dir(
     board: &Board,
     region: Region,
     archived: bool,
+    needles: &[Vec<String>],
     keep: &(dyn Fn(&Document) -> bool + Sync),
 ) -> Result<Scan> {
     let dir = if archived {
@@ -83,6 +84,7 @@ pub(crate) fn read_dir(
         now: Clocks::now(),
         fingerprint: fingerprint(board),
         listing: OnceLock::new(),
+        needles,
     };
     area.read(dir_key, keep)
 }
@@ -99,6 +101,8 @@ struct Area<'a> {
     fingerprint: u64,
     /// The directory's `*.md` names less `.md`, listed once when some bucket needs them.
     listing: OnceLock<std::result::Result<Vec<String>, String>>,
+    /// Words the documents wanted must hold (see `Query::needles`).
+    needles: &'a [Vec<String>],
 }
 
 /// What reading one bucket gave.
@@ -296,9 +300,9 @@ impl Area<'_> {
                 }
             };
             match outcome {
-                Ok(doc) if keep(&doc) => part.scan.docs.push(doc),
-                Ok(_) => {}
-                Err(s) => part.scan.skipped.push(s),
+                Some(Ok(doc)) if keep(&doc) => part.scan.docs.push(doc),
+                Some(Ok(_)) | None => {}
+                Some(Err(s)) => part.scan.skipped.push(s),
             }
             entries.push(entry);
         }
@@ -333,9 +337,10 @@ impl Area<'_> {
                 name: Cow::Owned(name.to_string()),
                 key: StatKey::default(),
                 racy: false,
+                plain: false,
                 outcome: Outcome::Skipped(Cow::Borrowed("")),
             };
-            return Read::Cached(entry, outcome);
+            return Read::Cached(entry, Some(outcome));
         }
         let Ok(c_name) = CString::new(format!("{name}.md")) else {
             return Read::Gone;
@@ -347,6 +352,12 @@ impl Area<'_> {
         };
         let old = match old {
             Some(mut old) if !old.racy && old.key == key && key != StatKey::default() => {
+                if old.plain
+                    && let Outcome::Doc(text) = &old.outcome
+                    && !holds_needles(text, self.needles)
+                {
+                    return Read::Cached(old, None);
+                }
                 let outcome = match &mut old.outcome {
                     // The text moves into the document; the entry keeps a copy only when
                     // the bucket is rewritten (it borrows the file's bytes until then).
@@ -368,7 +379,7 @@ impl Area<'_> {
                     })),
                 };
                 match outcome {
-                    Some(outcome) => return Read::Cached(old, outcome),
+                    Some(outcome) => return Read::Cached(old, Some(outcome)),
                     None => Some(old),
                 }
             }
@@ -386,13 +397,16 @@ impl Area<'_> {
             name: Cow::Owned(name.to_string()),
             key,
             racy: after != Some(key) || key == StatKey::default() || key.is_racy(self.now.wall),
+            plain: outcome.as_ref().is_ok_and(|d| {
+                d.raw.is_ascii() && crate::doc::fast::parse(d.frontmatter()).is_some()
+            }),
             outcome: match &outcome {
                 Ok(doc) => Outcome::Doc(Cow::Owned(doc.raw.clone())),
                 Err(s) => Outcome::Skipped(Cow::Owned(s.problem.clone())),
             },
         };
         let same = old.is_some_and(|o| o == entry);
-        Read::Fresh(entry, outcome, same)
+        Read::Fresh(entry, Some(outcome), same)
     }
 
     /// Removes the files of other generations and old temp files (of writers that died).
@@ -422,10 +436,25 @@ impl Area<'_> {
 enum Read<'e> {
     /// The file is no longer there.
     Gone,
-    /// From the index.
-    Cached(Entry<'e>, std::result::Result<Document, Skipped>),
+    /// From the index (None: a document the needles rule out, not parsed).
+    Cached(Entry<'e>, Option<std::result::Result<Document, Skipped>>),
     /// Read from the file just now; whether the index held the same.
-    Fresh(Entry<'e>, std::result::Result<Document, Skipped>, bool),
+    Fresh(
+        Entry<'e>,
+        Option<std::result::Result<Document, Skipped>>,
+        bool,
+    ),
+}
+
+/// Does an ASCII text hold one word of each list, ignoring ASCII case?
+fn holds_needles(text: &str, needles: &[Vec<String>]) -> bool {
+    if needles.is_empty() {
+        return true;
+    }
+    let lower = text.to_ascii_lowercase();
+    needles
+        .iter()
+        .all(|any| any.iter().any(|n| lower.contains(n.as_str())))
 }
 
 /// The bucket a name belongs to.
@@ -486,7 +515,7 @@ mod tests {
     }
 
     fn titles(board: &Board) -> Vec<String> {
-        read_dir(board, Region::Tasks, false, &|_| true)
+        read_dir(board, Region::Tasks, false, &[], &|_| true)
             .unwrap()
             .docs
             .iter()
