@@ -6,6 +6,7 @@ mod util;
 mod agents;
 mod archive;
 mod bad_input;
+mod claims_seams;
 mod clients;
 mod clones;
 mod cmd_basics;

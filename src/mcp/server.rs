@@ -85,6 +85,9 @@ pub fn tool_error(e: &tavern::Error) -> CallToolResult {
         tavern::Kind::Unconfirmed => {
             "the board's remote could not confirm the claim or move, so nothing changed: try again when it is reachable"
         }
+        tavern::Kind::Unknown => {
+            "the board's remote may have taken the claim or move but its answer was lost: make the same call again, which finds out"
+        }
     };
     let message = match e {
         tavern::Error::Request { path, message, .. } => {

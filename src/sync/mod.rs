@@ -235,15 +235,17 @@ pub fn exchange(board: &Board) -> Result<Exchange> {
         retries: 0,
     };
     let mut merged_once = false;
-    let mut claims_fetched = false;
     for attempt in 0..MAX_ATTEMPTS {
         x.retries = attempt;
         follow_claims(board, &mut x.claims_followed)?;
         let (mut ours, recorded) = bg.commit("tavern sync: the board as it is")?;
         x.recorded |= recorded;
         let theirs = fetch(&bg, &remote)?;
-        if !claims_fetched {
-            claims_fetched = true;
+        // The records after the branch, each round: every task state the fetched branch
+        // holds was confirmed by a record pushed before it, so the copies of the records
+        // are never older than the tasks the merge brings (following them never moves a
+        // task back).
+        {
             match claims::fetch_all(board) {
                 Ok(_) => {}
                 Err(Error::Git { message, .. }) => {
