@@ -42,6 +42,7 @@ mod sources;
 mod summary;
 mod sync_branch;
 mod sync_claims;
+mod sync_seams;
 mod teamwork;
 mod watch_alerts;
 mod watch_changes;
