@@ -332,8 +332,13 @@ fn two_busy_clones_converge_and_every_task_agrees_with_its_record() {
     }
     stop.store(true, Ordering::Relaxed);
     for s in syncs {
+        // Two clones syncing without pause may lose five pushes in a row to each other
+        // (exit 3, documented); nothing else.
         let codes = s.join().unwrap();
-        assert!(codes.iter().all(|(c, _)| *c == 0), "sync exits: {codes:#?}");
+        assert!(
+            codes.iter().all(|(c, _)| *c == 0 || *c == 3),
+            "sync exits: {codes:#?}"
+        );
     }
     assert!(
         moves.iter().all(|(_, code)| *code == 0),
