@@ -138,8 +138,11 @@ fn release_one(
                 return Ok(false);
             }
             Ok(claims::Confirmed::NoRecord) => return Ok(false),
-            // A sweep offline keeps the claim; its owner's own release does not.
-            Err(e) if e.kind() == Kind::Unconfirmed && actor != agent => return Ok(false),
+            // A sweep offline (or whose answer was lost) keeps the claim here; the next
+            // sweep looks again. Its owner's own release does not.
+            Err(e) if matches!(e.kind(), Kind::Unconfirmed | Kind::Unknown) && actor != agent => {
+                return Ok(false);
+            }
             Err(e) => return Err(e),
         }
     }
