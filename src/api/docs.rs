@@ -107,3 +107,20 @@ pub fn edit(board: &Board, actor: &str, reference: &str, spec: &EditSpec) -> Res
         board, actor, region, &id, spec,
     )?))
 }
+
+/// The documents on the board, by region and id (archived ones left out).
+pub fn ids(board: &Board) -> Vec<(Region, String)> {
+    let mut all = Vec::new();
+    for region in Region::ALL {
+        for f in scan::region_files(board, region).unwrap_or_default() {
+            all.push((region, f.id));
+        }
+    }
+    all
+}
+
+/// The region and id of the document `reference` names (id, unique prefix, REGION/ID),
+/// looked for in `regions` only.
+pub fn resolve(board: &Board, reference: &str, regions: &[Region]) -> Result<(Region, String)> {
+    ops::resolve::resolve(board, reference, regions)
+}

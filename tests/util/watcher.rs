@@ -18,7 +18,7 @@ pub struct Watcher {
     lines: Receiver<String>,
     /// Everything printed on stderr so far.
     stderr: Arc<Mutex<String>>,
-    /// The thread copying stderr: finished once the watcher's stderr is closed.
+    /// The thread copying stderr; it ends when every holder of the pipe has exited.
     stderr_reader: std::thread::JoinHandle<()>,
     /// Every JSON line printed so far.
     pub seen: Vec<Value>,
@@ -135,9 +135,10 @@ impl Watcher {
         let end = Instant::now() + PATIENCE;
         loop {
             if let Some(status) = self.child.try_wait().expect("wait for tavern watch") {
-                // The last of stderr: read to its end (a loaded machine may not have
-                // scheduled the reader yet), unless something the watcher started still
-                // holds the pipe open.
+                // The last of stderr: the reader ends at the pipe's end of file (a
+                // fixed pause was too short on a loaded machine). An activation that
+                // outlives the watcher may hold the pipe open, so don't wait forever.
+                let end = Instant::now() + PATIENCE;
                 while !self.stderr_reader.is_finished() && Instant::now() < end {
                     std::thread::sleep(Duration::from_millis(20));
                 }
