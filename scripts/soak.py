@@ -367,10 +367,23 @@ def storm_victims(root):
             continue
         prog = os.path.basename(argv[0])
         if prog == "git" or prog.startswith("git-"):
-            victims.append(("git " + (next((a for a in argv[1:] if not a.startswith("-") and "/" not in a), "?")), int(pid)))
+            victims.append(("git " + git_subcommand(argv), int(pid)))
         elif argv[0] == ARGS.bin and "sync" in argv and "--watch" not in argv:
             victims.append(("tavern sync", int(pid)))
     return victims
+
+
+def git_subcommand(argv):
+    """The subcommand of a git command line (`git -C DIR -c K=V push ...`: push)."""
+    if os.path.basename(argv[0]).startswith("git-"):
+        return os.path.basename(argv[0])[4:]
+    args = iter(argv[1:])
+    for a in args:
+        if a in ("-C", "-c"):
+            next(args, None)
+        elif not a.startswith("-"):
+            return a
+    return "?"
 
 
 def setup(root, rng):
@@ -709,9 +722,9 @@ def main():
             victims = storm_victims(root)
             if victims:
                 what, pid = rng.choice(victims)
+                REC.killed.add(pid)  # before the kill: its command may end at once
                 try:
                     os.kill(pid, signal.SIGKILL)
-                    REC.killed.add(pid)
                     kills["storm: " + what] += 1
                 except OSError:
                     pass
