@@ -27,6 +27,7 @@ mod damaged_log;
 mod events;
 mod graph;
 mod hostile_input;
+mod index;
 mod layering;
 mod log_identity;
 mod log_merge;

@@ -85,6 +85,7 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
     let bg = BoardGit::open(board)?.acting_as(&opts.actor);
     refuse_code_branch(&bg)?;
     let _exchange = bg.exchange_lock()?;
+    super::locks::heal_exchange(&bg.repo);
     let mut x = Exchange {
         remote: remote.clone(),
         recorded: false,
@@ -100,6 +101,8 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
     };
     let mut merged_once = false;
     let mut claims_fetched = false;
+    // The remote's own lock of the board branch, met by the last push that failed on it.
+    let mut remote_locked: Option<String> = None;
     let record = |x: &mut Exchange, message: &str| -> Result<String> {
         let r = bg.record(board, message, opts)?;
         x.recorded |= r.moved;
@@ -200,11 +203,20 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
                     &ours,
                     t,
                 )?;
+                // Deletions are explained by the merged log: theirs' entries, and the
+                // merge's own (a copy dropped so that a document is in one place).
+                let merged_log = m.changes.iter().find_map(|(p, c)| match c {
+                    Change::Bytes(bytes) if p == crate::layout::LOG => Some(bytes.clone()),
+                    _ => None,
+                });
                 let vetted = vet::vet(
                     board.config.limits.max_doc_bytes,
                     &bg.git,
                     m.changes,
-                    || blob_at(&bg, t, crate::layout::LOG),
+                    || match merged_log {
+                        Some(log) => Ok(log),
+                        None => blob_at(&bg, t, crate::layout::LOG),
+                    },
                 )?;
                 if !vetted.refused.is_empty() {
                     alert_refused(board, &remote, t, &vetted.refused)?;
@@ -247,6 +259,17 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
                     None,
                 )?;
                 if !out.success {
+                    // The remote's ref lock exists: another clone pushing this very moment
+                    // (it holds it for milliseconds: wait a little), or a git on the remote
+                    // killed while it updated the branch (then it stays: said below).
+                    if let Some(lock) = super::git::remote_lock(&out.stderr) {
+                        remote_locked = Some(lock);
+                        std::thread::sleep(std::time::Duration::from_millis(
+                            100 * (attempt as u64 + 1),
+                        ));
+                        continue;
+                    }
+                    remote_locked = None;
                     // Only a lost race is tried again; a remote that refuses (a hook,
                     // permissions) or is gone is exit 7.
                     if out.stderr.contains("stale info")
@@ -256,12 +279,30 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
                     {
                         continue; // another clone pushed first: fetch and merge again
                     }
-                    return Err(unreachable(
-                        &bg,
-                        &remote,
-                        "push the board branch to",
-                        &out.stderr,
-                    ));
+                    // The remote said no (a hook, permissions): nothing was taken.
+                    let refused = out.stderr.contains("[remote rejected]")
+                        || out.stderr.contains("[rejected]");
+                    // Otherwise the push may have reached the remote even so: its answer
+                    // lost (the connection dropped, the process died after the remote took
+                    // the branch), or a per-ref status that said accepted with a failing
+                    // exit. The remote's branch tells, before anything is said.
+                    match if refused {
+                        Ok(theirs.clone())
+                    } else {
+                        remote_branch(&bg, &remote)
+                    } {
+                        Ok(Some(head)) if head == ours => {}    // taken: pushed
+                        Ok(head) if head != theirs => continue, // another clone's push
+                        Ok(_) => {
+                            return Err(unreachable(
+                                &bg,
+                                &remote,
+                                "push the board branch to",
+                                &out.stderr,
+                            ));
+                        }
+                        Err(asked) => return Err(unknown_push(&bg, &remote, &out.stderr, &asked)),
+                    }
                 }
                 bg.git.run(&["update-ref", REMOTE_REF, &ours])?;
                 x.outcome = if merged_once { "merged" } else { "pushed" };
@@ -269,6 +310,16 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
                 return Ok(x);
             }
         }
+    }
+    if let Some(lock) = remote_locked {
+        return Err(Error::Request {
+            kind: crate::error::Kind::Unconfirmed,
+            path: Some(board.root.clone()),
+            message: crate::msg!(format!(
+                "the remote '{remote}' refused the board branch {MAX_ATTEMPTS} times in a row: its lock of the branch, {lock}, exists. Either another clone was pushing each time, or a git on the remote was killed while it updated the branch and left the lock behind: if nobody is pushing to the remote, remove that file there. This clone's changes are kept on the branch {}",
+                branch::BRANCH
+            )),
+        });
     }
     Err(Error::Request {
         kind: crate::error::Kind::Conflict,
@@ -282,6 +333,52 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
             "` again"
         ),
     })
+}
+
+/// The commit the remote's board branch is at (None: it has none), asked with `git
+/// ls-remote` (no objects move); Err with git's message when the remote cannot be asked.
+fn remote_branch(bg: &BoardGit, remote: &str) -> std::result::Result<Option<String>, String> {
+    let out = bg
+        .remote_git()
+        .output(&["ls-remote", "--refs", remote, REF], None)
+        .map_err(|e| e.to_string())?;
+    if !out.success {
+        return Err(out.stderr);
+    }
+    Ok(out.stdout.lines().find_map(|l| {
+        let (sha, name) = l.split_once('\t')?;
+        (name == REF).then(|| sha.to_string())
+    }))
+}
+
+/// A push of the board branch whose outcome is unknown: it failed (`pushed` is git's
+/// message), and the remote could not be asked afterwards (`asked`). The remote may hold
+/// this clone's branch or not; either way the board here is intact and the next sync finds
+/// out (it fetches the remote's branch: this clone's commit, or the one it had).
+fn unknown_push(bg: &BoardGit, remote: &str, pushed: &str, asked: &str) -> Error {
+    let first = |s: &str| {
+        s.lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or("git failed")
+            .to_string()
+    };
+    Error::Request {
+        kind: crate::error::Kind::Unconfirmed,
+        path: Some(bg.root.clone()),
+        message: crate::msg!(
+            format!(
+                "the push of the board branch to the remote '{remote}' failed ({}) and the remote could not be asked since ({}): it may or may not have taken the branch. The board here is intact (its changes are on the branch {}); run `",
+                first(pushed),
+                first(asked),
+                branch::BRANCH,
+            ),
+            crate::error::Command::Sync,
+            format!(
+                "` again when the remote is reachable: it finds out (`git ls-remote {remote}` tells)"
+            )
+        ),
+    }
 }
 
 /// Logs what the board did not take from the remote's commit `theirs`, once.
