@@ -102,6 +102,9 @@ pub fn check(board: &Board) -> Result<Report> {
     }
 
     let (entries, end, unreadable) = crate::log::read_from(board, 0)?;
+    for p in forged_decisions(board, &scan.docs, &entries) {
+        push(p.path, p.problem);
+    }
     for u in unreadable {
         push(
             "log.yaml".into(),
@@ -185,6 +188,38 @@ pub fn check(board: &Board) -> Result<Report> {
         .problems
         .sort_by(|a, b| a.path.cmp(&b.path).then_with(|| a.problem.cmp(&b.problem)));
     Ok(report)
+}
+
+/// Questions whose file claims a human decision that the log does not hold (a hand edit,
+/// a file that arrived by sync): it counts as undecided, and a human decides it again.
+fn forged_decisions(
+    board: &Board,
+    docs: &[Document],
+    entries: &[crate::log::Entry],
+) -> Vec<Problem> {
+    use crate::doc::decision::Decision;
+    use crate::ops::decisions;
+    let mut about: HashMap<&str, Vec<&crate::log::Entry>> = HashMap::new();
+    for e in entries {
+        about.entry(e.doc.as_str()).or_default().push(e);
+    }
+    docs.iter()
+        .filter(|d| decisions::claims_decision(d))
+        .filter_map(|d| {
+            let log = about.get(decisions::log_path(d).as_str());
+            let Some(Decision::Forged { says, why }) =
+                decisions::derive(board, d, log.map_or(&[][..], Vec::as_slice))
+            else {
+                return None;
+            };
+            Some(Problem {
+                path: d.rel_path(),
+                problem: format!(
+                    "forged decision: it says {says}, but {why}; it counts as undecided until a human listed under humans: in board.yaml approves or denies it"
+                ),
+            })
+        })
+        .collect()
 }
 
 /// Every cycle in the depends_on graph, each once, as a path that returns to its start.

@@ -63,6 +63,10 @@ pub struct OpenQuestion {
     pub brief: Brief,
     pub asked_by: Option<String>,
     pub blocks: Vec<String>,
+    /// A permission request's decision as the log says it: open, or forged (a file that
+    /// claims a decision no human made, which counts as undecided).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<crate::doc::decision::Decision>,
 }
 
 /// Something that looks stuck, and why.
@@ -86,7 +90,8 @@ pub struct Summary {
     pub findings: IndexMap<String, Vec<Finding>>,
     /// Tasks by state, in the workflow's order; empty states left out.
     pub tasks: IndexMap<String, Vec<Brief>>,
-    /// Open questions, oldest first.
+    /// Open questions, oldest first: those waiting for an answer or a human's decision
+    /// (forged decisions included).
     pub questions: Vec<OpenQuestion>,
     pub stuck: Vec<Stuck>,
     pub skipped: Vec<Skipped>,
@@ -107,6 +112,7 @@ pub fn summary(
     let scanned = scan::scan_matching(board, &Region::ALL, in_context)?;
     let mut docs = scanned.docs;
     scan::sort_best_first(&mut docs);
+    crate::ops::decisions::annotate(board, &mut docs)?;
     let workflow = &board.config.workflow;
     let tasks: Vec<&Document> = docs.iter().filter(|d| d.region == Region::Tasks).collect();
 
@@ -167,7 +173,7 @@ pub fn summary(
 
     let mut questions: Vec<&Document> = docs
         .iter()
-        .filter(|d| d.region == Region::Questions && d.status() == Some("open"))
+        .filter(|d| d.region == Region::Questions && crate::ops::decisions::is_open(d))
         .collect();
     questions.sort_by(|a, b| {
         a.created_at()
@@ -180,6 +186,7 @@ pub fn summary(
             brief: Brief::of(q),
             asked_by: q.str("asked_by").map(str::to_string),
             blocks: q.list("blocks"),
+            decision: q.decision.clone(),
         })
         .collect();
 
@@ -317,6 +324,9 @@ impl Summary {
             let mut extra = format!(" — asked by {}", q.asked_by.as_deref().unwrap_or("?"));
             if !q.blocks.is_empty() {
                 extra.push_str(&format!(", blocks {}", q.blocks.join(", ")));
+            }
+            if let Some(d) = q.decision.as_ref().filter(|d| d.is_forged()) {
+                extra.push_str(&format!(" — {}", blank_controls(&d.describe())));
             }
             o.push_str(&item(&q.brief, &extra));
         }

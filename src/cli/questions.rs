@@ -143,6 +143,10 @@ impl super::render::Render for QuestionTable<'_> {
     fn warnings(&self) -> Vec<String> {
         super::render::skipped_warnings(&self.0.skipped)
     }
+
+    fn warnings_after(&self) -> Vec<String> {
+        super::output::forged_warnings(&self.0.docs)
+    }
 }
 
 /// The table of `questions`: who asked, what it blocks, and the answer once there is one
@@ -155,7 +159,7 @@ fn question_table(docs: &[tavern::doc::Document]) -> String {
         .map(|d| {
             [
                 cell(d.id()),
-                cell(d.status().unwrap_or("-")),
+                cell(&super::output::status_cell(d)),
                 cell(d.str("asked_by").unwrap_or("-")),
                 cell(&or_dash(d.list("blocks").join(","))),
                 cell(d.title()),

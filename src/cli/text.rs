@@ -31,6 +31,10 @@ impl Render for Listing {
     fn warnings(&self) -> Vec<String> {
         skipped_warnings(&self.skipped)
     }
+
+    fn warnings_after(&self) -> Vec<String> {
+        output::forged_warnings(&self.docs)
+    }
 }
 
 impl Render for Shown {
@@ -38,6 +42,14 @@ impl Render for Shown {
         match self {
             Shown::Doc(doc) => out(&doc.raw),
             Shown::Solution { body, .. } => out(body),
+        }
+    }
+
+    /// A forged decision is said before the file, which claims it.
+    fn warnings(&self) -> Vec<String> {
+        match self {
+            Shown::Doc(doc) => output::forged_warnings(std::slice::from_ref(doc)),
+            Shown::Solution { .. } => Vec::new(),
         }
     }
 }

@@ -6,14 +6,33 @@ use crate::doc::Region;
 use crate::error::{Error, Result};
 use crate::scan::region_files;
 
-/// Resolves a document reference to its region and id, looking in `regions`.
+/// Resolves a document reference to its region and id, looking in `regions` only: a
+/// reference that names another region (`questions/q-1` where tasks are wanted) is the
+/// wrong kind of document, never a way around what the caller allows.
 pub fn resolve(board: &Board, reference: &str, regions: &[Region]) -> Result<(Region, String)> {
+    let in_board = in_board(board, reference);
+    let reference = in_board.as_deref().unwrap_or(reference);
     let (regions, wanted): (Vec<Region>, &str) = match reference.split_once('/') {
         Some((dir, rest)) => {
             let region = Region::parse(dir).ok_or_else(|| Error::InvalidId {
                 id: reference.to_string(),
                 reason: "it contains a path separator",
             })?;
+            if !regions.contains(&region) {
+                let wanted: Vec<&str> = regions.iter().map(|r| r.kind()).collect();
+                return Err(Error::usage(format!(
+                    "{} names {} {}, and only {} {} can be given here",
+                    reference.escape_debug(),
+                    article(region.kind()),
+                    region.kind(),
+                    if wanted.len() == 1 {
+                        article(wanted[0])
+                    } else {
+                        "a"
+                    },
+                    wanted.join(" or ")
+                )));
+            }
             (vec![region], rest.strip_suffix(".md").unwrap_or(rest))
         }
         None => (
@@ -60,6 +79,18 @@ pub fn resolve(board: &Board, reference: &str, regions: &[Region]) -> Result<(Re
                 .collect(),
         }),
     }
+}
+
+/// A document's file named by its path (`.tavern/questions/q-1.md`, relative to the
+/// working directory or absolute) as `REGION/ID.md`, when the directory above its region's
+/// is this board's; None for anything else.
+fn in_board(board: &Board, reference: &str) -> Option<String> {
+    let mut parts = reference.rsplitn(3, '/');
+    let (file, dir, root) = (parts.next()?, parts.next()?, parts.next()?);
+    Region::parse(dir).filter(|r| r.dir() == dir)?;
+    let root = if root.is_empty() { "/" } else { root };
+    let same = std::fs::canonicalize(root).ok()? == std::fs::canonicalize(&board.root).ok()?;
+    same.then(|| format!("{dir}/{file}"))
 }
 
 /// Resolves a reference that must name a document of `want` for `what` (a command): a
