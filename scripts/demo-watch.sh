@@ -37,12 +37,18 @@ watcher=$!
 for _ in $(seq 100); do [ -f .tavern/control/schedule.md ] && break; sleep 0.05; done
 echo "\$ tavern submit task-csv3 --as coder-2"
 "$T" submit task-csv3 --as coder-2
-# Wait for the reviewer's activation to end (its second log entry).
-for _ in $(seq 200); do
-  [ "$(grep -c 'op: activation' .tavern/log.yaml)" -ge 2 ] && break
+# Wait for the reviewer's activation to end (its second log entry: one line, op: "activation").
+activations() { grep -c 'op: "activation"' .tavern/log.yaml || true; }
+for _ in $(seq 600); do
+  [ "$(activations)" -ge 2 ] && break
   sleep 0.05
 done
 kill -TERM "$watcher"; wait "$watcher" || true; watcher=""
+if [ "$(activations)" -lt 2 ]; then
+  echo "demo-watch: the reviewer's activation did not end within 30s; what tavern watch printed:" >&2
+  cat watch.out >&2
+  exit 1
+fi
 echo
 echo "# what tavern watch printed"
 cat watch.out

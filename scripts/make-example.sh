@@ -54,7 +54,7 @@ its id is in $TAVERN_ID and its file in $TAVERN_DOC.
 1. Read the task: its "Done when" section is the bar. Read solutions/$TAVERN_ID/ if it exists.
 2. Check out the change, run `cargo test`, and try the commands the task names.
 3. Post every problem you find as an observation about the task:
-   `tavern new observation --as reviewer --title "…" --set topic=… --set severity=… --set "about=[$TAVERN_ID]"`
+   `tavern post --as reviewer "…" --topic … --severity … --about $TAVERN_ID`
 4. Then decide, with a one-line reason:
    `tavern approve $TAVERN_ID --as reviewer --note "…"` or
    `tavern reject $TAVERN_ID --as reviewer --note "… (obs-…)"`.
@@ -229,8 +229,8 @@ t start task-csv3 --as coder-2
 
 # 5. coder-2, wiring --format, posts what it finds.
 scene
-t new observation --as coder-2 --id obs-fix1 --title "Export test fixtures live in tests/data" \
-  --set topic=repo --set severity=info --set 'about=[task-csv3, task-csv4]' --body-file - <<'EOF'
+t post --as coder-2 --id obs-fix1 "Export test fixtures live in tests/data" \
+  --topic repo --severity info --about task-csv3,task-csv4 --body-file - <<'EOF'
 ## What was seen
 
 tests/data/ has three fixtures for the JSON export: empty.json, basic.json and notes.json
@@ -240,8 +240,8 @@ tests/data/ has three fixtures for the JSON export: empty.json, basic.json and n
 
 `ls tests/data` and tests/export_json.rs, which loads them with `fixture("basic.json")`.
 EOF
-t new observation --as coder-2 --id obs-inj1 --title "Notes starting with = run as formulas when the CSV is opened" \
-  --set topic=security --set severity=high --set confidence=0.95 --set 'about=[task-csv1, task-csv3]' --body-file - <<'EOF'
+t post --as coder-2 --id obs-inj1 "Notes starting with = run as formulas when the CSV is opened" \
+  --topic security --severity high --confidence 0.95 --about task-csv1,task-csv3 --body-file - <<'EOF'
 ## What was seen
 
 A note `=HYPERLINK("http://example.com","click")` exported to CSV becomes a live formula in
@@ -269,14 +269,14 @@ or CR with a single quote `'`, so spreadsheets show it as text. See obs-inj1.
 A test exports each dangerous first character and checks the quote; negative numbers in
 `minutes` are never touched (they are numbers, not text).
 EOF
-t edit obs-inj1 --as planner --set status=acknowledged
+t ack obs-inj1 --as planner
 
 # 7. coder-1 submits the writer; the reviewer finds a bug and sends it back.
 scene
 t submit task-csv2 --as coder-1
 scene
-t new observation --as reviewer --id obs-nl01 --title "Notes with a newline are split across two rows" \
-  --set topic=csv --set severity=high --set confidence=0.9 --set 'about=[task-csv2]' --body-file - <<'EOF'
+t post --as reviewer --id obs-nl01 "Notes with a newline are split across two rows" \
+  --topic csv --severity high --confidence 0.9 --about task-csv2 --body-file - <<'EOF'
 ## What was seen
 
 The writer quotes fields with `,` and `"` but not fields with CR or LF, so a note
@@ -291,9 +291,9 @@ t reject task-csv2 --as reviewer --note "fields with CR/LF are not quoted (obs-n
 
 # 8. coder-1 fixes it, notes a performance finding on the way, and resubmits.
 scene
-t edit obs-nl01 --as coder-1 --set status=resolved
-t new observation --as coder-1 --id obs-perf1 --title "Hand-rolled CSV writer is 3x slower than the csv crate" \
-  --set topic=performance --set severity=medium --set confidence=0.7 --set 'about=[task-csv2, task-csv6]' --body-file - <<'EOF'
+t resolve obs-nl01 --as coder-1 --resolution "CR and LF now force quoting; newline_in_field passes"
+t post --as coder-1 --id obs-perf1 "Hand-rolled CSV writer is 3x slower than the csv crate" \
+  --topic performance --severity medium --confidence 0.7 --about task-csv2,task-csv6 --body-file - <<'EOF'
 ## What was seen
 
 Exporting 1,000,000 entries takes 2.9 s with the hand-rolled writer and 0.95 s with
@@ -307,12 +307,13 @@ and scans for quote characters with memchr.
 EOF
 t submit task-csv2 --as coder-1
 
-# 9. coder-1 starts the benchmark, needs a decision only a human can make, and asks.
+# 9. coder-1 starts the benchmark, needs a decision only a human can make, and asks
+#    (the question blocks the task).
 scene
 t claim task-csv6 --as coder-1
 t start task-csv6 --as coder-1
-t new question --as coder-1 --id q-dep1 --title "May the CSV export depend on the csv crate?" \
-  --set 'options=["yes, add csv 1.3", "no, keep the hand-rolled writer"]' --set 'blocks=[task-csv6]' --body-file - <<'EOF'
+t ask --as coder-1 --id q-dep1 "May the CSV export depend on the csv crate?" \
+  --options "yes: add csv 1.3" --options "no: keep the hand-rolled writer" --blocks task-csv6 --body-file - <<'EOF'
 ## Question
 
 May tally depend on the `csv` crate (1.3, MIT/Unlicense; it brings csv-core, itoa and
@@ -325,7 +326,6 @@ bug (obs-nl01). The design (task-csv1) chose hand-rolled to avoid a new dependen
 benchmark (task-csv6) is blocked until this is decided, since it would measure the wrong
 writer otherwise.
 EOF
-t block task-csv6 --as coder-1 --note "waiting for an answer to q-dep1"
 
 # 10. The planner trims the scope.
 scene

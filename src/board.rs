@@ -427,20 +427,10 @@ pub fn init(project: &Path) -> Result<InitReport> {
     }
     for (rel, text) in files {
         let path = root.join(&rel);
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
-            Ok(mut f) => {
-                use std::io::Write;
-                f.write_all(text.as_bytes())
-                    .and_then(|_| f.sync_all())
-                    .map_err(|e| Error::io(&path, "write", e))?;
-                report.created.push(rel);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(Error::io(&path, "create", e)),
+        // Never over a file that is there (init again keeps what the user changed), whole,
+        // and on disk once init says it made the board.
+        if crate::file::create(&path, text.as_bytes(), crate::file::Durability::Durable)? {
+            report.created.push(rel);
         }
     }
     Ok(report)

@@ -7,7 +7,7 @@
 //! `tavern::…`: they parse, call [`api`], and render.
 //!
 //! Layers, bottom up: [`yaml`] and [`doc`] (byte-exact documents), [`id`] and [`time`];
-//! [`layout`] (every path and lock name under the board), [`store`] (reading files and
+//! [`file`] (how a file is written: temp, sync, rename); [`layout`] (every path and lock name under the board), [`store`] (reading files and
 //! the one write protocol, `store::write`) and [`log`] (the audit log); [`board`],
 //! [`workflow`], [`schema`] and [`query`] (the model); [`scan`], [`agents`], [`check`],
 //! [`runs`], [`process`] and [`client`] (reading the board, agent cards, validation,
@@ -24,6 +24,7 @@ pub mod check;
 pub mod client;
 pub mod doc;
 pub mod error;
+pub mod file;
 pub mod id;
 pub mod layout;
 pub mod log;

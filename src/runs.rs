@@ -39,6 +39,7 @@ pub fn create(board: &Board, name: &str) -> Result<(File, PathBuf)> {
     refuse_unless_real_dir(board, &dir)?;
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, "create directory", e))?;
     let path = dir.join(name);
+    // Streamed into as the command runs (not a whole-file write, so not `file::write`).
     let file = File::create(&path).map_err(|e| Error::io(&path, "create", e))?;
     Ok((file, path))
 }

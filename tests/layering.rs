@@ -29,7 +29,7 @@ const KNOWN: &[(&str, &str)] = &[
 /// which command wrote it (a file's header, a log note, a claim record's commit message).
 const FORMATS: &[(&str, &str)] = &[
     ("src/layout.rs", "tavern watch"),
-    ("src/sync/claims.rs", "tavern claim"),
+    ("src/sync/claims/record.rs", "tavern claim"),
     ("src/watch/activations.rs", "tavern watch"),
     ("src/watch/reconcile.rs", "tavern watch"),
     ("src/watch/report.rs", "tavern resume"),
@@ -231,6 +231,10 @@ fn cli_flags() -> BTreeSet<String> {
     flags
 }
 
+/// Flags tavern's own CLI shares with a program the library runs: `--quiet` is also git's,
+/// on the git command lines `sync` builds.
+const OTHER_PROGRAMS: &[&str] = &["quiet"];
+
 /// The flags a string names: `--name` not part of a longer dash run or word.
 fn flags_in(s: &str, flags: &BTreeSet<String>) -> Vec<String> {
     let mut found = Vec::new();
@@ -242,7 +246,7 @@ fn flags_in(s: &str, flags: &BTreeSet<String>) -> Vec<String> {
             .chars()
             .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
             .collect();
-        if flags.contains(&name) {
+        if flags.contains(&name) && !OTHER_PROGRAMS.contains(&name.as_str()) {
             found.push(format!("--{name}"));
         }
     }

@@ -125,6 +125,8 @@ pub enum Command {
     Fail(TransitionArgs),
     /// Cancel a task (transition `cancel`)
     Cancel(TransitionArgs),
+    /// Bring a finished task (done, failed, cancelled) back to pending (transition `reopen`)
+    Reopen(TransitionArgs),
     /// Read the audit log
     Log(history::LogArgs),
     /// What changed since the acting agent last looked (then remembers where it stopped)
@@ -335,6 +337,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Done(a) => tasks::run_transition(&ctx, "done", a),
         Command::Fail(a) => tasks::run_transition(&ctx, "fail", a),
         Command::Cancel(a) => tasks::run_transition(&ctx, "cancel", a),
+        Command::Reopen(a) => tasks::run_transition(&ctx, "reopen", a),
         Command::Log(a) => history::log(&ctx, a),
         Command::Events(a) => history::events(&ctx, a),
         Command::Diff(a) => history::diff(&ctx, a),

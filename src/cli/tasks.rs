@@ -124,9 +124,17 @@ pub struct ClaimArgs {
     /// machine may claim the same task)
     #[arg(long)]
     pub local: bool,
+    /// Print only the claimed task's id (for scripts: `id=$(tavern claim --next -q) || exit`)
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }
 
 pub fn claim(ctx: &Ctx, a: ClaimArgs) -> Result<ExitCode> {
+    if a.quiet && ctx.global.json {
+        return Err(Error::usage(
+            "--quiet prints only the id and --json the whole result: give one of them",
+        ));
+    }
     let board = ctx.board()?;
     let actor = ctx.actor(&board)?;
     if a.next {
@@ -139,6 +147,7 @@ pub fn claim(ctx: &Ctx, a: ClaimArgs) -> Result<ExitCode> {
             render::warn(&w);
         }
         return match &next.claimed {
+            Some(changed) if a.quiet => print_id(changed),
             Some(changed) => report(ctx, changed, "claimed"),
             None => Err(Error::Nothing {
                 what: if a.args.is_empty() {
@@ -188,12 +197,30 @@ pub fn claim(ctx: &Ctx, a: ClaimArgs) -> Result<ExitCode> {
         }
         Err(e) => return Err(e),
     };
+    if a.quiet {
+        return print_id(&changed);
+    }
     let verb = if changed.changed() {
         "claimed"
     } else {
         "already yours:"
     };
     report(ctx, &changed, verb)
+}
+
+/// `claim --quiet`: the id alone on stdout, as `new` prints it, so `id=$(…)` needs no pipe
+/// and keeps the exit code.
+fn print_id(changed: &Changed) -> Result<ExitCode> {
+    use render::Render;
+    let done = Done {
+        changed,
+        verb: "claimed",
+    };
+    for w in done.warnings() {
+        render::warn(&w);
+    }
+    super::output::line(changed.doc().id())?;
+    Ok(ExitCode::SUCCESS)
 }
 
 #[derive(Debug, Args)]

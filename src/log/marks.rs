@@ -85,7 +85,13 @@ impl Marks {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
         }
-        crate::store::write_atomic(path, self.render().as_bytes())
+        // Synced whole: a reader's cursor going back one step after a power loss only
+        // shows entries again, but an empty one would show the whole log as new.
+        crate::file::write(
+            path,
+            self.render().as_bytes(),
+            crate::file::Durability::Whole,
+        )
     }
 
     /// Every entry new to these marks, in reader order (seq, then origin).

@@ -364,11 +364,13 @@ impl Clock {
         }
     }
 
-    /// Saved under the log lock. Not synced: if it is lost, the log's own last seq is the
-    /// fallback, and a new origin keeps the seqs unique anyway.
+    /// Saved under the log lock, whole (a torn clock would mint a new origin for nothing)
+    /// but not synced: if it is lost, the log's own last seq is the fallback, and a new
+    /// origin keeps the seqs unique anyway.
     fn save(&self, board: &Board) {
         let path = Clock::path(board);
-        let _ = std::fs::write(&path, format!("{} {}\n", self.origin, self.seq));
+        let text = format!("{} {}\n", self.origin, self.seq);
+        let _ = crate::file::write(&path, text.as_bytes(), crate::file::Durability::Cache);
     }
 }
 

@@ -52,13 +52,43 @@ pub fn mutate(
     if_rev: Option<u64>,
     decide: impl FnOnce(&Document) -> Result<Option<Change>>,
 ) -> Result<Outcome> {
-    let lock = crate::layout::doc_lock(region, id);
-    let (doc, entry) = store::change(board, &[lock], || {
-        let before = store::read_doc(board, region, id)?;
-        store::check_rev(&before.rel_path(), before.rev(), if_rev)?;
-        let Some(mut change) = decide(&before)? else {
-            return Ok((before, None));
-        };
+    let locked = Locked::take(board, region, id, if_rev)?;
+    match decide(&locked.doc)? {
+        None => Ok(locked.unchanged()),
+        Some(change) => locked.write(board, change),
+    }
+}
+
+/// One document under its lock, re-read there: what a caller decides from before it
+/// writes (or drops it, unchanged). For a change with effects of its own between the two
+/// (a remote's confirmation), where [`mutate`]'s closure would hide their results.
+#[derive(Debug)]
+pub struct Locked {
+    held: store::Held,
+    pub doc: Document,
+}
+
+impl Locked {
+    /// Takes the document's lock, re-reads it and checks `if_rev`.
+    pub fn take(board: &Board, region: Region, id: &str, if_rev: Option<u64>) -> Result<Locked> {
+        let lock = crate::layout::doc_lock(region, id);
+        let held = store::hold(board, &[lock])?;
+        let doc = store::read_doc(board, region, id)?;
+        store::check_rev(&doc.rel_path(), doc.rev(), if_rev)?;
+        Ok(Locked { held, doc })
+    }
+
+    /// Nothing to change: the document as it is.
+    pub fn unchanged(self) -> Outcome {
+        Outcome {
+            doc: self.doc,
+            entry: None,
+        }
+    }
+
+    /// Writes `change` (with a new `updated_at` and `rev`) and logs it.
+    pub fn write(self, board: &Board, mut change: Change) -> Result<Outcome> {
+        let before = self.doc;
         let now = crate::time::now();
         let rev = before.rev() + 1;
         change.edits.push(FieldEdit::Set(
@@ -88,15 +118,18 @@ pub fn mutate(
             Some(before.raw.as_bytes()),
             after.raw.as_bytes().to_vec(),
         );
-        Ok((
-            after,
-            Some(Write {
+        let entry = self.held.write(
+            board,
+            Write {
                 steps: vec![step],
                 entry,
-            }),
-        ))
-    })?;
-    Ok(Outcome { doc, entry })
+            },
+        )?;
+        Ok(Outcome {
+            doc: after,
+            entry: Some(entry),
+        })
+    }
 }
 
 /// Refuses to write a document that every reader would skip as over the size limit.

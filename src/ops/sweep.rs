@@ -166,7 +166,9 @@ pub fn sweep(board: &Board) -> Result<Vec<Released>> {
         if let Some(dir) = marker.parent() {
             let _ = std::fs::create_dir_all(dir);
         }
-        let _ = std::fs::write(&marker, &seen);
+        // A cache: without it the next sweep releases this agent's claims again, and finds
+        // none left to release.
+        let _ = crate::file::write(&marker, seen.as_bytes(), crate::file::Durability::Cache);
     }
     Ok(out)
 }

@@ -97,7 +97,8 @@ fn write(path: &Path, text: Option<&str>) -> Result<()> {
             if let Some(dir) = path.parent() {
                 std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
             }
-            tavern::store::write_atomic(path, t.as_bytes())
+            // The user's own configuration: whole, and on disk once setup says it is.
+            tavern::file::write(path, t.as_bytes(), tavern::file::Durability::Durable)
         }
         None => match std::fs::remove_file(path) {
             Ok(()) => Ok(()),

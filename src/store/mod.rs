@@ -4,12 +4,11 @@
 
 pub mod write;
 
-pub use write::{Step, Write, change, check_rev, recover};
+pub use write::{Held, Step, Write, change, check_rev, hold, recover};
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Write as _};
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::board::Board;
 use crate::doc::{Document, Region};
@@ -182,28 +181,4 @@ pub fn parse_doc(
         )),
         None => Err(Error::invalid_doc(board.rel(path), "has no id field")),
     }
-}
-
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// Replaces a file that is not the board's (runtime state under `.state/` such as a
-/// cursor, a client's configuration) whole: a temp file of this process, fsync, rename.
-/// Board files never: every change to the board goes through [`change`], which logs it.
-pub fn write_atomic(path: &Path, content: &[u8]) -> Result<()> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let tmp = path.with_file_name(format!(".{name}.{}.{n}.tmp", std::process::id()));
-    let result = (|| {
-        let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-        f.write_all(content)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
-    result.map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        Error::io(path, "write", e)
-    })
 }

@@ -19,14 +19,14 @@
 //! dropped, and its temp files go either way.
 
 use std::collections::BTreeSet;
-use std::fs::{self, File, OpenOptions};
-use std::io::Write as _;
+use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::board::Board;
 use crate::error::{Error, Result};
+use crate::file;
 use crate::layout;
 use crate::log::{self, Entry};
 
@@ -135,6 +135,26 @@ pub fn change<T>(
     locks: &[String],
     decide: impl FnOnce() -> Result<(T, Option<Write>)>,
 ) -> Result<(T, Option<Entry>)> {
+    let held = hold(board, locks)?;
+    let (value, write) = decide()?;
+    let Some(write) = write else {
+        return Ok((value, None));
+    };
+    let entry = held.write(board, write)?;
+    Ok((value, Some(entry)))
+}
+
+/// The locks of one change, held (steps 1 and 2 of the protocol): for a caller whose
+/// decision has effects of its own between reading and writing (a claim confirmed by a
+/// remote), and which must act on the write's result. Released when dropped.
+#[derive(Debug)]
+pub struct Held {
+    locks: Vec<String>,
+    _held: Vec<Lock>,
+}
+
+/// Takes `locks` in sorted order and completes any interrupted change that held one.
+pub fn hold(board: &Board, locks: &[String]) -> Result<Held> {
     let locks: Vec<String> = locks
         .iter()
         .cloned()
@@ -146,12 +166,14 @@ pub fn change<T>(
         held.push(super::lock(board, name)?);
     }
     recover_held(board, &locks)?;
-    let (value, write) = decide()?;
-    let Some(write) = write else {
-        return Ok((value, None));
-    };
-    let entry = apply(board, &locks, write)?;
-    Ok((value, Some(entry)))
+    Ok(Held { locks, _held: held })
+}
+
+impl Held {
+    /// Steps 4-7 of the protocol: makes `write` visible and logs it; the locks go.
+    pub fn write(self, board: &Board, write: Write) -> Result<Entry> {
+        apply(board, &self.locks, write)
+    }
 }
 
 fn intent_path(board: &Board, locks: &[String]) -> PathBuf {
@@ -212,47 +234,23 @@ fn drop_change(board: &Board, ipath: &Path, intent: &Intent) {
 
 fn write_intent(path: &Path, intent: &Intent) -> Result<()> {
     let text = serde_json::to_vec(intent).map_err(|e| Error::io(path, "write", e.into()))?;
-    let write = || -> std::io::Result<()> {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)?;
-        f.write_all(&text)
-    };
+    // In place and not synced. A torn intent means the change did not begin (nothing else
+    // is written before it is complete), which `complete` knows; a kill is what recovery
+    // is for, and the page cache keeps the intent through one. Syncing it would add a disk
+    // flush to every change, for the one case of a power loss between a step becoming
+    // visible and its log entry being synced (the change then stands, unlogged).
+    let write = || file::write_in_place(path, &text);
     if write().is_err() {
         let dir = path.parent().unwrap_or(path);
         fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
-        write().map_err(|e| Error::io(path, "write", e))?;
+        write()?;
     }
     Ok(())
 }
 
-/// Writes the temp of `target`: a leftover one (a kill) is replaced.
+/// Writes the temp of `target`, synced (a leftover one, from a kill, is replaced).
 fn write_temp(target: &Path, content: &[u8]) -> Result<()> {
-    let tmp = layout::temp_for(target);
-    let result = (|| {
-        let mut f = match OpenOptions::new().write(true).create_new(true).open(&tmp) {
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                fs::remove_file(&tmp)?;
-                OpenOptions::new().write(true).create_new(true).open(&tmp)?
-            }
-            r => r?,
-        };
-        f.write_all(content)?;
-        f.sync_all()
-    })();
-    result.map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        Error::io(&tmp, "write", e)
-    })
-}
-
-fn sync_dir(dir: &Path) {
-    // Directories cannot be opened for fsync on every platform; where they can, we must.
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
+    file::fill_temp(&layout::temp_for(target), content)
 }
 
 fn parent(p: &Path) -> &Path {
@@ -265,14 +263,12 @@ fn perform(board: &Board, step: &Step) -> Result<()> {
     match step {
         Step::Put { path, .. } => {
             let target = abs(path);
-            fs::rename(layout::temp_for(&target), &target)
+            file::rename_into_place(&layout::temp_for(&target), &target)
                 .map_err(|e| Error::io(&target, "replace", e))?;
-            sync_dir(parent(&target));
         }
         Step::Create { path, .. } => {
             let target = abs(path);
-            let tmp = layout::temp_for(&target);
-            match fs::hard_link(&tmp, &target) {
+            match file::link_into_place(&layout::temp_for(&target), &target) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                     return Err(Error::conflict(
@@ -282,8 +278,6 @@ fn perform(board: &Board, step: &Step) -> Result<()> {
                 }
                 Err(e) => return Err(Error::io(&target, "create", e)),
             }
-            let _ = fs::remove_file(&tmp);
-            sync_dir(parent(&target));
         }
         Step::Move { from, to } => {
             let (from, to) = (abs(from), abs(to));
@@ -292,13 +286,13 @@ fn perform(board: &Board, step: &Step) -> Result<()> {
             }
             fs::hard_link(&from, &to).map_err(|e| Error::io(&to, "move to", e))?;
             fs::remove_file(&from).map_err(|e| Error::io(&from, "move", e))?;
-            sync_dir(parent(&to));
-            sync_dir(parent(&from));
+            file::sync_dir(parent(&to));
+            file::sync_dir(parent(&from));
         }
         Step::Remove { path } => {
             let target = abs(path);
             remove_any(&target)?;
-            sync_dir(parent(&target));
+            file::sync_dir(parent(&target));
         }
     }
     Ok(())
@@ -425,7 +419,7 @@ fn finish(board: &Board, step: &Step) -> Result<bool> {
             let (from, to) = (board.root.join(from), board.root.join(to));
             if same_file(&from, &to) {
                 fs::remove_file(&from).map_err(|e| Error::io(&from, "move", e))?;
-                sync_dir(parent(&from));
+                file::sync_dir(parent(&from));
                 return Ok(true);
             }
         }

@@ -312,21 +312,10 @@ pub fn write_ref_file(common_dir: &Path, name: &str, sha: &str) -> bool {
         "{}.lock",
         path.file_name().unwrap_or_default().to_string_lossy()
     ));
-    let written = (|| -> std::io::Result<()> {
-        use std::io::Write as _;
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&lock)?;
-        let done = f
-            .write_all(format!("{sha}\n").as_bytes())
-            .and_then(|()| std::fs::rename(&lock, &path));
-        if done.is_err() {
-            let _ = std::fs::remove_file(&lock);
-        }
-        done
-    })();
-    written.is_ok()
+    // Not synced, as git does not sync a loose ref unless core.fsync asks it to: this is
+    // this clone's copy of a record the remote holds, and a fetch brings it back.
+    let sha = format!("{sha}\n");
+    crate::file::write_through(&lock, &path, sha.as_bytes(), crate::file::Durability::Cache).is_ok()
 }
 
 #[cfg(test)]

@@ -632,7 +632,8 @@ fn merge_text(
     let names = ["ours", "base", "theirs"].map(|n| format!("merge-{pid}-{n}"));
     for (name, text) in names.iter().zip([ours, base, theirs]) {
         let p = tmp.join(name);
-        std::fs::write(&p, text).map_err(|e| Error::io(&p, "write", e))?;
+        // Scratch input for git, read at once and removed below.
+        crate::file::write_in_place(&p, text.as_bytes())?;
     }
     let out = std::process::Command::new("git")
         .arg("-C")

@@ -131,7 +131,8 @@ fn exclude_board(repo: &repo::Repo, root: &std::path::Path) -> Result<()> {
     new.push_str(&format!(
         "# the tavern board: its history is the branch tavern\n{line}\n"
     ));
-    std::fs::write(&path, new).map_err(|e| Error::io(&path, "write", e))
+    // The user's file: whole, and still there after a power loss once we said we wrote it.
+    crate::file::write(&path, new.as_bytes(), crate::file::Durability::Durable)
 }
 
 /// Fetches the remote's board branch into REMOTE_REF; None when it has none. A remote

@@ -57,6 +57,7 @@ fn try_lock(board: &Board, path: &Path, pid_path: &Path) -> Result<File> {
     match file.try_lock() {
         Ok(()) => {
             let pid = format!("{}\n", std::process::id());
+            // Only for the message of a second watcher; the lock itself is what counts.
             let _ = snapshot::write_state(pid_path, pid.as_bytes());
             Ok(file)
         }

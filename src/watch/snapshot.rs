@@ -12,7 +12,6 @@
 //! content is in the shadow. The snapshot file only saves reading unchanged files.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::board::Board;
@@ -198,18 +197,8 @@ pub fn write_in_board(board: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 fn write_whole(board: Option<&Path>, path: &Path, bytes: &[u8]) -> Result<()> {
-    let parent = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = parent.join(format!(".{name}.tmp"));
     in_its_directory(board, path, || {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        std::fs::rename(&tmp, path).inspect_err(|_| {
-            let _ = std::fs::remove_file(&tmp);
-        })
+        crate::file::write(path, bytes, crate::file::Durability::Cache)
     })
 }
 
@@ -220,12 +209,12 @@ fn write_whole(board: Option<&Path>, path: &Path, bytes: &[u8]) -> Result<()> {
 fn in_its_directory(
     board: Option<&Path>,
     path: &Path,
-    write: impl Fn() -> std::io::Result<()>,
+    write: impl Fn() -> Result<()>,
 ) -> Result<()> {
     if write().is_err() {
         let parent = path.parent().unwrap_or(Path::new("."));
         make_dirs_below(board, parent).map_err(|e| Error::io(parent, "create directory", e))?;
-        write().map_err(|e| Error::io(path, "write", e))?;
+        write()?;
     }
     Ok(())
 }
@@ -290,7 +279,9 @@ pub fn read_shadow(board: &Board, rel: &str) -> Option<Vec<u8>> {
 pub fn write_baseline_shadow(board: &Board, rel: &str, bytes: &[u8]) -> Result<()> {
     let path = shadow_path(board, rel);
     let root = board.root.as_path();
-    in_its_directory(Some(root), &path, || std::fs::write(&path, bytes))
+    in_its_directory(Some(root), &path, || {
+        crate::file::write_in_place(&path, bytes)
+    })
 }
 
 /// Records `content` as handled (None: the file is gone).

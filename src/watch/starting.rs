@@ -26,6 +26,8 @@ pub fn mark_path(board: &Board) -> PathBuf {
 pub fn begin(board: &Board, act: &Activation) -> Result<()> {
     let _ = std::fs::remove_file(mark_path(board));
     let text = serde_json::to_string(act).unwrap_or_default();
+    // Not synced (a state file): it is for a watcher that was killed; after a power loss
+    // the command it started was killed too.
     super::snapshot::write_state(&intent_path(board), text.as_bytes())
 }
 

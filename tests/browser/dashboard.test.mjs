@@ -190,13 +190,13 @@ test("a question is answered through the page", async () => {
   const q = '.question[data-id="q-dep1"]';
   await page.waitForSelector(q, { timeout: WAIT });
   await page.screenshot({ path: path.join(shots, "waiting.png"), fullPage: true });
-  await page.click(`${q} button.option:has-text("yes, add csv 1.3")`);
+  await page.click(`${q} button.option:has-text("yes: add csv 1.3")`);
   await page.waitForSelector(".flash.ok", { timeout: WAIT });
   assert.match(await page.locator(".flash").innerText(), /answered q-dep1; unblocked task-csv6/);
   await page.waitForSelector(q, { state: "detached", timeout: WAIT });
   const doc = fs.readFileSync(path.join(board, "questions", "q-dep1.md"), "utf8");
   assert.match(doc, /^status: answered$/m);
-  assert.match(doc, /^answer: "yes, add csv 1\.3"$/m);
+  assert.match(doc, /^answer: "yes: add csv 1\.3"$/m);
   assert.match(doc, /^answered_by: alice$/m);
   const entry = logEntries().find((e) => e.doc === "questions/q-dep1.md" && e.to === "answered");
   assertByDashboard(entry, "alice", "edit");

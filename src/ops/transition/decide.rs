@@ -1,0 +1,585 @@
+//! Whether a task may move, and what the move writes: a decision from the workflow, the
+//! task as read under its lock, who acts and what was gathered before (dependencies,
+//! capabilities, the remote, the clock). It reads nothing and writes nothing, so every
+//! rule of the workflow is tested here on its own; [`super::transition`] gathers the facts
+//! and applies the plan.
+
+use chrono::{DateTime, Utc};
+
+use crate::doc::Document;
+use crate::doc::edit::FieldEdit;
+use crate::error::{Error, Input, Kind, Result};
+use crate::log::Entry;
+use crate::msg;
+use crate::workflow::{By, CLAIM, Transition, Workflow};
+
+use super::Options;
+
+/// Who asks for which move, and the facts about the board the decision needs.
+#[derive(Clone, Debug)]
+pub struct Request<'a> {
+    /// The transition's name (`claim`, `start`, …).
+    pub name: &'a str,
+    pub actor: &'a str,
+    pub opts: &'a Options,
+    /// The remote the board is connected to, if any (asked to confirm unless `--local`).
+    pub remote: Option<&'a str>,
+    /// The rev whose completion checks passed (a move into a success state).
+    pub checked_rev: Option<u64>,
+    /// A claim: what the task's dependencies still wait for (None: all done).
+    pub waiting_for: Option<String>,
+    /// A claim by a registered agent: its capabilities.
+    pub capabilities: Option<Vec<String>>,
+    /// The time a claim records.
+    pub now: DateTime<Utc>,
+}
+
+/// What to do.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Plan {
+    /// Nothing to write: the actor re-claims what it holds.
+    Unchanged,
+    Move(Box<Move>),
+}
+
+/// A move to make: the task's new fields, the log entry, and what the remote must confirm
+/// first on a connected board.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Move {
+    pub edits: Vec<FieldEdit>,
+    pub entry: Entry,
+    pub confirm: Option<Confirm>,
+}
+
+/// What a connected board's remote is asked to record before the write (see
+/// [`crate::sync::claims::Step`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Confirm {
+    pub claim: bool,
+    pub from: String,
+    pub to: String,
+    pub force: bool,
+    /// A claim of a task this copy says another agent holds: the remote decides whether
+    /// that hold expired and may be taken over.
+    pub local_holder: Option<String>,
+}
+
+/// The workflow's transition called `name`; an unknown one is a usage error naming them.
+pub fn lookup<'w>(workflow: &'w Workflow, name: &str) -> Result<&'w Transition> {
+    workflow.transition(name).ok_or_else(|| {
+        let names: Vec<&str> = workflow.transitions.keys().map(String::as_str).collect();
+        Error::usage(format!(
+            "unknown transition '{name}'; this board's workflow has: {}",
+            names.join(", ")
+        ))
+    })
+}
+
+/// Whether a move into a success state is worth its completion checks before the lock:
+/// not when the workflow or the claim would refuse it anyway.
+pub fn worth_checking(workflow: &Workflow, t: &Transition, doc: &Document, req: &Request) -> bool {
+    let status = doc.status().unwrap_or("");
+    let owner = doc.str("claimed_by").filter(|o| !o.is_empty());
+    let may = req.opts.force || t.by == By::Any || owner.is_none_or(|o| o == req.actor);
+    workflow.allows_from(t, status) && may
+}
+
+/// Decides `req` for the task `doc` as read under its lock.
+pub fn decide(workflow: &Workflow, doc: &Document, req: &Request) -> Result<Plan> {
+    let t = lookup(workflow, req.name)?;
+    let (name, actor) = (req.name, req.actor);
+    let path = doc.rel_path();
+    if let Some(rev) = req.checked_rev
+        && doc.rev() != rev
+    {
+        return Err(Error::conflict(
+            &path,
+            format!(
+                "changed while its completion checks ran (rev {rev} -> {}); retry",
+                doc.rev()
+            ),
+        ));
+    }
+    let status = doc.status().unwrap_or("");
+    if !workflow.is_state(status) {
+        return Err(Error::invalid_doc(
+            &path,
+            format!(
+                "status '{status}' is not a state of the workflow ({})",
+                workflow.states.join(", ")
+            ),
+        ));
+    }
+    let owner = doc.str("claimed_by").filter(|s| !s.is_empty());
+    let confirming = req.remote.is_some() && !req.opts.local;
+    let held = !workflow.is_claimable(status) && !workflow.is_terminal(status);
+    // A claim of a task this copy says another agent holds: on a connected board the
+    // remote decides whether that hold expired and may be taken over.
+    let mut takeover_of = None;
+    if name == CLAIM {
+        if owner == Some(actor) && held {
+            return Ok(Plan::Unchanged); // Re-claiming what you hold is a no-op success.
+        }
+        // A finished task is not "claimed": the workflow check below says it is final.
+        if let Some(owner) = owner
+            && held
+        {
+            if !confirming {
+                return Err(Error::conflict(
+                    &path,
+                    format!("already claimed by {owner} (status {status})"),
+                ));
+            }
+            takeover_of = Some(owner);
+        }
+    }
+    if takeover_of.is_none() && !workflow.allows_from(t, status) {
+        return Err(not_allowed(workflow, &path, name, status, owner, actor));
+    }
+    let forced = overrides_claimant(t, &path, owner, req)?;
+    if name == CLAIM
+        && let Some(waiting) = &req.waiting_for
+    {
+        return Err(Error::conflict(
+            &path,
+            format!("not claimable yet: waits for {waiting}"),
+        ));
+    }
+    if let Some(caps) = &req.capabilities {
+        lacks_capabilities(doc, &path, actor, caps)?;
+    }
+    let mut edits = vec![FieldEdit::Set("status".into(), t.to.clone().into())];
+    if name == CLAIM {
+        edits.push(FieldEdit::Set("claimed_by".into(), actor.into()));
+        edits.push(FieldEdit::Set(
+            "claimed_at".into(),
+            crate::time::stamp(req.now).into(),
+        ));
+    } else if workflow.is_claimable(&t.to) {
+        // Back in the pool: the claim is gone.
+        edits.push(FieldEdit::Unset("claimed_by".into()));
+        edits.push(FieldEdit::Unset("claimed_at".into()));
+    }
+    let op = match name {
+        CLAIM => "claim",
+        "release" => "release",
+        _ => "transition",
+    };
+    let mut note = match (forced, owner, &req.opts.note) {
+        (true, Some(o), Some(n)) => Some(format!("forced over {o}: {n}")),
+        (true, Some(o), None) => Some(format!("forced over {o}")),
+        (_, _, n) => n.clone(),
+    };
+    // The remote confirms a claim and every move of a claimed task.
+    let mut confirm = None;
+    if name == CLAIM || owner.is_some() {
+        match req.remote {
+            Some(_) if confirming => {
+                confirm = Some(Confirm {
+                    claim: name == CLAIM,
+                    from: status.to_string(),
+                    to: t.to.clone(),
+                    force: forced,
+                    local_holder: takeover_of.map(str::to_string),
+                });
+            }
+            Some(r) => {
+                note = Some(prefixed(
+                    &format!("local only: not confirmed by the remote '{r}'"),
+                    note,
+                ))
+            }
+            None => {}
+        }
+    }
+    let entry = Entry {
+        actor: actor.to_string(),
+        op: op.into(),
+        transition: (op == "transition").then(|| name.to_string()),
+        from: Some(status.to_string()),
+        to: Some(t.to.clone()),
+        force: forced,
+        note,
+        ..Entry::default()
+    };
+    Ok(Plan::Move(Box::new(Move {
+        edits,
+        entry,
+        confirm,
+    })))
+}
+
+/// `first`, then `; note` if there is one.
+pub fn prefixed(first: &str, note: Option<String>) -> String {
+    match note {
+        Some(n) => format!("{first}; {n}"),
+        None => first.to_string(),
+    }
+}
+
+/// The workflow does not allow `name` from `status`: say which transitions it allows, and
+/// tell a former claimant (fencing) who holds the task now.
+fn not_allowed(
+    workflow: &Workflow,
+    path: &str,
+    name: &str,
+    status: &str,
+    owner: Option<&str>,
+    actor: &str,
+) -> Error {
+    let allowed = workflow.allowed_from(status);
+    let mut allowed = if allowed.is_empty() {
+        "none (it is final)".to_string()
+    } else {
+        allowed.join(", ")
+    };
+    if let Some(o) = owner.filter(|o| *o != actor && name != CLAIM) {
+        allowed.push_str(&format!("; it is held by {o}, not you"));
+    }
+    Error::conflict(
+        path,
+        format!(
+            "transition '{name}' is not allowed: the task's status is {status}; allowed from {status}: {allowed}"
+        ),
+    )
+}
+
+/// Only the claimant moves a claimed task by a `by: claimant` transition: another actor
+/// needs `--force` (true: the move is forced over the claimant, and logged so), unless
+/// the move answers the claimant's own question.
+fn overrides_claimant(
+    t: &Transition,
+    path: &str,
+    owner: Option<&str>,
+    req: &Request,
+) -> Result<bool> {
+    let Some(owner) = owner else {
+        return Ok(false);
+    };
+    if owner == req.actor || req.name == CLAIM || t.by != By::Claimant || req.opts.answered {
+        return Ok(false);
+    }
+    if !req.opts.force {
+        return Err(Error::request_at(
+            Kind::Conflict,
+            path,
+            msg!(
+                format!(
+                    "claimed by {owner}; only the claimant may move it (you are {}; a human may override with ",
+                    req.actor
+                ),
+                Input::Force,
+                ")"
+            ),
+        ));
+    }
+    Ok(true)
+}
+
+/// A registered agent claims only what its capabilities cover.
+fn lacks_capabilities(doc: &Document, path: &str, actor: &str, caps: &[String]) -> Result<()> {
+    let missing: Vec<String> = doc
+        .list("needs")
+        .into_iter()
+        .filter(|n| !caps.contains(n))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Error::conflict(
+        path,
+        format!(
+            "needs {}, which {actor} does not have (its capabilities: {})",
+            missing.join(", "),
+            if caps.is_empty() {
+                "none".to_string()
+            } else {
+                caps.join(", ")
+            }
+        ),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doc::Region;
+
+    fn workflow() -> Workflow {
+        crate::board::parse_config(crate::board::DEFAULT_BOARD_YAML)
+            .expect("the default board.yaml parses")
+            .workflow
+    }
+
+    /// A task `t1` with these extra frontmatter lines.
+    fn task(fields: &str) -> Document {
+        let raw = format!("---\nid: t1\ntitle: x\nrev: 3\n{fields}---\n");
+        Document::parse(Region::Tasks, "t1", raw, Default::default()).expect("test task parses")
+    }
+
+    fn now() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-11-25T10:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc)
+    }
+
+    fn request<'a>(name: &'a str, actor: &'a str, opts: &'a Options) -> Request<'a> {
+        Request {
+            name,
+            actor,
+            opts,
+            remote: None,
+            checked_rev: None,
+            waiting_for: None,
+            capabilities: None,
+            now: now(),
+        }
+    }
+
+    fn plan(doc: &Document, req: &Request) -> Move {
+        match decide(&workflow(), doc, req) {
+            Ok(Plan::Move(m)) => *m,
+            other => panic!("expected a move, got {other:?}"),
+        }
+    }
+
+    fn refusal(doc: &Document, req: &Request) -> (Kind, String) {
+        match decide(&workflow(), doc, req) {
+            Err(e) => (e.kind(), e.to_string()),
+            Ok(p) => panic!("expected a refusal, got {p:?}"),
+        }
+    }
+
+    fn set(k: &str, v: &str) -> FieldEdit {
+        FieldEdit::Set(k.into(), v.into())
+    }
+
+    #[test]
+    fn a_claim_sets_the_holder_and_its_time_and_is_logged_as_a_claim() {
+        let opts = Options::default();
+        let m = plan(&task("status: pending\n"), &request("claim", "a1", &opts));
+        assert_eq!(
+            m.edits,
+            vec![
+                set("status", "claimed"),
+                set("claimed_by", "a1"),
+                set("claimed_at", "2026-11-25T10:00:00Z"),
+            ]
+        );
+        assert_eq!((m.entry.op.as_str(), m.entry.transition), ("claim", None));
+        assert_eq!(m.entry.from.as_deref(), Some("pending"));
+        assert_eq!(m.entry.to.as_deref(), Some("claimed"));
+        assert_eq!(m.confirm, None);
+    }
+
+    #[test]
+    fn reclaiming_what_you_hold_changes_nothing() {
+        let opts = Options::default();
+        let doc = task("status: working\nclaimed_by: a1\n");
+        assert_eq!(
+            decide(&workflow(), &doc, &request("claim", "a1", &opts)).unwrap(),
+            Plan::Unchanged
+        );
+    }
+
+    #[test]
+    fn a_claim_of_a_held_task_is_refused_naming_the_holder() {
+        let opts = Options::default();
+        let doc = task("status: working\nclaimed_by: a2\n");
+        assert_eq!(
+            refusal(&doc, &request("claim", "a1", &opts)),
+            (
+                Kind::Conflict,
+                "tasks/t1.md: already claimed by a2 (status working)".into()
+            )
+        );
+    }
+
+    #[test]
+    fn on_a_connected_board_a_claim_of_a_held_task_asks_the_remote_for_a_takeover() {
+        let opts = Options::default();
+        let doc = task("status: working\nclaimed_by: a2\n");
+        let mut req = request("claim", "a1", &opts);
+        req.remote = Some("origin");
+        let m = plan(&doc, &req);
+        assert_eq!(
+            m.confirm,
+            Some(Confirm {
+                claim: true,
+                from: "working".into(),
+                to: "claimed".into(),
+                force: false,
+                local_holder: Some("a2".into()),
+            })
+        );
+    }
+
+    #[test]
+    fn a_transition_the_workflow_does_not_allow_says_which_it_does() {
+        let opts = Options::default();
+        let doc = task("status: pending\n");
+        assert_eq!(
+            refusal(&doc, &request("submit", "a1", &opts)),
+            (
+                Kind::Conflict,
+                "tasks/t1.md: transition 'submit' is not allowed: the task's status is pending; allowed from pending: claim, fail, cancel".into()
+            )
+        );
+        let done = task("status: done\n");
+        assert!(
+            refusal(&done, &request("start", "a1", &opts))
+                .1
+                .ends_with("allowed from done: reopen")
+        );
+    }
+
+    #[test]
+    fn a_fenced_former_claimant_is_told_who_holds_the_task() {
+        let opts = Options::default();
+        let doc = task("status: claimed\nclaimed_by: a2\n");
+        assert!(refusal(&doc, &request("submit", "a1", &opts)).1.ends_with(
+            "allowed from claimed: release, start, fail, cancel; it is held by a2, not you"
+        ));
+    }
+
+    #[test]
+    fn only_the_claimant_moves_a_claimed_task_unless_forced_or_answered() {
+        let doc = task("status: working\nclaimed_by: a2\n");
+        let opts = Options::default();
+        let (kind, text) = refusal(&doc, &request("submit", "a1", &opts));
+        assert_eq!(kind, Kind::Conflict);
+        assert_eq!(
+            text,
+            "tasks/t1.md: claimed by a2; only the claimant may move it (you are a1; a human may override with force)"
+        );
+        let forced = Options {
+            force: true,
+            note: Some("stuck".into()),
+            ..Options::default()
+        };
+        let m = plan(&doc, &request("submit", "alice", &forced));
+        assert!(m.entry.force);
+        assert_eq!(m.entry.note.as_deref(), Some("forced over a2: stuck"));
+        let answered = Options {
+            answered: true,
+            ..Options::default()
+        };
+        let blocked = task("status: blocked\nclaimed_by: a2\n");
+        let m = plan(&blocked, &request("unblock", "alice", &answered));
+        assert!(!m.entry.force);
+        assert_eq!(m.entry.note, None);
+        assert_eq!(m.entry.transition.as_deref(), Some("unblock"));
+    }
+
+    #[test]
+    fn a_by_any_transition_needs_no_claim() {
+        let opts = Options::default();
+        let doc = task("status: review\nclaimed_by: a2\n");
+        let m = plan(&doc, &request("approve", "rev", &opts));
+        assert!(!m.entry.force);
+        assert_eq!(m.edits, vec![set("status", "done")]);
+    }
+
+    #[test]
+    fn moving_back_to_the_pool_drops_the_claim() {
+        let opts = Options::default();
+        let doc = task("status: working\nclaimed_by: a1\nclaimed_at: x\n");
+        let m = plan(&doc, &request("release", "a1", &opts));
+        assert_eq!(
+            m.edits,
+            vec![
+                set("status", "pending"),
+                FieldEdit::Unset("claimed_by".into()),
+                FieldEdit::Unset("claimed_at".into()),
+            ]
+        );
+        assert_eq!(m.entry.op, "release");
+    }
+
+    #[test]
+    fn a_claim_waits_for_its_dependencies_and_the_agents_capabilities() {
+        let opts = Options::default();
+        let doc = task("status: pending\nneeds: [rust, sql]\n");
+        let mut req = request("claim", "a1", &opts);
+        req.waiting_for = Some("t0 (working)".into());
+        assert_eq!(
+            refusal(&doc, &req).1,
+            "tasks/t1.md: not claimable yet: waits for t0 (working)"
+        );
+        req.waiting_for = None;
+        req.capabilities = Some(vec!["rust".into()]);
+        assert_eq!(
+            refusal(&doc, &req).1,
+            "tasks/t1.md: needs sql, which a1 does not have (its capabilities: rust)"
+        );
+        req.capabilities = Some(vec![]);
+        assert!(refusal(&doc, &req).1.ends_with("(its capabilities: none)"));
+        req.capabilities = Some(vec!["sql".into(), "rust".into()]);
+        plan(&doc, &req);
+    }
+
+    #[test]
+    fn a_task_changed_while_its_checks_ran_is_not_moved() {
+        let opts = Options::default();
+        let doc = task("status: working\nclaimed_by: a1\n");
+        let mut req = request("done", "a1", &opts);
+        req.checked_rev = Some(2);
+        assert_eq!(
+            refusal(&doc, &req).1,
+            "tasks/t1.md: changed while its completion checks ran (rev 2 -> 3); retry"
+        );
+        req.checked_rev = Some(3);
+        plan(&doc, &req);
+    }
+
+    #[test]
+    fn a_status_outside_the_workflow_is_an_invalid_document() {
+        let opts = Options::default();
+        let doc = task("status: limbo\n");
+        let (kind, text) = refusal(&doc, &request("claim", "a1", &opts));
+        assert_eq!(kind, Kind::Invalid);
+        assert!(text.starts_with("tasks/t1.md: status 'limbo' is not a state of the workflow"));
+        assert_eq!(
+            refusal(&doc, &request("fly", "a1", &opts)),
+            (
+                Kind::Usage,
+                "unknown transition 'fly'; this board's workflow has: claim, release, start, submit, approve, reject, block, unblock, done, fail, cancel, reopen".into()
+            )
+        );
+    }
+
+    #[test]
+    fn a_connected_board_confirms_claims_and_moves_of_claimed_tasks_unless_local() {
+        let opts = Options::default();
+        let mut req = request("start", "a1", &opts);
+        req.remote = Some("origin");
+        let held = task("status: claimed\nclaimed_by: a1\n");
+        assert_eq!(
+            plan(&held, &req).confirm,
+            Some(Confirm {
+                claim: false,
+                from: "claimed".into(),
+                to: "working".into(),
+                force: false,
+                local_holder: None,
+            })
+        );
+        // A task nobody holds moves without the remote (`cancel` of a pending task).
+        let free = task("status: pending\n");
+        req.name = "cancel";
+        assert_eq!(plan(&free, &req).confirm, None);
+        let local = Options {
+            local: true,
+            note: Some("offline".into()),
+            ..Options::default()
+        };
+        let mut req = request("start", "a1", &local);
+        req.remote = Some("origin");
+        let m = plan(&held, &req);
+        assert_eq!(m.confirm, None);
+        assert_eq!(
+            m.entry.note.as_deref(),
+            Some("local only: not confirmed by the remote 'origin'; offline")
+        );
+    }
+}

@@ -1,0 +1,130 @@
+//! What an agent may claim now, and `claim --next`: the best ready task, moving on when
+//! another agent wins it.
+
+use crate::board::Board;
+use crate::doc::{Document, Region};
+use crate::error::{Error, Result};
+use crate::query::Query;
+use crate::scan;
+use crate::sync::claims;
+use crate::workflow::CLAIM;
+
+use super::{Options, Outcome, transition};
+
+/// The tasks that are claimable now, best first: claimable state, no live claim, every
+/// dependency done, matching `query`.
+pub fn ready(board: &Board, query: &Query) -> Result<(Vec<Document>, Vec<scan::Skipped>)> {
+    crate::ops::sweep::sweep(board)?;
+    let workflow = &board.config.workflow;
+    let now = crate::time::now();
+    // Keep only the candidates while reading; their dependencies are read one by one
+    // afterwards (with a cache), so a big board of finished work is never held in memory.
+    let scan = scan::scan_matching(board, &[Region::Tasks], |d| {
+        d.status().is_some_and(|s| workflow.is_claimable(s)) && query.matches(d, now)
+    })?;
+    let mut done: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
+    let mut is_done = |dep: &str| {
+        *done.entry(dep.to_string()).or_insert_with(|| {
+            crate::ops::graph::read_task(board, dep)
+                .is_some_and(|d| d.status().is_some_and(|s| workflow.is_success(s)))
+        })
+    };
+    let mut ready: Vec<Document> = scan
+        .docs
+        .into_iter()
+        .filter(|d| d.list("depends_on").iter().all(|dep| is_done(dep)))
+        .collect();
+    scan::sort_best_first(&mut ready);
+    Ok((ready, scan.skipped))
+}
+
+/// `claim --next`: claims the best ready task, moving on to the next if another agent
+/// wins the race for it. Returns None when nothing is claimable.
+pub fn claim_next(
+    board: &Board,
+    actor: &str,
+    query: &Query,
+) -> Result<(Option<Outcome>, Vec<scan::Skipped>)> {
+    claim_next_with(board, actor, query, &Options::default())
+}
+
+/// `claim --next` with options (`local`).
+pub fn claim_next_with(
+    board: &Board,
+    actor: &str,
+    query: &Query,
+    opts: &Options,
+) -> Result<(Option<Outcome>, Vec<scan::Skipped>)> {
+    if let Some(reason) = board.paused() {
+        return Err(Error::Paused { reason });
+    }
+    let (candidates, skipped) = ready(board, query)?;
+    // A registered agent only gets tasks whose `needs` its capabilities cover.
+    let capabilities = crate::agents::read(board, actor)?.map(|a| a.capabilities());
+    let capable = |doc: &Document| {
+        capabilities
+            .as_ref()
+            .is_none_or(|caps| doc.list("needs").iter().all(|n| caps.contains(n)))
+    };
+    let mut candidates: Vec<Document> = candidates.into_iter().filter(|d| capable(d)).collect();
+    // On a connected board: first the tasks whose record this clone has is still the
+    // remote's (one ls-remote says which), then, only if none of those could be claimed,
+    // the others, once their records are fetched.
+    let remote = if opts.local {
+        None
+    } else {
+        claims::remote(board)?
+    };
+    let mut later = Vec::new();
+    if let Some(remote) = &remote {
+        let survey = claims::survey(board, remote)?;
+        let (now, changed): (Vec<Document>, Vec<Document>) = candidates
+            .into_iter()
+            .partition(|d| !survey.changed(d.id()));
+        candidates = now;
+        candidates.retain(|d| claims::worth_trying(board, survey.known.get(d.id()), actor));
+        claims::spread(&mut candidates, actor);
+        later = changed;
+    }
+    let opts = Options {
+        local: opts.local,
+        ..Options::default()
+    };
+    if let Some(outcome) = claim_first(board, actor, candidates, &opts)? {
+        return Ok((Some(outcome), skipped));
+    }
+    if let Some(remote) = &remote
+        && !later.is_empty()
+    {
+        let records = claims::fetch_for_next(board, remote)?;
+        later.retain(|d| claims::worth_trying(board, records.get(d.id()), actor));
+        claims::spread(&mut later, actor);
+        if let Some(outcome) = claim_first(board, actor, later, &opts)? {
+            return Ok((Some(outcome), skipped));
+        }
+    }
+    Ok((None, skipped))
+}
+
+/// Claims the first of `candidates` it can, moving on when another agent wins one.
+fn claim_first(
+    board: &Board,
+    actor: &str,
+    candidates: Vec<Document>,
+    opts: &Options,
+) -> Result<Option<Outcome>> {
+    for doc in candidates {
+        match transition(board, actor, doc.id(), CLAIM, opts) {
+            Ok(outcome) => return Ok(Some(outcome)),
+            // Lost the race (or the task changed since the scan): try the next one.
+            Err(e)
+                if e.kind() == crate::error::Kind::Conflict
+                    || e.kind() == crate::error::Kind::NotFound =>
+            {
+                continue;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(None)
+}

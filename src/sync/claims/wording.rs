@@ -1,0 +1,180 @@
+//! What claims across machines tell a person, in one place. The exchange with the remote
+//! reports what happened as data ([`Failure`]); it becomes the library's [`Error`] here,
+//! worded once.
+
+use std::path::PathBuf;
+
+use crate::error::Error;
+
+use super::record::Record;
+
+/// What a step asked the remote to confirm, as messages name it.
+#[derive(Clone, Debug)]
+pub enum Asked {
+    /// The claim of a task.
+    Claim { task: String },
+    /// Moving a task to a state.
+    Move { task: String, to: String },
+}
+
+impl Asked {
+    fn task(&self) -> &str {
+        match self {
+            Asked::Claim { task } | Asked::Move { task, .. } => task,
+        }
+    }
+}
+
+/// Why the remote did not confirm what was asked.
+#[derive(Clone, Debug)]
+pub enum Failure {
+    /// The remote could not be reached, or refused: nothing was confirmed (exit 7).
+    Unconfirmed {
+        asked: Asked,
+        remote: String,
+        /// The project of this clone.
+        project: PathBuf,
+        why: String,
+    },
+    /// `claim --next` could not learn the remote's records (exit 7).
+    Unsurveyed {
+        remote: String,
+        project: PathBuf,
+        why: String,
+    },
+    /// The remote's record kept changing under every attempt (exit 3).
+    KeptChanging {
+        path: String,
+        remote: String,
+        task: String,
+        attempts: usize,
+    },
+    /// Another record holds the task, or it is final, or it was taken from this actor: the
+    /// loser of a race (or a fenced former holder) is told who holds the task now (exit 3).
+    Lost {
+        path: String,
+        /// The transition that lost.
+        name: String,
+        /// The state this clone's copy said.
+        status: String,
+        actor: String,
+        remote: String,
+        record: Record,
+        /// The record holds the task (a claim says "claimed", else "finished").
+        held: bool,
+    },
+}
+
+/// Why a step is unconfirmed when fetching its record failed.
+pub fn fetch_failed(stderr: &str) -> String {
+    format!("fetching its record failed: {}", first_line(stderr))
+}
+
+/// The first line of a git message that says something.
+pub fn first_line(s: &str) -> String {
+    s.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("no message")
+        .to_string()
+}
+
+impl From<Failure> for Error {
+    fn from(f: Failure) -> Error {
+        match f {
+            Failure::Unconfirmed {
+                asked,
+                remote,
+                project,
+                why,
+            } => {
+                let what = match &asked {
+                    Asked::Claim { task } => format!("the claim of {task}"),
+                    Asked::Move { task, to } => format!("moving {task} to {to}"),
+                };
+                Error::Unconfirmed {
+                    task: asked.task().to_string(),
+                    message: format!(
+                        "cannot confirm {what} with the remote '{remote}' ({}): {why}; nothing was changed",
+                        project.display()
+                    ),
+                    remote,
+                }
+            }
+            Failure::Unsurveyed {
+                remote,
+                project,
+                why,
+            } => Error::Unconfirmed {
+                task: "the next task".into(),
+                message: format!(
+                    "cannot learn the claims on the remote '{remote}' ({}): {why}; nothing was claimed",
+                    project.display(),
+                ),
+                remote,
+            },
+            Failure::KeptChanging {
+                path,
+                remote,
+                task,
+                attempts,
+            } => Error::conflict(
+                path,
+                format!(
+                    "the remote '{remote}' record of {task} kept changing ({attempts} attempts); retry"
+                ),
+            ),
+            Failure::Lost {
+                path,
+                name,
+                status,
+                actor,
+                remote,
+                record,
+                held,
+            } => Error::conflict(
+                path,
+                lost_message(&name, &status, &actor, &remote, &record, held),
+            ),
+        }
+    }
+}
+
+fn lost_message(
+    name: &str,
+    status: &str,
+    actor: &str,
+    remote: &str,
+    record: &Record,
+    held: bool,
+) -> String {
+    let whence = format!(
+        "confirmed by the remote '{remote}': {} from {} at {}, epoch {}",
+        record.state,
+        record.origin,
+        crate::time::stamp(record.at),
+        record.epoch
+    );
+    let now = if record.agent.is_empty() {
+        format!("it is {} and held by nobody", record.state)
+    } else if record.agent == actor {
+        format!("it is {} (by you)", record.state)
+    } else {
+        format!("it is held by {} ({})", record.agent, record.state)
+    };
+    if name == crate::workflow::CLAIM && !record.agent.is_empty() && record.agent != actor {
+        let what = if held {
+            "already claimed by"
+        } else {
+            "already finished by"
+        };
+        format!(
+            "{what} {} (status {}; {whence}); this clone's copy now says so",
+            record.agent, record.state
+        )
+    } else {
+        format!(
+            "cannot {name}: {now}, not as this clone's copy said ({status}; {whence}); this clone's copy now says so"
+        )
+    }
+}

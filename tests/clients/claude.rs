@@ -1,0 +1,161 @@
+//! Claude Code (`@anthropic-ai/claude-code`), headless (`claude -p`), against the stand-in
+//! through ANTHROPIC_BASE_URL.
+
+use serde_json::json;
+
+use super::*;
+
+/// One `claude -p` run; returns its session id.
+fn run(p: &Project, c: &Client, model: &StandIn, prompt: &str, resume: Option<&str>) -> String {
+    let mut cmd = p.client_cmd(&c.bin);
+    cmd.args(["-p", prompt, "--output-format", "stream-json", "--verbose"])
+        // What a user allows a headless run: tavern's commands and tavern's MCP tools.
+        .args(["--allowedTools", "Bash(tavern *)", "mcp__tavern"])
+        .env("SHELL", "/bin/bash")
+        .env(
+            "ANTHROPIC_BASE_URL",
+            format!("http://127.0.0.1:{}", model.port),
+        )
+        .env("ANTHROPIC_API_KEY", "sk-standin")
+        // No traffic but the model's: no telemetry, error reports or update checks.
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("DISABLE_TELEMETRY", "1");
+    if let Some(id) = resume {
+        cmd.args(["--resume", id]);
+    }
+    let out = finish(cmd, &c.label);
+    assert!(
+        out.code == 0,
+        "{}: `claude -p` failed ({}):\n{}\n{}",
+        c.label,
+        out.code,
+        out.stdout,
+        out.stderr
+    );
+    out.stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find_map(|v| v["session_id"].as_str().map(str::to_string))
+        .unwrap_or_else(|| panic!("{}: no session id in the output:\n{}", c.label, out.stdout))
+}
+
+#[test]
+fn claude_code_runs_the_agent_loop_on_the_board() {
+    let Some(c) = client("@anthropic-ai/claude-code", "claude", "Claude Code") else {
+        return;
+    };
+    let p = Project::new();
+    let first = p.board.task("Fix the parser", &[]);
+    let second = p.board.task("Write the docs", &[]);
+    p.tavern(&["setup", "claude", "--mcp"]).ok();
+
+    // A session: the MCP claim (its schema loaded through tool search first, as Claude Code
+    // defers MCP tools), `tavern start` in the shell, then a context so full that Claude
+    // Code compacts it before the next turn.
+    let model = StandIn::start(json!([
+        {"tool": "ToolSearch", "input": {"query": "select:mcp__tavern__claim", "max_results": 5}},
+        {"tool": "mcp__tavern__claim", "input": {"id": first}},
+        {"tool": "Bash", "input": {"command": format!("tavern start {first}"), "description": "Start the task"}, "tokens": 990_000},
+        {"when": "<summary>", "text": "<analysis>Started the task.</analysis>\n<summary>Claimed and started the task.</summary>"},
+        {"text": "Working on it."}
+    ]));
+    let session = run(&p, &c, &model, "Work on the board.", None);
+    let log = p.log();
+    let agents = registered(&log, "claude");
+    let [agent] = &agents[..] else {
+        panic!(
+            "{}: expected one agent registered by the session, got {agents:?}:\n{}",
+            c.label,
+            show(&log)
+        );
+    };
+    let requests = model.scripted();
+    assert!(
+        requests
+            .first()
+            .is_some_and(|r| text(r).contains(&format!("You are registered as agent `{agent}`"))),
+        "{}: the session-start context did not reach the model naming `{agent}` (SessionStart hook)",
+        c.label
+    );
+    let claims = entries(&log, "claim", &first);
+    assert!(
+        claims.len() == 1 && claims[0]["actor"] == *agent && claims[0]["via"] == "mcp",
+        "{}: the MCP claim did not claim {first} as `{agent}`:\n{}",
+        c.label,
+        show(&log)
+    );
+    let starts = entries(&log, "start", &first);
+    assert!(
+        starts.len() == 1 && starts[0]["actor"] == *agent,
+        "{}: `tavern start` in the shell tool did not act as `{agent}` (TAVERN_AGENT through CLAUDE_ENV_FILE):\n{}",
+        c.label,
+        show(&log)
+    );
+    let compacted = requests
+        .iter()
+        .position(|r| r["turn"]["when"] == "<summary>")
+        .unwrap_or_else(|| {
+            panic!(
+                "{}: the forced compaction never asked for a summary",
+                c.label
+            )
+        });
+    assert!(
+        requests[compacted + 1..]
+            .iter()
+            .any(|r| text(r).contains(&format!(
+                "The context was compacted; this is the tavern board again. You are agent `{agent}`"
+            ))),
+        "{}: after the compaction the board summary did not come back (SessionStart, source compact)",
+        c.label
+    );
+    let releases = entries(&log, "release", &first);
+    assert!(
+        releases.len() == 1
+            && releases[0]["actor"] == *agent
+            && releases[0]["note"] == format!("{agent} deregistered"),
+        "{}: the end of the session did not give {first} back (SessionEnd hook):\n{}",
+        c.label,
+        show(&log)
+    );
+    drop(model);
+
+    // The same conversation resumed: a new process, a new agent, and the model told so.
+    let model = StandIn::start(json!([
+        {"tool": "Bash", "input": {"command": format!("tavern claim {second}"), "description": "Claim"}},
+        {"text": "Claimed."}
+    ]));
+    run(&p, &c, &model, "Carry on.", Some(&session));
+    let log = p.log();
+    let agents = registered(&log, "claude");
+    let [_, resumed] = &agents[..] else {
+        panic!(
+            "{}: expected the resumed session to register a second agent, got {agents:?}",
+            c.label
+        );
+    };
+    let requests = model.scripted();
+    assert!(
+        requests
+            .first()
+            .and_then(last_agent)
+            .is_some_and(|a| a == *resumed),
+        "{}: the resumed session was not told its new name `{resumed}` last",
+        c.label
+    );
+    let claims = entries(&log, "claim", &second);
+    assert!(
+        claims.len() == 1 && claims[0]["actor"] == *resumed,
+        "{}: `tavern claim` in the resumed session did not act as `{resumed}`:\n{}",
+        c.label,
+        show(&log)
+    );
+    assert!(
+        entries(&log, "release", &second)
+            .iter()
+            .any(|e| e["actor"] == *resumed),
+        "{}: the end of the resumed session did not give {second} back",
+        c.label
+    );
+}
