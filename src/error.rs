@@ -143,6 +143,12 @@ pub enum Command {
     Deny(String),
     /// A sweep (stale claims, expired findings, leftovers of interrupted writes).
     Sweep,
+    /// An exchange of the board with its remote.
+    Sync,
+    /// Connecting the board to a remote.
+    SyncInit,
+    /// An exchange that records the documents deleted by hand as deleted.
+    SyncAllowingDeletions,
 }
 
 impl Command {
@@ -161,6 +167,9 @@ impl Command {
             Command::Approve(id) => format!("approve {id}"),
             Command::Deny(id) => format!("deny {id}"),
             Command::Sweep => "sweep".into(),
+            Command::Sync => "sync".into(),
+            Command::SyncInit => "sync init [REMOTE]".into(),
+            Command::SyncAllowingDeletions => "sync (allow_deletions)".into(),
         }
     }
 }

@@ -19,8 +19,12 @@ pub enum By {
     /// Only the claimant (others need --force, which is logged).
     #[default]
     Claimant,
-    /// Anyone, e.g. a reviewer approving someone else's work.
+    /// Anyone, e.g. a reviewer approving someone else's work (the claimant too: a board
+    /// that allows self-review says so on `approve`).
     Any,
+    /// Anyone but the claimant and whoever moved the task into the state it leaves (its
+    /// submitter): review means someone else. A human's `--force` overrides, logged.
+    Reviewer,
 }
 
 #[derive(Clone, Debug, Deserialize)]

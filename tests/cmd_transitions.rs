@@ -25,17 +25,18 @@ fn steps(b: &TestBoard, skip: usize) -> Vec<String> {
 fn a_task_goes_through_every_default_transition() {
     let b = TestBoard::new();
     b.task("Flow", &["--id", "t-f"]);
-    for (cmd, out) in [
-        ("claim", "claimed t-f (rev 2, claimed)\n"),
-        ("start", "started t-f (rev 3, working)\n"),
-        ("block", "blocked t-f (rev 4, blocked)\n"),
-        ("unblock", "unblocked t-f (rev 5, working)\n"),
-        ("submit", "submitted t-f (rev 6, review)\n"),
-        ("reject", "rejected t-f (rev 7, working)\n"),
-        ("submit", "submitted t-f (rev 8, review)\n"),
-        ("approve", "approved t-f (rev 9, done)\n"),
+    // Review means someone else: reject and approve are the reviewer's.
+    for (cmd, out, actor) in [
+        ("claim", "claimed t-f (rev 2, claimed)\n", "coder-1"),
+        ("start", "started t-f (rev 3, working)\n", "coder-1"),
+        ("block", "blocked t-f (rev 4, blocked)\n", "coder-1"),
+        ("unblock", "unblocked t-f (rev 5, working)\n", "coder-1"),
+        ("submit", "submitted t-f (rev 6, review)\n", "coder-1"),
+        ("reject", "rejected t-f (rev 7, working)\n", "reviewer-1"),
+        ("submit", "submitted t-f (rev 8, review)\n", "coder-1"),
+        ("approve", "approved t-f (rev 9, done)\n", "reviewer-1"),
     ] {
-        b.run(&[cmd, "t-f", "--as", "coder-1"])
+        b.run(&[cmd, "t-f", "--as", actor])
             .ok()
             .stdout_is(out)
             .stderr_is("");
@@ -48,9 +49,9 @@ fn a_task_goes_through_every_default_transition() {
             "transition block working->blocked rev 4 by coder-1",
             "transition unblock blocked->working rev 5 by coder-1",
             "transition submit working->review rev 6 by coder-1",
-            "transition reject review->working rev 7 by coder-1",
+            "transition reject review->working rev 7 by reviewer-1",
             "transition submit working->review rev 8 by coder-1",
-            "transition approve review->done rev 9 by coder-1",
+            "transition approve review->done rev 9 by reviewer-1",
         ]
     );
     // The claim stays on record on a finished task.
@@ -152,7 +153,7 @@ fn a_transition_not_allowed_now_lists_the_allowed_ones() {
             "t-review",
             "start",
             "review",
-            "approve, reject, block, done, fail, cancel",
+            "approve, reject, block, fail, cancel",
         ),
         (
             "t-blocked",
@@ -280,7 +281,9 @@ fn move_runs_whichever_transition_leads_there() {
         ("review", "moved t-mv (rev 4, review)\n", Some("submit")),
         ("done", "moved t-mv (rev 5, done)\n", Some("approve")),
     ] {
-        b.run(&["move", "t-mv", state, "--as", "m"])
+        // The claimant does not approve its own task: a reviewer does.
+        let actor = if state == "done" { "r" } else { "m" };
+        b.run(&["move", "t-mv", state, "--as", actor])
             .ok()
             .stdout_is(out);
         let e = b.log().last().unwrap().clone();
@@ -427,7 +430,7 @@ fn a_boards_own_transition_runs_as_tavern_name_id() {
     // And the workflow's from-states.
     b.run(&["shelve", "t-tri", "--as", "coder-1"])
         .code(3)
-        .stderr_is("error: tasks/t-tri.md: transition 'shelve' is not allowed: the task's status is review; allowed from review: approve, reject, block, done, fail, cancel\n");
+        .stderr_is("error: tasks/t-tri.md: transition 'shelve' is not allowed: the task's status is review; allowed from review: approve, reject, block, fail, cancel\n");
 }
 
 #[test]

@@ -895,7 +895,7 @@ fn documents_are_resources_and_subscribers_hear_of_changes() {
 }
 
 /// A reviewer is an agent like any other: over MCP it decides on another agent's task in
-/// review (approve and reject are `by: any` in the workflow), and cannot move the task
+/// review (approve and reject are `by: reviewer` in the workflow), and cannot move the task
 /// otherwise.
 #[test]
 fn a_reviewer_over_mcp_rejects_and_approves_another_agents_task_in_review() {
@@ -992,6 +992,55 @@ fn a_reviewer_over_mcp_rejects_and_approves_another_agents_task_in_review() {
             "reviewer-1 approve review->done good mcp force=false",
         ]
     );
+}
+
+/// Review means someone else over MCP too: the claimant's own approve or reject is a
+/// conflict naming the rule, and nothing changes; another agent's approve goes through.
+#[test]
+fn the_claimant_over_mcp_cannot_approve_or_reject_its_own_task() {
+    let Some(py) = python() else { return };
+    let b = TestBoard::new();
+    b.run(&["new", "task", "--title", "Lexer", "--id", "task-s"])
+        .ok();
+    let r = session(
+        &py,
+        &b,
+        &["--as", "coder-1"],
+        json!([
+            call("claim", json!({"id": "task-s"})),
+            call("move", json!({"id": "task-s", "action": "start"})),
+            call("move", json!({"id": "task-s", "action": "submit"})),
+            call("move", json!({"id": "task-s", "action": "approve"})),
+            call("move", json!({"id": "task-s", "action": "reject"})),
+        ]),
+    );
+    for step in &r[..3] {
+        ok(step);
+    }
+    for (i, name) in [(3, "approve"), (4, "reject")] {
+        assert_eq!(r[i]["is_error"], json!(true), "{}", r[i]);
+        assert_eq!(
+            r[i]["value"]["error"]["kind"],
+            json!("conflict"),
+            "{}",
+            r[i]
+        );
+        let message = r[i]["value"]["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(&format!(
+                "coder-1 cannot {name} its own task (coder-1 claimed it and submitted it): review means someone else"
+            )),
+            "{message}"
+        );
+    }
+    assert!(b.read("tasks/task-s.md").contains("\nstatus: review\n"));
+    let r = session(
+        &py,
+        &b,
+        &["--as", "reviewer-1"],
+        json!([call("move", json!({"id": "task-s", "action": "approve"}))]),
+    );
+    assert_eq!(ok(&r[0])["status"], json!("done"));
 }
 
 /// The full profile's tools, each against the CLI's `--json` for the same request on the

@@ -27,6 +27,9 @@ impl Names for Cli {
             Command::Approve(id) => format!("tavern approve {id}"),
             Command::Deny(id) => format!("tavern deny {id}"),
             Command::Sweep => "tavern sweep".into(),
+            Command::Sync => "tavern sync".into(),
+            Command::SyncInit => "tavern sync init [REMOTE]".into(),
+            Command::SyncAllowingDeletions => "tavern sync --allow-deletions".into(),
         }
     }
 }

@@ -72,6 +72,10 @@ pub struct SyncArgs {
     /// With --watch: look at the board every DUR instead of using file-system events
     #[arg(long, value_name = "DUR")]
     pub poll: Option<String>,
+    /// Record documents and board files deleted by hand (no tavern command removed them)
+    /// as deleted, each logged as a `delete` by you, instead of refusing the record
+    #[arg(long)]
+    pub allow_deletions: bool,
 }
 
 fn duration(flag: &str, text: &str) -> Result<std::time::Duration> {
@@ -86,10 +90,15 @@ fn duration(flag: &str, text: &str) -> Result<std::time::Duration> {
 }
 
 /// `tavern sync --watch` and a connected `tavern watch`: what to keep exchanging with.
-pub fn keep_options(interval: &str, poll: Option<&str>) -> Result<tavern::sync::KeepOptions> {
+pub fn keep_options(
+    interval: &str,
+    poll: Option<&str>,
+    exchange: tavern::sync::Options,
+) -> Result<tavern::sync::KeepOptions> {
     Ok(tavern::sync::KeepOptions {
         interval: duration("--interval", interval)?,
         poll: poll.map(|p| duration("--poll", p)).transpose()?,
+        exchange,
         ..Default::default()
     })
 }
@@ -170,10 +179,14 @@ pub fn sync(ctx: &Ctx, a: SyncArgs) -> Result<ExitCode> {
         }
         None if a.watch => {
             let board = ctx.board()?;
-            let opts = keep_options(&a.interval, a.poll.as_deref())?;
+            let exchange = tavern::sync::Options {
+                actor: ctx.actor(&board)?,
+                allow_deletions: a.allow_deletions,
+            };
+            let opts = keep_options(&a.interval, a.poll.as_deref(), exchange)?;
             // Refuse at once what a loop would refuse every turn.
             if tavern::sync::remote(&board)?.is_none() {
-                tavern::sync::exchange(&board)?;
+                tavern::sync::exchange(&board, &opts.exchange)?;
             }
             let stop = std::sync::atomic::AtomicBool::new(false);
             let json = ctx.global.json;
@@ -181,7 +194,11 @@ pub fn sync(ctx: &Ctx, a: SyncArgs) -> Result<ExitCode> {
         }
         None => {
             let board = ctx.board()?;
-            let x = tavern::sync::exchange(&board)?;
+            let opts = tavern::sync::Options {
+                actor: ctx.actor(&board)?,
+                allow_deletions: a.allow_deletions,
+            };
+            let x = tavern::sync::exchange(&board, &opts)?;
             render_exchange(ctx, &x)?;
         }
     }
@@ -218,6 +235,15 @@ fn render_exchange_text(x: &tavern::sync::Exchange) -> Result<()> {
     }
     for id in &x.claims_followed {
         line(&format!("  {id}: follows the remote's claim record"))?;
+    }
+    for r in &x.refused {
+        line(&format!(
+            "  refused from '{}': {}: {} (kept this clone's version; logged as an alert)",
+            x.remote, r.path, r.why
+        ))?;
+    }
+    for r in &x.not_recorded {
+        line(&format!("  not recorded: {}: {}", r.path, r.why))?;
     }
     Ok(())
 }

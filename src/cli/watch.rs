@@ -75,7 +75,14 @@ pub fn watch(ctx: &Ctx, a: WatchArgs) -> Result<ExitCode> {
     // thread (a fetch or push never holds the watch loop up): what other machines change
     // arrives as file changes, explained by the log entries that come with them.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let keep = super::sync::keep_options(&a.sync_interval, a.poll.as_deref())?;
+    let keep = super::sync::keep_options(
+        &a.sync_interval,
+        a.poll.as_deref(),
+        tavern::sync::Options {
+            actor: ctx.actor(&board)?,
+            allow_deletions: false,
+        },
+    )?;
     let json = ctx.global.json;
     if !a.once && tavern::sync::remote(&board)?.is_some() {
         let (board, stop) = (board.clone(), stop.clone());

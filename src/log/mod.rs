@@ -220,7 +220,7 @@ fn starts_chunk(line: &[u8]) -> bool {
 
 /// Splits log bytes into entry chunks, each with its byte offset: each starts at a line
 /// beginning with `- `.
-fn chunks(text: &[u8]) -> Vec<(usize, &[u8])> {
+pub fn chunks(text: &[u8]) -> Vec<(usize, &[u8])> {
     let mut starts: Vec<usize> = Vec::new();
     let mut offset = 0;
     for line in text.split_inclusive(|&b| b == b'\n') {

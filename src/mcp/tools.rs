@@ -285,7 +285,7 @@ impl Action {
 struct MoveArgs {
     /// The task (id or unique prefix)
     id: String,
-    /// start (claimed -> working), submit (-> review), block, unblock, release (give it back), done (no review needed), fail; approve / reject a task in review (as its reviewer)
+    /// start (claimed -> working), submit (-> review), block, unblock, release (give it back), done (no review needed), fail; approve / reject another agent's task in review (as its reviewer; never your own)
     action: Action,
     /// A note for the log entry
     note: Option<String>,
@@ -754,7 +754,7 @@ pub const ALL: &[Def] = &[
         false,
         MoveArgs,
         move_task,
-        "Move a task along the workflow: start, submit for review, block, unblock, release, done or fail a task you hold; approve or reject any agent's task in review, as its reviewer."
+        "Move a task along the workflow: start, submit for review, block, unblock, release, done or fail a task you hold; approve or reject another agent's task in review, as its reviewer (review means someone else: never your own, nor one you submitted)."
     ),
     def!(
         "show",

@@ -24,7 +24,8 @@ in `TAVERN_AGENT`). The loop:
 3. `tavern start ID`, do the work, keep notes under `.tavern/solutions/ID/`.
 4. `tavern post \"TITLE\" --topic T --severity S` for findings; `tavern ask \"…\" --blocks ID`
    when a human must decide.
-5. `tavern submit ID` (or `tavern block ID` / `tavern release ID`).
+5. `tavern submit ID` (or `tavern block ID` / `tavern release ID`). Review means someone
+   else: another agent or a human approves or rejects it, never you.
 
 With the MCP server (`tavern mcp`) the same loop is the tools status, claim, move, observe
 and ask. Only humans decide permission requests.

@@ -136,15 +136,11 @@ pub fn sync_state(board: &Board) -> Result<Option<SyncState>> {
         (None, Some(r)) => (0, count(r.clone())?),
         (None, None) => (0, 0),
     };
-    // What `add -A` would record: the private index against the board on disk.
-    let unrecorded = if commit.is_some() && bg.index.exists() {
-        bg.git
-            .output(&["status", "--porcelain", "--untracked-files=all"], None)?
-            .stdout
-            .lines()
-            .count()
-    } else {
-        0
+    // What the next record would change: the board on disk against the board branch
+    // (not against HEAD, which is the code's).
+    let unrecorded = match &commit {
+        Some(c) => bg.unrecorded(c)?.len(),
+        None => 0,
     };
     let unconfirmed = super::claims::unconfirmed(board)?
         .into_iter()

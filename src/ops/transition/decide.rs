@@ -32,6 +32,12 @@ pub struct Request<'a> {
     pub capabilities: Option<Vec<String>>,
     /// The time a claim records.
     pub now: DateTime<Utc>,
+    /// The actor is listed under `humans:` in board.yaml (whose `--force` overrides the
+    /// review rule).
+    pub human: bool,
+    /// A `by: reviewer` transition: who moved the task into its current state, as the log
+    /// says (None: not known).
+    pub moved_in_by: Option<String>,
 }
 
 /// What to do.
@@ -80,8 +86,10 @@ pub fn lookup<'w>(workflow: &'w Workflow, name: &str) -> Result<&'w Transition> 
 pub fn worth_checking(workflow: &Workflow, t: &Transition, doc: &Document, req: &Request) -> bool {
     let status = doc.status().unwrap_or("");
     let owner = doc.str("claimed_by").filter(|o| !o.is_empty());
-    let may = req.opts.force || t.by == By::Any || owner.is_none_or(|o| o == req.actor);
-    workflow.allows_from(t, status) && may
+    let may = req.opts.force || t.by != By::Claimant || owner.is_none_or(|o| o == req.actor);
+    workflow.allows_from(t, status)
+        && may
+        && own_review(t, owner, req).is_none_or(|_| req.opts.force && req.human)
 }
 
 /// Decides `req` for the task `doc` as read under its lock.
@@ -137,6 +145,11 @@ pub fn decide(workflow: &Workflow, doc: &Document, req: &Request) -> Result<Plan
         return Err(not_allowed(workflow, &path, name, status, owner, actor));
     }
     let forced = overrides_claimant(t, &path, owner, req)?;
+    let self_review = match own_review(t, owner, req) {
+        Some(_) if req.opts.force && req.human => true,
+        Some(why) => return Err(refuse_own_review(&path, name, &why, req.actor)),
+        None => false,
+    };
     if name == CLAIM
         && let Some(waiting) = &req.waiting_for
     {
@@ -170,6 +183,12 @@ pub fn decide(workflow: &Workflow, doc: &Document, req: &Request) -> Result<Plan
         (true, Some(o), None) => Some(format!("forced over {o}")),
         (_, _, n) => n.clone(),
     };
+    if self_review {
+        note = Some(prefixed(
+            &format!("forced over the review rule: {actor} reviews its own task"),
+            note,
+        ));
+    }
     // The remote confirms a claim and every move of a claimed task.
     let mut confirm = None;
     if name == CLAIM || owner.is_some() {
@@ -198,7 +217,7 @@ pub fn decide(workflow: &Workflow, doc: &Document, req: &Request) -> Result<Plan
         transition: (op == "transition").then(|| name.to_string()),
         from: Some(status.to_string()),
         to: Some(t.to.clone()),
-        force: forced,
+        force: forced || self_review,
         note,
         ..Entry::default()
     };
@@ -276,6 +295,38 @@ fn overrides_claimant(
     Ok(true)
 }
 
+/// A `by: reviewer` transition asked by the task's claimant or by whoever moved it into
+/// its current state: why it is the actor's own (None when it is someone else's).
+fn own_review(t: &Transition, owner: Option<&str>, req: &Request) -> Option<String> {
+    if t.by != By::Reviewer {
+        return None;
+    }
+    let actor = req.actor;
+    let claimed = owner == Some(actor);
+    let moved = req.moved_in_by.as_deref() == Some(actor);
+    match (claimed, moved) {
+        (true, true) => Some(format!("{actor} claimed it and submitted it")),
+        (true, false) => Some(format!("{actor} claimed it")),
+        (false, true) => Some(format!("{actor} submitted it")),
+        (false, false) => None,
+    }
+}
+
+/// Review means someone else: exit 3 naming the rule and who may.
+fn refuse_own_review(path: &str, name: &str, why: &str, actor: &str) -> Error {
+    Error::request_at(
+        Kind::Conflict,
+        path,
+        msg!(
+            format!(
+                "{actor} cannot {name} its own task ({why}): review means someone else (`{name}` is by: reviewer in board.yaml); another agent or a human may {name} it, a human listed under humans: may override with "
+            ),
+            Input::Force,
+            ", and a board may allow self-review with by: any"
+        ),
+    )
+}
+
 /// A registered agent claims only what its capabilities cover.
 fn lacks_capabilities(doc: &Document, path: &str, actor: &str, caps: &[String]) -> Result<()> {
     let missing: Vec<String> = doc
@@ -333,6 +384,8 @@ mod tests {
             waiting_for: None,
             capabilities: None,
             now: now(),
+            human: false,
+            moved_in_by: None,
         }
     }
 

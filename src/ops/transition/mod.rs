@@ -12,7 +12,7 @@ use crate::doc::{Document, Region};
 use crate::error::{Error, Result};
 use crate::store;
 use crate::sync::claims;
-use crate::workflow::CLAIM;
+use crate::workflow::{By, CLAIM};
 
 use super::{Change, Locked, Outcome};
 
@@ -48,6 +48,35 @@ fn unmet_dependencies(board: &Board, doc: &Document) -> Option<String> {
     }
 }
 
+/// Who moved the task into the state it is in, as the log says: the actor of the last
+/// entry about it that led there (a follow of the remote's record names nobody). Reads the
+/// log from shortly before the task's last write, and the whole log only if the move is
+/// older than that.
+fn moved_in_by(board: &Board, doc: &Document) -> Result<Option<String>> {
+    let status = doc.status().unwrap_or("");
+    let path = doc.rel_path();
+    let last = |from: u64| -> Result<Option<String>> {
+        let (entries, _, _) = crate::log::read_matching(board, from, Some(&path))?;
+        Ok(entries
+            .into_iter()
+            .rev()
+            .find(|e| e.doc == path && e.to.as_deref() == Some(status))
+            .filter(|e| e.op != "remote-claim")
+            .map(|e| e.actor))
+    };
+    let since = doc
+        .str("updated_at")
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| crate::log::offset_near_time(board, t.with_timezone(&chrono::Utc)))
+        .transpose()?
+        .unwrap_or(0);
+    match last(since)? {
+        Some(actor) => Ok(Some(actor)),
+        None if since > 0 => last(0),
+        None => Ok(None),
+    }
+}
+
 /// Runs transition `name` on task `id` as `actor`: gathers what the decision needs
 /// (completion checks, capabilities, the remote), then under the task's lock decides
 /// ([`decide::decide`]) and applies the plan ([`apply`]).
@@ -76,11 +105,16 @@ pub fn transition(
         waiting_for: None,
         capabilities: None,
         now: crate::time::now(),
+        human: board.config.humans.iter().any(|h| h == actor),
+        moved_in_by: None,
     };
     // Completion checks may run commands for minutes: they run before the lock, and the
     // write happens only if the task is still the version that was checked.
     if workflow.is_success(&t.to) {
         let doc = store::read_doc(board, Region::Tasks, id)?;
+        if t.by == By::Reviewer {
+            req.moved_in_by = moved_in_by(board, &doc)?;
+        }
         // Run nobody's checks for a transition that will be refused anyway.
         if decide::worth_checking(workflow, t, &doc, &req) {
             super::completion::check(board, &doc, name)?;
@@ -97,6 +131,9 @@ pub fn transition(
     let locked = Locked::take(board, Region::Tasks, id, opts.if_rev)?;
     if name == CLAIM {
         req.waiting_for = unmet_dependencies(board, &locked.doc);
+    }
+    if t.by == By::Reviewer {
+        req.moved_in_by = moved_in_by(board, &locked.doc)?;
     }
     req.now = crate::time::now();
     match decide::decide(workflow, &locked.doc, &req)? {

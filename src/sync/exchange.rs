@@ -1,0 +1,421 @@
+//! `tavern sync`: one exchange of the board branch with the remote.
+//!
+//! The tasks follow the remote's claim records; the board as it is on disk is recorded on
+//! its branch (vetted: see [`super::vet`]); the remote's branch is fetched; then the
+//! branch fast-forwards, merges (field by field, see [`super::merge`]) or is pushed with
+//! a lease on what was fetched, so a concurrent push is never overwritten. What the board
+//! takes from the remote is vetted as well: a change it may not take is left out, the
+//! board here keeps its own version of that path, the refusal is logged as an alert
+//! naming the remote's commit, and the commit the board then holds (the remote's plus
+//! the repair) is pushed, so the remote heals too. A lost push race fetches and merges
+//! again, up to [`MAX_ATTEMPTS`] times. The board on disk follows the branch through
+//! `git read-tree -m -u`, which writes only the files that differ and refuses before
+//! writing anything when one of them was written meanwhile (then the loop records and
+//! tries again).
+
+use serde::Serialize;
+
+use crate::board::Board;
+use crate::error::{Error, Result};
+use crate::sync::branch::{self, BoardGit, REF, REMOTE_REF};
+use crate::sync::merge::{self, Change};
+use crate::sync::vet::{self, Refusal};
+use crate::sync::{alert, claims, fetch, refuse_code_branch, remote, unreachable};
+
+/// What `tavern sync` did.
+#[derive(Debug, Serialize)]
+pub struct Exchange {
+    pub remote: String,
+    /// The board had changes since the last record, now a commit on the board branch.
+    pub recorded: bool,
+    /// up-to-date | pushed | fast-forwarded | merged (merged, then pushed)
+    pub outcome: &'static str,
+    /// The board branch's commit after the exchange.
+    pub commit: String,
+    /// Files of the board the exchange changed on disk (relative to the board).
+    pub changed: Vec<String>,
+    /// Documents both sides changed, merged field by field.
+    pub merged: Vec<String>,
+    /// Fields both sides changed, decided by the rule (each logged as sync-conflict).
+    pub conflicts: Vec<merge::Conflict>,
+    /// Tasks made to follow the remote's claim records.
+    pub claims_followed: Vec<String>,
+    /// Pushes lost to another clone's and tried again.
+    pub retries: usize,
+    /// Changes the remote's branch brought that the board did not take (each logged as
+    /// an alert naming the remote's commit); the board kept its own version.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<Refusal>,
+    /// Files on disk that were not recorded: they may not be on the branch (a symbolic
+    /// link, `.state/`, a file outside the layout, one over its size limit).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_recorded: Vec<Refusal>,
+}
+
+/// Who exchanges, and what they allow.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// The actor: the author of the board commits this exchange makes, and of the
+    /// `delete` entries of `allow_deletions`.
+    pub actor: String,
+    /// Documents and board files removed from disk by hand (no tavern command removed
+    /// them) are recorded as deleted, each logged as a `delete` by the actor, instead of
+    /// refusing the record.
+    pub allow_deletions: bool,
+}
+
+/// How many times `tavern sync` fetches, merges and pushes again after another clone's
+/// push got in first (or a local write landed while it merged) before it gives up.
+pub const MAX_ATTEMPTS: usize = 5;
+
+/// `tavern sync`: see the module's documentation.
+pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
+    let remote = remote(board)?.ok_or_else(|| Error::Request {
+        kind: crate::error::Kind::Invalid,
+        path: None,
+        message: crate::msg!(
+            format!(
+                "the board {} is not connected to a remote: `",
+                board.root.display()
+            ),
+            crate::error::Command::SyncInit,
+            "` connects it"
+        ),
+    })?;
+    let bg = BoardGit::open(board)?.acting_as(&opts.actor);
+    refuse_code_branch(&bg)?;
+    let _exchange = bg.exchange_lock()?;
+    let mut x = Exchange {
+        remote: remote.clone(),
+        recorded: false,
+        outcome: "up-to-date",
+        commit: String::new(),
+        changed: Vec::new(),
+        merged: Vec::new(),
+        conflicts: Vec::new(),
+        claims_followed: Vec::new(),
+        retries: 0,
+        refused: Vec::new(),
+        not_recorded: Vec::new(),
+    };
+    let mut merged_once = false;
+    let mut claims_fetched = false;
+    let record = |x: &mut Exchange, message: &str| -> Result<String> {
+        let r = bg.record(board, message, opts)?;
+        x.recorded |= r.moved;
+        for n in r.not_recorded {
+            if !x.not_recorded.contains(&n) {
+                x.not_recorded.push(n);
+            }
+        }
+        Ok(r.commit)
+    };
+    for attempt in 0..MAX_ATTEMPTS {
+        x.retries = attempt;
+        follow_claims(board, &mut x.claims_followed)?;
+        let mut ours = record(&mut x, "tavern sync: the board as it is")?;
+        let theirs = fetch(&bg, &remote)?;
+        if !claims_fetched {
+            claims_fetched = true;
+            match claims::fetch_all(board) {
+                Ok(_) => {}
+                Err(Error::Git { message, .. }) => {
+                    return Err(unreachable(
+                        &bg,
+                        &remote,
+                        "fetch the claim records from",
+                        &message,
+                    ));
+                }
+                Err(e) => return Err(e),
+            }
+            let before = x.claims_followed.len();
+            follow_claims(board, &mut x.claims_followed)?;
+            if x.claims_followed.len() > before {
+                ours = record(
+                    &mut x,
+                    "tavern sync: the tasks follow the remote's claim records",
+                )?;
+            }
+        }
+        match &theirs {
+            Some(t) if *t == ours => {
+                x.outcome = if merged_once { "merged" } else { "up-to-date" };
+                x.commit = ours;
+                return Ok(x);
+            }
+            Some(t) if is_ancestor(&bg, &ours, t)? => {
+                // Only the remote moved: take its commits, vetted.
+                let changes = vet::changes_between(&bg.git, Some(&ours), t)?;
+                let vetted = vet::vet(board.config.limits.max_doc_bytes, &bg.git, changes, || {
+                    blob_at(&bg, t, crate::layout::LOG)
+                })?;
+                let target = if vetted.refused.is_empty() {
+                    t.clone()
+                } else {
+                    alert_refused(board, &remote, t, &vetted.refused)?;
+                    x.refused.extend(vetted.refused.iter().cloned());
+                    build_commit(
+                        &bg,
+                        Some(&ours),
+                        &vetted.taken,
+                        &[t],
+                        &format!(
+                            "tavern sync: take the board of '{remote}' without what it may not bring"
+                        ),
+                    )?
+                };
+                let files = changed_files(&bg, &ours, &target)?;
+                if !materialize_locked(board, &bg, &ours, &target, &files)? {
+                    continue; // written meanwhile: record it and try again
+                }
+                x.changed.extend(files);
+                bg.git.run(&["update-ref", REF, &target, &ours])?;
+                follow_claims(board, &mut x.claims_followed)?;
+                if target != *t {
+                    merged_once = true;
+                    continue; // the repair goes to the remote at the next round
+                }
+                x.outcome = if merged_once {
+                    "merged"
+                } else {
+                    "fast-forwarded"
+                };
+                x.commit = t.clone();
+                return Ok(x);
+            }
+            Some(t) if !is_ancestor(&bg, t, &ours)? => {
+                let base = bg
+                    .git
+                    .output(&["merge-base", &ours, t], None)?
+                    .stdout
+                    .trim()
+                    .to_string();
+                let base = (!base.is_empty()).then_some(base);
+                let m = merge::merge(
+                    board,
+                    &bg.git,
+                    &bg.repo.tavern_dir(),
+                    base.as_deref(),
+                    &ours,
+                    t,
+                )?;
+                let vetted = vet::vet(
+                    board.config.limits.max_doc_bytes,
+                    &bg.git,
+                    m.changes,
+                    || blob_at(&bg, t, crate::layout::LOG),
+                )?;
+                if !vetted.refused.is_empty() {
+                    alert_refused(board, &remote, t, &vetted.refused)?;
+                    x.refused.extend(vetted.refused.iter().cloned());
+                }
+                let commit = build_commit(
+                    &bg,
+                    Some(&ours),
+                    &vetted.taken,
+                    &[&ours, t],
+                    &format!("tavern sync: merge the board of '{remote}'"),
+                )?;
+                let files = changed_files(&bg, &ours, &commit)?;
+                if !materialize_locked(board, &bg, &ours, &commit, &files)? {
+                    continue;
+                }
+                bg.git.run(&["update-ref", REF, &commit, &ours])?;
+                x.changed.extend(files);
+                x.merged.extend(m.merged_docs);
+                x.conflicts.extend(m.conflicts);
+                merged_once = true;
+                // The merge is pushed by the next round, which also makes the tasks
+                // follow the claim records again.
+                continue;
+            }
+            _ => {
+                let lease = format!(
+                    "--force-with-lease={REF}:{}",
+                    theirs.as_deref().unwrap_or("")
+                );
+                let out = bg.remote_git().output(
+                    &[
+                        "push",
+                        "-q",
+                        "--no-verify",
+                        &lease,
+                        &remote,
+                        &format!("{REF}:{REF}"),
+                    ],
+                    None,
+                )?;
+                if !out.success {
+                    // Only a lost race is tried again; a remote that refuses (a hook,
+                    // permissions) or is gone is exit 7.
+                    if out.stderr.contains("stale info")
+                        || out.stderr.contains("fetch first")
+                        || out.stderr.contains("non-fast-forward")
+                        || out.stderr.contains("cannot lock ref")
+                    {
+                        continue; // another clone pushed first: fetch and merge again
+                    }
+                    return Err(unreachable(
+                        &bg,
+                        &remote,
+                        "push the board branch to",
+                        &out.stderr,
+                    ));
+                }
+                bg.git.run(&["update-ref", REMOTE_REF, &ours])?;
+                x.outcome = if merged_once { "merged" } else { "pushed" };
+                x.commit = ours;
+                return Ok(x);
+            }
+        }
+    }
+    Err(Error::Request {
+        kind: crate::error::Kind::Conflict,
+        path: Some(board.root.clone()),
+        message: crate::msg!(
+            format!(
+                "the board branch on '{remote}' kept changing: {MAX_ATTEMPTS} pushes in a row lost to other clones' (or the board was written during each merge); this clone's changes are kept on the branch {}; run `",
+                branch::BRANCH
+            ),
+            crate::error::Command::Sync,
+            "` again"
+        ),
+    })
+}
+
+/// Logs what the board did not take from the remote's commit `theirs`, once.
+pub(crate) fn alert_refused(
+    board: &Board,
+    remote: &str,
+    theirs: &str,
+    refused: &[Refusal],
+) -> Result<()> {
+    let short = &theirs[..theirs.len().min(12)];
+    alert::once(
+        board,
+        &format!("refused {theirs}"),
+        &refused[0].path,
+        format!(
+            "sync refused what the remote '{remote}' brought at commit {short} (the board kept its own version): {}",
+            alert::list(refused)
+        ),
+    )
+}
+
+/// The bytes of `path` in commit `rev` (empty when it has none).
+pub(crate) fn blob_at(bg: &BoardGit, rev: &str, path: &str) -> Result<Vec<u8>> {
+    let out = bg
+        .git
+        .output(&["cat-file", "blob", &format!("{rev}:{path}")], None)?;
+    Ok(if out.success {
+        out.stdout.into_bytes()
+    } else {
+        Vec::new()
+    })
+}
+
+/// Writes `new` over the board (which holds `old`) holding the locks tavern's own writes
+/// of those files take, sorted, then the log lock, as the write protocol takes them: no
+/// write is half done under it, and a watcher that reconciles a changed document under
+/// its lock finds the entries that explain it already in log.yaml.
+fn materialize_locked(
+    board: &Board,
+    bg: &BoardGit,
+    old: &str,
+    new: &str,
+    files: &[String],
+) -> Result<bool> {
+    let names: std::collections::BTreeSet<String> = files
+        .iter()
+        .filter_map(|f| crate::watch::areas::classify(f)?.lock_name())
+        .collect();
+    // One open file per lock: past MAX_DOC_LOCKS (a first sync of a large board) only the
+    // log lock is held, so that a common limit of open files (1024) is never reached;
+    // read-tree still refuses a file written since it was recorded.
+    let mut held = Vec::with_capacity(names.len().min(MAX_DOC_LOCKS) + 1);
+    if names.len() <= MAX_DOC_LOCKS {
+        for name in &names {
+            held.push(crate::store::lock(board, name)?);
+        }
+    }
+    held.push(crate::store::lock(board, crate::layout::LOG_LOCK)?);
+    bg.materialize(Some(old), new)
+}
+
+/// The most document locks a sync holds while it writes the board (see
+/// [`materialize_locked`]).
+const MAX_DOC_LOCKS: usize = 512;
+
+fn follow_claims(board: &Board, out: &mut Vec<String>) -> Result<()> {
+    for id in claims::reconcile(board)? {
+        if !out.contains(&id) {
+            out.push(id);
+        }
+    }
+    Ok(())
+}
+
+/// The files that differ between two commits of the board branch.
+fn changed_files(bg: &BoardGit, a: &str, b: &str) -> Result<Vec<String>> {
+    Ok(bg
+        .git
+        .run(&["diff", "--name-only", "--no-renames", a, b])?
+        .lines()
+        .map(str::to_string)
+        .collect())
+}
+
+/// A commit whose tree is `base`'s with `changes`, with `parents`, built in an index of
+/// this process alone.
+pub(crate) fn build_commit(
+    bg: &BoardGit,
+    base: Option<&str>,
+    changes: &[(String, Change)],
+    parents: &[&str],
+    message: &str,
+) -> Result<String> {
+    let index = bg.scratch_index();
+    let g = bg.git.clone().with_env("GIT_INDEX_FILE", &index.0);
+    match base {
+        Some(base) => g.run(&["read-tree", base])?,
+        None => g.run(&["read-tree", "--empty"])?,
+    };
+    let zero = "0".repeat(40);
+    let mut info = String::new();
+    for (path, change) in changes {
+        match change {
+            Change::Blob { mode, sha } => info.push_str(&format!("{mode} {sha}\t{path}\n")),
+            Change::Removed => info.push_str(&format!("0 {zero}\t{path}\n")),
+            Change::Bytes(bytes) => {
+                let out = g.output(&["hash-object", "-w", "--stdin"], Some(bytes))?;
+                if !out.success {
+                    return Err(Error::Git {
+                        command: "git hash-object -w --stdin".into(),
+                        dir: bg.root.clone(),
+                        message: out.stderr.trim().to_string(),
+                    });
+                }
+                info.push_str(&format!("100644 {}\t{path}\n", out.stdout.trim()));
+            }
+        }
+    }
+    let out = g.output(&["update-index", "--index-info"], Some(info.as_bytes()))?;
+    if !out.success {
+        return Err(Error::Git {
+            command: "git update-index --index-info".into(),
+            dir: bg.root.clone(),
+            message: out.stderr.trim().to_string(),
+        });
+    }
+    let tree = g.run(&["write-tree"])?;
+    drop(index);
+    bg.commit_tree(&tree, parents, message)
+}
+
+fn is_ancestor(bg: &BoardGit, a: &str, b: &str) -> Result<bool> {
+    Ok(bg
+        .git
+        .output(&["merge-base", "--is-ancestor", a, b], None)?
+        .success)
+}
