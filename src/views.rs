@@ -9,6 +9,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::board::Board;
+use crate::doc::decision::Decision;
 use crate::doc::{Document, Region};
 use crate::error::Result;
 use crate::log::Entry;
@@ -223,6 +224,9 @@ pub struct OpenQuestion {
     pub blocks: Vec<String>,
     pub body: String,
     pub rev: u64,
+    /// Set when the file claims a decision the log does not hold (forged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
 }
 
 /// An open permission request: who wants to use what on which resource, and why. The body
@@ -237,6 +241,8 @@ pub struct PermissionRequest {
     pub reason: String,
     pub body: String,
     pub rev: u64,
+    /// As the log says it: open, or forged (the file claims a decision no human made).
+    pub decision: Option<Decision>,
 }
 
 /// What waits on a human: open questions, open permission requests, tasks in review.
@@ -279,6 +285,7 @@ pub fn waiting(board: &Board) -> Result<Waiting> {
                 reason: d.text("reason").unwrap_or_default(),
                 body: d.body().to_string(),
                 rev: d.rev(),
+                decision: d.decision.clone(),
             });
         } else {
             questions.push(OpenQuestion {
@@ -290,6 +297,7 @@ pub fn waiting(board: &Board) -> Result<Waiting> {
                 blocks: d.list("blocks"),
                 body: d.body().to_string(),
                 rev: d.rev(),
+                decision: d.decision.clone(),
             });
         }
     }
@@ -519,17 +527,21 @@ pub struct DocView {
     pub body: String,
     /// For a task: the transitions the workflow allows from its state.
     pub transitions: Vec<String>,
+    /// For a question: its decision as the log says it (a forged one says so).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
 }
 
 /// A document by id (or unique prefix), in any region or the archive.
 pub fn document(board: &Board, reference: &str) -> Result<DocView> {
-    let doc = match crate::ops::resolve::resolve(board, reference, &Region::ALL) {
+    let mut doc = match crate::ops::resolve::resolve(board, reference, &Region::ALL) {
         Ok((region, id)) => crate::store::read_doc(board, region, &id)?,
         Err(e) => match crate::ops::archive::resolve_archived(board, reference)? {
             Some((region, id)) => crate::ops::archive::read_archived(board, region, &id)?,
             None => return Err(e),
         },
     };
+    crate::ops::decisions::annotate_one(board, &mut doc)?;
     let transitions = if doc.region == Region::Tasks && !doc.archived {
         board
             .config
@@ -550,6 +562,7 @@ pub fn document(board: &Board, reference: &str) -> Result<DocView> {
         fields: doc.fields.clone(),
         body: doc.body().to_string(),
         transitions,
+        decision: doc.decision.clone(),
     })
 }
 
