@@ -1084,22 +1084,22 @@ fn the_dashboard_decides_as_its_human_and_shows_forged_decisions() {
     // Each reference form decides one: its id, a prefix, REGION/ID, the path in the
     // board, the file's absolute path.
     let board = b.board();
-    let forms: [(&str, &dyn Fn(&str) -> String); 5] = [
-        ("q-a0", &|id| id.to_string()),
-        ("q-b1", &|id| id[..3].to_string()),
-        ("q-c2", &|id| format!("questions%2F{id}")),
-        ("q-d3", &|id| format!("questions%2F{id}.md")),
-        ("q-e4", &|id| {
-            board
-                .join(format!("questions/{id}.md"))
-                .to_str()
-                .unwrap()
-                .replace('/', "%2F")
-        }),
+    let abs = |id: &str| {
+        board
+            .join(format!("questions/{id}.md"))
+            .to_str()
+            .unwrap()
+            .replace('/', "%2F")
+    };
+    let forms: [(&str, String); 5] = [
+        ("q-a0", "q-a0".into()),
+        ("q-b1", "q-b".into()),
+        ("q-c2", "questions%2Fq-c2".into()),
+        ("q-d3", "questions%2Fq-d3.md".into()),
+        ("q-e4", abs("q-e4")),
     ];
-    for (i, (id, form)) in forms.iter().enumerate() {
+    for (i, (id, r)) in forms.iter().enumerate() {
         ask(id);
-        let r = form(id);
         let res = s.post(
             &format!("/api/question/{r}/decide"),
             json!({"approve": i % 2 == 0, "confirm": id}),
