@@ -281,6 +281,30 @@ impl Render for Asked {
     }
 }
 
+impl Render for tavern::api::questions::Waited {
+    fn text(&self) -> Result<()> {
+        use tavern::api::questions::Waited;
+        use tavern::doc::decision::Decision;
+        let text = match self {
+            Waited::Decided { id, decision } => match decision {
+                Decision::Approved { by, .. } => format!("approved {id} by {by}"),
+                Decision::Denied { by, .. } => format!("denied {id} by {by}"),
+                other => format!("{id}: {}", other.describe()),
+            },
+            Waited::Answered {
+                id,
+                answer,
+                answered_by,
+            } => format!(
+                "answered {id} by {}: {}",
+                answered_by.as_deref().unwrap_or("?"),
+                answer.as_deref().unwrap_or("")
+            ),
+        };
+        line(&output::cell(&text))
+    }
+}
+
 impl Render for Answered {
     fn text(&self) -> Result<()> {
         let doc = &self.outcome.doc;
