@@ -271,6 +271,60 @@ pub fn mark_gone(board: &Board, actor: &str, id: &str) -> Result<Entry> {
     Ok(entry.expect("a deregistration always writes the card"))
 }
 
+/// How long a card of an agent that is gone (deregistered, or stale: its lease over and its
+/// process gone) stays in `control/agents/` before the sweep archives it.
+pub fn keep_gone(board: &Board) -> chrono::Duration {
+    crate::time::parse_duration(&board.config.archive_agents_after)
+        .unwrap_or_else(|| chrono::Duration::days(1))
+}
+
+/// Moves the card of agent `id` to `archive/control/agents/`, where nothing reads it as an
+/// agent, if it still is what `still_gone` says under the card's lock; logs the move.
+pub fn archive_card(
+    board: &Board,
+    actor: &str,
+    id: &str,
+    why: &str,
+    still_gone: impl Fn(&Agent) -> bool,
+) -> Result<Option<Entry>> {
+    let from = card_path(board, id);
+    let to = crate::layout::archived_agent_card(&board.root, id);
+    let (_, entry) = store::change(board, &[crate::layout::agent_lock(id)], || {
+        let Some(agent) = read(board, id)? else {
+            return Ok(((), None));
+        };
+        if !still_gone(&agent) {
+            return Ok(((), None)); // It came back since the sweep looked.
+        }
+        // An older card of the same name in the archive gives way to this one: the log
+        // keeps both.
+        let mut steps = Vec::new();
+        if let Ok(old) = std::fs::read(&to) {
+            steps.push(store::Step::put(
+                board.rel(&to),
+                Some(&old[..]),
+                agent.card.raw.as_bytes().to_vec(),
+            ));
+            steps.push(store::Step::remove(board.rel(&from)));
+        } else {
+            steps.push(store::Step::moved(board.rel(&from), board.rel(&to)));
+        }
+        let entry = Entry {
+            actor: actor.into(),
+            op: "move".into(),
+            doc: board.rel(&from),
+            rev: Some(agent.card.rev()),
+            note: Some(format!("{why}: moved to {}", board.rel(&to))),
+            ..Entry::default()
+        };
+        Ok(((), Some(store::Write { steps, entry })))
+    })?;
+    if entry.is_some() {
+        let _ = std::fs::remove_file(heartbeat_path(board, id));
+    }
+    Ok(entry)
+}
+
 /// The change that replaces a card, logged as an `agent` entry.
 fn card_write(
     board: &Board,

@@ -79,12 +79,19 @@ impl Default for WatchConfig {
     }
 }
 
+fn default_archive_agents_after() -> String {
+    "1d".into()
+}
+
 #[derive(Clone, Debug, Deserialize)]
 pub struct Config {
     pub schema: u32,
     pub prefixes: Prefixes,
     pub limits: Limits,
     pub lease: String,
+    /// How long the card of an agent that is gone stays before the sweep archives it.
+    #[serde(default = "default_archive_agents_after")]
+    pub archive_agents_after: String,
     #[serde(default)]
     pub humans: Vec<String>,
     pub workflow: Workflow,
@@ -382,6 +389,12 @@ pub fn parse_config(text: &str) -> std::result::Result<Config, String> {
     }
     if config.watch.max_chain == 0 || config.watch.max_per_doc == 0 {
         return Err("watch.max_chain and watch.max_per_doc must be at least 1".into());
+    }
+    if crate::time::parse_duration(&config.archive_agents_after).is_none() {
+        return Err(format!(
+            "archive_agents_after '{}' is not a duration like 1d or 12h",
+            config.archive_agents_after
+        ));
     }
     if crate::time::parse_duration(&config.lease).is_none() {
         return Err(format!(

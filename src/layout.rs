@@ -99,6 +99,14 @@ pub fn doc(root: &Path, region: Region, id: &str) -> PathBuf {
     region_dir(root, region).join(format!("{id}.md"))
 }
 
+/// Where an archived agent card lives: `archive/control/agents/<id>.md`.
+pub fn archived_agent_card(root: &Path, id: &str) -> PathBuf {
+    root.join(ARCHIVE_DIR)
+        .join("control")
+        .join("agents")
+        .join(format!("{id}.md"))
+}
+
 /// Where archived documents of a region live: `archive/<region>/`.
 pub fn archive_dir(root: &Path, region: Region) -> PathBuf {
     root.join(ARCHIVE_DIR).join(region.dir())

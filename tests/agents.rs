@@ -266,3 +266,66 @@ fn agent_list_columns_line_up_with_three_held_tasks() {
     assert_eq!(column(long, "task-aaaa1,task-bbbb2,task-cccc3"), holds);
     assert_eq!(column(short, "- "), holds, "\n{}", out.stdout);
 }
+
+/// The sweep archives the cards of agents gone for longer than the board's
+/// `archive_agents_after` (deregistered, or stale: lease over and process gone), after
+/// giving a stale one's claims back; the living stay, and `agent list` shows only them.
+#[test]
+fn the_sweep_archives_the_cards_of_agents_long_gone() {
+    let b = TestBoard::new();
+    b.write(
+        "board.yaml",
+        b.read("board.yaml")
+            .replace("lease: 5m", "lease: 1s")
+            .replace("archive_agents_after: 1d", "archive_agents_after: 2s"),
+    );
+    b.task("Held", &["--id", "t-held"]);
+    let mut dead = Command::new("true").spawn().unwrap();
+    let dead_pid = dead.id().to_string();
+    dead.wait().unwrap();
+    let me = std::process::id().to_string();
+    for (name, pid) in [("coder-1", &dead_pid), ("coder-2", &me), ("coder-3", &me)] {
+        b.run(&["agent", "register", "--name", name, "--pid", pid])
+            .ok();
+    }
+    b.run(&["claim", "t-held", "--as", "coder-1"]).ok();
+    b.run(&["agent", "deregister", "--as", "coder-2"]).ok();
+    // Not yet: gone for less than two seconds.
+    b.run(&["sweep"]).ok();
+    assert!(b.board().join("control/agents/coder-2.md").exists());
+
+    std::thread::sleep(Duration::from_millis(2500));
+    b.run(&["agent", "heartbeat", "--as", "coder-3"]).ok();
+    let card = b.read("control/agents/coder-1.md");
+    b.run(&["sweep"]).ok();
+    for gone in ["coder-1", "coder-2"] {
+        assert!(!b.board().join(format!("control/agents/{gone}.md")).exists());
+        assert!(
+            b.board()
+                .join(format!("archive/control/agents/{gone}.md"))
+                .exists()
+        );
+    }
+    assert_eq!(b.read("archive/control/agents/coder-1.md"), card);
+    assert!(b.read("tasks/t-held.md").contains("status: pending"));
+    let log = b.log();
+    let moves: Vec<String> = log
+        .iter()
+        .filter(|e| e["op"] == "move" && e["actor"] == "tavern-sweep")
+        .map(|e| redact_times(e["note"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        moves,
+        [
+            "archived: coder-1 gone since <TIME>: moved to archive/control/agents/coder-1.md",
+            "archived: coder-2 gone since <TIME>: moved to archive/control/agents/coder-2.md",
+        ]
+    );
+    let list = b.run(&["agent", "list"]);
+    list.ok();
+    assert!(list.stdout.contains("coder-3"), "{}", list.stdout);
+    assert!(!list.stdout.contains("coder-1") && !list.stdout.contains("coder-2"));
+    // A second sweep moves nothing more.
+    b.run(&["sweep"]).ok();
+    assert_eq!(b.log().len(), log.len());
+}

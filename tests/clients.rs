@@ -6,6 +6,8 @@
 //! log says. A failure names the client, its version and what broke.
 
 mod claude;
+mod codex;
+mod opencode;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

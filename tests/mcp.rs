@@ -246,8 +246,8 @@ fn the_agent_loop_leaves_what_the_cli_leaves() {
             )
         })
         .collect();
-    // From the last status on: the first session's work, this session's registration, the
-    // human's answer and the unblocking it did.
+    // From the last status on: the first session's work, the human's answer and the
+    // unblocking it did, and this session's registration (at its first tool call).
     assert_eq!(
         seen,
         [
@@ -256,9 +256,9 @@ fn the_agent_loop_leaves_what_the_cli_leaves() {
             "coder-1 create",
             "coder-1 create",
             "coder-1 transition",
-            "coder-1 agent",
             "tester edit",
-            "tester transition"
+            "tester transition",
+            "coder-1 agent"
         ]
     );
     let shown = ok(&r2[3]);
@@ -297,11 +297,12 @@ fn the_agent_loop_leaves_what_the_cli_leaves() {
         "task-a",
     ]);
     q.ok();
-    // The second session registered the agent again.
+    // The human answered; then the second session registered the agent again, at its
+    // first tool call.
+    c.run(&["answer", &q.text(), "--choice", "1.2"]).ok();
     let pid2 = r2[4]["pid"].as_u64().unwrap().to_string();
     c.run(&["agent", "register", "--name", "coder-1", "--pid", &pid2])
         .ok();
-    c.run(&["answer", &q.text(), "--choice", "1.2"]).ok();
     cli(&["submit", "task-a", "--note", "parser done"]);
 
     assert_eq!(
@@ -355,9 +356,9 @@ fn the_agent_loop_leaves_what_the_cli_leaves() {
             r#""coder-1" "create" "mcp""#,
             r#""coder-1" "create" "mcp""#,
             r#""coder-1" "transition" "mcp""#,
-            r#""coder-1" "agent" "mcp""#,
             r#""tester" "edit" null"#,
             r#""tester" "transition" null"#,
+            r#""coder-1" "agent" "mcp""#,
             r#""coder-1" "transition" "mcp""#,
         ]
     );
@@ -851,6 +852,41 @@ fn the_client_holds_the_lease_and_a_dead_clients_claims_are_swept() {
     std::thread::sleep(std::time::Duration::from_millis(2100));
     b.run(&["sweep"]).ok().stdout_has("released task-m");
     assert!(b.read("tasks/task-m.md").contains("status: pending"));
+}
+
+/// A client that starts the server only to look at it (a health check such as `claude mcp
+/// list`: initialize, list the tools, go) leaves no agent card; the first tool call
+/// registers the agent, once.
+#[test]
+fn a_probe_leaves_no_card_and_the_first_tool_call_registers_the_agent() {
+    let Some(py) = python() else { return };
+    let b = TestBoard::new();
+    session(
+        &py,
+        &b,
+        &["--as", "coder-4"],
+        json!([{"op": "tools"}, {"op": "instructions"}]),
+    );
+    assert!(!b.board().join("control/agents/coder-4.md").exists());
+    assert!(cli_log(&b).iter().all(|e| e["op"] != "agent"));
+    let r = session(
+        &py,
+        &b,
+        &["--as", "coder-4"],
+        json!([{"op": "pid"}, call("status", json!({})), call("ready", json!({}))]),
+    );
+    ok(&r[1]);
+    let notes: Vec<Value> = cli_log(&b)
+        .into_iter()
+        .filter(|e| e["op"] == "agent")
+        .map(|e| e["note"].clone())
+        .collect();
+    assert_eq!(notes, [json!("registered")]);
+    let pid = r[0]["pid"].as_u64().unwrap();
+    assert!(
+        b.read("control/agents/coder-4.md")
+            .contains(&format!("pid: {pid}\n"))
+    );
 }
 
 #[test]

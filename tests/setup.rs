@@ -163,13 +163,13 @@ fn setup_merges_into_each_clients_files_is_idempotent_and_removes_to_the_origina
                         "Stop: notify-send done",
                         "SessionStart: tavern hook codex session-start",
                         "PostToolUse: tavern hook codex heartbeat",
-                        "PostCompact: tavern hook codex compact",
+                        "SessionEnd: tavern hook codex session-end",
                     ]
                 );
                 assert_eq!(h["hooks"]["Stop"][0]["hooks"][0]["timeout"], json!(5));
                 let toml = read(b.root(), ".codex/config.toml").unwrap();
                 assert!(toml.starts_with("model = \"gpt-5\"\n\n[mcp_servers.github]\ncommand = \"gh-mcp\"\nargs = [\"--stdio\"]\n\n# tavern:begin"), "{toml}");
-                assert!(toml.contains("[mcp_servers.tavern]\ncommand = \"tavern\"\nargs = [\"mcp\", \"--client\", \"codex\"]\n"));
+                assert!(toml.contains("[mcp_servers.tavern]\ncommand = \"tavern\"\nargs = [\"mcp\", \"--client\", \"codex\"]\ndefault_tools_approval_mode = \"approve\"\n"), "{toml}");
                 assert!(
                     read(b.root(), "AGENTS.md")
                         .unwrap()
@@ -179,13 +179,19 @@ fn setup_merges_into_each_clients_files_is_idempotent_and_removes_to_the_origina
             _ => {
                 let o = json_of(b.root(), "opencode.json");
                 assert_eq!(o["$schema"], json!("https://opencode.ai/config.json"));
-                assert_eq!(o["plugin"], json!(["opencode-wakatime"]));
+                // The plugin lives in the board's directory, named in opencode.json: nothing
+                // in `.opencode/`, where OpenCode installs its plugin package.
+                assert_eq!(
+                    o["plugin"],
+                    json!(["opencode-wakatime", "./.tavern/clients/opencode.js"])
+                );
                 assert_eq!(o["mcp"]["github"]["command"], json!(["gh-mcp"]));
                 assert_eq!(
                     o["mcp"]["tavern"]["command"],
                     json!(["tavern", "mcp", "--client", "opencode"])
                 );
-                let plugin = read(b.root(), ".opencode/plugins/tavern.js").unwrap();
+                assert!(!b.root().join(".opencode").exists());
+                let plugin = read(b.root(), ".tavern/clients/opencode.js").unwrap();
                 for needle in [
                     "session-start",
                     "heartbeat",
@@ -202,7 +208,10 @@ fn setup_merges_into_each_clients_files_is_idempotent_and_removes_to_the_origina
         let again = setup(&b, &home, &["setup", client, "--mcp"]);
         again.ok();
         assert!(
-            again.stdout.lines().all(|l| l.starts_with("unchanged ")),
+            again
+                .stdout
+                .lines()
+                .all(|l| l.starts_with("unchanged ") || l.starts_with("next: ")),
             "{}",
             again.stdout
         );
@@ -217,6 +226,107 @@ fn setup_merges_into_each_clients_files_is_idempotent_and_removes_to_the_origina
             .stdout_has("restored ");
         assert_eq!(files(b.root()), original, "{client}");
     }
+}
+
+/// Codex runs a project's hooks only once the user has trusted the folder and reviewed the
+/// hooks, and skips them silently until then: setup says so, in text and in --json.
+#[test]
+fn setup_codex_tells_the_user_to_trust_and_review_the_hooks_in_codex() {
+    let b = TestBoard::new();
+    let home = tempfile::tempdir().unwrap();
+    let out = setup(&b, home.path(), &["setup", "codex"]);
+    out.ok()
+        .stdout_has("next: Codex runs these hooks only once you trust them: start `codex` in this project, trust the folder")
+        .stdout_has("choose \"Trust all and continue\"")
+        .stdout_has("next: Codex runs shell commands in a login shell (`bash -lc`)");
+    let v = setup(&b, home.path(), &["--json", "setup", "codex", "--mcp"])
+        .ok()
+        .json();
+    let next = v["next"].as_array().unwrap();
+    assert!(
+        next[0].as_str().unwrap().contains("Hooks need review"),
+        "{v}"
+    );
+    let gone = setup(&b, home.path(), &["--json", "setup", "codex", "--remove"])
+        .ok()
+        .json();
+    assert_eq!(gone["next"], json!([]));
+    let claude = setup(&b, home.path(), &["--json", "setup", "claude"])
+        .ok()
+        .json();
+    assert_eq!(claude["next"], json!([]));
+}
+
+/// In a project that had none of the clients' files, --remove takes out what setup
+/// created, says "removed" (nothing was restored), and leaves no empty directory behind.
+#[test]
+fn remove_deletes_what_setup_created_and_the_directories_it_leaves_empty() {
+    for client in ["claude", "codex", "opencode"] {
+        let b = TestBoard::new();
+        let home = tempfile::tempdir().unwrap();
+        let before = files(b.root());
+        setup(&b, home.path(), &["setup", client, "--mcp"]).ok();
+        let out = setup(&b, home.path(), &["setup", client, "--remove"]);
+        out.ok();
+        assert!(!out.stdout.contains("restored"), "{client}: {}", out.stdout);
+        assert!(
+            out.stdout.lines().all(|l| l.starts_with("removed ")),
+            "{client}: {}",
+            out.stdout
+        );
+        assert_eq!(files(b.root()), before, "{client}");
+        for dir in [".claude", ".codex", ".opencode", ".tavern/clients"] {
+            assert!(!b.root().join(dir).exists(), "{client}: {dir} is left");
+        }
+        assert!(b.board().join("tasks").is_dir());
+    }
+}
+
+/// `setup --check` says per client what is installed and what is missing; a client named
+/// and not set up is a problem (exit 6, as `tavern check`), one not named is only reported.
+#[test]
+fn setup_check_reports_each_client_and_fails_on_what_is_missing() {
+    let b = TestBoard::new();
+    let home = tempfile::tempdir().unwrap();
+    let nothing = setup(&b, home.path(), &["setup", "--check"]);
+    nothing
+        .ok()
+        .stdout_is("claude: not set up\ncodex: not set up\nopencode: not set up\n");
+    setup(&b, home.path(), &["setup", "claude", "--mcp"]).ok();
+    let path = format!(
+        "{}:/usr/bin:/bin",
+        Path::new(BIN).parent().unwrap().display()
+    );
+    // With this build's tavern on PATH, as the client's hooks would find it.
+    let check = |args: &[&str]| {
+        let mut c = b.cmd(args);
+        c.env("HOME", home.path()).env("PATH", &path);
+        output(c)
+    };
+    let ready = check(&["setup", "--check"]);
+    ready
+        .ok()
+        .stdout_has("claude: ready\n  ok   hooks: installed in .claude/settings.json\n");
+    ready.stdout_has("  ok   reachable: tavern is on PATH at ");
+    std::fs::remove_file(b.root().join("CLAUDE.md")).unwrap();
+    let v = check(&["--json", "setup", "--check", "claude"]);
+    v.code(6);
+    let v = v.json();
+    assert_eq!(v["ok"], json!(false));
+    let missing: Vec<&Value> = v["clients"][0]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["ok"] == json!(false))
+        .collect();
+    assert_eq!(missing.len(), 1, "{v}");
+    assert_eq!(
+        missing[0]["detail"],
+        json!("missing from CLAUDE.md: run `tavern setup claude`")
+    );
+    check(&["setup", "--check", "opencode"])
+        .code(6)
+        .stdout_has("opencode: needs attention\n");
 }
 
 #[test]
@@ -377,6 +487,11 @@ fn hooks_register_the_session_with_the_client_as_holder_and_deregister_it() {
         std::fs::read_to_string(&env_file).unwrap(),
         format!("export TAVERN_AGENT={name}\n")
     );
+    // Another start of the same client (a cleared session; its MCP server's first call)
+    // registers nothing more: one client start, one `registered` in the log.
+    let logged = b.log().len();
+    hook(&b, "claude session-start", r#"{"source":"clear"}"#, &[]).ok();
+    assert_eq!(b.log().len(), logged);
 
     // Work happens as that agent; a tool use is a heartbeat; a compaction gives the summary
     // again and logs nothing.
@@ -492,7 +607,7 @@ fn codex_and_opencode_share_agents_md_and_each_remove_leaves_it_to_the_other() {
             }
         }
         assert_eq!(
-            now.contains_key(".opencode/plugins/tavern.js"),
+            b.root().join(".tavern/clients/opencode.js").exists(),
             second == "opencode"
         );
 
@@ -519,7 +634,7 @@ sys.stdin.readline()
 "#;
 
 #[test]
-fn an_ended_codex_session_without_an_end_hook_has_its_claims_swept_once_codex_is_gone() {
+fn a_codex_gone_without_its_end_hook_has_its_claims_swept_once_its_process_is_gone() {
     use std::io::BufRead;
     let b = TestBoard::new();
     b.write(
@@ -628,7 +743,7 @@ fn opencode(b: &TestBoard, node: &str, script: Value) -> Value {
             env!("CARGO_MANIFEST_DIR"),
             "/tests/setup/opencode.mjs"
         ))
-        .arg(b.root().join(".opencode/plugins/tavern.js"))
+        .arg(b.root().join(".tavern/clients/opencode.js"))
         .arg(b.root())
         .arg(&file)
         .current_dir(b.root())
@@ -690,6 +805,8 @@ fn the_opencode_plugin_runs_tavern_hook_for_opencodes_events() {
         out["hooks"],
         json!([
             "event",
+            "experimental.chat.system.transform",
+            "shell.env",
             "tool.execute.after",
             "experimental.session.compacting"
         ])
@@ -741,7 +858,7 @@ fn the_opencode_plugin_runs_tavern_hook_for_opencodes_events() {
     assert_eq!(context.len(), 1);
     assert!(
         context[0].as_str().unwrap().starts_with(&format!(
-            "The context was compacted; this is the tavern board again. You are agent `{name}`."
+            "The context was compacted; this is the tavern board again. You are agent `{name}`:"
         )),
         "{context:?}"
     );
@@ -762,14 +879,19 @@ fn the_opencode_plugin_runs_tavern_hook_for_opencodes_events() {
         [
             ("agent", "registered"),
             ("claim", ""),
-            ("agent", "registered again"),
             ("release", &*format!("{name} deregistered")),
             ("agent", "deregistered"),
         ]
     );
 
-    // A resumed session (no session.created in this process) registers at its first tool use.
-    let out = opencode(&b, node, json!([tool("ses_1"), tool("ses_1")]));
+    // A resumed session (no session.created in this process) registers at its first
+    // request to the model, whose system prompt names the new agent, as the shell's
+    // TAVERN_AGENT does.
+    let out = opencode(
+        &b,
+        node,
+        json!([{"system": {"sessionID": "ses_1"}}, {"env": {"cwd": "."}}, tool("ses_1")]),
+    );
     let pid = out["pid"].as_u64().unwrap().to_string();
     let ran: Vec<&Value> = out["steps"]
         .as_array()
@@ -790,6 +912,7 @@ fn the_opencode_plugin_runs_tavern_hook_for_opencodes_events() {
                 "--session",
                 "ses_1"
             ]]),
+            &json!([]),
             &json!([[
                 "tavern",
                 "hook",
@@ -801,6 +924,18 @@ fn the_opencode_plugin_runs_tavern_hook_for_opencodes_events() {
                 "ses_1"
             ]]),
         ]
+    );
+    let steps = out["steps"].as_array().unwrap();
+    let system = steps[0]["system"][0].as_str().unwrap();
+    assert!(
+        system.starts_with(&format!(
+            "tavern: you are agent `opencode-{pid}` on this project's tavern board"
+        )),
+        "{system}"
+    );
+    assert_eq!(
+        steps[1]["env"],
+        json!({"TAVERN_AGENT": format!("opencode-{pid}")})
     );
     assert!(
         b.read(&format!("control/agents/opencode-{pid}.md"))

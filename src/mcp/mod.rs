@@ -105,8 +105,9 @@ pub fn command(ctx: &crate::cli::Ctx, a: McpArgs) -> Result<ExitCode> {
 }
 
 /// Serves the board on stdin/stdout until the client closes the connection.
-/// `explicit_actor` is the agent named by --as or TAVERN_AGENT: it is registered, with the
-/// client (this server's parent, past any shell) as the holder of its claims.
+/// `explicit_actor` is the agent named by --as or TAVERN_AGENT: it is registered at the
+/// first tool call, with the client (this server's parent, past any shell) as the holder of
+/// its claims.
 pub fn run(
     board: impl FnOnce() -> Result<Board>,
     actor: String,
@@ -123,15 +124,16 @@ pub fn run(
     let board = board()?;
     // Every change this server makes is logged as having come through MCP.
     tavern::log::set_via("mcp");
-    if explicit_actor {
-        crate::setup::hook::register(
-            &board,
-            &actor,
-            a.capabilities.as_deref(),
-            tavern::client::holder(),
-        )?;
-    }
-    let ctx = tools::Ctx { board, actor };
+    let registration = explicit_actor.then(|| tools::Registration {
+        capabilities: a.capabilities.clone(),
+        holder: tavern::client::holder(),
+        done: std::sync::Mutex::new(false),
+    });
+    let ctx = tools::Ctx {
+        board,
+        actor,
+        registration,
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -169,8 +169,8 @@ impl ServerHandler for Server {
         // Library calls block (locks, fsync): run them off the runtime's only thread so the
         // connection keeps reading and notifying meanwhile.
         let done = tokio::task::spawn_blocking(move || {
-            // Every call is the agent's heartbeat.
-            tavern::api::actor(&ctx.board, &ctx.actor)?;
+            // Every call is the agent's heartbeat (the first one registers it).
+            ctx.touch()?;
             def.call(&ctx, args)
         })
         .await;

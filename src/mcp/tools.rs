@@ -20,6 +20,36 @@ use tavern::ops::transition::Options;
 pub struct Ctx {
     pub board: Board,
     pub actor: String,
+    /// The agent to register at the first tool call (None: the actor is not registered by
+    /// this server). Not at the server's start: a client that only starts the server to
+    /// list its tools (a health check such as `claude mcp list`) leaves no card behind.
+    pub registration: Option<Registration>,
+}
+
+/// The registration a server owes its agent, made once.
+pub struct Registration {
+    pub capabilities: Option<Vec<String>>,
+    pub holder: u32,
+    pub done: std::sync::Mutex<bool>,
+}
+
+impl Ctx {
+    /// The agent registered (once), then its heartbeat: what every tool call does first.
+    pub fn touch(&self) -> Result<()> {
+        if let Some(r) = &self.registration {
+            let mut done = r.done.lock().unwrap_or_else(|e| e.into_inner());
+            if !*done {
+                crate::setup::hook::register(
+                    &self.board,
+                    &self.actor,
+                    r.capabilities.as_deref(),
+                    r.holder,
+                )?;
+                *done = true;
+            }
+        }
+        tavern::api::actor(&self.board, &self.actor).map(|_| ())
+    }
 }
 
 /// One tool: its name, what a model reads about it, and whether the core profile has it.

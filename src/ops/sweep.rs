@@ -141,11 +141,19 @@ pub fn release_claims_of(
     Ok(released)
 }
 
-/// Runs a sweep and returns what it released.
+/// Whether `agent` is gone (deregistered, or stale) and has been for longer than the board
+/// keeps such cards.
+fn long_gone(agent: &Agent, board: &Board, now: chrono::DateTime<Utc>) -> bool {
+    (agent.gone() || agent.stale(board, now)) && now - agent.last_seen > agents::keep_gone(board)
+}
+
+/// Runs a sweep and returns what it released. Cards of agents gone for longer than the
+/// board's `archive_agents_after` are archived (their claims given back first).
 pub fn sweep(board: &Board) -> Result<Vec<Released>> {
     let now = Utc::now();
     let mut out = Vec::new();
-    for agent in agents::all(board)? {
+    let all = agents::all(board)?;
+    for agent in &all {
         if agent.gone() || !agent.stale(board, now) {
             continue;
         }
@@ -154,7 +162,7 @@ pub fn sweep(board: &Board) -> Result<Vec<Released>> {
         if std::fs::read_to_string(&marker).is_ok_and(|m| m == seen) {
             continue; // Already swept for this silence.
         }
-        let reason = why(&agent, board);
+        let reason = why(agent, board);
         for task in release_claims_of(board, SWEEPER, agent.id(), &reason)? {
             out.push(Released {
                 task,
@@ -169,6 +177,28 @@ pub fn sweep(board: &Board) -> Result<Vec<Released>> {
         // A cache: without it the next sweep releases this agent's claims again, and finds
         // none left to release.
         let _ = crate::file::write(&marker, seen.as_bytes(), crate::file::Durability::Cache);
+    }
+    for agent in all.iter().filter(|a| long_gone(a, board, now)) {
+        let why = format!(
+            "archived: {} gone since {}",
+            agent.id(),
+            crate::time::stamp(agent.last_seen)
+        );
+        // A stale agent's claims went back above; one that still holds a task (a release
+        // the remote did not confirm) keeps its card, so that its claim stays a lease.
+        let holds = scan::scan_matching(board, &[Region::Tasks], |d| {
+            d.str("claimed_by") == Some(agent.id())
+                && !d
+                    .status()
+                    .is_some_and(|s| board.config.workflow.is_terminal(s))
+        })?;
+        if !holds.docs.is_empty() {
+            continue;
+        }
+        agents::archive_card(board, SWEEPER, agent.id(), &why, |a| {
+            long_gone(a, board, now)
+        })?;
+        let _ = std::fs::remove_file(marker_path(board, agent.id()));
     }
     Ok(out)
 }

@@ -15,8 +15,9 @@ const NOTES: &str =
 ## Working on the tavern board
 
 This project coordinates agents on a tavern board (`.tavern/`). Your session is registered
-as an agent when it starts; the name is given to you then (use it as `--as NAME`, or it is
-in `TAVERN_AGENT`). The loop:
+as an agent when it starts, and told its name then. Give that name to every tavern command
+as `--as NAME`: Claude Code and OpenCode also set `TAVERN_AGENT` in their shell, Codex's
+shell does not. The loop:
 
 1. `tavern summary` and `tavern events`: where things stand, what changed since you looked.
 2. `tavern claim --next [QUERY]`: exit 4 means nothing to claim, 5 a human paused the
@@ -76,7 +77,9 @@ fn notes(path: PathBuf) -> Plan {
 
 fn codex_server(path: PathBuf) -> Plan {
     let name = path.display().to_string();
-    let block = "# tavern:begin (added by `tavern setup codex --mcp`)\n[mcp_servers.tavern]\ncommand = \"tavern\"\nargs = [\"mcp\", \"--client\", \"codex\"]\n# tavern:end\n";
+    // The board's tools are pre-approved: `codex exec` never asks, so without this every
+    // call fails ("requires approval, but approval policy is never").
+    let block = "# tavern:begin (added by `tavern setup codex --mcp`)\n[mcp_servers.tavern]\ncommand = \"tavern\"\nargs = [\"mcp\", \"--client\", \"codex\"]\ndefault_tools_approval_mode = \"approve\"\n# tavern:end\n";
     Plan {
         path,
         what: "MCP server",
@@ -94,17 +97,22 @@ fn codex_server(path: PathBuf) -> Plan {
 }
 
 /// The OpenCode plugin: runs the same hooks from inside OpenCode, whose own pid holds the
-/// session's claims.
+/// session's claims. It imports nothing, so it needs no package of OpenCode's installed.
 const OPENCODE_PLUGIN: &str = r#"// tavern: added by `tavern setup opencode`; `tavern setup opencode --remove` takes it out.
-// Registers this OpenCode process on the tavern board as one agent (the process holds its
-// claims) when a session starts, or at its first tool use in a resumed session, and gives
-// the model the board summary; heartbeats on tool use; gives the summary again when a
-// session is compacted; deregisters once every session it started has been deleted.
-// Sessions of subagents (those with a parent) belong to the same agent. Each step runs
-// `tavern hook opencode EVENT --pid PID [--session ID]`.
+// Registers this OpenCode process on the tavern board as one agent, opencode-PID (the
+// process holds its claims), when a session is created or, in a session it did not see
+// created (one resumed after a restart), at its first request to the model; gives the model
+// the board summary in a new session and again after a compaction; names the agent in the
+// system prompt of every request (so a resumed session learns its new name) and sets
+// TAVERN_AGENT in OpenCode's shell; heartbeats on tool use; deregisters once every session
+// it saw created has been deleted. Sessions of subagents (with a parent) are the same agent.
+// Each step runs `tavern hook opencode EVENT --pid PID [--session ID]`.
 export const TavernPlugin = async ({ $, client, directory }) => {
-  let registered = false;
+  const name = `opencode-${process.pid}`;
+  // null: not registered yet; false: no board here; true: registered.
+  let board = null;
   const live = new Set();
+  const again = new Map();
   const hook = async (what, session) => {
     const args = ["hook", "opencode", what, "--pid", String(process.pid)];
     if (session) args.push("--session", String(session));
@@ -116,8 +124,9 @@ export const TavernPlugin = async ({ $, client, directory }) => {
     }
   };
   const start = async (session) => {
-    registered = true;
-    return hook("session-start", session);
+    const text = await hook("session-start", session);
+    board = text !== "";
+    return text;
   };
   return {
     event: async ({ event }) => {
@@ -131,38 +140,101 @@ export const TavernPlugin = async ({ $, client, directory }) => {
             await client.session.prompt({ path: { id }, body: { noReply: true, parts: [{ type: "text", text }] } });
           } catch {}
         }
-      } else if (event.type === "session.deleted" && id && live.delete(id) && live.size === 0) {
-        registered = false;
+      } else if (event.type === "session.deleted" && id && live.delete(id) && live.size === 0 && board) {
+        board = null;
         await hook("session-end", id);
       }
     },
+    "experimental.chat.system.transform": async (input, output) => {
+      if (board === null) await start(input?.sessionID);
+      if (!board) return;
+      output.system.push(
+        `tavern: you are agent \`${name}\` on this project's tavern board, in this OpenCode process; TAVERN_AGENT=${name} is set in your shell (\`--as ${name}\` works too). A name that earlier messages of this conversation give you belonged to an earlier process: use this one.`,
+      );
+      const summary = again.get(input?.sessionID);
+      if (summary) output.system.push(summary);
+    },
+    "shell.env": async (input, output) => {
+      if (board) output.env.TAVERN_AGENT = name;
+    },
     "tool.execute.after": async (input) => {
-      if (registered) await hook("heartbeat", input?.sessionID);
-      else await start(input?.sessionID);
+      if (board) await hook("heartbeat", input?.sessionID);
+      else if (board === null) await start(input?.sessionID);
     },
     "experimental.session.compacting": async (input, output) => {
-      const text = registered ? await hook("compact", input?.sessionID) : await start(input?.sessionID);
-      if (text) output.context.push(text);
+      const text = board ? await hook("compact", input?.sessionID) : await start(input?.sessionID);
+      if (text) {
+        output.context.push(text);
+        // The summary the model writes may leave the board out: the requests after the
+        // compaction carry it in their system prompt.
+        again.set(input?.sessionID, text);
+      }
     },
   };
 };
 "#;
+
+/// A whole file tavern owns (its first line says so): the new content, or none.
+fn owned_merge(name: &str, content: &str, text: Option<&str>, add: bool) -> Result<Option<String>> {
+    match (text, add) {
+        (None, true) => Ok(Some(content.to_string())),
+        (Some(t), true) if t == content => Ok(Some(t.to_string())),
+        (Some(t), true) if t.starts_with("// tavern:") => Ok(Some(content.to_string())),
+        (Some(_), true) => Err(Error::conflict(
+            name,
+            "exists and is not tavern's plugin; move it away, nothing changed",
+        )),
+        (Some(t), false) if t.starts_with("// tavern:") => Ok(None),
+        (text, false) => Ok(text.map(str::to_string)),
+    }
+}
 
 fn owned_file(path: PathBuf, content: &'static str) -> Plan {
     let name = path.display().to_string();
     Plan {
         path,
         what: "plugin",
-        merge: Box::new(move |text, add| match (text, add) {
-            (None, true) => Ok(Some(content.to_string())),
-            (Some(t), true) if t == content => Ok(Some(t.to_string())),
-            (Some(t), true) if t.starts_with("// tavern:") => Ok(Some(content.to_string())),
-            (Some(_), true) => Err(Error::conflict(
-                &name,
-                "exists and is not tavern's plugin; move it away, nothing changed",
-            )),
-            (Some(t), false) if t.starts_with("// tavern:") => Ok(None),
-            (text, false) => Ok(text.map(str::to_string)),
+        merge: Box::new(move |text, add| owned_merge(&name, content, text, add)),
+        notes: false,
+    }
+}
+
+/// Where an earlier version of setup put tavern's file: it goes, whether adding or not.
+fn retired_file(path: PathBuf) -> Plan {
+    let name = path.display().to_string();
+    Plan {
+        path,
+        what: "plugin from an earlier setup",
+        merge: Box::new(move |text, _| owned_merge(&name, "", text, false)),
+        notes: false,
+    }
+}
+
+/// The project's opencode.json: the plugin named in its `plugin` list, and with `server`
+/// the MCP server as `mcp.tavern`.
+fn opencode_json(path: PathBuf, server: Option<serde_json::Value>) -> Plan {
+    let name = path.display().to_string();
+    Plan {
+        path,
+        what: if server.is_some() {
+            "plugin entry, MCP server"
+        } else {
+            "plugin entry"
+        },
+        merge: Box::new(move |text, add| {
+            let listed =
+                merge::list_item(&name, text, "plugin", "./.tavern/clients/opencode.js", add)?;
+            match &server {
+                // Without --mcp an entry an earlier `--mcp` added stays: `--remove` takes it.
+                None if add => Ok(listed),
+                _ => merge::entry(
+                    &name,
+                    listed.as_deref(),
+                    "mcp",
+                    "tavern",
+                    add.then(|| server.clone()).flatten(),
+                ),
+            }
         }),
         notes: false,
     }
@@ -178,6 +250,26 @@ fn config_home(home: &Path, var: &str, default: &[&str]) -> PathBuf {
 /// The user's file or the project's.
 fn scoped(user: bool, user_file: PathBuf, project_file: PathBuf) -> PathBuf {
     if user { user_file } else { project_file }
+}
+
+/// What the user still does in the client itself once setup has written its files.
+pub fn next_steps(client: &str, user: bool, mcp: bool) -> Vec<&'static str> {
+    let mut steps = Vec::new();
+    match client {
+        "codex" => {
+            steps.push(if user {
+                "Codex runs these hooks only once you trust them: start `codex`, and at \"Hooks need review\" choose \"Trust all and continue\" (or review them one by one; `/hooks` lists them). Until then Codex, and `codex exec` above all, skips them without a word."
+            } else {
+                "Codex runs these hooks only once you trust them: start `codex` in this project, trust the folder (Codex reads a project's .codex/ only in a trusted project), and at \"Hooks need review\" choose \"Trust all and continue\" (or review them one by one; `/hooks` lists them). Until then Codex, and `codex exec` above all, skips them without a word."
+            });
+            steps.push("Codex runs shell commands in a login shell (`bash -lc`): tavern must be on the PATH your shell profile sets.");
+        }
+        "claude" if mcp && !user => steps.push(
+            "Claude Code asks once, at its first interactive start here, to approve the project's MCP server `tavern` (.mcp.json).",
+        ),
+        _ => {}
+    }
+    steps
 }
 
 /// The clients setup knows.
@@ -208,7 +300,7 @@ pub fn others_using(
 }
 
 /// Whether the file of `plan` holds tavern's part.
-fn installed(plan: &Plan) -> bool {
+pub fn installed(plan: &Plan) -> bool {
     match super::read(&plan.path) {
         Ok(None) => false,
         Ok(Some(text)) => (plan.merge)(Some(&text), false)
@@ -255,12 +347,15 @@ pub fn plans(client: &str, user: bool, base: &Path, home: &Path, mcp: bool) -> R
             };
             plans.push(json_hooks(
                 dir.join("hooks.json"),
+                // SessionStart without a matcher also fires after a compaction (source
+                // `compact`), which is how the summary comes back: Codex drops what a
+                // PostCompact hook prints.
                 hooks_of(
                     client,
                     &[
                         ("SessionStart", None, "session-start"),
                         ("PostToolUse", None, "heartbeat"),
-                        ("PostCompact", None, "compact"),
+                        ("SessionEnd", None, "session-end"),
                     ],
                 ),
             ));
@@ -279,16 +374,31 @@ pub fn plans(client: &str, user: bool, base: &Path, home: &Path, mcp: bool) -> R
             } else {
                 base.join(".opencode")
             };
-            plans.push(owned_file(
-                dir.join("plugins").join("tavern.js"),
-                OPENCODE_PLUGIN,
-            ));
-            if mcp {
-                plans.push(json_entry(
-                    scoped(user, dir.join("opencode.json"), base.join("opencode.json")),
-                    "mcp",
-                    json!({"type": "local", "command": ["tavern", "mcp", "--client", "opencode"], "enabled": true}),
+            let legacy = dir.join("plugins").join("tavern.js");
+            // OpenCode installs its plugin package (some 60 MB) into every `.opencode/`
+            // it finds: in a project the plugin lives in the board's directory instead, and
+            // opencode.json names it. (The user's configuration directory gets that install
+            // from OpenCode anyway.)
+            let board_dir = base.join(".tavern");
+            let server = json!({"type": "local", "command": ["tavern", "mcp", "--client", "opencode"], "enabled": true});
+            if user || !board_dir.is_dir() {
+                plans.push(owned_file(legacy, OPENCODE_PLUGIN));
+                if mcp {
+                    plans.push(json_entry(dir.join("opencode.json"), "mcp", server));
+                }
+            } else {
+                plans.push(owned_file(
+                    board_dir.join("clients").join("opencode.js"),
+                    OPENCODE_PLUGIN,
                 ));
+                plans.push(opencode_json(
+                    base.join("opencode.json"),
+                    mcp.then_some(server),
+                ));
+                if legacy.exists() {
+                    // What an earlier setup wrote there goes.
+                    plans.push(retired_file(legacy));
+                }
             }
             plans.push(notes(if user {
                 dir.join("AGENTS.md")

@@ -210,6 +210,43 @@ pub fn entry(
     Ok(unless_same(text, &old, o))
 }
 
+/// The settings with the string `item` in the list `key` (added at the end), or without it;
+/// a list that held only tavern's item goes with it.
+pub fn list_item(
+    path: &str,
+    text: Option<&str>,
+    key: &str,
+    item: &str,
+    add: bool,
+) -> Result<Option<String>> {
+    let old = parse_object(path, text)?;
+    let mut o = old.clone();
+    let list = match o.get(key) {
+        None => Vec::new(),
+        Some(Value::Array(l)) => l.clone(),
+        Some(_) => {
+            return Err(Error::input(format!(
+                "{path}: `{key}` is not a list; nothing changed"
+            )));
+        }
+    };
+    let has = list.iter().any(|v| v == item);
+    let list: Vec<Value> = match (add, has) {
+        (true, false) => list
+            .into_iter()
+            .chain([Value::String(item.into())])
+            .collect(),
+        (false, true) => list.into_iter().filter(|v| v != item).collect(),
+        _ => list,
+    };
+    if list.is_empty() {
+        o.remove(key);
+    } else {
+        o.insert(key.into(), Value::Array(list));
+    }
+    Ok(unless_same(text, &old, o))
+}
+
 /// A server entry that runs `tavern mcp`, whichever client's shape it has.
 fn is_tavern_server(v: &Value) -> bool {
     let text = v.to_string();

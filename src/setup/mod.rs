@@ -5,6 +5,7 @@
 //! goes into AGENTS.md or CLAUDE.md. Everything merges into what is there, a second run
 //! changes nothing, `--dry-run` shows the change and `--remove` undoes it.
 
+mod check;
 pub mod clients;
 pub mod hook;
 mod merge;
@@ -20,8 +21,12 @@ use tavern::error::{Error, Result};
 #[derive(Debug, Args)]
 pub struct SetupArgs {
     /// The client: claude (Claude Code), codex (Codex CLI) or opencode
-    #[arg(value_parser = ["claude", "codex", "opencode"])]
-    pub client: String,
+    #[arg(value_parser = ["claude", "codex", "opencode"], required_unless_present = "check")]
+    pub client: Option<String>,
+    /// Tell, per client (or for CLIENT), whether tavern's hooks, plugin and MCP server are
+    /// installed, trusted by the client and reachable; change nothing
+    #[arg(long, conflicts_with_all = ["dry_run", "remove", "mcp"])]
+    pub check: bool,
     /// Also add the MCP server (`tavern mcp`) to the client's configuration
     #[arg(long)]
     pub mcp: bool,
@@ -184,7 +189,11 @@ pub fn run(
             .map(|b| b.project().to_path_buf())
             .unwrap_or_else(|| cwd.to_path_buf())
     };
-    let plans = clients::plans(&a.client, a.user, &base, &home, a.mcp || a.remove)?;
+    if a.check {
+        return check::run(a.client.as_deref(), a.user, &base, &home, json_out);
+    }
+    let client = a.client.clone().unwrap_or_default();
+    let plans = clients::plans(&client, a.user, &base, &home, a.mcp || a.remove)?;
     let backups = backup_dir(board.as_ref(), &home, a.user);
     let mut report = Vec::new();
     let mut diffs = String::new();
@@ -193,6 +202,8 @@ pub fn run(
         let backup = Backup::of(&backups, &plan.path);
         let (new, action) = if a.remove {
             match backup.restorable(current.as_deref()) {
+                // A file setup created is removed, not "restored".
+                Some(None) if backup.exists() => (None, "removed"),
                 Some(orig) if backup.exists() => (orig, "restored"),
                 _ => ((plan.merge)(current.as_deref(), false)?, "removed"),
             }
@@ -203,7 +214,7 @@ pub fn run(
         if a.remove && plan.notes {
             // Another client set up in the same scope reads the same notes: they stay, and
             // so does their backup, for the last client's --remove to restore.
-            let users = clients::others_using(&a.client, &plan.path, a.user, &base, &home);
+            let users = clients::others_using(&client, &plan.path, a.user, &base, &home);
             if !users.is_empty() && new != current {
                 report.push(
                     json!({"path": shown, "action": "kept", "what": plan.what, "used_by": users}),
@@ -233,6 +244,9 @@ pub fn run(
             if a.remove {
                 write(&plan.path, new.as_deref())?;
                 backup.forget();
+                if new.is_none() {
+                    prune_empty_dirs(&plan.path, &base, board.as_ref());
+                }
             } else {
                 // The bytes before setup are kept only while they hold nothing of tavern's
                 // and the file has not been changed by hand since setup last wrote it.
@@ -253,8 +267,13 @@ pub fn run(
         }
         report.push(json!({"path": shown, "action": action, "what": plan.what}));
     }
+    let next = if a.remove {
+        Vec::new()
+    } else {
+        clients::next_steps(&client, a.user, a.mcp)
+    };
     if json_out {
-        let v = json!({"client": a.client, "scope": if a.user {"user"} else {"project"}, "dry_run": a.dry_run, "files": report});
+        let v = json!({"client": client, "scope": if a.user {"user"} else {"project"}, "dry_run": a.dry_run, "files": report, "next": next});
         out(&format!("{v}\n"))?;
     } else if a.dry_run {
         out(if diffs.is_empty() {
@@ -283,17 +302,36 @@ pub fn run(
                 r["what"].as_str().unwrap_or("")
             ));
         }
+        for step in &next {
+            text.push_str(&format!("next: {step}\n"));
+        }
         out(&text)?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn out(text: &str) -> Result<()> {
+/// Removes the directories above a removed file that it leaves empty (`.claude/`,
+/// `.opencode/plugins/`), up to `base` and never the board's own directory.
+fn prune_empty_dirs(file: &Path, base: &Path, board: Option<&tavern::board::Board>) {
+    let mut dir = file.parent();
+    while let Some(d) = dir {
+        if d == base || !d.starts_with(base) || board.is_some_and(|b| d == b.root) {
+            break;
+        }
+        // Fails, and so stops, at the first directory that still holds something.
+        if std::fs::remove_dir(d).is_err() {
+            break;
+        }
+        dir = d.parent();
+    }
+}
+
+pub(crate) fn out(text: &str) -> Result<()> {
     std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes())
         .map_err(|e| Error::io("stdout", "write to", e))
 }
 
-fn display(path: &Path, base: &Path, home: &Path, user: bool) -> String {
+pub(crate) fn display(path: &Path, base: &Path, home: &Path, user: bool) -> String {
     if user && let Ok(rel) = path.strip_prefix(home) {
         return format!("~/{}", rel.display());
     }

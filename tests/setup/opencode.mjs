@@ -6,6 +6,7 @@
 //
 // usage: node opencode.mjs PLUGIN.js BOARD_ROOT SCRIPT.json
 // SCRIPT is a list of steps: {"event": EVENT} | {"after": INPUT} | {"compact": INPUT}
+//   | {"system": INPUT} (the system prompt transform) | {"env": INPUT} (the shell's env)
 //   | {"run": [argv…]} (a command, "{agent}" standing for opencode-PID) | {"unbeat": true} (remove the heartbeat file of agent opencode-PID, PID being this
 //   process, OpenCode's stand-in); "beat": true in a step reports whether that file exists
 //   after it.
@@ -90,6 +91,14 @@ for (const step of script) {
     const output = { context: [], prompt: undefined };
     await hooks["experimental.session.compacting"](step.compact, output);
     result.context = output.context;
+  } else if (step.system) {
+    const output = { system: [] };
+    await hooks["experimental.chat.system.transform"](step.system, output);
+    result.system = output.system;
+  } else if (step.env) {
+    const output = { env: {} };
+    await hooks["shell.env"](step.env, output);
+    result.env = output.env;
   } else if (step.run) {
     const [cmd, ...args] = step.run.map((a) => a.replace("{agent}", `opencode-${process.pid}`));
     const r = spawnSync(cmd, args, { cwd: root, encoding: "utf8" });
