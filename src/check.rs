@@ -102,7 +102,15 @@ pub fn check(board: &Board) -> Result<Report> {
     }
 
     let (entries, end, unreadable) = crate::log::read_from(board, 0)?;
-    for p in forged_decisions(board, &scan.docs, &entries) {
+    // An archived question is read (by `show`, a waiting agent) as much as a live one: a
+    // decision forged there (by hand, or arriving by sync) is reported too.
+    let archived_questions = scan::scan_archive(
+        board,
+        &[Region::Questions],
+        crate::ops::decisions::claims_decision,
+    )?;
+    let questions = scan.docs.iter().chain(&archived_questions.docs);
+    for p in forged_decisions(board, questions, &entries) {
         push(p.path, p.problem);
     }
     for u in unreadable {
@@ -192,9 +200,9 @@ pub fn check(board: &Board) -> Result<Report> {
 
 /// Questions whose file claims a human decision that the log does not hold (a hand edit,
 /// a file that arrived by sync): it counts as undecided, and a human decides it again.
-fn forged_decisions(
+fn forged_decisions<'a>(
     board: &Board,
-    docs: &[Document],
+    docs: impl Iterator<Item = &'a Document>,
     entries: &[crate::log::Entry],
 ) -> Vec<Problem> {
     use crate::doc::decision::Decision;
@@ -203,8 +211,7 @@ fn forged_decisions(
     for e in entries {
         about.entry(e.doc.as_str()).or_default().push(e);
     }
-    docs.iter()
-        .filter(|d| decisions::claims_decision(d))
+    docs.filter(|d| decisions::claims_decision(d))
         .filter_map(|d| {
             let log = about.get(decisions::log_path(d).as_str());
             let Some(Decision::Forged { says, why }) =

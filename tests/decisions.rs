@@ -381,6 +381,104 @@ fn a_hand_edited_decision_is_forged_everywhere() {
         .stderr_is("no open questions\n");
 }
 
+/// A forged decision still waits for a human, so `archive` leaves it where the human sees
+/// it; one moved to the archive anyway (by hand, or by sync) is reported by `check` there.
+/// A request a human decided archives as any finished question, and stays decided.
+#[test]
+fn a_forged_decision_is_not_archived_and_check_reads_the_archive() {
+    let b = board_with_request();
+    forge_approval(&b);
+    let forged = b.read("questions/q-p.md");
+    for args in [
+        &["archive", "--dry-run"][..],
+        &["archive"],
+        &["archive", "q-p"],
+    ] {
+        b.run(args)
+            .ok()
+            .stdout_is("")
+            .stderr_has("nothing to archive: no finished document matches\n");
+    }
+    assert_eq!(b.read("questions/q-p.md"), forged);
+    assert!(!b.board().join("archive/questions/q-p.md").exists());
+    assert!(b.log().iter().all(|e| e["op"] != "move"));
+    // `list` sorts it among what is still open, before a finished question.
+    b.run(&["ask", "Which db?", "--id", "q-a", "--as", "coder"])
+        .ok();
+    b.run(&["answer", "q-a", "pg", "--as", "alice"]).ok();
+    let listed = b.run(&["list", "questions"]).ok().stdout.clone();
+    let rows: Vec<&str> = listed.lines().skip(1).map(|l| &l[..3]).collect();
+    assert_eq!(rows, ["q-p", "q-a"], "{listed}");
+
+    // Moved into the archive by hand: check still names it, at its archived path.
+    std::fs::create_dir_all(b.board().join("archive/questions")).unwrap();
+    std::fs::rename(
+        b.board().join("questions/q-p.md"),
+        b.board().join("archive/questions/q-p.md"),
+    )
+    .unwrap();
+    b.run(&["check"]).code(6).stderr_has(
+        "archive/questions/q-p.md: forged decision: it says approved by alice, but the log holds no approve or deny of it by a human",
+    );
+    assert_eq!(decision(&b, "q-p")["state"], "forged");
+
+    // Back where it was, decided by the human: archived like any finished question.
+    std::fs::rename(
+        b.board().join("archive/questions/q-p.md"),
+        b.board().join("questions/q-p.md"),
+    )
+    .unwrap();
+    at_terminal(&b, "deny q-p --as alice", "q-p\n").ok();
+    b.run(&["archive", "q-p"])
+        .ok()
+        .stdout_has("questions/q-p.md: archived: moved to archive/questions/q-p.md");
+    assert_eq!(decision(&b, "q-p")["state"], "denied");
+    b.run(&["check"]).ok();
+}
+
+/// Task and observation commands given a permission request say it is a question (exit
+/// 2), write nothing and raise no alert: they are not a way to decide it either.
+#[test]
+fn task_and_observation_commands_given_a_request_say_it_is_a_question() {
+    let b = board_with_request();
+    let before = snapshot(&b);
+    for (args, says) in [
+        (
+            &["claim", "q-p"][..],
+            "q-p is a question, not a task: claims and transitions work on tasks",
+        ),
+        (
+            &["start", "q-p"],
+            "q-p is a question, not a task: claims and transitions work on tasks",
+        ),
+        (
+            &["move", "q-p", "done"],
+            "q-p is a question, not a task: claims and transitions work on tasks",
+        ),
+        (
+            &["ack", "q-p"],
+            "q-p is a question, not an observation: ack works on observations",
+        ),
+        (
+            &["resolve", "q-p", "--resolution", "done"],
+            "q-p is a question, not an observation: resolve works on observations",
+        ),
+        (
+            &["reject", "q-p"],
+            "q-p is a question, not a task or an observation: reject works on tasks in review and on observations",
+        ),
+        (
+            &["reject", "questions/q-p"],
+            "questions/q-p names a question, and only a task or observation can be given here",
+        ),
+    ] {
+        b.run(&[args, &["--as", "coder"]].concat())
+            .code(2)
+            .stderr_is(&format!("error: {says}\n"));
+    }
+    assert_eq!(snapshot(&b), before);
+}
+
 /// What looks like a decision but is not one: a decider other than the log's, a request
 /// changed after its decision, a decider no longer listed, a question that is no request.
 #[test]

@@ -1024,8 +1024,9 @@ fn open_starts_the_desktop_opener_on_the_url_with_its_secret() {
 /// The dashboard's decision is a human's: the actor who runs the server, listed under
 /// humans:, confirming by the id, whatever reference form the page sends. A forged
 /// decision (a hand edit) is shown as forged in what waits on you and on the document's
-/// page, and stays decidable; a server run by someone else decides nothing; a task action
-/// given the request is the wrong kind and writes nothing.
+/// page, and stays decidable; a server run by someone else decides nothing; a task or an
+/// observation action given the request is the wrong kind and writes nothing; an answer
+/// to it is refused and logged.
 #[test]
 fn the_dashboard_decides_as_its_human_and_shows_forged_decisions() {
     let b = board_with_human();
@@ -1075,7 +1076,34 @@ fn the_dashboard_decides_as_its_human_and_shows_forged_decisions() {
             json!({"name": "approve"}),
         )
         .status(400);
+        // Nor is an observation's action.
+        s.post(
+            &format!("/api/observation/{r}/reject"),
+            json!({"note": "no"}),
+        )
+        .status(400);
     }
+    // An answer is no decision: refused as a conflict, whatever the form, and logged.
+    let alerts = |b: &TestBoard| b.log().iter().filter(|e| e["op"] == "alert").count();
+    let alerts_before = alerts(&b);
+    for r in [
+        "q-perm",
+        "q-p",
+        "questions%2Fq-perm",
+        "questions%2Fq-perm.md",
+    ] {
+        let res = s.post(
+            &format!("/api/question/{r}/answer"),
+            json!({"text": "approved"}),
+        );
+        res.status(409);
+        assert!(
+            res.message().contains("alice may not answer it"),
+            "{}",
+            res.message()
+        );
+    }
+    assert_eq!(alerts(&b), alerts_before + 4);
     assert_eq!(
         b.read("questions/q-perm.md"),
         before.replace("status: open\n", "status: approved\ndecided_by: alice\n")

@@ -97,22 +97,37 @@ fn in_board(board: &Board, reference: &str) -> Option<String> {
 /// document found in another region is not "not found", it is the wrong kind, and the
 /// error says which kind it is.
 pub fn resolve_kind(board: &Board, reference: &str, want: Region, what: &str) -> Result<String> {
-    match resolve(board, reference, &[want]) {
-        Ok((_, id)) => Ok(id),
+    resolve_kinds(board, reference, &[want], what).map(|(_, id)| id)
+}
+
+/// [`resolve_kind`] for a command that takes documents of any of `wants`.
+pub fn resolve_kinds(
+    board: &Board,
+    reference: &str,
+    wants: &[Region],
+    what: &str,
+) -> Result<(Region, String)> {
+    match resolve(board, reference, wants) {
         Err(e @ Error::NotFound { .. }) => {
-            let others: Vec<Region> = Region::ALL.into_iter().filter(|r| *r != want).collect();
+            let others: Vec<Region> = Region::ALL
+                .into_iter()
+                .filter(|r| !wants.contains(r))
+                .collect();
+            let wanted: Vec<String> = wants
+                .iter()
+                .map(|w| format!("{} {}", article(w.kind()), w.kind()))
+                .collect();
             match resolve(board, reference, &others) {
                 Ok((region, id)) => Err(Error::usage(format!(
-                    "{id} is {} {}, not {} {}: {what}",
+                    "{id} is {} {}, not {}: {what}",
                     article(region.kind()),
                     region.kind(),
-                    article(want.kind()),
-                    want.kind()
+                    wanted.join(" or ")
                 ))),
                 Err(_) => Err(e),
             }
         }
-        Err(e) => Err(e),
+        found => found,
     }
 }
 
