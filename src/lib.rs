@@ -38,7 +38,6 @@ pub mod schema;
 pub mod store;
 pub mod sync;
 pub mod time;
-pub mod views;
 pub mod watch;
 pub mod workflow;
 pub mod yaml;

@@ -1242,3 +1242,294 @@ fn the_full_profile_gives_what_the_cli_gives() {
     assert_eq!(r[4]["is_error"], json!(true), "{}", r[4]);
     assert_eq!(r[4]["value"]["error"]["kind"], json!("usage"), "{}", r[4]);
 }
+
+/// `tavern mcp` fed lines by hand over stdio, as a client the SDKs do not cover would: what
+/// comes back, line by line.
+struct Raw {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Raw {
+    fn start(b: &TestBoard, args: &[&str]) -> Raw {
+        use std::io::BufRead;
+        let mut all = vec!["mcp"];
+        all.extend_from_slice(args);
+        let mut child = b
+            .cmd(&all)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        let mut raw = Raw {
+            child,
+            stdin,
+            lines,
+        };
+        raw.send(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}).to_string());
+        assert_eq!(raw.reply().0["id"], json!(0));
+        raw.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        raw
+    }
+
+    fn send(&mut self, line: &str) {
+        use std::io::Write;
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The next line the server writes, and its length in bytes (a guard of a minute
+    /// against a server that never answers: that is the failure looked for here, not a
+    /// measure of speed).
+    fn reply(&self) -> (Value, usize) {
+        let line = self
+            .lines
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no answer within a minute"));
+        let v: Value =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:.300}"));
+        (v, line.len())
+    }
+
+    /// Sends `line` and returns the answer to it.
+    fn ask(&mut self, line: &str) -> (Value, usize) {
+        self.send(line);
+        self.reply()
+    }
+
+    /// Closes the server's input: it must exit 0.
+    fn close(mut self) {
+        drop(self.stdin.take());
+        assert!(self.child.wait().unwrap().success());
+    }
+}
+
+#[test]
+fn every_invalid_json_rpc_message_gets_the_specs_error_response() {
+    let b = TestBoard::new();
+    let mut raw = Raw::start(&b, &["--as", "coder-1"]);
+    // (line, the id the answer must carry, its error code)
+    let cases: Vec<(&str, Value, i64)> = vec![
+        (
+            r#"{"jsonrpc":"1.0","id":2,"method":"ping"}"#,
+            json!(2),
+            -32600,
+        ),
+        (r#"{"jsonrpc":"2.0","id":3,"method":5}"#, json!(3), -32600),
+        (r#"{"jsonrpc":"2.0","id":4}"#, json!(4), -32600),
+        (
+            r#"{"jsonrpc":"2.0","id":5,"method":"ping","params":"x"}"#,
+            json!(5),
+            -32600,
+        ),
+        (r#"{"id":"six","method":"ping"}"#, json!("six"), -32600),
+        (
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":7}}"#,
+            json!(7),
+            -32602,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":8,"method":"tools/call"}"#,
+            json!(8),
+            -32602,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":[9],"method":"ping"}"#,
+            Value::Null,
+            -32600,
+        ),
+        (r#"{"jsonrpc":"2.0","method":10}"#, Value::Null, -32600),
+        ("not json at all", Value::Null, -32700),
+        (
+            r#"{"jsonrpc":"2.0","id":12,"method":"ping""#,
+            Value::Null,
+            -32700,
+        ),
+        ("[]", Value::Null, -32600),
+        ("13", Value::Null, -32600),
+        (
+            r#"{"jsonrpc":"2.0","id":14,"method":"no/such"}"#,
+            json!(14),
+            -32601,
+        ),
+    ];
+    for (line, id, code) in &cases {
+        let (v, _) = raw.ask(line);
+        assert_eq!(v["jsonrpc"], "2.0", "{line}: {v}");
+        assert!(v.as_object().unwrap().contains_key("id"), "{line}: {v}");
+        assert_eq!(&v["id"], id, "{line}: {v}");
+        assert_eq!(v["error"]["code"], json!(code), "{line}: {v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty())
+        );
+    }
+    // A batch: every request in it is told, under its id; notifications are not.
+    let (v, _) = raw.ask(r#"[{"jsonrpc":"2.0","id":20,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":21,"method":"ping"}]"#);
+    let ids: Vec<&Value> = v.as_array().unwrap().iter().map(|e| &e["id"]).collect();
+    assert_eq!(ids, [&json!(20), &json!(21)]);
+    // Notifications, valid or not, are never answered: the next line answers the ping.
+    raw.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":{}}}"#);
+    raw.send(r#"{"jsonrpc":"2.0","method":"notifications/no-such"}"#);
+    raw.send("");
+    let (v, _) = raw.ask(r#"{"jsonrpc":"2.0","id":30,"method":"ping"}"#);
+    assert_eq!(v, json!({"jsonrpc": "2.0", "id": 30, "result": {}}));
+    // Still serving tools.
+    let (v, _) = raw.ask(r#"{"jsonrpc":"2.0","id":31,"method":"tools/call","params":{"name":"list","arguments":{}}}"#);
+    assert_eq!(v["id"], 31);
+    assert_eq!(v["result"]["isError"], false, "{v}");
+    raw.close();
+}
+
+#[test]
+fn every_result_and_error_is_bounded_and_echoes_are_cut() {
+    let b = TestBoard::new();
+    b.run(&["new", "task", "--title", "Small", "--id", "task-small"])
+        .ok();
+    let mut raw = Raw::start(&b, &["--as", "coder-1", "--profile", "full"]);
+    let mega = "x".repeat(1 << 20);
+    let call = |id: u64, tool: &str, args: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": args}}).to_string()
+    };
+    // Tool errors that would echo a megabyte: the edit of the issue, an id, a query.
+    for (id, line) in [
+        (
+            1,
+            call(
+                1,
+                "edit",
+                json!({"id": "task-small", "set": {"priority": mega}}),
+            ),
+        ),
+        (2, call(2, "show", json!({"id": mega}))),
+        (
+            3,
+            call(3, "list", json!({"query": format!("priority<{mega}")})),
+        ),
+        (
+            4,
+            call(4, "claim", json!({"id": "task-small", "if_rev": mega})),
+        ),
+    ] {
+        let (v, len) = raw.ask(&line);
+        assert_eq!(v["id"], id);
+        assert_eq!(v["result"]["isError"], true, "{id}: {v:.300}");
+        let text = v["result"]["content"][0]["text"].as_str().unwrap();
+        let err: Value = serde_json::from_str(text).unwrap();
+        let message = err["error"]["message"].as_str().unwrap();
+        assert!(
+            message.chars().count() <= 2_100,
+            "{id}: {} characters",
+            message.len()
+        );
+        assert!(len <= 8 * 1024, "{id}: an error of {len} bytes");
+    }
+    // Protocol errors that would echo it: a tool's name, a resource, a method, params.
+    for (id, line) in [
+        (10, call(10, &mega, json!({}))),
+        (11, json!({"jsonrpc": "2.0", "id": 11, "method": "resources/read", "params": {"uri": format!("tavern://tasks/{mega}")}}).to_string()),
+        (12, json!({"jsonrpc": "2.0", "id": 12, "method": mega}).to_string()),
+        (13, json!({"jsonrpc": "2.0", "id": 13, "method": "ping", "params": mega}).to_string()),
+        (14, json!({"jsonrpc": "2.0", "id": 14, "method": "tools/call", "params": {"name": 1, "arguments": {"x": mega}}}).to_string()),
+    ] {
+        let (v, len) = raw.ask(&line);
+        assert_eq!(v["id"], id, "{v:.300}");
+        assert!(v["error"]["code"].is_i64(), "{id}: {v:.300}");
+        assert!(len <= 4 * 1024, "{id}: an error of {len} bytes");
+    }
+    // A body that costs most as sent (quotes and control characters double in JSON inside
+    // JSON) comes in parts, each within the bound, that add up to the whole body.
+    let body: String = "\"\u{1}\\ é ".repeat(40_000);
+    let file = b.root().join("body.md");
+    std::fs::write(&file, &body).unwrap();
+    b.run(&[
+        "new",
+        "task",
+        "--title",
+        "Heavy",
+        "--id",
+        "task-heavy",
+        "--body-file",
+        file.to_str().unwrap(),
+    ])
+    .ok();
+    let mut read = String::new();
+    let mut offset = 0;
+    for round in 100.. {
+        let (v, len) = raw.ask(&call(
+            round,
+            "show",
+            json!({"id": "task-heavy", "offset": offset}),
+        ));
+        assert!(len <= 80 * 1024 + 256, "a part of {len} bytes");
+        let shown: Value =
+            serde_json::from_str(v["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+        read.push_str(shown["body"].as_str().unwrap());
+        match shown["body_cut"]["next_offset"].as_u64() {
+            Some(next) => offset = next as usize,
+            None => break,
+        }
+        assert!(round < 200, "the body never ended");
+    }
+    assert_eq!(read.trim(), body.trim());
+    // The resource of that document, and the summary, within the bound too.
+    for (id, uri) in [
+        (300, "tavern://tasks/task-heavy"),
+        (301, "tavern://summary"),
+    ] {
+        let (v, len) = raw.ask(&json!({"jsonrpc": "2.0", "id": id, "method": "resources/read", "params": {"uri": uri}}).to_string());
+        assert!(v["result"]["contents"][0]["text"].is_string(), "{v:.300}");
+        assert!(len <= 80 * 1024 + 256, "{uri}: {len} bytes");
+    }
+    raw.close();
+}
+
+#[test]
+fn a_megabyte_in_a_tool_call_gets_a_bounded_error_through_the_sdk() {
+    let Some(py) = python() else { return };
+    let b = TestBoard::new();
+    b.run(&["new", "task", "--title", "Small", "--id", "task-small"])
+        .ok();
+    let mega = "x".repeat(1 << 20);
+    let r = session(
+        &py,
+        &b,
+        &["--as", "coder-1", "--profile", "full"],
+        json!([
+            call(
+                "edit",
+                json!({"id": "task-small", "set": {"priority": mega}})
+            ),
+            call("show", json!({"id": mega})),
+            call(&mega, json!({})),
+            call("show", json!({"id": "task-small"})),
+        ]),
+    );
+    for res in &r[..2] {
+        assert_eq!(res["is_error"], json!(true), "{res:.300}");
+        assert!(res["bytes"].as_u64().unwrap() <= 4_096, "{}", res["bytes"]);
+        let message = res["value"]["error"]["message"].as_str().unwrap();
+        assert!(message.contains("characters in all]"), "{message:.300}");
+    }
+    let protocol = r[2]["protocol_error"].as_str().unwrap();
+    assert!(protocol.len() <= 4_096, "{} bytes", protocol.len());
+    assert_eq!(ok(&r[3])["fields"]["title"], "Small");
+    // Nothing was written.
+    assert!(b.read("tasks/task-small.md").contains("rev: 1\n"));
+}

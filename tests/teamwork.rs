@@ -130,21 +130,30 @@ fn six_agents_finish_sixty_dependent_tasks_despite_two_dying() {
         !died_holding.is_empty(),
         "at least one agent died holding a task"
     );
-    let deadline = Instant::now() + Duration::from_secs(120);
+    // The agents must finish; on a loaded machine that can take long, so the test fails
+    // only when no task reaches done for two minutes.
+    let done = || {
+        let v = b.run(&["list", "tasks", "status=done", "--json"]).json();
+        v["documents"].as_array().map_or(0, Vec::len)
+    };
+    let (mut seen, mut quiet_since) = (done(), Instant::now());
     for (name, child) in agents.iter_mut().skip(2) {
         loop {
             if let Some(status) = child.try_wait().unwrap() {
                 assert!(status.success(), "{name} exited with {status}");
                 break;
             }
-            if Instant::now() > deadline {
+            let now = done();
+            if now != seen {
+                (seen, quiet_since) = (now, Instant::now());
+            } else if quiet_since.elapsed() > Duration::from_secs(120) {
                 kill_group(child);
                 panic!(
-                    "{name} did not finish in time:\n{}",
+                    "{name} made no progress for two minutes:\n{}",
                     b.run(&["list", "tasks"]).stdout
                 );
             }
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(Duration::from_millis(500));
         }
     }
 

@@ -276,12 +276,11 @@ fn the_url_secret_becomes_a_cookie_and_the_page_needs_it() {
 }
 
 #[test]
-fn assets_are_embedded_and_never_parse_html() {
+fn assets_are_embedded_and_parse_no_html_but_the_servers_cleaned_markdown() {
     let b = board_with_human();
     let s = serve(&b, HUMAN);
     for (path, kind) in [
         ("/assets/app.js", "text/javascript; charset=utf-8"),
-        ("/assets/markdown.js", "text/javascript; charset=utf-8"),
         ("/assets/app.css", "text/css; charset=utf-8"),
         ("/favicon.svg", "image/svg+xml"),
     ] {
@@ -289,7 +288,17 @@ fn assets_are_embedded_and_never_parse_html() {
         r.status(200);
         assert_eq!(r.header("content-type"), Some(kind), "{path}");
         assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
-        // Untrusted text never goes through an HTML parser, eval or another origin.
+        if !path.ends_with(".js") {
+            continue;
+        }
+        let code: String = r
+            .body
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        // Untrusted text never goes through eval or another origin, and through an HTML
+        // parser only as a body the server rendered and cleaned (body_html), in one place.
         for banned in [
             "innerHTML",
             "outerHTML",
@@ -300,18 +309,20 @@ fn assets_are_embedded_and_never_parse_html() {
             "http://",
             "https://",
         ] {
-            if path.ends_with(".js") {
-                let code: String = r
-                    .body
-                    .lines()
-                    .filter(|l| !l.trim_start().starts_with("//"))
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                let allowed = banned.starts_with("http") && path.ends_with("markdown.js");
-                assert!(allowed || !code.contains(banned), "{path} uses {banned}");
-            }
+            assert!(!code.contains(banned), "{path} uses {banned}");
+        }
+        assert_eq!(code.matches("parseFromString").count(), 1, "{path}");
+        for call in code.match_indices("markdown(").map(|(i, _)| &code[i..]) {
+            let arg = &call["markdown(".len()..call.find(')').unwrap()];
+            assert!(
+                arg == "html" || arg.ends_with(".body_html"),
+                "markdown({arg})"
+            );
         }
     }
+    // The renderer the page had before is gone.
+    s.raw("GET", "/assets/markdown.js", &s.host(), &[], "")
+        .status(404);
     s.raw("GET", "/nope", &s.host(), &[], "").status(404);
 }
 
@@ -1024,9 +1035,9 @@ fn open_starts_the_desktop_opener_on_the_url_with_its_secret() {
 /// The dashboard's decision is a human's: the actor who runs the server, listed under
 /// humans:, confirming by the id, whatever reference form the page sends. A forged
 /// decision (a hand edit) is shown as forged in what waits on you and on the document's
-/// page, and stays decidable; a server run by someone else decides nothing; a task or an
-/// observation action given the request is the wrong kind and writes nothing; an answer
-/// to it is refused and logged.
+/// page, and stays decidable; a server run by someone else decides nothing; a task's
+/// approve or an answer given the request is refused and logged; an observation's action
+/// is the wrong kind; none writes anything.
 #[test]
 fn the_dashboard_decides_as_its_human_and_shows_forged_decisions() {
     let b = board_with_human();
@@ -1068,23 +1079,26 @@ fn the_dashboard_decides_as_its_human_and_shows_forged_decisions() {
     assert!(r.message().contains("read-only"), "{}", r.message());
     drop(s);
 
-    // The human: a task action given the request is refused as the wrong kind.
+    // The human: a task's approve given the request is no decision (the decide action
+    // is): refused as a conflict and logged, as MCP's move is; an observation's action is
+    // the wrong kind.
     let s = serve(&b, HUMAN);
+    let alerts = |b: &TestBoard| b.log().iter().filter(|e| e["op"] == "alert").count();
+    let alerts_before = alerts(&b);
     for r in ["questions%2Fq-perm", "questions%2Fq-perm.md"] {
         s.post(
             &format!("/api/task/{r}/transition"),
             json!({"name": "approve"}),
         )
-        .status(400);
-        // Nor is an observation's action.
+        .status(409);
         s.post(
             &format!("/api/observation/{r}/reject"),
             json!({"note": "no"}),
         )
         .status(400);
     }
+    assert_eq!(alerts(&b), alerts_before + 2);
     // An answer is no decision: refused as a conflict, whatever the form, and logged.
-    let alerts = |b: &TestBoard| b.log().iter().filter(|e| e["op"] == "alert").count();
     let alerts_before = alerts(&b);
     for r in [
         "q-perm",
@@ -1174,4 +1188,104 @@ fn the_dashboard_decides_as_its_human_and_shows_forged_decisions() {
     );
     assert_eq!(s.get("/api/waiting").json()["permissions"], json!([]));
     b.run(&["check"]).ok();
+}
+
+#[test]
+fn bodies_come_rendered_cleaned_and_bounded() {
+    let b = board_with_human();
+    let hostile = "# Plan\n\n<img src=x onerror=alert(1)> and [js](javascript:alert(2)) and [ok](https://example.com/)\n";
+    b.run(&["ask", "Which?", "--id", "q-small", "--body", hostile])
+        .ok();
+    let big = format!("{}\n\n{}", ">".repeat(20_000), "word ".repeat(200_000));
+    b.write("big.md", &big);
+    let file = b.root().join(".tavern/big.md");
+    b.run(&[
+        "ask",
+        "Big?",
+        "--id",
+        "q-big",
+        "--body-file",
+        file.to_str().unwrap(),
+    ])
+    .ok();
+    let s = serve(&b, HUMAN);
+    let waiting = s.get("/api/waiting").json();
+    let q = |id: &str| {
+        waiting["questions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["id"] == id)
+            .unwrap()
+            .clone()
+    };
+    let small = q("q-small");
+    let html = small["body_html"].as_str().unwrap();
+    assert!(html.contains("<h3>Plan</h3>"), "{html}");
+    assert!(
+        html.contains("&lt;img src=x onerror=alert(1)&gt;"),
+        "{html}"
+    );
+    assert!(
+        !html.contains("<img") && !html.contains("javascript"),
+        "{html}"
+    );
+    assert!(html.contains("<a href=\"https://example.com/\" target=\"_blank\" rel=\"noopener noreferrer nofollow\">ok</a>"), "{html}");
+    assert_eq!(small["body"], format!("\n{hostile}"));
+    // A big body: nesting flattened, the rendering and the raw text in the list cut.
+    let big_q = q("q-big");
+    let html = big_q["body_html"].as_str().unwrap();
+    assert!(
+        html.matches("<blockquote>").count() <= 16,
+        "{} quotes",
+        html.matches("<blockquote>").count()
+    );
+    assert!(html.contains("not rendered here"));
+    assert!(html.len() < 256 * 1024, "{} bytes of HTML", html.len());
+    assert!(big_q["body"].as_str().unwrap().len() <= 64 * 1024);
+    // Its own page has the whole text, and the same bounded rendering.
+    let doc = s.get("/api/doc/q-big").json();
+    assert_eq!(doc["body"].as_str().unwrap().trim(), big.trim());
+    assert_eq!(big_q["body_bytes"], doc["body"].as_str().unwrap().len());
+    assert_eq!(doc["body_html"], big_q["body_html"]);
+}
+
+#[test]
+fn a_dependency_done_and_archived_blocks_nothing_as_tavern_deps_says() {
+    let b = board_with_human();
+    let base = b.task("Base", &["--id", "task-base"]);
+    let top = b.task("Top", &["--id", "task-top", "--depends-on", &base]);
+    let gone = b.task("Gone", &["--id", "task-gone"]);
+    let other = b.task(
+        "Other",
+        &["--id", "task-other", "--depends-on", "task-gone"],
+    );
+    for t in [&base, &gone] {
+        b.run(&["claim", t, "--as", "coder"]).ok();
+        b.run(&["start", t, "--as", "coder"]).ok();
+    }
+    b.run(&["done", &base, "--as", "coder"]).ok();
+    b.run(&["fail", &gone, "--as", "coder"]).ok();
+    b.run(&["archive"]).ok();
+    assert!(b.board().join("archive/tasks/task-base.md").exists());
+    let deps = b.run(&["--json", "deps", &top]).ok().json();
+    assert_eq!(deps["waits_for"][0]["status"], "done");
+    let s = serve(&b, HUMAN);
+    let board = s.get("/api/board").json();
+    let card = |id: &str| {
+        board["columns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|c| c["cards"].as_array().unwrap().iter())
+            .find(|c| c["id"] == id)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(card(&top)["blockers"], json!([]));
+    // An archived dependency that failed still blocks, and says where it is.
+    assert_eq!(
+        card(&other)["blockers"],
+        json!([{"id": "task-gone", "kind": "task", "what": "failed, archived"}])
+    );
 }

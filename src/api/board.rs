@@ -192,3 +192,50 @@ pub fn resume(board: &Board, actor: &str) -> Result<PauseState> {
         entry: crate::ops::pause::resume(board, actor)?,
     })
 }
+
+/// Where the board stands: whether it is paused and why, the last seq of the log, the
+/// workflow's states and transitions, and who the humans are.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Status {
+    pub paused: Option<String>,
+    pub last_seq: u64,
+    pub states: Vec<String>,
+    pub humans: Vec<String>,
+    /// The workflow's transitions, by name.
+    pub transitions: Vec<String>,
+}
+
+pub fn status(board: &Board) -> Result<Status> {
+    let (_, last_seq) = crate::log::end(board)?;
+    Ok(Status {
+        paused: board.paused(),
+        last_seq,
+        states: board.config.workflow.states.clone(),
+        humans: board.config.humans.clone(),
+        transitions: board.config.workflow.transitions.keys().cloned().collect(),
+    })
+}
+
+/// Is `actor` one of the board's humans (`humans:` in board.yaml)?
+pub fn is_human(board: &Board, actor: &str) -> bool {
+    board.config.humans.iter().any(|h| h == actor)
+}
+
+/// Where the board is: its `.tavern` directory.
+pub fn root(board: &Board) -> &Path {
+    &board.root
+}
+
+/// The board at `root` as it is now (a long-running front-end opens it again for each
+/// request: board.yaml may change, the directory may go away and come back).
+pub fn reopen(root: &Path) -> Result<Board> {
+    if !root.is_dir() {
+        return Err(Error::NotFound {
+            what: format!("the board directory {}", root.display()),
+            hint: "it was removed or moved away; it is shown again once it is back".into(),
+        });
+    }
+    Board::open(root)
+}
+
+pub use crate::time::parse_duration;

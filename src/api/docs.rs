@@ -137,3 +137,20 @@ pub fn edit_in(
         }
     }
 }
+
+/// The documents on the board, by region and id (archived ones left out).
+pub fn ids(board: &Board) -> Vec<(Region, String)> {
+    let mut all = Vec::new();
+    for region in Region::ALL {
+        for f in scan::region_files(board, region).unwrap_or_default() {
+            all.push((region, f.id));
+        }
+    }
+    all
+}
+
+/// The region and id of the document `reference` names (id, unique prefix, REGION/ID),
+/// looked for in `regions` only.
+pub fn resolve(board: &Board, reference: &str, regions: &[Region]) -> Result<(Region, String)> {
+    ops::resolve::resolve(board, reference, regions)
+}

@@ -12,6 +12,9 @@ use crate::log::{Entry, Marks, Unreadable};
 /// Where a read of the log starts: a seq, per-origin marks (`ORIGIN:SEQ,…`), or a time.
 pub use crate::log::Since;
 
+/// An entry's id as shown: `ORIGIN:SEQ`.
+pub use crate::log::entry_id;
+
 /// Which entries a reader wants.
 #[derive(Clone, Debug, Default)]
 pub struct LogFilter {
@@ -19,6 +22,8 @@ pub struct LogFilter {
     /// A document: id, unique prefix or REGION/ID, or the log path of a deleted one.
     pub doc: Option<String>,
     pub actor: Option<String>,
+    /// Only entries of this op (`claim`, `edit`, …).
+    pub op: Option<String>,
 }
 
 /// The filter with its document resolved to the log path entries carry.
@@ -27,14 +32,29 @@ struct Resolved {
     since: Since,
     doc: Option<String>,
     actor: Option<String>,
+    op: Option<String>,
 }
 
 impl Resolved {
+    fn new(board: &Board, filter: &LogFilter) -> Result<Resolved> {
+        Ok(Resolved {
+            since: filter.since.clone(),
+            doc: filter
+                .doc
+                .as_deref()
+                .map(|d| doc_path(board, d))
+                .transpose()?,
+            actor: filter.actor.clone(),
+            op: filter.op.clone(),
+        })
+    }
+
     fn keep(&self, e: &Entry) -> bool {
         let since = self.since.keep(e);
         since
             && self.doc.as_ref().is_none_or(|d| &e.doc == d)
             && self.actor.as_ref().is_none_or(|a| &e.actor == a)
+            && self.op.as_ref().is_none_or(|o| &e.op == o)
     }
 
     /// Reads the part of the log that can hold entries `keep` accepts: from where `since`
@@ -84,15 +104,7 @@ impl Follow {
 
 /// The log entries the filter accepts, oldest first.
 pub fn log(board: &Board, filter: &LogFilter) -> Result<LogRead> {
-    let resolved = Resolved {
-        since: filter.since.clone(),
-        doc: filter
-            .doc
-            .as_deref()
-            .map(|d| doc_path(board, d))
-            .transpose()?,
-        actor: filter.actor.clone(),
-    };
+    let resolved = Resolved::new(board, filter)?;
     let (entries, offset, unreadable) = resolved.read(board)?;
     Ok(LogRead {
         entries,
@@ -175,6 +187,7 @@ pub fn events(
                 since: since.clone(),
                 doc: None,
                 actor: None,
+                op: None,
             };
             (filter.read(board)?.0, since)
         }
@@ -221,4 +234,59 @@ pub fn diff(board: &Board, reference: &str) -> Result<DocHistory> {
     let (entries, _, _) = crate::log::read_matching(board, 0, Some(&path))?;
     let entries = entries.into_iter().filter(|e| e.doc == path).collect();
     Ok(DocHistory { doc: path, entries })
+}
+
+/// One page of the log, newest first: what a timeline shows.
+#[derive(Clone, Debug, Serialize)]
+pub struct LogPage {
+    /// Newest first.
+    pub entries: Vec<Entry>,
+    /// The highest seq in the log.
+    pub last_seq: u64,
+    /// Whether older matching entries may exist (ask again with `before`).
+    pub more: bool,
+    /// Entries that could not be read (line numbers in log.yaml).
+    pub unreadable: Vec<usize>,
+}
+
+/// The newest `limit` entries the filter accepts (its `since` aside), below seq `before`
+/// when given, newest first. Reads from the end: a window of seqs that grows until the
+/// page is full or the whole log was read.
+pub fn page(
+    board: &Board,
+    filter: &LogFilter,
+    before: Option<u64>,
+    limit: usize,
+) -> Result<LogPage> {
+    let resolved = Resolved::new(board, filter)?;
+    let (_, last_seq) = crate::log::end(board)?;
+    let limit = limit.max(1);
+    let top = before.map_or(last_seq, |b| b.saturating_sub(1).min(last_seq));
+    let mut window = (limit as u64).max(64);
+    loop {
+        let after = top.saturating_sub(window);
+        let from = if after == 0 {
+            0
+        } else {
+            crate::log::offset_after_seq(board, after)?
+        };
+        let (entries, _, bad) = crate::log::read_matching(board, from, resolved.needle())?;
+        let mut hits: Vec<Entry> = entries
+            .into_iter()
+            .filter(|e| (e.seq > after || after == 0) && e.seq <= top)
+            .filter(|e| resolved.keep(e))
+            .collect();
+        if hits.len() > limit || after == 0 {
+            hits.sort_by_key(|e| std::cmp::Reverse(e.seq));
+            let more = hits.len() > limit;
+            hits.truncate(limit);
+            return Ok(LogPage {
+                entries: hits,
+                last_seq,
+                more: more || after > 0,
+                unreadable: bad.iter().map(|u| u.line).collect(),
+            });
+        }
+        window = window.saturating_mul(4);
+    }
 }

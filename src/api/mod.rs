@@ -13,7 +13,9 @@
 pub mod agents;
 pub mod board;
 pub mod change;
+pub mod columns;
 pub mod docs;
+pub mod errors;
 pub mod graph;
 pub mod history;
 pub mod observations;
@@ -22,12 +24,41 @@ pub mod sources;
 pub mod summary;
 pub mod tasks;
 pub mod view;
-
-use crate::board::Board;
-use crate::error::Result;
+pub mod waiting;
 
 pub use change::{Changed, Created};
 pub use view::{Listing, Skipped};
+
+// What front-ends name in calls and results: the board, documents, log entries, errors and
+// the words of messages. Nothing else of the library is theirs to reach.
+pub use crate::board::Board;
+pub use crate::doc::{Document, Region};
+pub use crate::error::{Command, Error, Input, Kind, Message, Names, Result};
+pub use crate::log::Entry;
+/// Changes to the board as they happen (what a live page or a subscribed client follows).
+pub use crate::watch::feed as changes;
+
+/// Every change this process makes from now on is logged as having come `via` this
+/// front-end (`mcp`, `dashboard`).
+pub fn via(front_end: &'static str) {
+    crate::log::set_via(front_end);
+}
+
+/// Refuses a name no one can act as (empty, too long, control characters).
+pub fn validate_actor(name: &str) -> Result<()> {
+    crate::ops::validate_actor(name)
+}
+
+/// Refuses what is not a document id.
+pub fn validate_id(id: &str) -> Result<()> {
+    crate::id::validate(id).map(|_| ())
+}
+
+/// The process that holds an agent's claims when it acts through this one: the client
+/// that started it (its parent, past any shell).
+pub fn client_process() -> u32 {
+    crate::client::holder()
+}
 
 /// Checks the acting agent's name and, when it is a registered agent, touches its
 /// heartbeat: any call made as an agent says it is alive.

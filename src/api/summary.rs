@@ -50,24 +50,8 @@ pub struct AgentBrief {
     pub holds: Vec<Brief>,
 }
 
-#[derive(Clone, Debug, Serialize)]
-pub struct Finding {
-    #[serde(flatten)]
-    pub brief: Brief,
-    pub about: Vec<String>,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct OpenQuestion {
-    #[serde(flatten)]
-    pub brief: Brief,
-    pub asked_by: Option<String>,
-    pub blocks: Vec<String>,
-    /// A permission request's decision as the log says it: open, or forged (a file that
-    /// claims a decision no human made, which counts as undecided).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub decision: Option<crate::doc::decision::Decision>,
-}
+pub use super::observations::Finding;
+pub use super::waiting::OpenQuestion;
 
 /// Something that looks stuck, and why.
 #[derive(Clone, Debug, Serialize)]
@@ -149,10 +133,7 @@ pub fn summary(
         let list: Vec<Finding> = open_findings
             .iter()
             .filter(|d| d.str("severity") == Some(sev))
-            .map(|d| Finding {
-                brief: Brief::of(d),
-                about: d.list("about"),
-            })
+            .map(|d| Finding::of(d))
             .collect();
         if !list.is_empty() {
             findings.insert(sev.to_string(), list);
@@ -182,12 +163,7 @@ pub fn summary(
     });
     let questions: Vec<OpenQuestion> = questions
         .iter()
-        .map(|q| OpenQuestion {
-            brief: Brief::of(q),
-            asked_by: q.str("asked_by").map(str::to_string),
-            blocks: q.list("blocks"),
-            decision: q.decision.clone(),
-        })
+        .map(|q| OpenQuestion::of(q, false))
         .collect();
 
     // Stuck: findings nobody acknowledged, blocked tasks, and claims with no change for long.
@@ -249,9 +225,9 @@ fn blank_controls(s: &str) -> String {
 }
 
 /// One item of the summary's markdown: `- ID title (owner)`, control characters blanked.
-fn item(b: &Brief, extra: &str) -> String {
-    let mut s = format!("- {} {}", b.id, b.title);
-    if let Some(owner) = &b.claimed_by {
+fn item(id: &str, title: &str, owner: Option<&str>, extra: &str) -> String {
+    let mut s = format!("- {id} {title}");
+    if let Some(owner) = owner {
         s.push_str(&format!(" ({owner})"));
     }
     blank_controls(&s) + extra + "\n"
@@ -303,7 +279,7 @@ impl Summary {
                 } else {
                     format!(" — about {}", f.about.join(", "))
                 };
-                o.push_str(&item(&f.brief, &about));
+                o.push_str(&item(&f.id, &f.title, None, &about));
             }
         }
         o.push_str("\n## Tasks\n\n");
@@ -313,7 +289,7 @@ impl Summary {
         for (state, list) in &self.tasks {
             o.push_str(&format!("{state} ({}):\n", list.len()));
             for t in list {
-                o.push_str(&item(t, ""));
+                o.push_str(&item(&t.id, &t.title, t.claimed_by.as_deref(), ""));
             }
         }
         o.push_str("\n## Open questions\n\n");
@@ -328,7 +304,7 @@ impl Summary {
             if let Some(d) = q.decision.as_ref().filter(|d| d.is_forged()) {
                 extra.push_str(&format!(" — {}", blank_controls(&d.describe())));
             }
-            o.push_str(&item(&q.brief, &extra));
+            o.push_str(&item(&q.id, &q.title, None, &extra));
         }
         o.push_str("\n## Looks stuck\n\n");
         if self.stuck.is_empty() {
@@ -339,4 +315,22 @@ impl Summary {
         }
         o
     }
+}
+
+/// What an agent reads after a context reset or between steps: the summary, and the log
+/// entries new to it (at most `limit`; its cursor moves past them).
+#[derive(Debug)]
+pub struct CatchUp {
+    pub summary: Summary,
+    pub changes: super::history::Events,
+}
+
+/// The summary of the board and what changed since `actor` last looked, moving its
+/// cursor past what is returned (the `events` cursor: the CLI's `tavern events` and this
+/// share it).
+pub fn catch_up(board: &Board, actor: &str, limit: usize) -> Result<CatchUp> {
+    let summary = summary(board, None, chrono::Duration::hours(1))?;
+    let changes = super::history::events(board, actor, None, Some(limit))?;
+    super::history::seen(board, actor, &changes.entries)?;
+    Ok(CatchUp { summary, changes })
 }

@@ -5,9 +5,10 @@ use serde::Serialize;
 use super::change::Changed;
 use super::view::{Listing, Skipped};
 use crate::board::Board;
-use crate::doc::Region;
-use crate::error::Result;
-use crate::ops::transition::{self, Options};
+use crate::doc::{Document, Region};
+use crate::error::{Command, Error, Result};
+use crate::ops::transition;
+pub use crate::ops::transition::Options;
 use crate::query::Query;
 use crate::workflow::CLAIM;
 
@@ -94,4 +95,54 @@ pub fn claim_next(
         .map(|o| Changed::new(o).local(board, opts.local))
         .transpose()?;
     Ok(ClaimedNext { claimed, skipped })
+}
+
+/// What `claim_next` says when nothing matching `terms` is claimable (exit 4).
+pub fn nothing_claimable(terms: &[String]) -> Error {
+    Error::Nothing {
+        what: if terms.is_empty() {
+            "claimable task".into()
+        } else {
+            format!("claimable task matches '{}'", terms.join(" "))
+        },
+        hint: crate::msg!(
+            "every task is claimed, done, or waiting for its dependencies; `",
+            Command::List(Some(Region::Tasks)),
+            "` shows them"
+        ),
+    }
+}
+
+/// A transition someone may take on a task now.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct Move {
+    pub name: String,
+    /// Only as an override: the task is held by someone else and the transition is the
+    /// claimant's (a human may force it; the log says so).
+    pub force: bool,
+}
+
+/// The transitions the workflow allows from the task's state, as `actor` may take them:
+/// its own (or anyone's) without force, the claimant's of a task held by another with it.
+/// None for an archived document or one that is not a task.
+pub fn moves(board: &Board, actor: &str, doc: &Document) -> Vec<Move> {
+    if doc.region != Region::Tasks || doc.archived {
+        return Vec::new();
+    }
+    let wf = &board.config.workflow;
+    let owner = doc.str("claimed_by");
+    wf.allowed_from(doc.status().unwrap_or(""))
+        .into_iter()
+        .map(|name| {
+            let theirs = name != CLAIM
+                && wf
+                    .transition(name)
+                    .is_some_and(|t| t.by == crate::workflow::By::Claimant)
+                && owner.is_some_and(|o| o != actor);
+            Move {
+                name: name.to_string(),
+                force: theirs,
+            }
+        })
+        .collect()
 }

@@ -2,7 +2,8 @@
 //! names spelled as the flag that gives it, and the hints that name commands and flags
 //! (the library's errors carry the data, never the CLI's words).
 
-use tavern::error::{Command, Error, Input, Message, Names};
+use tavern::api::errors;
+use tavern::error::{Command, Error, Input, Names};
 
 /// How the command line names what a message names: inputs as flags, commands as the
 /// command to type.
@@ -34,11 +35,6 @@ impl Names for Cli {
     }
 }
 
-/// A message in the command line's words.
-pub fn words(message: &Message) -> String {
-    message.render_with(&Cli)
-}
-
 /// How the command line takes each input a message may name.
 fn flag(input: Input) -> String {
     match input {
@@ -66,18 +62,11 @@ fn flag(input: Input) -> String {
     .to_string()
 }
 
-/// The text of an error, as `error: …` on stderr and as `message` in `--json`.
+/// The text of an error, as `error: …` on stderr and as `message` in `--json`: the
+/// library's message in the command line's words, with the hints only the command line
+/// gives (its flags and environment).
 pub fn message(e: &Error) -> String {
     match e {
-        Error::Request { path, message, .. } => {
-            let text = words(message);
-            match path {
-                Some(p) => format!("{}: {text}", p.display()),
-                None => text,
-            }
-        }
-        Error::NotFound { what, hint } => with_hint(format!("{what} not found"), hint),
-        Error::Nothing { what, hint } => with_hint(format!("no {what}"), hint),
         Error::NoBoard { .. } => format!(
             "{e}\nhint: create one with `tavern init`, or point at one with --board DIR or TAVERN_BOARD"
         ),
@@ -93,14 +82,11 @@ pub fn message(e: &Error) -> String {
              or act on this clone alone with --local, at the risk that another machine claims {task} too \
              (the remote hears of it at the task's next confirmed move)"
         ),
-        _ => e.to_string(),
+        _ => errors::message(e, &Cli),
     }
 }
 
-fn with_hint(text: String, hint: &Message) -> String {
-    if hint.is_empty() {
-        text
-    } else {
-        format!("{text}\nhint: {}", words(hint))
-    }
+/// The error object `--json` prints: `{"error": {"kind", "code", "message", "path"}}`.
+pub fn report(e: &Error) -> errors::Report {
+    errors::Report::new(e, &message(e))
 }

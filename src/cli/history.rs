@@ -102,6 +102,7 @@ pub fn log(ctx: &Ctx, a: LogArgs) -> Result<ExitCode> {
             .unwrap_or_default(),
         doc: a.doc,
         actor: a.actor,
+        op: None,
     };
     let mut read = history::log(&board, &filter)?;
     for u in &read.unreadable {

@@ -238,7 +238,7 @@ pub fn report_error(e: &Error, json: bool) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let text = if json {
-        let v = serde_json::json!({"error": {"kind": e.kind().name(), "code": e.exit_code(), "message": errors::message(e), "path": e.path()}});
+        let v = serde_json::to_string(&errors::report(e)).unwrap_or_default();
         format!("{v}\n")
     } else {
         format!("error: {}\n", errors::message(e))
@@ -353,11 +353,17 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Tree(a) => graph::tree(&ctx, a),
         Command::Sweep => agents::sweep(&ctx),
         Command::Watch(a) => watch::watch(&ctx, a),
-        Command::Serve(a) => crate::web::run(&ctx, &a),
+        Command::Serve(a) => {
+            // Refused before anything else: no board is opened, nothing listens.
+            crate::web::loopback(&a.bind)?;
+            let board = ctx.board()?;
+            let actor = ctx.actor(&board)?;
+            crate::web::run(&board, &actor, &a)
+        }
         Command::Pause(a) => watch::pause(&ctx, a),
         Command::Resume => watch::resume(&ctx),
         Command::Sources(a) => sources::run(&ctx, a),
-        Command::Mcp(a) => crate::mcp::command(&ctx, a),
+        Command::Mcp(a) => crate::mcp::command(|| ctx.board(), ctx.global.actor.clone(), a),
         Command::Setup(a) => {
             crate::setup::run(&ctx.cwd, ctx.global.board.as_deref(), ctx.global.json, a)
         }

@@ -117,12 +117,8 @@ pub fn report_exchange(json: bool, r: &Result<tavern::sync::Exchange>) {
         }
         Err(e) => {
             if json {
-                let v = serde_json::json!({"error": {
-                    "kind": e.kind().name(),
-                    "code": e.exit_code(),
-                    "message": super::errors::message(e),
-                }});
-                super::render::err_line(&v.to_string());
+                let v = serde_json::to_string(&super::errors::report(e)).unwrap_or_default();
+                super::render::err_line(&v);
             } else {
                 super::render::err_line(&format!(
                     "sync: {} (trying again later)",

@@ -149,14 +149,7 @@ pub fn claim(ctx: &Ctx, a: ClaimArgs) -> Result<ExitCode> {
         return match &next.claimed {
             Some(changed) if a.quiet => print_id(changed),
             Some(changed) => report(ctx, changed, "claimed"),
-            None => Err(Error::Nothing {
-                what: if a.args.is_empty() {
-                    "claimable task".into()
-                } else {
-                    format!("claimable task matches '{}'", a.args.join(" "))
-                },
-                hint: "every task is claimed, done, or waiting for its dependencies; `tavern list tasks` shows them".into(),
-            }),
+            None => Err(api::tasks::nothing_claimable(&a.args)),
         };
     }
     // Query terms without --next: say how to claim by query instead of "invalid id".

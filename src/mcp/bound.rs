@@ -4,13 +4,12 @@
 
 use serde_json::{Value, json};
 
-use tavern::doc::Document;
-use tavern::error::{Error, Result};
-use tavern::log::Entry;
-use tavern::scan::Skipped;
+use tavern::api::{Document, Entry, Error, Result, Skipped};
 
 /// Characters of a body `show` returns at once.
 pub const BODY_CHARS: usize = 16_000;
+/// Characters of a resource read at once.
+pub const RESOURCE_CHARS: usize = 24_000;
 /// Characters of the task's body `claim` returns with it.
 pub const CLAIM_BODY_CHARS: usize = 4_000;
 /// Characters of the summary `status` returns.
@@ -18,8 +17,11 @@ pub const SUMMARY_CHARS: usize = 24_000;
 /// Items per page unless asked otherwise, and at most.
 pub const PAGE: usize = 20;
 pub const MAX_PAGE: usize = 100;
-/// No result is longer than this many bytes of JSON (about 20k tokens).
+/// No result is longer than this many bytes as sent (about 20k tokens): its text, JSON
+/// inside the JSON-RPC response, counted with every character escaped as it goes out.
 pub const MAX_RESULT_BYTES: usize = 80_000;
+/// Characters of an error's message, at most (an input it echoes is cut).
+pub const ERROR_CHARS: usize = 2_000;
 
 pub struct Cut {
     pub shown: usize,
@@ -27,10 +29,46 @@ pub struct Cut {
     pub next: usize,
 }
 
-/// `text` from character `from`, at most `max` characters, and where it stopped if it did.
+/// What a character of a result's text costs as sent: escaped once in the result's JSON,
+/// and again as the text of the JSON-RPC response (a quote costs 4 bytes, a control
+/// character 7).
+fn sent_bytes(c: char) -> usize {
+    match c {
+        '"' | '\\' => 4,
+        '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 3,
+        c if (c as u32) < 0x20 => 7,
+        c => c.len_utf8(),
+    }
+}
+
+/// The bytes a result's JSON text costs as sent: escaped once more, as the text of the
+/// JSON-RPC response.
+pub fn sent_len(json: &str) -> usize {
+    json.chars()
+        .map(|c| match c {
+            '"' | '\\' | '\n' | '\r' | '\t' | '\u{8}' | '\u{c}' => 2,
+            c if (c as u32) < 0x20 => 6,
+            c => c.len_utf8(),
+        })
+        .sum()
+}
+
+/// `text` from character `from`: at most `max` characters, and at most what three bytes a
+/// character cost as sent (so that text full of quotes or control characters comes in
+/// more, shorter parts); and where it stopped if it did.
 pub fn cut(text: &str, from: usize, max: usize) -> (String, Option<Cut>) {
     let total = text.chars().count();
-    let part: String = text.chars().skip(from).take(max).collect();
+    let budget = max.saturating_mul(3);
+    let mut spent = 0;
+    let part: String = text
+        .chars()
+        .skip(from)
+        .take(max)
+        .take_while(|c| {
+            spent += sent_bytes(*c);
+            spent <= budget
+        })
+        .collect();
     let next = from + part.chars().count();
     if from == 0 && next >= total {
         return (part, None);
@@ -116,7 +154,7 @@ const NOTE_CHARS: usize = 300;
 
 /// One log entry, compact: its diff only when asked for, its note cut.
 pub fn entry(e: &Entry, patch: bool) -> Value {
-    let mut v = json!({"id": tavern::log::entry_id(e), "seq": e.seq, "at": e.at, "actor": e.actor, "op": e.op, "doc": e.doc});
+    let mut v = json!({"id": tavern::api::history::entry_id(e), "seq": e.seq, "at": e.at, "actor": e.actor, "op": e.op, "doc": e.doc});
     for (k, x) in [
         ("via", &e.via),
         ("transition", &e.transition),
@@ -151,7 +189,7 @@ pub fn entries(entries: &[Entry], limit: Option<usize>, patch: bool) -> Value {
     let mut bytes = 0;
     for e in entries[start..].iter().rev() {
         let v = entry(e, patch);
-        bytes += v.to_string().len();
+        bytes += sent_len(&v.to_string());
         if bytes > MAX_RESULT_BYTES / 2 && !out.is_empty() {
             break;
         }
@@ -209,7 +247,7 @@ pub fn page(
     let mut end = start;
     for d in docs.iter().skip(start).take(limit) {
         let r = row(d);
-        bytes += r.to_string().len();
+        bytes += sent_len(&r.to_string());
         if bytes > MAX_RESULT_BYTES / 2 && !items.is_empty() {
             break;
         }
@@ -236,11 +274,16 @@ pub fn capped_list(key: &str, items: &[&str]) -> Value {
     v
 }
 
-/// Any JSON result, refused in favour of a hint when it would be too long.
+/// Any JSON result, refused in favour of a hint when it would be too long as sent.
 pub fn capped_value(v: Value) -> Value {
-    let len = v.to_string().len();
+    let len = sent_len(&v.to_string());
     if len <= MAX_RESULT_BYTES {
         return v;
     }
     json!({"cut": true, "bytes": len, "hint": "the result is too long to return at once; narrow the request (a query, a limit)"})
+}
+
+/// A message of at most [`ERROR_CHARS`] characters: an input it echoes is cut, saying so.
+pub fn message(text: &str) -> String {
+    super::wire::shorten(text, ERROR_CHARS)
 }

@@ -1,5 +1,5 @@
 //! Changes to the board, for resource notifications: the change feed watch mode's own
-//! change detection drives (`tavern::watch::feed`), so hand edits are reported as well as
+//! change detection drives (`tavern::api::changes`), so hand edits are reported as well as
 //! tavern's writes. Followed only once a client subscribes, on one thread of its own;
 //! nothing relies on it, since many clients drop these notifications.
 
@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use tokio::sync::broadcast::Sender;
 
-use tavern::board::Board;
-use tavern::watch::feed::{Batch, Feed, Kind};
+use tavern::api::changes::{Batch, Feed, Kind};
+use tavern::api::{Board, Region};
 
 /// What one batch changed: the resources to report as updated, and whether the list of
 /// resources changed (a document created, moved or deleted).
@@ -25,7 +25,7 @@ fn change_of(batch: &Batch) -> Option<Change> {
     let mut uris = Vec::new();
     let mut list_changed = false;
     for c in &batch.changes {
-        if tavern::doc::Region::parse(&c.region).is_none() {
+        if Region::parse(&c.region).is_none() {
             continue;
         }
         let uri = format!("tavern://{}/{}", c.region, c.id);

@@ -5,13 +5,13 @@ mod bound;
 mod feed;
 pub mod server;
 pub mod tools;
+mod wire;
 
 use std::process::ExitCode;
 
 use clap::Args;
 
-use tavern::board::Board;
-use tavern::error::{Error, Result};
+use tavern::api::{self, Board, Error, Result};
 
 #[derive(Debug, Args)]
 pub struct McpArgs {
@@ -83,25 +83,26 @@ pub fn tools_list_json(selected: &[&'static tools::Def]) -> String {
     serde_json::json!({ "tools": tools }).to_string()
 }
 
-/// `tavern mcp`: the acting agent from --as, TAVERN_AGENT or (with --client) the client's
-/// process; the board found as every command finds it, once it is needed.
-pub fn command(ctx: &crate::cli::Ctx, a: McpArgs) -> Result<ExitCode> {
-    let explicit = ctx
-        .global
-        .actor
-        .clone()
+/// `tavern mcp`: the acting agent from `as_actor` (--as), TAVERN_AGENT or (with --client)
+/// the client's process; the board, from `board`, once it is needed.
+pub fn command(
+    board: impl FnOnce() -> Result<Board>,
+    as_actor: Option<String>,
+    a: McpArgs,
+) -> Result<ExitCode> {
+    let explicit = as_actor
         .or_else(|| std::env::var("TAVERN_AGENT").ok().filter(|s| !s.is_empty()))
         .or_else(|| {
             a.client
                 .as_ref()
-                .map(|c| crate::setup::hook::agent_name(c, None, tavern::client::holder()))
+                .map(|c| crate::setup::hook::agent_name(c, None, api::client_process()))
         });
     let actor = explicit
         .clone()
         .or_else(|| std::env::var("USER").ok().filter(|s| !s.is_empty()))
         .unwrap_or_else(|| "unknown".into());
-    tavern::ops::validate_actor(&actor)?;
-    run(|| ctx.board(), actor, explicit.is_some(), a)
+    api::validate_actor(&actor)?;
+    run(board, actor, explicit.is_some(), a)
 }
 
 /// Serves the board on stdin/stdout until the client closes the connection.
@@ -123,10 +124,10 @@ pub fn run(
     }
     let board = board()?;
     // Every change this server makes is logged as having come through MCP.
-    tavern::log::set_via("mcp");
+    api::via("mcp");
     let registration = explicit_actor.then(|| tools::Registration {
         capabilities: a.capabilities.clone(),
-        holder: tavern::client::holder(),
+        holder: api::client_process(),
         done: std::sync::Mutex::new(false),
     });
     let ctx = tools::Ctx {
@@ -138,17 +139,39 @@ pub fn run(
         .enable_all()
         .build()
         .map_err(|e| Error::io("tokio runtime", "start", e))?;
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         use rmcp::ServiceExt;
-        let service = server::Server::new(ctx, selected)
-            .serve(rmcp::transport::stdio())
-            .await
-            .map_err(|e| Error::input(format!("mcp: the client did not start a session: {e}")))?;
-        service
-            .waiting()
-            .await
-            .map_err(|e| Error::input(format!("mcp: the session ended with an error: {e}")))?;
-        Ok::<(), Error>(())
-    })?;
+        // The client's lines are checked on their way to rmcp (wire::read_client), and
+        // everything to the client goes through one bounded writer (wire::write_client).
+        let (out, lines) = tokio::sync::mpsc::unbounded_channel();
+        let writer = tokio::spawn(wire::write_client(tokio::io::stdout(), lines));
+        let (from_client, to_rmcp) = tokio::io::duplex(1 << 16);
+        let reader = tokio::spawn(wire::read_client(
+            tokio::io::stdin(),
+            from_client,
+            out.clone(),
+        ));
+        let session = async {
+            let service = server::Server::new(ctx, selected)
+                .serve((to_rmcp, wire::Lines::new(out)))
+                .await
+                .map_err(|e| {
+                    Error::input(format!("mcp: the client did not start a session: {e}"))
+                })?;
+            service
+                .waiting()
+                .await
+                .map_err(|e| Error::input(format!("mcp: the session ended with an error: {e}")))?;
+            Ok::<(), Error>(())
+        };
+        let result = session.await;
+        // The session is over: nothing more is read, and what was written is sent.
+        reader.abort();
+        let _ = writer.await;
+        result
+    });
+    // Not waiting for a read of stdin that may never end.
+    runtime.shutdown_background();
+    served?;
     Ok(ExitCode::SUCCESS)
 }

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::feed::{self, Change};
 use super::tools::{Ctx, Def};
-use tavern::doc::Region;
+use tavern::api::{self, Command, Error, Input, Names, Region, errors};
 
 /// The agent loop, for the model: the server's instructions and the `tavern://guide` resource.
 pub const GUIDE: &str = include_str!("guide.md");
@@ -51,59 +51,36 @@ impl Server {
     }
 }
 
-/// How the tools take each input a library message may name: the argument's name, or
-/// where a human gives what no tool takes.
-fn argument(input: tavern::error::Input) -> String {
-    use tavern::error::Input;
-    match input {
-        Input::Actor => "the server's --as or TAVERN_AGENT",
-        Input::Force => "--force at the command line",
-        Input::IfRev => "if_rev",
-        Input::AddRemove => "add/remove",
-        Input::Nested => "--nested at the command line",
-        Input::Resolution => "text",
-        other => other.name(),
+/// How the tools word what a library message names: each input as the argument that
+/// gives it (or where a human gives what no tool takes), each command in the use cases'
+/// own words.
+struct Tools;
+
+impl Names for Tools {
+    fn input(&self, input: Input) -> String {
+        match input {
+            Input::Actor => "the server's --as or TAVERN_AGENT",
+            Input::Force => "--force at the command line",
+            Input::IfRev => "if_rev",
+            Input::AddRemove => "add/remove",
+            Input::Nested => "--nested at the command line",
+            Input::Resolution => "text",
+            other => other.name(),
+        }
+        .to_string()
     }
-    .to_string()
+
+    fn command(&self, command: &Command) -> String {
+        command.name()
+    }
 }
 
-/// A library error as the tool error a model reads: the CLI's `--json` error object, with
-/// what its exit code means.
-pub fn tool_error(e: &tavern::Error) -> CallToolResult {
-    let kind = e.kind();
-    let meaning = match kind {
-        tavern::Kind::Other => {
-            "something failed outside the board's rules (I/O); retrying may help"
-        }
-        tavern::Kind::Usage => "bad arguments: fix the call",
-        tavern::Kind::Conflict => {
-            "someone else got there first, you do not hold it, its rev changed, or the transition is not allowed now: re-read and choose again"
-        }
-        tavern::Kind::NotFound => "no such board or document, or nothing to claim",
-        tavern::Kind::Paused => "a human paused the board: claim nothing new until it is resumed",
-        tavern::Kind::Invalid => "an invalid document or input (malformed, over a limit, hostile)",
-        tavern::Kind::Unconfirmed => {
-            "the board's remote could not confirm the claim or move, so nothing changed: try again when it is reachable"
-        }
-    };
-    let message = match e {
-        tavern::Error::Request { path, message, .. } => {
-            let text = message.render(&argument);
-            match path {
-                Some(p) => format!("{}: {text}", p.display()),
-                None => text,
-            }
-        }
-        _ => e.to_string(),
-    };
-    let v = json!({"error": {
-        "kind": kind.name(),
-        "code": e.exit_code(),
-        "meaning": meaning,
-        "message": message,
-        "path": e.path(),
-    }});
-    CallToolResult::error(vec![ContentBlock::text(v.to_string())])
+/// A library error as the tool error a model reads: the error object every front-end
+/// gives, with what its code means, its message bounded.
+pub fn tool_error(e: &Error) -> CallToolResult {
+    let report = errors::Report::explained(e, &errors::message(e, &Tools));
+    let text = serde_json::to_string(&report).unwrap_or_default();
+    CallToolResult::error(vec![ContentBlock::text(text)])
 }
 
 fn doc_uri(region: Region, id: &str) -> String {
@@ -158,7 +135,7 @@ impl ServerHandler for Server {
             return Err(McpError::invalid_params(
                 format!(
                     "no tool '{}' here; this server's tools: {}",
-                    request.name,
+                    super::bound::message(&request.name),
                     names.join(", ")
                 ),
                 None,
@@ -180,10 +157,7 @@ impl ServerHandler for Server {
                 CallToolResult::success(vec![ContentBlock::text(v.to_string())])
             }
             Ok(Err(e)) => tool_error(&e),
-            Err(e) => tool_error(&tavern::Error::input(format!(
-                "{}: the call failed: {e}",
-                def.name
-            ))),
+            Err(e) => tool_error(&Error::input(format!("{}: the call failed: {e}", def.name))),
         };
         Ok(result.into())
     }
@@ -200,17 +174,9 @@ impl ServerHandler for Server {
             None => 0,
         };
         let board = self.ctx.board.clone();
-        let docs = tokio::task::spawn_blocking(move || {
-            let mut all = Vec::new();
-            for region in Region::ALL {
-                for f in tavern::scan::region_files(&board, region).unwrap_or_default() {
-                    all.push((region, f.id));
-                }
-            }
-            all
-        })
-        .await
-        .unwrap_or_default();
+        let docs = tokio::task::spawn_blocking(move || api::docs::ids(&board))
+            .await
+            .unwrap_or_default();
         let mut resources = Vec::new();
         if start == 0 {
             resources.push(
@@ -263,17 +229,16 @@ impl ServerHandler for Server {
             match read_uri.as_str() {
                 "tavern://guide" => Ok(GUIDE.to_string()),
                 "tavern://summary" => {
-                    let v =
-                        tavern::api::summary::summary(&ctx.board, None, chrono::Duration::hours(1))
-                            .map_err(|e| e.to_string())?;
+                    let v = api::summary::summary(&ctx.board, None, chrono::Duration::hours(1))
+                        .map_err(|e| e.to_string())?;
                     Ok(v.markdown())
                 }
                 other => {
                     let (region, id) =
                         parse_doc_uri(other).ok_or_else(|| format!("no resource {other}"))?;
-                    tavern::id::validate(id).map_err(|e| e.to_string())?;
-                    match tavern::api::docs::show(&ctx.board, &format!("{}/{id}", region.dir())) {
-                        Ok(tavern::api::docs::Shown::Doc(doc))
+                    api::validate_id(id).map_err(|e| e.to_string())?;
+                    match api::docs::show(&ctx.board, &format!("{}/{id}", region.dir())) {
+                        Ok(api::docs::Shown::Doc(doc))
                             if doc.region == region && doc.id() == id =>
                         {
                             Ok(doc.raw)
@@ -286,8 +251,13 @@ impl ServerHandler for Server {
         })
         .await
         .map_err(|e| McpError::internal_error(e.to_string(), None))?
-        .map_err(|e| McpError::resource_not_found(e, Some(json!({"uri": uri}))))?;
-        let (mut text, cut) = super::bound::cut(&text, 0, super::bound::BODY_CHARS * 4);
+        .map_err(|e| {
+            McpError::resource_not_found(
+                super::bound::message(&e),
+                Some(json!({"uri": super::bound::message(&uri)})),
+            )
+        })?;
+        let (mut text, cut) = super::bound::cut(&text, 0, super::bound::RESOURCE_CHARS);
         if let Some(c) = cut {
             text.push_str(&format!(
                 "\n\n[cut after {} of {} characters: use the show tool with an offset for the rest]\n",

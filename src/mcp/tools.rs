@@ -10,11 +10,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::bound;
-use tavern::api;
-use tavern::board::Board;
-use tavern::doc::Region;
-use tavern::error::{Error, Result};
-use tavern::ops::transition::Options;
+use tavern::api::tasks::Options;
+use tavern::api::{self, Board, Error, Region, Result};
 
 /// What every call runs with: the board and the acting agent.
 pub struct Ctx {
@@ -48,7 +45,7 @@ impl Ctx {
                 *done = true;
             }
         }
-        tavern::api::actor(&self.board, &self.actor).map(|_| ())
+        api::actor(&self.board, &self.actor).map(|_| ())
     }
 }
 
@@ -183,12 +180,11 @@ struct StatusArgs {}
 
 fn status(ctx: &Ctx, args: Value) -> Result<Value> {
     let _: StatusArgs = parse("status", args)?;
-    let v = api::summary::summary(&ctx.board, None, chrono::Duration::hours(1))?;
-    let summary = v.markdown();
-    let (summary, cut) = bound::cut(&summary, 0, bound::SUMMARY_CHARS);
     // The same cursor as `tavern events`, moved past what is returned.
-    let changes = api::history::events(&ctx.board, &ctx.actor, None, Some(CHANGES))?;
-    api::history::seen(&ctx.board, &ctx.actor, &changes.entries)?;
+    let caught = api::summary::catch_up(&ctx.board, &ctx.actor, CHANGES)?;
+    let summary = caught.summary.markdown();
+    let (summary, cut) = bound::cut(&summary, 0, bound::SUMMARY_CHARS);
+    let changes = caught.changes;
     let entries: Vec<Value> = changes
         .entries
         .iter()
@@ -265,12 +261,7 @@ fn claim(ctx: &Ctx, args: Value) -> Result<Value> {
             let terms = terms(a.query.as_deref());
             match api::tasks::claim_next(board, &ctx.actor, &terms, &Options::default())?.claimed {
                 Some(c) => c,
-                None => {
-                    return Err(Error::NotFound {
-                        what: "a claimable task".into(),
-                        hint: "every task is claimed, done, or waiting for its dependencies; `list` shows them".into(),
-                    });
-                }
+                None => return Err(api::tasks::nothing_claimable(&terms)),
             }
         }
     };
@@ -571,7 +562,7 @@ struct ArchiveArgs {
 fn archive(ctx: &Ctx, args: Value) -> Result<Value> {
     let a: ArchiveArgs = parse("archive", args)?;
     let older = match a.older_than.as_deref() {
-        Some(d) => Some(tavern::time::parse_duration(d).ok_or_else(|| {
+        Some(d) => Some(api::board::parse_duration(d).ok_or_else(|| {
             Error::usage(format!(
                 "archive: older_than '{d}': expected a duration like 30d"
             ))
@@ -622,6 +613,7 @@ fn log(ctx: &Ctx, args: Value) -> Result<Value> {
         since,
         doc: a.doc,
         actor: a.actor,
+        op: None,
     };
     let read = api::history::log(&ctx.board, &filter)?;
     Ok(bound::entries(

@@ -1,5 +1,5 @@
 //! One watcher of the board per server, fanned out to every open page: the library's
-//! change feed (`tavern::watch::feed`, the change detection watch mode uses) runs on a
+//! change feed (`tavern::api::changes`, the change detection watch mode uses) runs on a
 //! thread of its own, and each batch it reports becomes one `Update` on a broadcast
 //! channel, which each page's event stream forwards. Pages then re-read what they show,
 //! so an update only has to say that something changed and where.
@@ -13,8 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde::Serialize;
-use tavern::board::Board;
-use tavern::watch::feed::{Batch, BoardEvent, Feed, Kind};
+use tavern::api::changes::{Batch, BoardEvent, Feed, Kind};
 use tokio::sync::broadcast;
 
 /// How often the thread looks for a board that is not there (yet).
@@ -99,7 +98,8 @@ fn follow(
     ready: std::sync::mpsc::Sender<()>,
 ) {
     let mut feed = loop {
-        let opened = Board::open(root).and_then(|b| Feed::open(&b, Default::default()));
+        let opened =
+            tavern::api::board::reopen(root).and_then(|b| Feed::open(&b, Default::default()));
         let _ = ready.send(());
         match opened {
             Ok(feed) => break feed,
@@ -134,7 +134,7 @@ fn follow(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tavern::watch::feed::DocChange;
+    use tavern::api::changes::DocChange;
 
     #[test]
     fn a_batch_becomes_board_events_then_one_change_with_every_path() {

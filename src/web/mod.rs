@@ -14,16 +14,17 @@
 //! are POST with the secret in a header, and are made by one of the board's `humans:`.
 
 mod live;
+mod markdown;
 mod routes;
 mod security;
+mod words;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use tavern::board::Board;
-use tavern::{Error, Result};
+use tavern::api::{self, Board, Error, Result};
 
 /// The port `tavern serve` listens on unless told otherwise.
 pub const DEFAULT_PORT: u16 = 3141;
@@ -53,13 +54,7 @@ pub struct App {
 impl App {
     /// The board as it is now.
     pub fn board(&self) -> Result<Board> {
-        if !self.root.is_dir() {
-            return Err(Error::NotFound {
-                what: format!("the board directory {}", self.root.display()),
-                hint: "it was removed or moved away; the dashboard shows the board again once it is back".into(),
-            });
-        }
-        Board::open(&self.root)
+        api::board::reopen(&self.root)
     }
 }
 
@@ -77,7 +72,7 @@ pub fn loopback(bind: &str) -> Result<Ipv4Addr> {
 /// Runs the server until interrupted. Prints the URL (with the per-run secret) on stdout.
 pub fn serve(board: &Board, actor: &str, opts: &ServeOptions) -> Result<ExitCode> {
     let ip = loopback(&opts.bind)?;
-    tavern::log::set_via("dashboard");
+    api::via("dashboard");
     let std_listener = std::net::TcpListener::bind(SocketAddr::new(IpAddr::V4(ip), opts.port))
         .map_err(|e| {
             if e.kind() == std::io::ErrorKind::AddrInUse {
@@ -108,12 +103,12 @@ pub fn serve(board: &Board, actor: &str, opts: &ServeOptions) -> Result<ExitCode
         let listener = tokio::net::TcpListener::from_std(std_listener)
             .map_err(|e| Error::io("127.0.0.1", "listen on", e))?;
         let app = Arc::new(App {
-            root: board.root.clone(),
+            root: api::board::root(board).to_path_buf(),
             actor: actor.to_string(),
             guard,
-            live: live::Live::start(board.root.clone()),
+            live: live::Live::start(api::board::root(board).to_path_buf()),
         });
-        let human = board.config.humans.iter().any(|h| h == actor);
+        let human = api::board::is_human(board, actor);
         let mut out = format!("tavern serve: {url}\n");
         if !human {
             out.push_str(&format!(
@@ -122,7 +117,7 @@ pub fn serve(board: &Board, actor: &str, opts: &ServeOptions) -> Result<ExitCode
         }
         out.push_str(&format!(
             "board: {}\nopen the URL above in a browser (it carries this run's secret); Ctrl-C stops the server\n",
-            board.root.display()
+            api::board::root(board).display()
         ));
         {
             use std::io::Write;
@@ -207,11 +202,7 @@ impl ServeArgs {
     }
 }
 
-/// `tavern serve`: the board of the command line, as its actor.
-pub fn run(ctx: &crate::cli::Ctx, args: &ServeArgs) -> Result<ExitCode> {
-    // Refused before anything else: no board is opened, nothing listens.
-    loopback(&args.bind)?;
-    let board = ctx.board()?;
-    let actor = ctx.actor(&board)?;
-    serve(&board, &actor, &args.options())
+/// `tavern serve` on `board`, as `actor` (a human under `humans:` acts; anyone else reads).
+pub fn run(board: &Board, actor: &str, args: &ServeArgs) -> Result<ExitCode> {
+    serve(board, actor, &args.options())
 }

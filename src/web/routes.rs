@@ -15,18 +15,15 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use tavern::board::Board;
-use tavern::ops;
-use tavern::views;
-use tavern::{Error, Kind};
+use tavern::api::{self, Board, Error, Kind};
 
 use super::App;
 use super::live::Update;
+use super::markdown;
 use super::security;
 
 const INDEX: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
-const MARKDOWN_JS: &str = include_str!("assets/markdown.js");
 const APP_CSS: &str = include_str!("assets/app.css");
 const FAVICON: &str = include_str!("assets/favicon.svg");
 
@@ -38,10 +35,6 @@ pub fn router(app: Shared) -> Router {
         .route(
             "/assets/app.js",
             get(|| asset("text/javascript; charset=utf-8", APP_JS)),
-        )
-        .route(
-            "/assets/markdown.js",
-            get(|| asset("text/javascript; charset=utf-8", MARKDOWN_JS)),
         )
         .route(
             "/assets/app.css",
@@ -182,7 +175,8 @@ fn html(status: StatusCode, text: &'static str) -> Response {
     r
 }
 
-/// An error from the library as JSON, with the message the CLI prints.
+/// An error from the library as JSON (`{"error": {"kind", "code", "message", "path"}}`),
+/// worded for the page.
 fn error_response(e: &Error) -> Response {
     let status = match e.kind() {
         Kind::Usage => StatusCode::BAD_REQUEST,
@@ -192,15 +186,8 @@ fn error_response(e: &Error) -> Response {
         Kind::Invalid => StatusCode::UNPROCESSABLE_ENTITY,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
-    (
-        status,
-        axum::Json(json!({"error": {
-            "kind": e.kind().name(),
-            "code": e.exit_code(),
-            "message": crate::cli::errors::message(e),
-        }})),
-    )
-        .into_response()
+    let message = api::errors::message(e, &super::words::Page);
+    (status, axum::Json(api::errors::Report::new(e, &message))).into_response()
 }
 
 /// Runs library code (file I/O, fsync, completion checks that may run commands) on a
@@ -234,21 +221,21 @@ async fn state(State(app): State<Shared>) -> Response {
         });
         if !gone {
             let board = app.board()?;
-            let status = views::status(&board)?;
-            v["human"] = board.config.humans.contains(&app.actor).into();
+            let status = api::board::status(&board)?;
+            v["human"] = api::board::is_human(&board, &app.actor).into();
+            v["transitions"] = status.transitions.clone().into();
             v["status"] = to_json(&status)?;
-            v["transitions"] = board
-                .config
-                .workflow
-                .transitions
-                .keys()
-                .cloned()
-                .collect::<Vec<_>>()
-                .into();
+            // For the count beside "Waiting on you", read on every refresh.
+            v["waiting"] = api::waiting::waiting(&board)?.count().into();
         }
         Ok(v)
     })
     .await
+}
+
+/// Query terms from the filter box, as the command line takes them from several words.
+fn terms(q: &str) -> Vec<String> {
+    q.split_whitespace().map(str::to_string).collect()
 }
 
 #[derive(Deserialize)]
@@ -265,26 +252,124 @@ struct BoardQuery {
 async fn board_view(State(app): State<Shared>, Query(q): Query<BoardQuery>) -> Response {
     blocking(app, move |app| {
         let board = app.board()?;
-        let query = tavern::query::Query::parse(&[q.q.as_str()])?;
-        let mut paging = views::Paging {
+        let mut paging = api::columns::Paging {
             per_column: q.per.unwrap_or(50).clamp(1, 500),
-            ..views::Paging::default()
+            ..api::columns::Paging::default()
         };
         if let Some(s) = q.state {
             paging.offsets.insert(s.clone(), q.offset);
             paging.only.push(s);
         }
-        to_json(&views::board(&board, &query, &paging)?)
+        to_json(&api::columns::columns(&board, &terms(&q.q), &paging)?)
     })
     .await
 }
 
 async fn waiting(State(app): State<Shared>) -> Response {
-    blocking(app, |app| to_json(&views::waiting(&app.board()?)?)).await
+    blocking(app, |app| {
+        let mut v = to_json(&api::waiting::waiting(&app.board()?)?)?;
+        if let Some(Value::Array(items)) = v.get_mut("permissions") {
+            items.iter_mut().for_each(|item| rendered(item, false));
+        }
+        if let Some(Value::Array(items)) = v.get_mut("questions") {
+            for item in items {
+                let options: Vec<String> = item["options"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|o| o.as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let rest = beyond_the_card(
+                    item["body"].as_str().unwrap_or(""),
+                    item["title"].as_str().unwrap_or(""),
+                    &options,
+                );
+                render_as(item, &rest, false);
+            }
+        }
+        Ok(v)
+    })
+    .await
+}
+
+/// Adds `body_html` (the body rendered within the bounds of [`markdown`]) and `body_bytes`.
+/// In a list, the raw body is cut where the rendering stops, so a page of many huge bodies
+/// stays small; a document's own page keeps the whole text.
+fn rendered(item: &mut Value, whole: bool) {
+    let Some(body) = item.get("body").and_then(Value::as_str) else {
+        return;
+    };
+    let body = body.to_string();
+    render_as(item, &body, whole);
+}
+
+/// [`rendered`], with `text` (a part of the body) as what is rendered.
+fn render_as(item: &mut Value, text: &str, whole: bool) {
+    let r = markdown::render(text);
+    if !whole && let Some(shown) = r.shown {
+        item["body"] = Value::String(text.get(..shown).unwrap_or(text).to_string());
+    }
+    item["body_bytes"] = r.bytes.into();
+    item["body_html"] = Value::String(r.html);
+}
+
+/// A question's body less what its card shows already: a `## Question` section that only
+/// repeats the title and an `## Options` section that only lists the options (what `ask`
+/// writes), and headings with nothing under them.
+fn beyond_the_card(body: &str, title: &str, options: &[String]) -> String {
+    fn keep<'a>(
+        heading: Option<&'a str>,
+        lines: &[&'a str],
+        title: &str,
+        options: &[String],
+        out: &mut Vec<&'a str>,
+    ) -> bool {
+        let text = lines.join("\n");
+        let text = text.trim();
+        let repeated = match heading.map(str::trim) {
+            _ if text.is_empty() => true,
+            Some("## Question") => text == title.trim(),
+            Some("## Options") => text
+                .lines()
+                .map(|l| l.trim().trim_start_matches(['-', '*']).trim())
+                .filter(|l| !l.is_empty())
+                .eq(options.iter().map(String::as_str)),
+            _ => false,
+        };
+        if !repeated {
+            out.extend(heading);
+            out.extend_from_slice(lines);
+        }
+        repeated
+    }
+    let mut out = Vec::new();
+    let mut heading = None;
+    let mut lines = Vec::new();
+    let mut left_out = false;
+    for line in body.lines() {
+        if line.starts_with("## ") {
+            left_out |= keep(heading, &lines, title, options, &mut out) && heading.is_some();
+            heading = Some(line);
+            lines.clear();
+        } else {
+            lines.push(line);
+        }
+    }
+    left_out |= keep(heading, &lines, title, options, &mut out) && heading.is_some();
+    if left_out {
+        out.join("\n")
+    } else {
+        body.to_string()
+    }
 }
 
 async fn agents(State(app): State<Shared>) -> Response {
-    blocking(app, |app| to_json(&views::agents(&app.board()?)?)).await
+    blocking(app, |app| {
+        to_json(&api::agents::list(&app.board()?)?.agents)
+    })
+    .await
 }
 
 #[derive(Deserialize)]
@@ -295,9 +380,7 @@ struct FindingsQuery {
 
 async fn findings(State(app): State<Shared>, Query(q): Query<FindingsQuery>) -> Response {
     blocking(app, move |app| {
-        let board = app.board()?;
-        let query = tavern::query::Query::parse(&[q.q.as_str()])?;
-        to_json(&views::findings(&board, &query)?)
+        to_json(&api::observations::findings(&app.board()?, &terms(&q.q))?)
     })
     .await
 }
@@ -316,21 +399,38 @@ async fn log_page(State(app): State<Shared>, Query(q): Query<LogQuery>) -> Respo
         let board = app.board()?;
         let nonempty =
             |s: Option<String>| s.map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
-        let filter = views::LogFilter {
+        let filter = api::history::LogFilter {
             actor: nonempty(q.actor),
             doc: nonempty(q.doc),
             op: nonempty(q.op),
-            before: q.before,
-            limit: q.limit.unwrap_or(100).clamp(1, 1000),
+            ..Default::default()
         };
-        to_json(&views::log_page(&board, &filter)?)
+        let limit = q.limit.unwrap_or(100).clamp(1, 1000);
+        to_json(&api::history::page(&board, &filter, q.before, limit)?)
     })
     .await
 }
 
+/// One document with its body rendered, and what the viewer may do with it.
 async fn document(State(app): State<Shared>, Path(id): Path<String>) -> Response {
     blocking(app, move |app| {
-        to_json(&views::document(&app.board()?, &id)?)
+        let board = app.board()?;
+        let mut v = to_json(&api::docs::show(&board, &id)?)?;
+        rendered(&mut v, true);
+        if let api::docs::Shown::Doc(doc) = api::docs::show(&board, &id)? {
+            let moves = api::tasks::moves(&board, &app.actor, &doc);
+            v["transitions"] = moves
+                .iter()
+                .map(|m| m.name.clone())
+                .collect::<Vec<_>>()
+                .into();
+            v["moves"] = to_json(&moves)?;
+            v["archived"] = doc.archived.into();
+            if doc.region == api::Region::Tasks && !doc.archived {
+                v["blockers"] = to_json(&api::columns::blockers(&board, &doc)?)?;
+            }
+        }
+        Ok(v)
     })
     .await
 }
@@ -373,16 +473,16 @@ async fn events(State(app): State<Shared>) -> Response {
 /// Opens the board for a change by the human running the server, or says why not.
 fn human_board(app: &App) -> Result<Board, Error> {
     let board = app.board()?;
-    if !board.config.humans.iter().any(|h| h == &app.actor) {
+    if !api::board::is_human(&board, &app.actor) {
         return Err(Error::conflict(
-            board.root.join("board.yaml"),
+            api::board::root(&board).join("board.yaml"),
             format!(
                 "{} is not listed under humans: in board.yaml, so the dashboard is read-only; add the name there (or start tavern serve --as NAME)",
                 app.actor
             ),
         ));
     }
-    tavern::agents::heartbeat_if_registered(&board, &app.actor);
+    api::actor(&board, &app.actor)?;
     Ok(board)
 }
 
@@ -407,24 +507,26 @@ async fn transition(
 ) -> Response {
     blocking(app, move |app| {
         let board = human_board(app)?;
-        let (_, id) = ops::resolve::resolve(&board, &id, &[tavern::doc::Region::Tasks])?;
-        let opts = ops::transition::Options {
+        let opts = api::tasks::Options {
             force: b.force,
             if_rev: b.if_rev,
             note: b.note.filter(|n| !n.trim().is_empty()),
-            ..ops::transition::Options::default()
+            ..api::tasks::Options::default()
         };
-        let o = ops::transition::transition(&board, &app.actor, &id, &b.name, &opts)?;
-        let msg = match &o.entry {
-            Some(_) => format!(
-                "{} {id}: now {} (rev {})",
+        let changed = api::tasks::transition(&board, &app.actor, &id, &b.name, &opts)?;
+        let doc = changed.doc();
+        let msg = if changed.changed() {
+            format!(
+                "{} {}: now {} (rev {})",
                 b.name,
-                o.doc.status().unwrap_or("?"),
-                o.doc.rev()
-            ),
-            None => format!("{id} is already {}", o.doc.status().unwrap_or("?")),
+                doc.id(),
+                doc.status().unwrap_or("?"),
+                doc.rev()
+            )
+        } else {
+            format!("{} is already {}", doc.id(), doc.status().unwrap_or("?"))
         };
-        Ok(done(msg, o.entry.map(|e| e.seq), Vec::new()))
+        Ok(done(msg, changed.outcome.entry.map(|e| e.seq), Vec::new()))
     })
     .await
 }
@@ -442,16 +544,15 @@ async fn answer(
 ) -> Response {
     blocking(app, move |app| {
         let board = human_board(app)?;
-        let (_, id) = ops::resolve::resolve(&board, &id, &[tavern::doc::Region::Questions])?;
         let text = b.text.filter(|t| !t.trim().is_empty());
-        let a = ops::questions::answer(
+        let a = api::questions::answer(
             &board,
             &app.actor,
             &id,
             text.as_deref(),
             b.choice.as_deref(),
         )?;
-        let mut msg = format!("answered {id}");
+        let mut msg = format!("answered {}", a.outcome.doc.id());
         if !a.unblocked.is_empty() {
             msg.push_str(&format!("; unblocked {}", a.unblocked.join(", ")));
         }
@@ -475,10 +576,9 @@ async fn decide(
 ) -> Response {
     blocking(app, move |app| {
         let board = human_board(app)?;
-        let (_, id) = ops::resolve::resolve(&board, &id, &[tavern::doc::Region::Questions])?;
         let typed = b.confirm.clone();
         let mut confirm = move |_prompt: &str| -> std::io::Result<String> { Ok(typed.clone()) };
-        let o = ops::questions::decide(
+        let changed = api::questions::decide(
             &board,
             &app.actor,
             &id,
@@ -488,8 +588,8 @@ async fn decide(
         )?;
         let verb = if b.approve { "approved" } else { "denied" };
         Ok(done(
-            format!("{verb} {id}"),
-            o.entry.map(|e| e.seq),
+            format!("{verb} {}", changed.doc().id()),
+            changed.outcome.entry.map(|e| e.seq),
             Vec::new(),
         ))
     })
@@ -509,9 +609,8 @@ async fn observation(
     axum::Json(b): axum::Json<ObservationBody>,
 ) -> Response {
     blocking(app, move |app| {
-        use ops::observations::Action;
+        use api::observations::Action;
         let board = human_board(app)?;
-        let (_, id) = ops::resolve::resolve(&board, &id, &[tavern::doc::Region::Observations])?;
         let (act, verb) = match action.as_str() {
             "ack" => (Action::Ack, "acknowledged"),
             "resolve" => (
@@ -528,10 +627,10 @@ async fn observation(
                 )));
             }
         };
-        let o = ops::observations::act(&board, &app.actor, &id, &act, b.if_rev)?;
+        let changed = api::observations::act(&board, &app.actor, &id, &act, b.if_rev)?;
         Ok(done(
-            format!("{verb} {id}"),
-            o.entry.map(|e| e.seq),
+            format!("{verb} {}", changed.doc().id()),
+            changed.outcome.entry.map(|e| e.seq),
             Vec::new(),
         ))
     })
@@ -547,10 +646,10 @@ struct PauseBody {
 async fn pause(State(app): State<Shared>, axum::Json(b): axum::Json<PauseBody>) -> Response {
     blocking(app, move |app| {
         let board = human_board(app)?;
-        let e = ops::pause::pause(&board, &app.actor, &b.reason)?;
+        let p = api::board::pause(&board, &app.actor, &b.reason)?;
         Ok(done(
-            format!("paused: {}", board.paused().unwrap_or_default()),
-            e.map(|e| e.seq),
+            format!("paused: {}", p.reason.clone().unwrap_or_default()),
+            p.entry.map(|e| e.seq),
             Vec::new(),
         ))
     })
@@ -560,13 +659,13 @@ async fn pause(State(app): State<Shared>, axum::Json(b): axum::Json<PauseBody>) 
 async fn resume(State(app): State<Shared>) -> Response {
     blocking(app, move |app| {
         let board = human_board(app)?;
-        let e = ops::pause::resume(&board, &app.actor)?;
-        let msg = if e.is_some() {
+        let p = api::board::resume(&board, &app.actor)?;
+        let msg = if p.changed() {
             "resumed"
         } else {
             "was not paused"
         };
-        Ok(done(msg.to_string(), e.map(|e| e.seq), Vec::new()))
+        Ok(done(msg.to_string(), p.entry.map(|e| e.seq), Vec::new()))
     })
     .await
 }

@@ -14,7 +14,7 @@
 
 use axum::http::{HeaderMap, HeaderValue, header};
 
-use tavern::{Error, Result};
+use tavern::api::{Error, Result};
 
 /// The header the page sends the secret in.
 pub const TOKEN_HEADER: &str = "x-tavern-token";

@@ -4,7 +4,7 @@
 // when a task file changes on disk and when `tavern claim` runs in another process, a
 // question is answered and a permission approved through the page (the files and the log
 // say so, with the human as actor and `via: dashboard`), a refused transition shows the
-// CLI's message, and nothing from a hostile title or body runs. Screenshots go to
+// library's message in the page's words, and nothing from a hostile title or body runs. Screenshots go to
 // target/web/ for a person to look at.
 //
 //   cargo build && (cd tests/browser && npm ci && npm test)
@@ -254,18 +254,19 @@ test("a decision forged by hand shows as forged, and a human decides it", async 
   assert.equal(await page.locator("main .forged").count(), 0);
 });
 
-test("a refused transition shows the CLI's message and the page stays usable", async () => {
-  await page.goto(new URL(url).origin + "/#/doc/task-csv8");
-  await page.waitForSelector(".transitions button:has-text('start')", { timeout: WAIT });
-  await page.click(".transitions button:has-text('start')");
+test("a refused transition shows the library's message in the page's words and the page stays usable", async () => {
+  // task-csv9 waits for task-csv2 (in review): claiming it is refused.
+  await page.goto(new URL(url).origin + "/#/doc/task-csv9");
+  await page.waitForSelector(".transitions button:has-text('claim')", { timeout: WAIT });
+  await page.click(".transitions button:has-text('claim')");
   await page.waitForSelector(".flash.error", { timeout: WAIT });
   let cli = "";
   try {
-    tavern(["start", "task-csv8"], "alice");
+    tavern(["claim", "task-csv9"], "alice");
   } catch (e) {
     cli = String(e.stderr).replace(/^error: /, "").trim();
   }
-  assert.ok(cli.length > 0, "the CLI refuses too");
+  assert.match(cli, /not claimable yet/, "the CLI refuses too");
   assert.equal((await page.locator(".flash").innerText()).replace(/\s*dismiss$/, ""), cli);
   // Still usable: another view renders.
   await page.click('a[data-view="findings"]');

@@ -18,6 +18,8 @@ pub struct Watcher {
     lines: Receiver<String>,
     /// Everything printed on stderr so far.
     stderr: Arc<Mutex<String>>,
+    /// The thread copying stderr; it ends when every holder of the pipe has exited.
+    stderr_reader: std::thread::JoinHandle<()>,
     /// Every JSON line printed so far.
     pub seen: Vec<Value>,
 }
@@ -33,7 +35,7 @@ impl Watcher {
         let stderr = Arc::new(Mutex::new(String::new()));
         let err_pipe = child.stderr.take().unwrap();
         let err_text = Arc::clone(&stderr);
-        std::thread::spawn(move || {
+        let stderr_reader = std::thread::spawn(move || {
             for line in std::io::BufReader::new(err_pipe).lines() {
                 let Ok(line) = line else { break };
                 // Still shown with a failing test's output.
@@ -55,6 +57,7 @@ impl Watcher {
             child,
             lines: rx,
             stderr,
+            stderr_reader,
             seen: Vec::new(),
         };
         w.wait_for("the watcher to start", |v| v["event"] == "watching");
@@ -132,8 +135,13 @@ impl Watcher {
         let end = Instant::now() + PATIENCE;
         loop {
             if let Some(status) = self.child.try_wait().expect("wait for tavern watch") {
-                // The last of stderr.
-                std::thread::sleep(Duration::from_millis(100));
+                // The last of stderr: the reader ends at the pipe's end of file (a
+                // fixed pause was too short on a loaded machine). An activation that
+                // outlives the watcher may hold the pipe open, so don't wait forever.
+                let end = Instant::now() + PATIENCE;
+                while !self.stderr_reader.is_finished() && Instant::now() < end {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
                 return status.code().unwrap_or(-1);
             }
             assert!(

@@ -1,6 +1,9 @@
 // The tavern dashboard. Everything shown comes from agents and is untrusted: the DOM is
-// built with createElement and text nodes only (never innerHTML), and markdown goes
-// through markdown.js, which does the same. Network access: this origin only.
+// built with createElement and text nodes only (never innerHTML). Markdown bodies come
+// from the server already rendered (pulldown-cmark, within size and nesting bounds) and
+// cleaned (ammonia's allowlist: no script, no attribute but links to http(s)); `markdown`
+// below is the one place the page parses HTML, into an inert document. Network access:
+// this origin only.
 "use strict";
 (function () {
   const TOKEN = document.querySelector('meta[name="tavern-token"]').content;
@@ -58,12 +61,28 @@
     if (s < 86400) return Math.floor(s / 3600) + "h";
     return Math.floor(s / 86400) + "d";
   }
+  // Builds one item of a list; an item that cannot be shown says so in its place, and
+  // the others are shown all the same.
+  function each(items, build) {
+    return items.map((item) => {
+      try {
+        return build(item);
+      } catch (e) {
+        return h("article", { class: "item broken", dataset: { id: item && item.id } },
+          "This item could not be shown (", String(item && item.id), "): ", e.message);
+      }
+    });
+  }
   function chip(text, kind) {
     return h("span", { class: "chip " + (kind || "") }, text);
   }
-  function markdown(text) {
+  // A body as the server rendered and cleaned it (body_html). Parsed into a document of
+  // its own, which runs nothing and loads nothing, then moved into the page.
+  function markdown(html) {
     const box = h("div", { class: "markdown" });
-    box.appendChild(window.TavernMarkdown.render(text || ""));
+    const parsed = new DOMParser().parseFromString(html || "", "text/html");
+    const from = parsed.body;
+    while (from.firstChild) box.appendChild(from.firstChild);
     return box;
   }
 
@@ -205,7 +224,7 @@
     });
     const columns = h("div", { class: "columns" });
     for (const col of data.columns) {
-      const list = h("div", { class: "cards" }, col.cards.map(card));
+      const list = h("div", { class: "cards" }, each(col.cards, card));
       const column = h(
         "section",
         { class: "column", dataset: { state: col.state } },
@@ -231,7 +250,7 @@
               refresh();
               return;
             }
-            add(list, c.cards.map(card));
+            add(list, each(c.cards, card));
             if (shown >= c.total) more.remove();
             else more.textContent = "show more (" + (c.total - shown) + ")";
           } catch (e) {
@@ -272,7 +291,7 @@
 
   async function viewWaiting() {
     const w = await api("/api/waiting");
-    const questions = w.questions.map((q) => {
+    const questions = each(w.questions, (q) => {
       const text = h("input", { type: "text", class: "answer-text", placeholder: "your answer", maxlength: "10000", "data-key": "answer:" + q.id });
       return h(
         "article",
@@ -281,7 +300,9 @@
         forgedNote(q.decision),
         h("div", { class: "muted" }, q.id, " · asked by ", q.asked_by || "?", " · ", ago(q.created_at), " ago",
           q.blocks.length ? [" · blocks ", q.blocks.map((b, i) => [i ? ", " : "", docLink(b)])] : null),
-        q.body.trim() ? markdown(q.body) : null,
+        // What the body says beyond the title and the options (the server leaves out
+        // the sections that only repeat them).
+        q.body_html && q.body_html.trim() ? markdown(q.body_html) : null,
         q.options.length
           ? h("div", { class: "options" }, q.options.map((o) =>
               actButton(o, (ev) => act("/api/question/" + encodeURIComponent(q.id) + "/answer", { choice: o }, ev.target), "option")))
@@ -291,7 +312,7 @@
         })),
       );
     });
-    const permissions = w.permissions.map((p) => {
+    const permissions = each(w.permissions, (p) => {
       const confirm = h("div", { class: "row confirm", hidden: true });
       const ask = (approve) => {
         state.confirming = { id: p.id, approve };
@@ -319,14 +340,14 @@
           h("dt", {}, "reason"), h("dd", {}, p.reason),
           h("dt", {}, "asked by"), h("dd", {}, (p.asked_by || "?") + ", " + ago(p.created_at) + " ago (" + p.id + ")")),
         forgedNote(p.decision),
-        p.body.trim() ? h("div", { class: "preview" }, h("div", { class: "muted" }, "preview"), markdown(p.body)) : null,
+        p.body.trim() ? h("div", { class: "preview" }, h("div", { class: "muted" }, "preview"), markdown(p.body_html)) : null,
         h("div", { class: "row" },
           actButton("Approve", () => ask(true), "approve"),
           actButton("Deny", () => ask(false), "deny")),
         confirm,
       );
     });
-    const review = w.review.map((t) => {
+    const review = each(w.review, (t) => {
       const note = h("input", { type: "text", class: "note", placeholder: "note (for the log)", maxlength: "2000", "data-key": "note:" + t.id });
       const run = (name) => (ev) =>
         act("/api/task/" + encodeURIComponent(t.id) + "/transition", { name, note: note.value, if_rev: t.rev }, ev.target);
@@ -485,20 +506,39 @@
   async function viewDoc(id) {
     const d = await api("/api/doc/" + encodeURIComponent(id));
     const note = h("input", { type: "text", class: "note", placeholder: "note (for the log)", maxlength: "2000", "data-key": "note:" + d.id });
-    const actions = d.transitions.length
-      ? h("div", { class: "row transitions" }, note, d.transitions.map((t) =>
-          actButton(t, (ev) => act("/api/task/" + encodeURIComponent(d.id) + "/transition", { name: t, note: note.value, if_rev: d.rev }, ev.target))))
+    const run = (m, force) => (ev) =>
+      act("/api/task/" + encodeURIComponent(d.id) + "/transition", { name: m.name, note: note.value, if_rev: d.rev, force }, ev.target);
+    // What the viewer may do: their own (or anyone's) moves as buttons; the claimant's
+    // moves on a task someone else holds only as an explicit, logged override.
+    const moves = d.moves || [];
+    const own = moves.filter((m) => !m.force);
+    const theirs = moves.filter((m) => m.force);
+    const holder = d.fields && d.fields.claimed_by;
+    const actions = moves.length
+      ? h("div", { class: "actions" },
+          h("div", { class: "row transitions" }, note, own.map((m) => actButton(m.name, run(m, false)))),
+          theirs.length
+            ? h("details", { class: "override" },
+                h("summary", {}, "Override: " + String(holder) + " holds this task"),
+                h("p", { class: "muted" }, "These moves are " + String(holder) + "'s to make. A human may force them; the log records the override."),
+                h("div", { class: "row" }, theirs.map((m) => actButton("force " + m.name, run(m, true), "deny"))))
+            : null)
+      : null;
+    const blockers = (d.blockers || []).length
+      ? h("div", { class: "blockers doc-blockers" }, "Blocked by ",
+          d.blockers.map((b, i) => [i ? ", " : "", b.kind === "question" ? "question " : "task ", docLink(b.id), " (", b.what, ")"]))
       : null;
     return {
       frag: [
         h("h2", { class: "doc-title" }, String(d.fields.title || d.id)),
         h("div", { class: "muted" }, d.path, " · rev ", String(d.rev), d.archived ? " · archived" : "", " · ",
           h("a", { href: "#/timeline?doc=" + encodeURIComponent(d.path) }, "history")),
+        blockers,
         actions,
         decisionLine(d.decision),
         h("table", { class: "fields" }, h("tbody", {}, Object.entries(d.fields).map(([k, v]) =>
           h("tr", {}, h("th", {}, k), h("td", {}, fieldValue(v)))))),
-        h("div", { class: "body" }, markdown(d.body)),
+        h("div", { class: "body" }, markdown(d.body_html)),
         h("details", { class: "raw" }, h("summary", {}, "body as on disk"), h("pre", {}, d.body)),
       ],
     };
@@ -569,14 +609,9 @@
     }
   }
 
-  async function updateWaitingCount() {
-    try {
-      const w = await api("/api/waiting");
-      const n = w.questions.length + w.permissions.length + w.review.length;
-      document.getElementById("waiting-count").textContent = n ? String(n) : "";
-    } catch (_) {
-      /* shown by the view itself */
-    }
+  function updateWaitingCount() {
+    const n = (state.info && state.info.waiting) || 0;
+    document.getElementById("waiting-count").textContent = n ? String(n) : "";
   }
 
   function connect() {
