@@ -174,6 +174,11 @@ pub fn check(board: &Board) -> Result<Report> {
             ),
         );
     }
+    // Where the board meets git: documents lost, .state/ recorded, no .gitignore, a
+    // document in two places, stale locks.
+    report
+        .problems
+        .extend(crate::sync::health::problems(board, &entries));
     // Knowledge sources: a broken one would silently never run, so it is a board problem.
     let (_, source_problems) = crate::watch::sources::load_all(board);
     report.problems.extend(source_problems);

@@ -192,6 +192,12 @@ pub fn runs_dir(root: &Path) -> PathBuf {
     state_dir(root).join("runs")
 }
 
+/// The read index: what every document file held when last read, with its stat data
+/// (derived, rebuilt from the files whenever it is missing or out of date).
+pub fn index_dir(root: &Path) -> PathBuf {
+    state_dir(root).join("index")
+}
+
 /// Watch mode's state: snapshot, shadows, cursor, queue, …
 pub fn watch_dir(root: &Path) -> PathBuf {
     state_dir(root).join("watch")

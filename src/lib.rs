@@ -26,6 +26,7 @@ pub mod doc;
 pub mod error;
 pub mod file;
 pub mod id;
+pub(crate) mod index;
 pub mod layout;
 pub mod log;
 pub mod notice;

@@ -170,6 +170,36 @@ impl Query {
     }
 }
 
+impl Query {
+    /// Words a document's text must hold for the query to match it, when its frontmatter
+    /// is in the fast parser's plain subset (where every scalar is written as it reads):
+    /// each inner list is a set of alternatives, all ASCII and lowercase, to be looked for
+    /// case-insensitively. A reader may skip a plain, ASCII document that lacks one of
+    /// them without parsing it. Terms that give no such word (comparisons other than `=`,
+    /// `no:`, non-ASCII words) give none.
+    pub fn needles(&self) -> Vec<Vec<String>> {
+        let ascii = |v: &[String]| {
+            v.iter()
+                .all(|s| s.is_ascii() && !s.is_empty())
+                .then(|| v.iter().map(|s| s.to_ascii_lowercase()).collect::<Vec<_>>())
+        };
+        self.terms
+            .iter()
+            .filter_map(|t| match t {
+                Term::Compare {
+                    field,
+                    op: Op::Eq,
+                    values,
+                } if field != "region" => ascii(values),
+                Term::Has(f) => ascii(std::slice::from_ref(f)),
+                Term::Tag(tag) => ascii(std::slice::from_ref(tag)),
+                Term::Text(w) | Term::Phrase(w) => ascii(std::slice::from_ref(w)),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
 /// A bare word that names a region (`tasks`, `obs`, …) or the archive selects documents
 /// rather than searching text; quote it (`"tasks"`) to search for the word.
 fn region_word(word: &str) -> Option<Term> {

@@ -76,7 +76,7 @@ fn files_in(dir: PathBuf) -> Result<Vec<DocFile>> {
     Ok(out)
 }
 
-fn read_one(
+pub(crate) fn read_one(
     board: &Board,
     region: Region,
     file: &DocFile,
@@ -142,50 +142,22 @@ fn scan_where(
     archived: bool,
     keep: impl Fn(&Document) -> bool + Sync,
 ) -> Result<Scan> {
-    let mut files = Vec::new();
-    for &region in regions {
-        let found = if archived {
-            archive_files(board, region)?
-        } else {
-            region_files(board, region)?
-        };
-        for file in found {
-            files.push((region, file));
-        }
-    }
-    let read_part = |part: &[(Region, DocFile)]| {
-        let mut scan = Scan::default();
-        for (region, file) in part {
-            match read_one(board, *region, file).map(|mut d| {
-                d.archived = archived;
-                d
-            }) {
-                Ok(d) if keep(&d) => scan.docs.push(d),
-                Ok(_) => {}
-                Err(s) => scan.skipped.push(s),
-            }
-        }
-        scan
-    };
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(8);
-    if threads <= 1 || files.len() < 512 {
-        return Ok(read_part(&files));
-    }
-    let chunk = files.len().div_ceil(threads);
-    let parts: Vec<Scan> = std::thread::scope(|s| {
-        let handles: Vec<_> = files
-            .chunks(chunk)
-            .map(|part| s.spawn(move || read_part(part)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_default())
-            .collect()
-    });
+    scan_with_needles(board, regions, archived, &[], keep)
+}
+
+/// Like [`scan_matching`] (or [`scan_archive`]) for a `keep` that accepts only documents
+/// whose text holds one word of each list of `needles` (see [`crate::query::Query::needles`]):
+/// the documents that cannot match are passed over without being parsed.
+pub fn scan_with_needles(
+    board: &Board,
+    regions: &[Region],
+    archived: bool,
+    needles: &[Vec<String>],
+    keep: impl Fn(&Document) -> bool + Sync,
+) -> Result<Scan> {
     let mut scan = Scan::default();
-    for part in parts {
+    for &region in regions {
+        let part = crate::index::read_dir(board, region, archived, needles, &keep)?;
         scan.docs.extend(part.docs);
         scan.skipped.extend(part.skipped);
     }

@@ -419,3 +419,419 @@ fn unrecorded_files_are_counted_against_the_board_branch() {
         .ok()
         .stdout_has("3 changed files not recorded yet");
 }
+
+/// The board as its branch should hold it, pushed with plain git from a clone that is no
+/// tavern's: what a hostile or broken clone can send.
+fn push_from_plain_clone(
+    tmp: &Path,
+    remote: &Path,
+    name: &str,
+    edit: impl FnOnce(&Path),
+) -> String {
+    let dir = tmp.join(name);
+    git(
+        tmp,
+        &[
+            "clone",
+            "-q",
+            "-b",
+            "tavern",
+            remote.to_str().unwrap(),
+            dir.to_str().unwrap(),
+        ],
+    );
+    edit(&dir);
+    git(&dir, &["add", "-A", "-f", "."]);
+    git(&dir, &["commit", "-q", "-m", name]);
+    git(&dir, &["push", "-q", "origin", "tavern"]);
+    git(&dir, &["rev-parse", "HEAD"])
+}
+
+#[test]
+fn what_a_hostile_clone_pushes_is_refused_and_alerted_with_its_commit() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, _b, remote) = two_clones(tmp.path());
+    let id = tavern(&a, &["new", "task", "--title", "mine"]).ok().text();
+    tavern(&a, &["sync"]).ok();
+    let outside = tmp.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    let bad = push_from_plain_clone(tmp.path(), &remote, "hostile", |d| {
+        std::fs::create_dir_all(d.join("archive")).unwrap();
+        std::os::unix::fs::symlink(&outside, d.join("archive/tasks")).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", d.join("tasks/link.md")).unwrap();
+        std::fs::create_dir_all(d.join(".state")).unwrap();
+        std::fs::write(d.join(".state/clock"), "stolenorigin 99999\n").unwrap();
+        std::fs::write(d.join(".gitignore"), "# nothing ignored\n").unwrap();
+        std::fs::write(d.join("evil.sh"), "#!/bin/sh\nrm -rf /\n").unwrap();
+        std::fs::write(d.join("tasks/notes.txt"), "not a document\n").unwrap();
+        std::fs::create_dir_all(d.join("control")).unwrap();
+        std::fs::write(d.join("control/schedule.md"), "not yours\n").unwrap();
+        let huge = format!(
+            "---\nid: huge\ntitle: h\nstatus: pending\n---\n{}",
+            "x".repeat(2 << 20)
+        );
+        std::fs::write(d.join("tasks/huge.md"), huge).unwrap();
+        let latin1 = std::ffi::OsStr::from_bytes(b"tasks/caf\xe9.md");
+        std::fs::write(d.join(latin1), "---\nid: x\n---\n").unwrap();
+    });
+    let x = tavern(&a, &["sync", "--json"]).ok().json();
+    let refused: Vec<String> = x["refused"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["path"].as_str().unwrap().to_string())
+        .collect();
+    for p in [
+        ".state/clock",
+        "archive/tasks",
+        "control/schedule.md",
+        "evil.sh",
+        "tasks/huge.md",
+        "tasks/link.md",
+        "tasks/notes.txt",
+    ] {
+        assert!(refused.iter().any(|r| r == p), "{p} refused: {refused:?}");
+    }
+    assert!(
+        refused.iter().any(|r| r.starts_with("tasks/caf")),
+        "{refused:?}"
+    );
+    // The .gitignore is a change of the board's own file: taken, and harmless now.
+    assert_eq!(
+        std::fs::read_to_string(board_file(&a, ".gitignore")).unwrap(),
+        "# nothing ignored\n"
+    );
+    // Nothing of it on disk: no symlink, no state, nothing outside the layout.
+    let board = a.join(".tavern");
+    assert!(
+        !matches!(std::fs::symlink_metadata(board.join("archive/tasks")), Ok(m) if m.file_type().is_symlink())
+    );
+    assert!(std::fs::symlink_metadata(board.join("tasks/link.md")).is_err());
+    assert!(!board.join("evil.sh").exists());
+    assert!(!board.join("tasks/huge.md").exists());
+    assert_ne!(
+        std::fs::read_to_string(board.join(".state/clock")).unwrap(),
+        "stolenorigin 99999\n"
+    );
+    let said = alerts(&a);
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].contains(&bad[..12]) && said[0].contains("a symbolic link"),
+        "{}",
+        said[0]
+    );
+    // The repair went back to the remote: none of it there any more.
+    let on_remote = branch_files(&remote, "tavern");
+    for p in [".state/clock", "evil.sh", "tasks/link.md", "tasks/huge.md"] {
+        assert!(!on_remote.iter().any(|f| f == p), "{p} still on the remote");
+    }
+    assert!(on_remote.contains(&format!("tasks/{id}.md")));
+    // Archiving writes inside the board.
+    tavern(&a, &["claim", &id]).ok();
+    tavern(&a, &["start", &id]).ok();
+    tavern(&a, &["done", &id]).ok();
+    tavern(&a, &["archive"]).ok();
+    assert!(board.join(format!("archive/tasks/{id}.md")).is_file());
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    // .gitignore no longer ignores .state/: check says so; sync still never records it.
+    tavern(&a, &["check"])
+        .code(6)
+        .stderr_has(".gitignore: does not ignore .state/");
+    tavern(&a, &["sync"]).ok();
+    assert!(
+        !branch_files(&a, "tavern")
+            .iter()
+            .any(|f| f.starts_with(".state"))
+    );
+}
+
+/// A fresh clone of a remote that holds hostile content takes the board without it.
+#[test]
+fn a_fresh_clone_takes_the_board_without_what_it_may_not_hold() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_a, _b, remote) = two_clones(tmp.path());
+    let outside = tmp.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    push_from_plain_clone(tmp.path(), &remote, "hostile", |d| {
+        std::fs::create_dir_all(d.join("archive")).unwrap();
+        std::os::unix::fs::symlink(&outside, d.join("archive/tasks")).unwrap();
+        std::fs::create_dir_all(d.join(".state")).unwrap();
+        std::fs::write(d.join(".state/clock"), "stolenorigin 5\n").unwrap();
+    });
+    let c = tmp.path().join("c");
+    git(
+        tmp.path(),
+        &["clone", "-q", remote.to_str().unwrap(), c.to_str().unwrap()],
+    );
+    tavern(&c, &["sync", "init"]).ok();
+    assert!(
+        !matches!(std::fs::symlink_metadata(c.join(".tavern/archive/tasks")), Ok(m) if m.file_type().is_symlink()),
+        "no symlink written"
+    );
+    assert!(
+        !std::fs::read_to_string(c.join(".tavern/.state/clock"))
+            .unwrap_or_default()
+            .contains("stolenorigin"),
+        "the clone keeps its own origin"
+    );
+    assert_eq!(alerts(&c).len(), 1);
+    tavern(&c, &["sync"]).ok();
+    assert!(
+        !branch_files(&remote, "tavern")
+            .iter()
+            .any(|f| f.starts_with(".state") || f == "archive/tasks")
+    );
+}
+
+/// Two clones that share an origin (a copied .state/) write entries with the same seq and
+/// origin: the merge keeps every one of them.
+#[test]
+fn clones_sharing_an_origin_lose_no_log_entry() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b, _remote) = two_clones(tmp.path());
+    tavern(&a, &["new", "task", "--title", "first"]).ok();
+    tavern(&a, &["sync"]).ok();
+    tavern(&b, &["sync"]).ok();
+    std::fs::copy(
+        a.join(".tavern/.state/clock"),
+        b.join(".tavern/.state/clock"),
+    )
+    .unwrap();
+    for i in 0..5 {
+        tavern(&a, &["new", "task", "--title", &format!("a{i}")]).ok();
+        tavern(&b, &["new", "task", "--title", &format!("b{i}")]).ok();
+    }
+    tavern(&a, &["sync"]).ok();
+    tavern(&b, &["sync"]).ok();
+    tavern(&a, &["sync"]).ok();
+    for dir in [&a, &b] {
+        let creates = log_of(dir).iter().filter(|e| e["op"] == "create").count();
+        assert_eq!(creates, 11, "every create entry in {}", dir.display());
+        tavern(dir, &["check"]).ok();
+    }
+    assert_eq!(
+        std::fs::read(a.join(".tavern/log.yaml")).unwrap().len(),
+        std::fs::read(b.join(".tavern/log.yaml")).unwrap().len()
+    );
+}
+
+/// Archived on one clone, changed on the other: one copy after the sync, where the rule
+/// says (the later entry: the archive's move, or the change), with both sides' changes.
+#[test]
+fn archive_on_one_clone_and_edit_on_another_leave_one_copy() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b, _remote) = two_clones(tmp.path());
+    let finished = |title: &str| {
+        let id = tavern(&a, &["new", "task", "--title", title]).ok().text();
+        tavern(&a, &["claim", &id]).ok();
+        tavern(&a, &["start", &id]).ok();
+        tavern(&a, &["done", &id]).ok();
+        id
+    };
+    let (x, y) = (finished("archive wins"), finished("edit wins"));
+    let converge = || {
+        tavern(&a, &["sync"]).ok();
+        tavern(&b, &["sync"]).ok();
+        tavern(&a, &["sync"]).ok();
+    };
+    converge();
+    // x: b edits, a writes once more then archives: a's move comes later (higher seq).
+    tavern(&b, &["edit", &x, "--set", "note=edited on b"]).ok();
+    tavern(&a, &["new", "task", "--title", "filler"]).ok();
+    tavern(&a, &["archive", &format!("id={x}")]).ok();
+    converge();
+    for dir in [&a, &b] {
+        assert!(
+            !board_file(dir, &format!("tasks/{x}.md")).exists(),
+            "one copy in {}",
+            dir.display()
+        );
+        let text =
+            std::fs::read_to_string(board_file(dir, &format!("archive/tasks/{x}.md"))).unwrap();
+        assert!(text.contains("note: edited on b"), "{text}");
+    }
+    // y: a archives, b writes twice more then edits: b's change comes later.
+    tavern(&a, &["archive", &format!("id={y}")]).ok();
+    tavern(&b, &["new", "task", "--title", "filler 1"]).ok();
+    tavern(&b, &["new", "task", "--title", "filler 2"]).ok();
+    tavern(&b, &["edit", &y, "--set", "note=edited on b after"]).ok();
+    converge();
+    for dir in [&a, &b] {
+        assert!(
+            !board_file(dir, &format!("archive/tasks/{y}.md")).exists(),
+            "one copy in {}",
+            dir.display()
+        );
+        let text = std::fs::read_to_string(board_file(dir, &format!("tasks/{y}.md"))).unwrap();
+        assert!(text.contains("note: edited on b after"), "{text}");
+        tavern(dir, &["check"]).ok();
+    }
+    let log = log_of(&a);
+    let placed = log
+        .iter()
+        .filter(|e| {
+            e["op"] == "sync-conflict" && e["note"].as_str().unwrap_or("").starts_with("place")
+        })
+        .count();
+    assert_eq!(placed, 2);
+    let deleted: Vec<&str> = log
+        .iter()
+        .filter(|e| e["op"] == "delete" && e["actor"] == "tavern-sync")
+        .map(|e| e["doc"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        deleted,
+        [format!("tasks/{x}.md"), format!("archive/tasks/{y}.md")]
+    );
+}
+
+/// A board that an older merge left with a document in two places: check says so, and
+/// sweep (or archive) puts it in one, logged.
+#[test]
+fn check_reports_a_document_in_two_places_and_sweep_repairs_it() {
+    let b = crate::util::TestBoard::new();
+    let id = b.task("twice", &[]);
+    b.run(&["claim", &id, "--as", "a"]).ok();
+    b.run(&["start", &id, "--as", "a"]).ok();
+    b.run(&["done", &id, "--as", "a"]).ok();
+    b.run(&["archive"]).ok();
+    // The older copy back in tasks/ (rev lower than the archived one's).
+    let archived = b.read(&format!("archive/tasks/{id}.md"));
+    let older = archived.replace("status: done", "status: working");
+    let older = older.replace(&format!("rev: {}", rev(&archived)), "rev: 1");
+    b.write(&format!("tasks/{id}.md"), older);
+    b.run(&["check"]).code(6).stderr_has(&format!(
+        "tasks/{id}.md: also in the archive (archive/tasks/{id}.md)"
+    ));
+    b.run(&["sweep"])
+        .ok()
+        .stdout_has(&format!("tasks/{id}.md: a document is in one place"));
+    assert!(!b.board().join(format!("tasks/{id}.md")).exists());
+    b.run(&["check"]).ok();
+    let last = b.log().pop().unwrap();
+    assert_eq!(
+        (last["op"].as_str(), last["doc"].as_str()),
+        (Some("delete"), Some(format!("tasks/{id}.md").as_str()))
+    );
+}
+
+fn rev(text: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix("rev: "))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// `.state/` on the board branch (recorded by an older tavern): check says so, and the
+/// next sync takes it out of the branch.
+#[test]
+fn check_reports_state_recorded_on_the_board_branch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, _b, remote) = two_clones(tmp.path());
+    let old = push_from_plain_clone(tmp.path(), &remote, "older", |d| {
+        std::fs::create_dir_all(d.join(".state")).unwrap();
+        std::fs::write(d.join(".state/clock"), "someorigin 3\n").unwrap();
+    });
+    git(&a, &["fetch", "-q", "origin", "tavern"]);
+    git(&a, &["update-ref", "refs/heads/tavern", &old]);
+    tavern(&a, &["check"])
+        .code(6)
+        .stderr_has(".state/: recorded on the board branch");
+    tavern(&a, &["sync"]).ok();
+    assert!(
+        !branch_files(&a, "tavern")
+            .iter()
+            .any(|f| f.starts_with(".state"))
+    );
+    tavern(&a, &["check"]).ok();
+}
+
+#[test]
+fn check_reports_lost_documents_and_a_missing_gitignore() {
+    let b = crate::util::TestBoard::new();
+    let kept = b.task("kept", &[]);
+    let gone = b.task("gone", &[]);
+    b.run(&["check"]).ok();
+    std::fs::remove_file(b.board().join(format!("tasks/{gone}.md"))).unwrap();
+    std::fs::remove_file(b.board().join(".gitignore")).unwrap();
+    let out = b.run(&["check"]);
+    out.code(6)
+        .stderr_has(&format!("tasks/{gone}.md: lost: created by"))
+        .stderr_has(".gitignore: missing: git would track .state/");
+    assert!(!out.stderr.contains(&format!("tasks/{kept}.md")));
+}
+
+/// What a git killed inside `tavern sync` leaves: the private index's lock. check names
+/// it; the next sync, holding the lock that guards it, removes it and works.
+#[test]
+fn a_stale_lock_of_the_private_index_heals() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, _b, _remote) = two_clones(tmp.path());
+    tavern(&a, &["new", "task", "--title", "after the kill"]).ok();
+    let lock = a.join(".git/tavern/index.lock");
+    std::fs::write(&lock, "").unwrap();
+    let ref_lock = a.join(".git/refs/heads/tavern.lock");
+    std::fs::write(&ref_lock, "").unwrap();
+    tavern(&a, &["check"])
+        .code(6)
+        .stderr_has(&format!(
+            "{}: a lock of tavern's sync left by a killed git: the next sync removes it",
+            lock.display()
+        ))
+        .stderr_has(&format!("{}: a lock of tavern's sync", ref_lock.display()));
+    tavern(&a, &["sync"]).ok();
+    assert!(!lock.exists() && !ref_lock.exists());
+    tavern(&a, &["sync"]).ok();
+    tavern(&a, &["check"]).ok();
+}
+
+/// git's own lock files left for a while are named with what to do; a fresh one (a git
+/// at work) is not.
+#[test]
+fn check_names_stale_git_locks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, _b, _remote) = two_clones(tmp.path());
+    let old = a.join(".git/index.lock");
+    std::fs::write(&old, "").unwrap();
+    let f = std::fs::File::options().write(true).open(&old).unwrap();
+    f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(600))
+        .unwrap();
+    let fresh = a.join(".git/refs/heads/main.lock");
+    std::fs::write(&fresh, "").unwrap();
+    let out = tavern(&a, &["check"]);
+    out.code(6).stderr_has(&format!(
+        "{}: a git lock file left for over a minute (a git killed while it wrote): if no git command is running in this repository, remove it",
+        old.display()
+    ));
+    assert!(!out.stderr.contains("main.lock"), "{}", out.stderr);
+    std::fs::remove_file(&old).unwrap();
+    std::fs::remove_file(&fresh).unwrap();
+    tavern(&a, &["check"]).ok();
+}
+
+/// A stale lock of the branch on the remote, nobody else pushing: sync says what it is
+/// (exit 7), not that it lost to other clones; once removed, the sync goes through.
+#[test]
+fn a_stale_lock_on_the_remote_is_named_as_such() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, _b, remote) = two_clones(tmp.path());
+    tavern(&a, &["new", "task", "--title", "blocked"]).ok();
+    let lock = remote.join("refs/heads/tavern.lock");
+    std::fs::write(&lock, "").unwrap();
+    let out = tavern(&a, &["sync"]);
+    out.code(7)
+        .stderr_has(&format!(
+            "its lock of the branch, {}, exists",
+            lock.display()
+        ))
+        .stderr_has("if nobody is pushing to the remote, remove that file there");
+    assert!(!out.stderr.contains("lost to other clones"));
+    std::fs::remove_file(&lock).unwrap();
+    assert_eq!(
+        tavern(&a, &["sync", "--json"]).ok().json()["outcome"],
+        "pushed"
+    );
+}

@@ -28,6 +28,7 @@ mod decisions;
 mod events;
 mod graph;
 mod hostile_input;
+mod index;
 mod layering;
 mod log_identity;
 mod log_merge;

@@ -224,6 +224,9 @@ pub struct Swept {
     pub runs_removed: usize,
     /// Temp files left by interrupted writes, removed (paths relative to the board).
     pub temps_removed: Vec<String>,
+    /// Documents found both in their region and in the archive, put in one place.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub placed: Vec<Entry>,
     /// How long run outputs are kept (watch.keep_runs).
     #[serde(skip)]
     pub keep_runs: String,
@@ -236,6 +239,7 @@ impl Swept {
             && self.expired.is_empty()
             && self.runs_removed == 0
             && self.temps_removed.is_empty()
+            && self.placed.is_empty()
     }
 }
 
@@ -249,7 +253,9 @@ pub fn sweep(board: &Board) -> Result<Swept> {
     let running = crate::watch::scheduler::running_outputs(board);
     let runs_removed = crate::runs::prune(board, keep, &running)?;
     let temps_removed = crate::store::write::remove_stale_temps(board)?;
+    let placed = crate::ops::archive::one_place_all(board, crate::ops::sweep::SWEEPER)?;
     Ok(Swept {
+        placed,
         released,
         expired,
         runs_removed,

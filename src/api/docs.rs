@@ -75,13 +75,15 @@ pub fn list(board: &Board, req: &ListRequest) -> Result<Listing> {
     regions.dedup();
     let now = crate::time::now();
     // Filter while reading: a big board is never held in memory whole.
+    let needles = query.needles();
     let mut scanned = if query.archived() {
         scan::Scan::default()
     } else {
-        scan::scan_matching(board, &regions, |d| query.matches(d, now))?
+        scan::scan_with_needles(board, &regions, false, &needles, |d| query.matches(d, now))?
     };
     if req.archived || query.archived() {
-        let old = scan::scan_archive(board, &regions, |d| query.matches(d, now))?;
+        let old =
+            scan::scan_with_needles(board, &regions, true, &needles, |d| query.matches(d, now))?;
         scanned.docs.extend(old.docs);
         scanned.skipped.extend(old.skipped);
     }

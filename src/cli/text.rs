@@ -388,6 +388,9 @@ impl Render for Swept {
                 "removed {t}: a temp file left by an interrupted write"
             ))?;
         }
+        for e in &self.placed {
+            line(&format!("{}: {}", e.doc, e.note.as_deref().unwrap_or("")))?;
+        }
         Ok(())
     }
 }

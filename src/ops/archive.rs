@@ -45,13 +45,9 @@ pub fn archive_one(
             return Ok(((), None)); // It moved on since the scan.
         }
         if std::fs::symlink_metadata(&to).is_ok() {
-            return Err(Error::conflict(
-                board.rel(&to),
-                format!(
-                    "cannot archive {}: the archive already holds this id",
-                    board.rel(&from)
-                ),
-            ));
+            // In two places (an older merge of an archive on one clone with a change on
+            // another): the document goes to one.
+            return one_place_locked(board, actor, region, id, &doc).map(|w| ((), w));
         }
         let entry = Entry {
             actor: actor.into(),
@@ -71,6 +67,116 @@ pub fn archive_one(
         ))
     })?;
     Ok(entry)
+}
+
+/// A document both in its region and in the archive is put in one place, under its lock:
+/// the copy with the higher `rev` stays (on a tie, the later `updated_at`, then the
+/// archived one). A live copy that stays and is finished replaces the archived one (a
+/// `move`); one that is not finished stays live and the archived copy is removed; an
+/// archived copy that stays makes the live one go. Each removal is logged as a `delete`
+/// (or the `move`) naming the copy kept. Run by `sweep` and by `archive` of such a
+/// document. None when the document is in one place.
+pub fn one_place(board: &Board, actor: &str, region: Region, id: &str) -> Result<Option<Entry>> {
+    let (_, entry) = store::change(board, &[layout::doc_lock(region, id)], || {
+        let to = layout::archived_doc(&board.root, region, id);
+        if std::fs::symlink_metadata(&to).is_err() {
+            return Ok(((), None));
+        }
+        let doc = match store::read_doc(board, region, id) {
+            Ok(doc) => doc,
+            Err(Error::NotFound { .. }) => return Ok(((), None)),
+            Err(e) => return Err(e),
+        };
+        one_place_locked(board, actor, region, id, &doc).map(|w| ((), w))
+    })?;
+    Ok(entry)
+}
+
+/// [`one_place`]'s decision, under the document's lock, `live` read already.
+fn one_place_locked(
+    board: &Board,
+    actor: &str,
+    region: Region,
+    id: &str,
+    live: &Document,
+) -> Result<Option<Write>> {
+    let from = board.rel(&board.doc_path(region, id));
+    let to_path = layout::archived_doc(&board.root, region, id);
+    let to = board.rel(&to_path);
+    let archived = read_archived(board, region, id)?;
+    let key = |d: &Document| (d.rev(), d.str("updated_at").unwrap_or("").to_string());
+    let live_stays = key(live) > key(&archived);
+    let note = |kept: &str, gone: &str| {
+        format!(
+            "a document is in one place: it was both in its region and in the archive; kept {kept} (rev {}), removed {gone} (rev {})",
+            if kept == from {
+                live.rev()
+            } else {
+                archived.rev()
+            },
+            if gone == from {
+                live.rev()
+            } else {
+                archived.rev()
+            },
+        )
+    };
+    let (steps, op, doc, text) = if !live_stays {
+        (
+            vec![Step::remove(from.clone())],
+            "delete",
+            from.clone(),
+            note(&to, &from),
+        )
+    } else if finished(board, live) {
+        let bytes = std::fs::read(board.doc_path(region, id))
+            .map_err(|e| Error::io(board.doc_path(region, id), "read", e))?;
+        let before = std::fs::read(&to_path).map_err(|e| Error::io(&to_path, "read", e))?;
+        (
+            vec![
+                Step::put(to.clone(), Some(&before), bytes),
+                Step::remove(from.clone()),
+            ],
+            "move",
+            from.clone(),
+            format!(
+                "{}: moved to {to} over the older archived copy",
+                note(&from, &to)
+            ),
+        )
+    } else {
+        (
+            vec![Step::remove(to.clone())],
+            "delete",
+            to.clone(),
+            note(&from, &to),
+        )
+    };
+    Ok(Some(Write {
+        steps,
+        entry: Entry {
+            actor: actor.into(),
+            op: op.into(),
+            doc,
+            note: Some(text),
+            ..Entry::default()
+        },
+    }))
+}
+
+/// Every document in two places, put in one ([`one_place`]).
+pub fn one_place_all(board: &Board, actor: &str) -> Result<Vec<Entry>> {
+    let mut out = Vec::new();
+    for region in Region::ALL {
+        for f in scan::archive_files(board, region)? {
+            if std::fs::symlink_metadata(board.doc_path(region, &f.id)).is_ok()
+                && let Some(e) = one_place(board, actor, region, &f.id)?
+            {
+                out.push(e);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// `archive [QUERY…] [--older-than D]`: every finished document matching the query.

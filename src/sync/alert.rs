@@ -24,7 +24,7 @@ pub fn once_locked(
     note: String,
 ) -> Result<()> {
     let path = board.state_dir().join("sync-alerts");
-    let digest = format!("{:016x}", fnv(key.as_bytes()));
+    let digest = format!("{:016x}", crate::sync::merge::fnv(key.as_bytes()));
     let text = std::fs::read_to_string(&path).unwrap_or_default();
     if text.lines().any(|l| l == digest) {
         return Ok(());
@@ -56,14 +56,4 @@ pub fn list(refused: &[Refusal]) -> String {
         parts.push(format!("and {} more", refused.len() - SHOWN));
     }
     parts.join("; ")
-}
-
-/// FNV-1a: a stable digest for the keys (no security needed: they name our own alerts).
-fn fnv(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
 }

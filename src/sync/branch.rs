@@ -114,6 +114,7 @@ impl BoardGit {
     ) -> Result<Recorded> {
         let appender = crate::log::Appender::lock(board)?;
         let _lock = self.lock()?;
+        super::locks::heal_index(&self.index);
         let old = self.rev(REF)?;
         if !self.index.exists()
             && let Some(old) = &old
@@ -395,6 +396,7 @@ impl BoardGit {
     /// written.
     pub fn materialize(&self, old: Option<&str>, new: &str) -> Result<bool> {
         let _lock = self.lock()?;
+        super::locks::heal_index(&self.index);
         let out = match old {
             Some(old) => self
                 .git

@@ -85,6 +85,7 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
     let bg = BoardGit::open(board)?.acting_as(&opts.actor);
     refuse_code_branch(&bg)?;
     let _exchange = bg.exchange_lock()?;
+    super::locks::heal_exchange(&bg.repo);
     let mut x = Exchange {
         remote: remote.clone(),
         recorded: false,
@@ -100,6 +101,8 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
     };
     let mut merged_once = false;
     let mut claims_fetched = false;
+    // The remote's own lock of the board branch, met by the last push that failed on it.
+    let mut remote_locked: Option<String> = None;
     let record = |x: &mut Exchange, message: &str| -> Result<String> {
         let r = bg.record(board, message, opts)?;
         x.recorded |= r.moved;
@@ -200,11 +203,20 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
                     &ours,
                     t,
                 )?;
+                // Deletions are explained by the merged log: theirs' entries, and the
+                // merge's own (a copy dropped so that a document is in one place).
+                let merged_log = m.changes.iter().find_map(|(p, c)| match c {
+                    Change::Bytes(bytes) if p == crate::layout::LOG => Some(bytes.clone()),
+                    _ => None,
+                });
                 let vetted = vet::vet(
                     board.config.limits.max_doc_bytes,
                     &bg.git,
                     m.changes,
-                    || blob_at(&bg, t, crate::layout::LOG),
+                    || match merged_log {
+                        Some(log) => Ok(log),
+                        None => blob_at(&bg, t, crate::layout::LOG),
+                    },
                 )?;
                 if !vetted.refused.is_empty() {
                     alert_refused(board, &remote, t, &vetted.refused)?;
@@ -247,6 +259,17 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
                     None,
                 )?;
                 if !out.success {
+                    // The remote's ref lock exists: another clone pushing this very moment
+                    // (it holds it for milliseconds: wait a little), or a git on the remote
+                    // killed while it updated the branch (then it stays: said below).
+                    if let Some(lock) = super::git::remote_lock(&out.stderr) {
+                        remote_locked = Some(lock);
+                        std::thread::sleep(std::time::Duration::from_millis(
+                            100 * (attempt as u64 + 1),
+                        ));
+                        continue;
+                    }
+                    remote_locked = None;
                     // Only a lost race is tried again; a remote that refuses (a hook,
                     // permissions) or is gone is exit 7.
                     if out.stderr.contains("stale info")
@@ -269,6 +292,16 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
                 return Ok(x);
             }
         }
+    }
+    if let Some(lock) = remote_locked {
+        return Err(Error::Request {
+            kind: crate::error::Kind::Unconfirmed,
+            path: Some(board.root.clone()),
+            message: crate::msg!(format!(
+                "the remote '{remote}' refused the board branch {MAX_ATTEMPTS} times in a row: its lock of the branch, {lock}, exists. Either another clone was pushing each time, or a git on the remote was killed while it updated the branch and left the lock behind: if nobody is pushing to the remote, remove that file there. This clone's changes are kept on the branch {}",
+                branch::BRANCH
+            )),
+        });
     }
     Err(Error::Request {
         kind: crate::error::Kind::Conflict,

@@ -121,6 +121,22 @@ impl Git {
     }
 }
 
+/// The lock file a remote's git said it could not create (`cannot lock ref …: Unable to
+/// create '…/refs/heads/x.lock': File exists`), if a push failed on one: another push
+/// holding the ref at that moment, or a git on the remote killed while it updated the ref
+/// (then the file stays and every push of that ref fails until someone removes it).
+pub fn remote_lock(stderr: &str) -> Option<String> {
+    stderr.lines().find_map(|l| {
+        let l = l.trim_start().strip_prefix("remote:")?.trim();
+        if !l.contains("cannot lock ref") || !l.contains("File exists") {
+            return None;
+        }
+        let start = l.find("Unable to create '")? + "Unable to create '".len();
+        let len = l[start..].find("': File exists")?;
+        Some(l[start..start + len].replace("/./", "/"))
+    })
+}
+
 /// The `git` executable, found on `PATH` once per process (a spawn by bare name would
 /// search `PATH` again, one failed `exec` per directory before git's).
 fn program() -> &'static std::ffi::OsStr {
@@ -321,6 +337,21 @@ pub fn write_ref_file(common_dir: &Path, name: &str, sha: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_remote_lock_is_named_from_pushs_message() {
+        let stderr = "To ../r.git\n ! [remote rejected] HEAD -> tavern (failed to update ref)\nremote: error: cannot lock ref 'refs/heads/tavern': Unable to create '/srv/r.git/./refs/heads/tavern.lock': File exists.        \nremote: Another git process seems to be running\n";
+        assert_eq!(
+            remote_lock(stderr).as_deref(),
+            Some("/srv/r.git/refs/heads/tavern.lock")
+        );
+        assert_eq!(
+            remote_lock(
+                "error: cannot lock ref 'refs/tavern/remote/tavern': is at a but expected b"
+            ),
+            None
+        );
+    }
 
     #[test]
     fn config_values_are_read_as_git_reads_them() {

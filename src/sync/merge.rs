@@ -58,9 +58,12 @@ pub struct Merged {
     pub conflicts: Vec<Conflict>,
     /// Documents both sides changed, merged field by field.
     pub merged_docs: Vec<String>,
+    /// Copies of documents the merge removed so that each is in one place: (the copy
+    /// removed, the one kept). Each is logged as a `delete` by tavern-sync.
+    pub dropped_copies: Vec<(String, String)>,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum Change {
     Blob { mode: String, sha: String },
     Bytes(Vec<u8>),
@@ -234,6 +237,8 @@ pub fn merge(
         let _ = mode;
     }
 
+    one_place(git, tmp, &b, &o, &t, &stamps_o, &stamps_t, &mut merged)?;
+
     if log_changed || !merged.conflicts.is_empty() || !merged.merged_docs.is_empty() {
         let mut log = union(&logs[0], &logs[1], &logs[2]);
         let last = chunks(&log)
@@ -273,6 +278,15 @@ pub fn merge(
                 None,
             ));
         }
+        for (drop, keep) in &merged.dropped_copies {
+            extra.push_str(&entry(
+                "delete",
+                drop,
+                format!("a document is in one place: archived on one side and changed on the other, it is kept in {keep}"),
+                None,
+                None,
+            ));
+        }
         for d in &merged.merged_docs {
             let new = merged
                 .changes
@@ -304,6 +318,109 @@ pub fn merge(
         }
     }
     Ok(merged)
+}
+
+/// A document is never in two places: archived on one side (moved to
+/// `archive/<region>/<id>.md`) and changed on the other, the merge would hold it both in
+/// its region and in the archive. The rule decides where the one copy goes (the side whose
+/// latest entry about the document comes later: the archive's `move`, or the change),
+/// and its content is the field-by-field merge of both versions; the other copy goes.
+#[allow(clippy::too_many_arguments)]
+fn one_place(
+    git: &Git,
+    tmp: &Path,
+    b: &Tree,
+    o: &Tree,
+    t: &Tree,
+    stamps_o: &HashMap<String, (u64, String)>,
+    stamps_t: &HashMap<String, (u64, String)>,
+    merged: &mut Merged,
+) -> Result<()> {
+    // The changes as they are before this pass (each double touches only its own two
+    // paths).
+    let changed: HashMap<String, Change> = merged.changes.iter().cloned().collect();
+    let present = |p: &str| match changed.get(p) {
+        Some(c) => !matches!(c, Change::Removed),
+        None => o.contains_key(p),
+    };
+    let mut doubles = Vec::new();
+    for p in o.keys().chain(t.keys()) {
+        let Some((region, name)) = p.split_once('/') else {
+            continue;
+        };
+        let is_region = crate::doc::Region::ALL.iter().any(|r| r.dir() == region);
+        if !is_region || name.contains('/') || !name.ends_with(".md") {
+            continue;
+        }
+        let archived = format!("{}/{p}", crate::layout::ARCHIVE_DIR);
+        if present(p) && present(&archived) && !doubles.iter().any(|(d, _)| d == p) {
+            doubles.push((p.clone(), archived));
+        }
+    }
+    for (live, archived) in doubles {
+        let content = |path: &str| -> Result<Vec<u8>> {
+            match changed.get(path) {
+                Some(Change::Bytes(bytes)) => Ok(bytes.clone()),
+                Some(Change::Blob { sha, .. }) => blob(git, Some(sha)),
+                _ => blob(git, o.get(path).map(|(_, s)| s.as_str())),
+            }
+        };
+        // The side that archived it holds the archived copy and not the live one.
+        let ours_archived = o.contains_key(&archived) && !o.contains_key(&live);
+        let side_o = Side {
+            stamp: stamps_o.get(&live).cloned(),
+        };
+        let side_t = Side {
+            stamp: stamps_t.get(&live).cloned(),
+        };
+        let (a_text, l_text) = (content(&archived)?, content(&live)?);
+        let base = blob(git, b.get(&live).map(|(_, s)| s.as_str()))?;
+        // ours/theirs as merge_doc and the rule see them.
+        let (ov, tv) = if ours_archived {
+            (a_text.clone(), l_text.clone())
+        } else {
+            (l_text.clone(), a_text.clone())
+        };
+        let (ours_win, _, _) = decide(&side_o, &side_t, &ov, &tv);
+        let archive_wins = ours_win == ours_archived;
+        let mut field_conflicts = Vec::new();
+        let text = merge_doc(
+            tmp,
+            git,
+            &live,
+            &[base, ov.clone(), tv.clone()],
+            &side_o,
+            &side_t,
+            &mut field_conflicts,
+        )?
+        .unwrap_or(if ours_win { ov } else { tv });
+        let (keep, drop) = if archive_wins {
+            (&archived, &live)
+        } else {
+            (&live, &archived)
+        };
+        merged
+            .conflicts
+            .retain(|c| !(c.doc == live && c.field == "file"));
+        merged.conflicts.extend(field_conflicts);
+        merged.conflicts.push(Conflict {
+            doc: live.clone(),
+            field: "place".into(),
+            kept: format!("one copy, in {keep}, with both sides' changes"),
+            dropped: format!("the copy in {drop} (archived on one side, changed on the other)"),
+        });
+        let ours_keep = blob(git, o.get(keep).map(|(_, s)| s.as_str()))?;
+        merged.changes.retain(|(p, _)| p != keep && p != drop);
+        if !o.contains_key(keep) || text != ours_keep {
+            merged.changes.push((keep.clone(), Change::Bytes(text)));
+            merged.merged_docs.push(keep.clone());
+        }
+        if o.contains_key(drop) {
+            merged.changes.push((drop.clone(), Change::Removed));
+        }
+        merged.dropped_copies.push((drop.clone(), keep.clone()));
+    }
+    Ok(())
 }
 
 /// Keeps a value short enough for a log note.
@@ -385,19 +502,32 @@ fn chunks(text: &[u8]) -> Vec<&[u8]> {
     out
 }
 
-/// What makes an entry the same entry on two clones: its (seq, origin), or for an entry
-/// without origin, its text.
+/// What makes an entry the same entry on two clones: its (seq, origin) and its text.
+/// The text too, because two clones can share an origin (a copied `.state/`, a clone
+/// made with `cp -r`): their entries then share (seq, origin) and differ, and neither may
+/// be dropped. An entry is never rewritten, so one entry has one text everywhere. An
+/// entry from before origins existed is its text.
 fn identity(chunk: &[u8]) -> Vec<u8> {
-    match log::head(chunk) {
-        Some(h) if !h.origin.is_empty() => format!("{}\0{}", h.seq, h.origin).into_bytes(),
-        _ => {
-            let mut v = chunk.to_vec();
-            if !v.ends_with(b"\n") {
-                v.push(b'\n');
-            }
-            v
-        }
+    let mut text = chunk.to_vec();
+    if !text.ends_with(b"\n") {
+        text.push(b'\n');
     }
+    match log::head(chunk) {
+        Some(h) if !h.origin.is_empty() => {
+            format!("{}\0{}\0{:016x}", h.seq, h.origin, fnv(&text)).into_bytes()
+        }
+        _ => text,
+    }
+}
+
+/// FNV-1a: a stable digest to tell texts apart (entries, alert keys), not a defence.
+pub(crate) fn fnv(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
 }
 
 /// The entries of both logs, each once: the remote's log as it is, then the entries only

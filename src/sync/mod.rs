@@ -9,7 +9,9 @@ pub mod claims;
 pub mod exchange;
 pub mod git;
 pub mod guard;
+pub mod health;
 pub mod keep;
+pub mod locks;
 pub mod merge;
 pub mod repo;
 pub mod status;
@@ -61,6 +63,7 @@ pub fn init(repo: &repo::Repo, root: &std::path::Path, remote: &str) -> Result<b
     }
     refuse_code_branch(&bg)?;
     let _exchange = bg.exchange_lock()?;
+    locks::heal_exchange(&bg.repo);
     bg.git.run(&["config", REMOTE_KEY, remote])?;
     let fetched = fetch(&bg, remote)?;
     if let Some(theirs) = &fetched

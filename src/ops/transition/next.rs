@@ -19,7 +19,22 @@ pub fn ready(board: &Board, query: &Query) -> Result<(Vec<Document>, Vec<scan::S
     let now = crate::time::now();
     // Keep only the candidates while reading; their dependencies are read one by one
     // afterwards (with a cache), so a big board of finished work is never held in memory.
-    let scan = scan::scan_matching(board, &[Region::Tasks], |d| {
+    // A claimable task's text holds its status: one of the claimable states.
+    let mut needles = query.needles();
+    if workflow
+        .claimable
+        .iter()
+        .all(|s| s.is_ascii() && !s.is_empty())
+    {
+        needles.push(
+            workflow
+                .claimable
+                .iter()
+                .map(|s| s.to_ascii_lowercase())
+                .collect(),
+        );
+    }
+    let scan = scan::scan_with_needles(board, &[Region::Tasks], false, &needles, |d| {
         d.status().is_some_and(|s| workflow.is_claimable(s)) && query.matches(d, now)
     })?;
     let mut done: std::collections::HashMap<String, bool> = std::collections::HashMap::new();

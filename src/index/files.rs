@@ -1,0 +1,397 @@
+//! The index's files: per directory a manifest and buckets, each written whole to a temp
+//! file and renamed over (readers see old or new), each ending in a CRC-32 so a file torn
+//! by a crash reads as missing, never as wrong. Nothing here is fsynced: it is derived
+//! data, and a lost file only costs reading the documents again.
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+
+use super::stat::{Clocks, StatKey};
+
+const MANIFEST_MAGIC: &[u8; 8] = b"TVIXMAN1";
+const BUCKET_MAGIC: &[u8; 8] = b"TVIXBKT1";
+
+/// What a directory's index holds besides its buckets.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Manifest {
+    /// Of the board's settings and this program: a different one invalidates everything.
+    pub fingerprint: u64,
+    /// Names the bucket files (a new bucket count makes a new generation).
+    pub generation: u64,
+    /// The directory's stat data when its names were last listed; None when they must be
+    /// listed again (it was racy).
+    pub dir: Option<StatKey>,
+    /// The clocks when it was written.
+    pub clocks: Clocks,
+    /// The id of each bucket as written with this manifest: a bucket file with another id
+    /// was written by someone else since, and its names must be checked against a listing.
+    pub buckets: Vec<u64>,
+}
+
+/// What one document file held when it was last read.
+/// Decoded in place: the texts borrow the bucket file's bytes until a document needs one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry<'a> {
+    /// The file's name less `.md` (the id it claims).
+    pub name: Cow<'a, str>,
+    pub key: StatKey,
+    /// Read too close to its last change to be trusted next time.
+    pub racy: bool,
+    /// A document whose frontmatter the fast parser reads (every scalar written as it
+    /// reads) and whose text is ASCII: a query's needles may rule it out unparsed.
+    pub plain: bool,
+    pub outcome: Outcome<'a>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome<'a> {
+    /// Its text (it parsed as a document).
+    Doc(Cow<'a, str>),
+    /// Why it was skipped.
+    Skipped(Cow<'a, str>),
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Bucket<'a> {
+    pub id: u64,
+    /// The manifest's fingerprint when it was written.
+    pub fingerprint: u64,
+    /// Sorted by name.
+    pub entries: Vec<Entry<'a>>,
+}
+
+pub fn manifest_path(dir: &Path) -> PathBuf {
+    dir.join("manifest")
+}
+
+pub fn bucket_path(dir: &Path, generation: u64, bucket: usize) -> PathBuf {
+    dir.join(format!("{generation}-{bucket}"))
+}
+
+struct Out(Vec<u8>);
+
+impl Out {
+    fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+    fn u32(&mut self, v: u32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn i128(&mut self, v: i128) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn str(&mut self, s: &str) {
+        self.u32(s.len() as u32);
+        self.0.extend_from_slice(s.as_bytes());
+    }
+    fn key(&mut self, k: &StatKey) {
+        self.u64(k.dev);
+        self.u64(k.ino);
+        self.u64(k.size);
+        self.u32(k.mode);
+        self.i128(k.mtime);
+        self.i128(k.ctime);
+    }
+    fn clocks(&mut self, c: &Clocks) {
+        self.i128(c.wall);
+        self.i128(c.boot);
+        self.0.extend_from_slice(&c.boot_id.to_le_bytes());
+    }
+    fn seal(mut self) -> Vec<u8> {
+        let crc = crc32fast::hash(&self.0);
+        self.u32(crc);
+        self.0
+    }
+}
+
+struct In<'a>(&'a [u8]);
+
+impl<'a> In<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if self.0.len() < n {
+            return None;
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Some(head)
+    }
+    fn u8(&mut self) -> Option<u8> {
+        self.take(1).map(|b| b[0])
+    }
+    fn u32(&mut self) -> Option<u32> {
+        self.take(4)
+            .map(|b| u32::from_le_bytes(b.try_into().unwrap_or_default()))
+    }
+    fn u64(&mut self) -> Option<u64> {
+        self.take(8)
+            .map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()))
+    }
+    fn i128(&mut self) -> Option<i128> {
+        self.take(16)
+            .map(|b| i128::from_le_bytes(b.try_into().unwrap_or_default()))
+    }
+    fn u128(&mut self) -> Option<u128> {
+        self.take(16)
+            .map(|b| u128::from_le_bytes(b.try_into().unwrap_or_default()))
+    }
+    fn str(&mut self) -> Option<&'a str> {
+        let n = self.u32()? as usize;
+        std::str::from_utf8(self.take(n)?).ok()
+    }
+    fn key(&mut self) -> Option<StatKey> {
+        Some(StatKey {
+            dev: self.u64()?,
+            ino: self.u64()?,
+            size: self.u64()?,
+            mode: self.u32()?,
+            mtime: self.i128()?,
+            ctime: self.i128()?,
+        })
+    }
+    fn clocks(&mut self) -> Option<Clocks> {
+        Some(Clocks {
+            wall: self.i128()?,
+            boot: self.i128()?,
+            boot_id: self.u128()?,
+        })
+    }
+}
+
+/// The bytes before the checksum, when the checksum and the magic agree.
+fn unseal<'a>(bytes: &'a [u8], magic: &[u8; 8]) -> Option<In<'a>> {
+    let body_len = bytes.len().checked_sub(4)?;
+    let (body, crc) = bytes.split_at(body_len);
+    let crc = u32::from_le_bytes(crc.try_into().ok()?);
+    if crc32fast::hash(body) != crc {
+        return None;
+    }
+    let mut input = In(body);
+    (input.take(8)? == magic).then_some(input)
+}
+
+pub fn encode_manifest(m: &Manifest) -> Vec<u8> {
+    let mut out = Out(Vec::with_capacity(128 + m.buckets.len() * 8));
+    out.0.extend_from_slice(MANIFEST_MAGIC);
+    out.u64(m.fingerprint);
+    out.u64(m.generation);
+    match &m.dir {
+        Some(k) => {
+            out.u8(1);
+            out.key(k);
+        }
+        None => out.u8(0),
+    }
+    out.clocks(&m.clocks);
+    out.u32(m.buckets.len() as u32);
+    for id in &m.buckets {
+        out.u64(*id);
+    }
+    out.seal()
+}
+
+pub fn decode_manifest(bytes: &[u8]) -> Option<Manifest> {
+    let mut input = unseal(bytes, MANIFEST_MAGIC)?;
+    let fingerprint = input.u64()?;
+    let generation = input.u64()?;
+    let dir = match input.u8()? {
+        0 => None,
+        1 => Some(input.key()?),
+        _ => return None,
+    };
+    let clocks = input.clocks()?;
+    let n = input.u32()? as usize;
+    if n > 1 << 20 {
+        return None;
+    }
+    let mut buckets = Vec::with_capacity(n);
+    for _ in 0..n {
+        buckets.push(input.u64()?);
+    }
+    input.0.is_empty().then_some(Manifest {
+        fingerprint,
+        generation,
+        dir,
+        clocks,
+        buckets,
+    })
+}
+
+pub fn encode_bucket(b: &Bucket) -> Vec<u8> {
+    let size: usize = b.entries.iter().map(|e| e.name.len() + 96).sum::<usize>()
+        + b.entries
+            .iter()
+            .map(|e| match &e.outcome {
+                Outcome::Doc(t) | Outcome::Skipped(t) => t.len(),
+            })
+            .sum::<usize>();
+    let mut out = Out(Vec::with_capacity(size + 32));
+    out.0.extend_from_slice(BUCKET_MAGIC);
+    out.u64(b.id);
+    out.u64(b.fingerprint);
+    out.u32(b.entries.len() as u32);
+    for e in &b.entries {
+        out.str(&e.name);
+        out.key(&e.key);
+        out.u8(e.racy as u8 | (e.plain as u8) << 1);
+        match &e.outcome {
+            Outcome::Doc(text) => {
+                out.u8(0);
+                out.str(text);
+            }
+            Outcome::Skipped(problem) => {
+                out.u8(1);
+                out.str(problem);
+            }
+        }
+    }
+    out.seal()
+}
+
+pub fn decode_bucket(bytes: &[u8]) -> Option<Bucket<'_>> {
+    let mut input = unseal(bytes, BUCKET_MAGIC)?;
+    let id = input.u64()?;
+    let fingerprint = input.u64()?;
+    let n = input.u32()? as usize;
+    let mut entries = Vec::with_capacity(n.min(bytes.len() / 64));
+    for _ in 0..n {
+        let name = Cow::Borrowed(input.str()?);
+        let key = input.key()?;
+        let flags = input.u8()?;
+        let outcome = match input.u8()? {
+            0 => Outcome::Doc(Cow::Borrowed(input.str()?)),
+            1 => Outcome::Skipped(Cow::Borrowed(input.str()?)),
+            _ => return None,
+        };
+        entries.push(Entry {
+            name,
+            key,
+            racy: flags & 1 != 0,
+            plain: flags & 2 != 0,
+            outcome,
+        });
+    }
+    input.0.is_empty().then_some(Bucket {
+        id,
+        fingerprint,
+        entries,
+    })
+}
+
+/// Reads a file of the index; None when it is missing.
+pub fn load(path: &Path) -> Option<Vec<u8>> {
+    std::fs::read(path).ok()
+}
+
+/// Writes a file of the index whole: a temp file, then rename. No fsync (derived data).
+/// A failure is ignored: the index is a cache, and the next read reads the documents.
+pub fn save(path: &Path, bytes: &[u8]) {
+    let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return;
+    };
+    let tmp = path.with_file_name(format!(".{name}.{}.{}.tmp", std::process::id(), unique()));
+    if std::fs::write(&tmp, bytes).is_err() || std::fs::rename(&tmp, path).is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+}
+
+/// A number no other write of this process uses, and unlikely any other's: bucket ids and
+/// temp names.
+pub fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    // splitmix64 of time, pid and counter: distinct across processes and calls.
+    let mut z = t ^ ((std::process::id() as u64) << 32) ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A stable 64-bit hash (FNV-1a): bucket numbers and fingerprints, the same in every
+/// process and version.
+pub fn fnv(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bucket() -> Bucket<'static> {
+        Bucket {
+            id: 42,
+            fingerprint: 7,
+            entries: vec![
+                Entry {
+                    name: "task-1".into(),
+                    key: StatKey {
+                        dev: 1,
+                        ino: 2,
+                        size: 3,
+                        mode: 0o100644,
+                        mtime: -5,
+                        ctime: 1_700_000_000_123_456_789,
+                    },
+                    racy: true,
+                    plain: true,
+                    outcome: Outcome::Doc(Cow::Owned("---\nid: task-1\n---\nbody ✓\n".into())),
+                },
+                Entry {
+                    name: "bad".into(),
+                    key: StatKey::default(),
+                    racy: false,
+                    plain: false,
+                    outcome: Outcome::Skipped(Cow::Borrowed("line 2: broken")),
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn bucket_round_trips_and_any_torn_copy_is_refused() {
+        let b = bucket();
+        let bytes = encode_bucket(&b);
+        assert_eq!(decode_bucket(&bytes), Some(b));
+        for cut in 0..bytes.len() {
+            assert_eq!(decode_bucket(&bytes[..cut]), None, "cut at {cut}");
+        }
+        let mut flipped = bytes.clone();
+        flipped[20] ^= 1;
+        assert_eq!(decode_bucket(&flipped), None);
+        assert_eq!(decode_manifest(&bytes), None, "a bucket is not a manifest");
+    }
+
+    #[test]
+    fn manifest_round_trips() {
+        let m = Manifest {
+            fingerprint: 9,
+            generation: 3,
+            dir: Some(StatKey {
+                ino: 77,
+                ..StatKey::default()
+            }),
+            clocks: Clocks {
+                wall: 1,
+                boot: 2,
+                boot_id: 3,
+            },
+            buckets: vec![5, 6, 7],
+        };
+        let bytes = encode_manifest(&m);
+        assert_eq!(decode_manifest(&bytes), Some(m.clone()));
+        let none = Manifest { dir: None, ..m };
+        assert_eq!(decode_manifest(&encode_manifest(&none)), Some(none));
+        assert_eq!(decode_manifest(&bytes[..bytes.len() - 1]), None);
+    }
+}

@@ -1,0 +1,517 @@
+//! The read index (`.state/index/`) is never wrong: files are changed behind its back in
+//! every way a user can (in place at the same size within one second, by an editor's
+//! rename, by `git checkout` and `git pull`, from another worktree, by a tavern killed
+//! while it wrote the index, with a torn index file), and every read must then print what
+//! a full scan prints: the same reads run again after the index is deleted, which rebuilds
+//! it from the files alone.
+
+#![cfg(unix)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, SystemTime};
+
+use crate::concurrency::Rng;
+use crate::util::git::{self, git};
+use crate::util::{BIN, Out, TestBoard, output};
+
+/// `tavern ARGS` in `dir` (a project), with a clean environment.
+fn tavern(dir: &Path, args: &[&str]) -> Out {
+    let mut c = Command::new(BIN);
+    c.args(args)
+        .current_dir(dir)
+        .env_remove("TAVERN_BOARD")
+        .env("TAVERN_AGENT", "tester")
+        .env("USER", "tester")
+        .stdin(Stdio::null());
+    git::env(&mut c);
+    output(c)
+}
+
+/// The reads the index answers, as printed (exit code, stdout, stderr), with the one
+/// field that tells when a read ran (`summary`'s `generated_at`) taken out.
+fn reads(dir: &Path) -> Vec<String> {
+    let mut asks: Vec<Vec<&str>> = vec![
+        vec!["list"],
+        vec!["list", "--json", "--archived"],
+        vec!["list", "tasks", "status=pending", "--json"],
+        vec!["list", "observations", "archive", "--json"],
+        vec!["list", "needle", "--json"],
+        vec!["ready", "--json"],
+        vec!["questions", "--all", "--json"],
+        vec!["summary", "--json"],
+    ];
+    let first = tavern(dir, &["list", "tasks", "--json"]).json();
+    let first_task = first["documents"]
+        .as_array()
+        .and_then(|d| d.first())
+        .and_then(|d| d["id"].as_str())
+        .map(str::to_string);
+    if let Some(id) = &first_task {
+        asks.push(vec!["deps", id, "--json"]);
+    }
+    asks.iter()
+        .map(|args| {
+            let out = tavern(dir, args);
+            let mut stdout = out.stdout.clone();
+            if args[0] == "summary"
+                && let Ok(mut v) = serde_json::from_str::<serde_json::Value>(&stdout)
+            {
+                v.as_object_mut().unwrap().remove("generated_at");
+                stdout = v.to_string();
+            }
+            format!(
+                "$ tavern {}\nexit {}\n{stdout}\n{}",
+                args.join(" "),
+                out.code,
+                out.stderr
+            )
+        })
+        .collect()
+}
+
+fn index_dir(board: &Path) -> PathBuf {
+    board.join(".state/index")
+}
+
+/// Reads through the index as it is, then again from the files alone: they must agree.
+fn same_as_full_scan(dir: &Path, board: &Path, what: &str) {
+    let indexed = reads(dir);
+    std::fs::remove_dir_all(index_dir(board)).unwrap();
+    let full = reads(dir);
+    for (a, b) in indexed.iter().zip(&full) {
+        assert_eq!(
+            a, b,
+            "{what}: the index answered differently from the files"
+        );
+    }
+    assert!(
+        index_dir(board).join("tasks/manifest").exists(),
+        "{what}: the reads rebuilt no index"
+    );
+}
+
+/// A task file as tavern writes them.
+fn task_text(id: &str, status: &str, priority: u32, title: &str) -> String {
+    format!(
+        "---\nid: {id}\ntitle: {title}\nstatus: {status}\npriority: {priority}\ntags: []\ndepends_on: []\ncreated_at: 2026-11-01T10:00:00Z\ncreated_by: planner\nupdated_at: 2026-11-01T10:00:00Z\nrev: 1\n---\n\nbody\n"
+    )
+}
+
+fn board_with_tasks(n: usize) -> TestBoard {
+    let b = TestBoard::new();
+    for i in 0..n {
+        b.write(
+            &format!("tasks/t-{i:04}.md"),
+            task_text(&format!("t-{i:04}"), "pending", (i % 5) as u32, "a task"),
+        );
+    }
+    b
+}
+
+#[test]
+fn same_size_edits_in_place_within_one_second_are_seen() {
+    let b = board_with_tasks(30);
+    let path = b.board().join("tasks/t-0007.md");
+    reads(b.root());
+    // Statuses of one length: every write keeps the file's size and inode, and several
+    // land within one tick of the file system's clock.
+    for (round, status) in ["claimed", "working", "pending", "blocked", "working"]
+        .iter()
+        .enumerate()
+    {
+        let before = std::fs::metadata(&path).unwrap();
+        let text = task_text("t-0007", status, 0, "a task");
+        std::fs::write(&path, &text).unwrap(); // truncates and writes the same inode
+        let after = std::fs::metadata(&path).unwrap();
+        assert_eq!(before.len(), after.len());
+        let listed = tavern(b.root(), &["list", "tasks", "status=pending", "--json"]).json();
+        let ids: Vec<&str> = listed["documents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            ids.contains(&"t-0007"),
+            *status == "pending",
+            "round {round}: wrote status {status}, list says {ids:?}"
+        );
+        same_as_full_scan(b.root(), &b.board(), &format!("in-place edit {round}"));
+    }
+}
+
+#[test]
+fn an_edit_that_puts_back_the_old_mtime_is_seen() {
+    let b = board_with_tasks(20);
+    let path = b.board().join("tasks/t-0003.md");
+    let old = SystemTime::now() - Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    // Wait until the file's change is old enough to be trusted, so the index keeps it.
+    std::thread::sleep(Duration::from_millis(3100));
+    reads(b.root());
+    reads(b.root());
+    // Same size, same mtime as cached: only the ctime (which nobody can set) differs.
+    std::fs::write(&path, task_text("t-0003", "claimed", 3, "a task")).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    let shown = tavern(b.root(), &["list", "tasks", "status=claimed", "--json"]).json();
+    assert_eq!(shown["documents"][0]["id"], "t-0003", "{shown}");
+    same_as_full_scan(b.root(), &b.board(), "an edit with its mtime put back");
+}
+
+#[test]
+fn editors_writing_by_rename_creations_deletions_and_odd_files_are_seen() {
+    let b = board_with_tasks(40);
+    reads(b.root());
+    let tasks = b.board().join("tasks");
+    // An editor's save: a temp file renamed over the document.
+    std::fs::write(
+        tasks.join(".t-0001.md.swp"),
+        task_text("t-0001", "done", 1, "saved by an editor"),
+    )
+    .unwrap();
+    std::fs::rename(tasks.join(".t-0001.md.swp"), tasks.join("t-0001.md")).unwrap();
+    same_as_full_scan(b.root(), &b.board(), "an editor's rename");
+    // Created, deleted, broken, not UTF-8, a symlink, a directory named like a document.
+    b.write("tasks/t-new.md", task_text("t-new", "pending", 0, "needle"));
+    std::fs::remove_file(tasks.join("t-0002.md")).unwrap();
+    b.write(
+        "tasks/t-0003.md",
+        "---\nid: t-0003\ntitle: [unclosed\n---\n",
+    );
+    b.write("tasks/t-0004.md", b"---\nid: t-0004\ntitle: \xff\n---\n");
+    std::os::unix::fs::symlink(tasks.join("t-0005.md"), tasks.join("t-link.md")).unwrap();
+    std::fs::create_dir(tasks.join("t-dir.md")).unwrap();
+    b.write(
+        "tasks/Not An Id.md",
+        task_text("x", "pending", 0, "bad name"),
+    );
+    b.write(
+        "tasks/t-0006.md",
+        task_text("t-other", "pending", 0, "id differs"),
+    );
+    same_as_full_scan(b.root(), &b.board(), "created, deleted and odd files");
+    // And back: each odd file fixed, in place and by rename.
+    std::fs::remove_dir(tasks.join("t-dir.md")).unwrap();
+    std::fs::remove_file(tasks.join("t-link.md")).unwrap();
+    b.write(
+        "tasks/t-0003.md",
+        task_text("t-0003", "pending", 2, "fixed"),
+    );
+    b.write(
+        "tasks/t-0004.md",
+        task_text("t-0004", "pending", 2, "fixed"),
+    );
+    same_as_full_scan(b.root(), &b.board(), "odd files fixed");
+}
+
+#[test]
+fn settings_that_change_what_is_skipped_are_seen() {
+    let b = board_with_tasks(10);
+    b.write(
+        "tasks/t-big.md",
+        task_text("t-big", "pending", 1, &"long ".repeat(400)),
+    );
+    reads(b.root());
+    let yaml = b.read("board.yaml");
+    let limited = yaml.replace("max_doc_bytes: ", "max_doc_bytes: 1000 #");
+    assert_ne!(yaml, limited);
+    b.write("board.yaml", limited);
+    let listed = tavern(b.root(), &["list", "--json"]).json();
+    assert!(
+        listed["skipped"].to_string().contains("t-big"),
+        "a document over the new limit is skipped: {listed}"
+    );
+    same_as_full_scan(b.root(), &b.board(), "a lower max_doc_bytes");
+}
+
+#[test]
+fn a_torn_or_foreign_index_is_rebuilt_from_the_files() {
+    let b = board_with_tasks(50);
+    reads(b.root());
+    let tasks_index = index_dir(&b.board()).join("tasks");
+    let mut buckets: Vec<PathBuf> = std::fs::read_dir(&tasks_index)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| !p.ends_with("manifest"))
+        .collect();
+    buckets.sort();
+    assert!(!buckets.is_empty());
+    // A change the index has not seen, then its files torn as by a crash or a full disk.
+    b.write("tasks/t-0010.md", task_text("t-0010", "done", 4, "changed"));
+    let bytes = std::fs::read(&buckets[0]).unwrap();
+    std::fs::write(&buckets[0], &bytes[..bytes.len() / 2]).unwrap();
+    same_as_full_scan(b.root(), &b.board(), "a bucket cut in half");
+    reads(b.root());
+    b.write("tasks/t-0011.md", task_text("t-0011", "done", 4, "changed"));
+    std::fs::write(tasks_index.join("manifest"), b"not an index").unwrap();
+    same_as_full_scan(b.root(), &b.board(), "a garbage manifest");
+    reads(b.root());
+    // Zeros where the data was (a power loss after the rename, before the data).
+    b.write("tasks/t-0012.md", task_text("t-0012", "done", 4, "changed"));
+    for p in std::fs::read_dir(&tasks_index).unwrap() {
+        let p = p.unwrap().path();
+        let len = std::fs::metadata(&p).unwrap().len() as usize;
+        std::fs::write(&p, vec![0u8; len]).unwrap();
+    }
+    same_as_full_scan(b.root(), &b.board(), "zeroed index files");
+    // The index directory replaced by a file: reads still work from the files.
+    std::fs::remove_dir_all(index_dir(&b.board())).unwrap();
+    std::fs::write(index_dir(&b.board()), b"in the way").unwrap();
+    let listed = tavern(b.root(), &["list", "--json"]);
+    listed.ok();
+    assert_eq!(listed.json()["documents"].as_array().unwrap().len(), 50);
+    std::fs::remove_file(index_dir(&b.board())).unwrap();
+}
+
+#[test]
+fn a_tavern_killed_while_it_writes_the_index_leaves_nothing_wrong() {
+    let b = board_with_tasks(1500);
+    reads(b.root());
+    // How long a read that rewrites the index takes here, to kill the next ones at any
+    // moment of theirs (a random one; nothing is asserted about the time).
+    b.write("tasks/t-0000.md", task_text("t-0000", "done", 0, "a task"));
+    let started = std::time::Instant::now();
+    tavern(b.root(), &["list", "--json"]).ok();
+    let span = started.elapsed().as_micros().max(1000) as u64;
+    let mut rng = Rng::new(21);
+    for round in 0..8 {
+        // Change some files, then start a read and kill it at some moment of its work.
+        for _ in 0..20 {
+            let i = rng.below(1500);
+            let status = ["pending", "claimed", "done"][rng.below(3) as usize];
+            b.write(
+                &format!("tasks/t-{i:04}.md"),
+                task_text(&format!("t-{i:04}"), status, (i % 5) as u32, "a task"),
+            );
+        }
+        if round % 3 == 0 {
+            // Now and then a new bucket count: the directory grows past what it was.
+            for j in 0..300 {
+                let id = format!("t-r{round}-{j}");
+                b.write(
+                    &format!("tasks/{id}.md"),
+                    task_text(&id, "pending", 1, "grown"),
+                );
+            }
+        }
+        let mut child = Command::new(BIN)
+            .args(["list", "--json"])
+            .current_dir(b.root())
+            .env_remove("TAVERN_BOARD")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_micros(rng.below(span)));
+        let _ = child.kill();
+        let _ = child.wait();
+        let indexed = reads(b.root());
+        let copy = tempfile::tempdir().unwrap();
+        // The full scan runs on a copy of the board without its index, so that the index
+        // the killed read left is the one this board's next read meets.
+        copy_tree(&b.board(), &copy.path().join(".tavern"));
+        std::fs::remove_dir_all(copy.path().join(".tavern/.state")).ok();
+        let full = reads(copy.path());
+        let strip = |v: &[String]| -> Vec<String> {
+            v.iter()
+                .map(|s| s.replace(&copy.path().display().to_string(), "ROOT"))
+                .map(|s| s.replace(&b.root().display().to_string(), "ROOT"))
+                .collect()
+        };
+        assert_eq!(strip(&indexed), strip(&full), "round {round}");
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let ty = entry.file_type().unwrap();
+        let dest = to.join(entry.file_name());
+        if ty.is_dir() {
+            copy_tree(&entry.path(), &dest);
+        } else if ty.is_file() {
+            std::fs::copy(entry.path(), dest).unwrap();
+        }
+    }
+}
+
+#[test]
+fn git_checkout_of_an_old_board_and_git_pull_are_seen() {
+    let tmp = tempfile::tempdir().unwrap();
+    let main = tmp.path().join("main");
+    git::init_repo(&main);
+    tavern(&main, &["init"]).ok();
+    let mut ids = Vec::new();
+    for i in 0..8 {
+        let out = tavern(&main, &["new", "task", "--title", &format!("task {i}")]);
+        out.ok();
+        ids.push(out.text());
+    }
+    git(&main, &["add", "-A"]);
+    git(&main, &["commit", "-q", "-m", "old board"]);
+    let board = main.join(".tavern");
+    reads(&main);
+    tavern(&main, &["claim", &ids[0], "--as", "coder-1"]).ok();
+    tavern(&main, &["new", "task", "--title", "after the commit"]).ok();
+    b_edit(&board, &ids[1], "title: task 1", "title: task one");
+    reads(&main);
+    // Back to the old board: git rewrites the files it tracks (the new task stays, as an
+    // untracked file).
+    git(&main, &["checkout", "-q", "HEAD", "--", ".tavern/tasks"]);
+    same_as_full_scan(&main, &board, "git checkout of the old board");
+
+    // A clone changes the board and pushes; the pull brings it here.
+    let remote = git::bare(&tmp.path().join("remote.git"));
+    git(
+        &main,
+        &["remote", "add", "origin", remote.to_str().unwrap()],
+    );
+    git(&main, &["add", "-A"]);
+    git(&main, &["commit", "-q", "-m", "now"]);
+    git(&main, &["push", "-q", "origin", "HEAD:main"]);
+    let other = tmp.path().join("other");
+    git(
+        tmp.path(),
+        &[
+            "clone",
+            "-q",
+            "-b",
+            "main",
+            remote.to_str().unwrap(),
+            "other",
+        ],
+    );
+    b_edit(
+        &other.join(".tavern"),
+        &ids[2],
+        "status: pending",
+        "status: done",
+    );
+    std::fs::remove_file(other.join(format!(".tavern/tasks/{}.md", ids[3]))).unwrap();
+    git(&other, &["commit", "-q", "-am", "elsewhere"]);
+    git(&other, &["push", "-q", "origin", "HEAD:main"]);
+    reads(&main);
+    git(&main, &["pull", "-q", "--ff-only", "origin", "main"]);
+    same_as_full_scan(&main, &board, "git pull");
+}
+
+/// Edits a task file in place, as a person in an editor that writes in place would.
+fn b_edit(board: &Path, id: &str, from: &str, to: &str) {
+    let path = board.join(format!("tasks/{id}.md"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(from), "{id} holds no '{from}'");
+    std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+}
+
+#[test]
+fn a_hand_edit_in_the_main_worktree_is_seen_from_another_worktree() {
+    let tmp = tempfile::tempdir().unwrap();
+    let main = tmp.path().join("main");
+    git::init_repo(&main);
+    tavern(&main, &["init"]).ok();
+    let id = tavern(&main, &["new", "task", "--title", "shared"]).text();
+    git(&main, &["add", "-A"]);
+    git(&main, &["commit", "-q", "-m", "board"]);
+    let wt = tmp.path().join("wt");
+    git(
+        &main,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "feature",
+            wt.to_str().unwrap(),
+        ],
+    );
+    let board = main.join(".tavern");
+    reads(&wt);
+    b_edit(&board, &id, "title: shared", "title: edited in main");
+    let shown = tavern(&wt, &["list", "--json"]).json();
+    assert_eq!(shown["documents"][0]["fields"]["title"], "edited in main");
+    tavern(&wt, &["claim", &id, "--as", "coder-2"]).ok();
+    same_as_full_scan(&main, &board, "a claim from the worktree");
+    same_as_full_scan(&wt, &board, "read from the worktree");
+}
+
+#[test]
+fn queries_over_cached_documents_match_what_a_full_scan_matches() {
+    let b = board_with_tasks(5);
+    // Values whose text is not what they read as (a YAML escape, quotes, `True`), a
+    // Kelvin sign that lowercases to `k`, a list, a tag, a word in the body only.
+    let docs = [
+        ("t-esc", "status: \"pend\\u0069ng\"\nflag: True\n", "body"),
+        ("t-quoted", "status: 'pending'\nflag: true\n", "body"),
+        (
+            "t-kelvin",
+            "status: pending\nflag: false\n",
+            "\u{212A}ettle in the body",
+        ),
+        (
+            "t-list",
+            "status: done\ntags: [Parser, cli]\nowner: [ann, bob]\n",
+            "NEEDLE here",
+        ),
+        ("t-plain", "status: pending\npriority: 1\n", "kettle"),
+    ];
+    for (id, fields, body) in docs {
+        b.write(
+            &format!("tasks/{id}.md"),
+            format!("---\nid: {id}\ntitle: {id} title\n{fields}---\n{body}\n"),
+        );
+    }
+    // Old enough to be trusted, so the second round of reads takes them from the index.
+    std::thread::sleep(Duration::from_millis(3100));
+    let queries: &[&[&str]] = &[
+        &["status=pending"],
+        &["flag=true"],
+        &["flag=True"],
+        &["kettle"],
+        &["KETTLE"],
+        &["needle"],
+        &["tag:Parser"],
+        &["tag:parser"],
+        &["owner=bob"],
+        &["has:owner"],
+        &["no:owner", "status=pending"],
+        &["status=pending,done", "priority<=1"],
+        &["\"t-esc title\""],
+        &["t-list"],
+    ];
+    let run = |q: &[&str]| {
+        let mut args = vec!["list", "--json"];
+        args.extend_from_slice(q);
+        let out = tavern(b.root(), &args);
+        format!("{} {}{}", out.code, out.stdout, out.stderr)
+    };
+    let full: Vec<String> = queries.iter().map(|q| run(q)).collect();
+    let ready_full = tavern(b.root(), &["ready", "--json"]).stdout;
+    let cached: Vec<String> = queries.iter().map(|q| run(q)).collect();
+    for ((q, f), c) in queries.iter().zip(&full).zip(&cached) {
+        assert_eq!(f, c, "list {q:?}: from the index, not as from the files");
+    }
+    assert_eq!(tavern(b.root(), &["ready", "--json"]).stdout, ready_full);
+    assert!(
+        full[0].contains("t-esc") && full[0].contains("t-kelvin"),
+        "{}",
+        full[0]
+    );
+    assert!(
+        full[3].contains("t-kelvin"),
+        "the Kelvin sign matches k: {}",
+        full[3]
+    );
+    same_as_full_scan(b.root(), &b.board(), "awkward values");
+}
