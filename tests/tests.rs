@@ -25,6 +25,7 @@ mod concurrency;
 mod crash;
 mod crash_points;
 mod damaged_log;
+mod decisions;
 mod events;
 mod graph;
 mod hostile_input;

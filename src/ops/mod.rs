@@ -3,10 +3,12 @@
 
 pub mod archive;
 pub mod completion;
+pub mod decisions;
 pub mod edit;
 pub mod graph;
 pub mod new;
 pub mod observations;
+pub mod owned;
 pub mod pause;
 pub mod questions;
 pub mod resolve;
