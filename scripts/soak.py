@@ -18,6 +18,13 @@ What runs (real processes, real git, a local bare repository as the remote):
   good (their claims must come back after the lease), and a `sync --watch` is killed and
   started again now and then.
 
+A fault storm (`--storm SECONDS`): each clone's sync loop is a loop of one-shot `tavern
+sync` processes instead of `sync --watch`, and for the first SECONDS of the run a killer
+SIGKILLs a random `git` process of the clones (whatever tavern started: fetch, push,
+read-tree, update-ref, ...) or a running `tavern sync` every few tenths of a second. The
+issue's storm: `--storm 60 --seconds 60 --clones 3 --agents 6 --tasks 40 --no-watch
+--require lost,identical,check,double-claims,exit-codes,converged`.
+
 Then every loop stops, every clone syncs until a round changes nothing, and the verdict:
 
 - lost: documents whose `create` entry has no file on the board or in the archive, and no
@@ -64,6 +71,12 @@ def parse_args():
     p.add_argument("--lease", default="30s", help="the board's lease")
     p.add_argument("--no-watch", action="store_true", help="no connected tavern watch")
     p.add_argument("--no-kills", action="store_true", help="kill nothing")
+    p.add_argument(
+        "--storm",
+        type=float,
+        default=0.0,
+        help="for this many seconds, SIGKILL random git and tavern sync processes (sync loops of one-shot syncs)",
+    )
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--keep", default=None, help="build the clones in DIR and keep them")
     p.add_argument("--json", default=None, help="write the figures as JSON to this file")
@@ -324,6 +337,55 @@ def spawn_loop(clone, args, log):
     )
 
 
+def sync_loop(clone, stop, log):
+    """A storm's sync loop: one-shot `tavern sync` processes, one after another (a killed
+    one is one exchange lost, as a killed agent's command is)."""
+    with open(log, "a") as out:
+        while not stop.is_set():
+            p = subprocess.Popen([ARGS.bin, "sync"], cwd=clone, env=ENV, stdout=out, stderr=subprocess.PIPE, text=True)
+            _, err = p.communicate()
+            REC.note("sync (storm loop)", p.returncode, err, p.pid)
+            for line in err.splitlines():
+                out.write("sync: " + line.removeprefix("error: ") + "\n")
+            stop.wait(float(ARGS.interval.rstrip("s")) if ARGS.interval.endswith("s") else 1.0)
+
+
+def storm_victims(root):
+    """The processes a storm may kill: `git` run in one of the clones (or serving the remote),
+    and one-shot `tavern sync` processes."""
+    victims = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+            cwd = os.readlink("/proc/%s/cwd" % pid)
+        except OSError:
+            continue
+        if not argv or not (cwd == root or cwd.startswith(root + os.sep)):
+            continue
+        prog = os.path.basename(argv[0])
+        if prog == "git" or prog.startswith("git-"):
+            victims.append(("git " + git_subcommand(argv), int(pid)))
+        elif argv[0] == ARGS.bin and "sync" in argv and "--watch" not in argv:
+            victims.append(("tavern sync", int(pid)))
+    return victims
+
+
+def git_subcommand(argv):
+    """The subcommand of a git command line (`git -C DIR -c K=V push ...`: push)."""
+    if os.path.basename(argv[0]).startswith("git-"):
+        return os.path.basename(argv[0])[4:]
+    args = iter(argv[1:])
+    for a in args:
+        if a in ("-C", "-c"):
+            next(args, None)
+        elif not a.startswith("-"):
+            return a
+    return "?"
+
+
 def setup(root, rng):
     remote = os.path.join(root, "remote.git")
     seed = os.path.join(root, "seed")
@@ -544,6 +606,14 @@ def verdict(remote, clones, started):
         "agent register": {0},
         "agent heartbeat": {0},
     }
+    if ARGS.storm > 0:
+        # A storm kills the git a command runs: the remote could not confirm (7), or its
+        # answer was lost and the remote could not be asked (8); a sync whose git was
+        # killed fails (1) or says the remote did not confirm (7). The final syncs, after
+        # the storm, must all succeed: nothing may block.
+        for cmd in ("claim", "start", "submit", "approve", "reject", "answer", "ask", "agent heartbeat", "archive"):
+            explained[cmd] = explained[cmd] | {7, 8}
+        explained["sync (storm loop)"] = {0, 1, 3, 7}
     table = defaultdict(dict)
     unexplained = {}
     for (cmd, code), n in sorted(REC.codes.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
@@ -610,8 +680,16 @@ def main():
             clones[i], ["sync", "--watch", "--interval", ARGS.interval], os.path.join(logs_dir, "sync%d.log" % i)
         )
 
-    for i in range(len(clones)):
-        start_sync(i)
+    storm_stop = threading.Event()
+    storm_threads = []
+    if ARGS.storm > 0:
+        for i, c in enumerate(clones):
+            th = threading.Thread(target=sync_loop, args=(c, storm_stop, os.path.join(logs_dir, "sync%d.log" % i)), daemon=True)
+            th.start()
+            storm_threads.append(th)
+    else:
+        for i in range(len(clones)):
+            start_sync(i)
     if not ARGS.no_watch:
         loops[("watch", 0)] = spawn_loop(
             clones[0], ["watch", "--sync-interval", ARGS.interval], os.path.join(logs_dir, "watch0.log")
@@ -635,9 +713,21 @@ def main():
     next_kill = started + rng.uniform(5, 15)
     next_sync_kill = started + rng.uniform(30, 60)
     dead_at = sorted(started + ARGS.seconds * f for f in (0.3, 0.55))
+    next_storm_kill = started
     while time.monotonic() - started < ARGS.seconds:
-        time.sleep(0.5)
+        time.sleep(0.1 if ARGS.storm > 0 else 0.5)
         now = time.monotonic()
+        if ARGS.storm > 0 and now - started < ARGS.storm and now >= next_storm_kill:
+            next_storm_kill = now + rng.uniform(0.1, 0.6)
+            victims = storm_victims(root)
+            if victims:
+                what, pid = rng.choice(victims)
+                REC.killed.add(pid)  # before the kill: its command may end at once
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    kills["storm: " + what] += 1
+                except OSError:
+                    pass
         if ARGS.no_kills:
             continue
         if now >= next_kill:
@@ -669,7 +759,7 @@ def main():
                 deaths.append(a.name)
                 kills["agent for good"] += 1
                 say("killed %s for good (it held %s)" % (a.name, a.task))
-        if now >= next_sync_kill:
+        if now >= next_sync_kill and ARGS.storm <= 0:
             next_sync_kill = now + rng.uniform(30, 60)
             i = rng.randrange(len(clones))
             p = loops[("sync", i)]
@@ -688,6 +778,9 @@ def main():
     for th in threads:
         th.join(timeout=120)
     say("stopping the sync loops and the watch")
+    storm_stop.set()
+    for th in storm_threads:
+        th.join(timeout=120)
     for p in loops.values():
         try:
             p.send_signal(signal.SIGTERM)

@@ -102,6 +102,17 @@ pub fn check(board: &Board) -> Result<Report> {
     }
 
     let (entries, end, unreadable) = crate::log::read_from(board, 0)?;
+    // An archived question is read (by `show`, a waiting agent) as much as a live one: a
+    // decision forged there (by hand, or arriving by sync) is reported too.
+    let archived_questions = scan::scan_archive(
+        board,
+        &[Region::Questions],
+        crate::ops::decisions::claims_decision,
+    )?;
+    let questions = scan.docs.iter().chain(&archived_questions.docs);
+    for p in forged_decisions(board, questions, &entries) {
+        push(p.path, p.problem);
+    }
     for u in unreadable {
         push(
             "log.yaml".into(),
@@ -190,6 +201,37 @@ pub fn check(board: &Board) -> Result<Report> {
         .problems
         .sort_by(|a, b| a.path.cmp(&b.path).then_with(|| a.problem.cmp(&b.problem)));
     Ok(report)
+}
+
+/// Questions whose file claims a human decision that the log does not hold (a hand edit,
+/// a file that arrived by sync): it counts as undecided, and a human decides it again.
+fn forged_decisions<'a>(
+    board: &Board,
+    docs: impl Iterator<Item = &'a Document>,
+    entries: &[crate::log::Entry],
+) -> Vec<Problem> {
+    use crate::doc::decision::Decision;
+    use crate::ops::decisions;
+    let mut about: HashMap<&str, Vec<&crate::log::Entry>> = HashMap::new();
+    for e in entries {
+        about.entry(e.doc.as_str()).or_default().push(e);
+    }
+    docs.filter(|d| decisions::claims_decision(d))
+        .filter_map(|d| {
+            let log = about.get(decisions::log_path(d).as_str());
+            let Some(Decision::Forged { says, why }) =
+                decisions::derive(board, d, log.map_or(&[][..], Vec::as_slice))
+            else {
+                return None;
+            };
+            Some(Problem {
+                path: d.rel_path(),
+                problem: format!(
+                    "forged decision: it says {says}, but {why}; it counts as undecided until a human listed under humans: in board.yaml approves or denies it"
+                ),
+            })
+        })
+        .collect()
 }
 
 /// Every cycle in the depends_on graph, each once, as a path that returns to its start.

@@ -27,6 +27,10 @@ pub enum Kind {
     /// A connected board's remote could not confirm a claim or a move of a claimed task
     /// (unreachable, or it refused): nothing was changed.
     Unconfirmed,
+    /// A connected board's remote may have taken a claim or a move (its answer was lost)
+    /// and could not be asked since: the outcome is unknown until the next command on the
+    /// task finds it out.
+    Unknown,
 }
 
 impl Kind {
@@ -39,6 +43,7 @@ impl Kind {
             Kind::Paused => 5,
             Kind::Invalid => 6,
             Kind::Unconfirmed => 7,
+            Kind::Unknown => 8,
         }
     }
 
@@ -51,6 +56,7 @@ impl Kind {
             Kind::Paused => "paused",
             Kind::Invalid => "invalid",
             Kind::Unconfirmed => "unconfirmed",
+            Kind::Unknown => "unknown",
         }
     }
 }

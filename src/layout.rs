@@ -172,6 +172,13 @@ pub fn heartbeat(root: &Path, id: &str) -> PathBuf {
     state_dir(root).join("heartbeats").join(id)
 }
 
+/// On a connected board: the claim record a task's copy here last took into account (its
+/// commit, by the ref name component of the task), so that following the remote never
+/// undoes a newer move made here.
+pub fn claim_seen(root: &Path, ref_component: &str) -> PathBuf {
+    state_dir(root).join("claims-seen").join(ref_component)
+}
+
 /// What the last sweep saw of a silent agent.
 pub fn swept_marker(root: &Path, agent: &str) -> PathBuf {
     state_dir(root).join("swept").join(agent)

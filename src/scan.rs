@@ -165,13 +165,17 @@ pub fn scan_with_needles(
 }
 
 /// Is a document finished, so that archiving it loses nothing in progress (and `list`
-/// shows it after what is open)?
+/// shows it after what is open)? A question whose decision was derived and is only forged
+/// still waits for a human: not finished.
 pub fn finished(board: &Board, doc: &Document) -> bool {
     let status = doc.status().unwrap_or("");
     match doc.region {
         Region::Tasks => board.config.workflow.is_terminal(status),
         Region::Observations => matches!(status, "resolved" | "rejected" | "expired"),
-        Region::Questions => !matches!(status, "open" | ""),
+        Region::Questions => {
+            !matches!(status, "open" | "")
+                && !doc.decision.as_ref().is_some_and(|d| d.is_undecided())
+        }
     }
 }
 

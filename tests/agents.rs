@@ -128,8 +128,16 @@ fn a_killed_agents_task_returns_after_the_lease_and_its_late_submit_is_refused()
     );
 
     // Fencing: the first agent comes back and submits late.
-    b.run(&["submit", "t-crash", "--as", "coder-1"]).code(3).stderr_is(
-        "error: tasks/t-crash.md: transition 'submit' is not allowed: the task's status is claimed; allowed from claimed: release, start, fail, cancel; it is held by coder-2, not you\n",
+    // ... and is told who holds it now, and that the sweep took its claim, when and why.
+    let late = b.run(&["submit", "t-crash", "--as", "coder-1"]);
+    late.code(3);
+    assert_eq!(
+        late.stderr,
+        format!(
+            "error: tasks/t-crash.md: transition 'submit' is not allowed: the task's status is claimed; allowed from claimed: release, start, fail, cancel; it is held by coder-2, not you; coder-1's claim was released by the sweep at {} ({}): claim it again if it is still to be done\n",
+            release["at"].as_str().unwrap(),
+            release["note"].as_str().unwrap()
+        )
     );
     b.run(&["edit", "t-crash", "--set", "note=late", "--as", "coder-1"])
         .ok();

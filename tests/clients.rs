@@ -234,6 +234,25 @@ pub fn registered(log: &[Value], client: &str) -> Vec<String> {
     names
 }
 
+/// One client start is one `registered` in the log, however many of the client's hooks,
+/// plugin and MCP server register the agent.
+pub fn registered_once(log: &[Value], agent: &str, label: &str) {
+    let registrations: Vec<&Value> = log
+        .iter()
+        .filter(|e| e["op"] == "agent" && e["actor"] == agent)
+        .filter(|e| {
+            e["note"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("registered"))
+        })
+        .collect();
+    assert!(
+        registrations.len() == 1,
+        "{label}: one session start is not one `registered` in the log for `{agent}` (its hooks and its MCP server each registered it):\n{}",
+        show(log)
+    );
+}
+
 /// The log entries of `op` (or of the transition `op`, such as start) on task `task`.
 pub fn entries<'a>(log: &'a [Value], op: &str, task: &str) -> Vec<&'a Value> {
     log.iter()
@@ -265,6 +284,37 @@ pub fn last_agent(request: &Value) -> Option<String> {
 /// The request as the model saw it, as text.
 pub fn text(request: &Value) -> String {
     request["body"].to_string()
+}
+
+/// The files in the project outside the board's own (git's untracked, not ignored), with
+/// what setup puts under `.tavern/clients/`: what `setup --remove` must give back.
+pub fn project_files(p: &Project) -> Vec<String> {
+    let out = Command::new("git")
+        .args(["ls-files", "--others", "--exclude-standard"])
+        .current_dir(p.root())
+        .output()
+        .expect("git ls-files");
+    let mut files: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|f| !f.starts_with(".tavern/") || f.starts_with(".tavern/clients/"))
+        .map(str::to_string)
+        .collect();
+    files.sort();
+    files
+}
+
+/// `tavern setup CLIENT --remove` after the client has run: the project is left as it was
+/// before setup, and setup's check no longer finds the client set up.
+pub fn removed(p: &Project, client: &str, before: &[String], label: &str) {
+    p.tavern(&["setup", client, "--remove"]).ok();
+    let after = project_files(p);
+    assert!(
+        after == before,
+        "{label}: `tavern setup {client} --remove` after a session did not leave the project as it was before setup:\nbefore: {before:?}\nafter:  {after:?}"
+    );
+    p.tavern(&["setup", "--check"])
+        .ok()
+        .stdout_has(&format!("{client}: not set up\n"));
 }
 
 /// The log, one entry a line, for failure messages.

@@ -27,19 +27,16 @@ fn board() -> TestBoard {
         "task",
         "Fix the crash",
         "t-crit",
-        &[
-            "-p",
-            "0",
-            "--tag",
-            "bug",
-            "--set",
-            "status=claimed",
-            "--set",
-            "claimed_by=coder-1",
-            "--set",
-            "estimate=8",
-        ],
+        &["-p", "0", "--tag", "bug", "--set", "estimate=8"],
         Some("2026-01-03T10:00:00Z"),
+    );
+    // Claimed as if long ago: `new` starts a task where the workflow starts, so the claim
+    // is written by hand (a claim now would make its times now).
+    let crit = b.read("tasks/t-crit.md");
+    b.write(
+        "tasks/t-crit.md",
+        crit.replacen("status: pending\n", "status: claimed\n", 1)
+            .replacen("rev: 1\n", "rev: 1\nclaimed_by: coder-1\n", 1),
     );
     mk(
         "task",

@@ -601,12 +601,170 @@ fn an_mcp_client_cannot_act_as_a_human() {
         assert!(refused || harmless, "attempt {i} went through: {res}");
     }
     assert_eq!(b.read("questions/q-perm.md"), before);
+    // What touched it are the alerts for the attempts at a decision.
     let log = b.log();
     assert!(
         log[log_before..]
             .iter()
-            .all(|e| e["doc"] != json!("questions/q-perm.md")),
+            .all(|e| e["doc"] != json!("questions/q-perm.md") || e["op"] == json!("alert")),
         "{log:?}"
+    );
+}
+
+/// Every tool that writes, given a permission request by every reference form, by an agent
+/// and by a server run as a listed human: nothing decides it; each attempt at a decision
+/// (edit of its fields, move approve/reject, answer) is a conflict (3) logged as an alert,
+/// and the tools that never touch questions refuse the wrong kind (2). A decision forged
+/// by hand is shown as forged by show, list and status.
+#[test]
+fn no_tool_forges_a_decision_by_any_reference() {
+    let Some(py) = python() else { return };
+    let b = TestBoard::new();
+    let config = b.read("board.yaml");
+    b.write(
+        "board.yaml",
+        config.replace("humans: []", "humans: [alice]"),
+    );
+    b.run(&[
+        "--as",
+        "bot",
+        "ask",
+        "--permission",
+        "deploy",
+        "--resource",
+        "prod",
+        "--reason",
+        "ship it",
+        "--id",
+        "q-perm",
+    ])
+    .ok();
+    let before = b.read("questions/q-perm.md");
+    let abs = b.board().join("questions/q-perm.md");
+    let refs = [
+        "q-perm",
+        "q-p",
+        "questions/q-perm",
+        "questions/q-perm.md",
+        ".tavern/questions/q-perm.md",
+        abs.to_str().unwrap(),
+    ];
+    // (tool, args, expected code, an attempt at a decision: logged)
+    let attempts = |r: &str| -> Vec<(Value, u64, bool)> {
+        vec![
+            (
+                call(
+                    "edit",
+                    json!({"id": r, "set": {"status": "approved", "decided_by": "alice"}}),
+                ),
+                3,
+                true,
+            ),
+            (
+                call(
+                    "edit",
+                    json!({"id": r, "set": {"decided_at": "2026-11-25T10:00:00Z"}}),
+                ),
+                3,
+                true,
+            ),
+            (call("edit", json!({"id": r, "unset": ["status"]})), 3, true),
+            (call("edit", json!({"id": r, "body": "rm -rf /"})), 3, true),
+            (call("move", json!({"id": r, "action": "approve"})), 3, true),
+            (call("move", json!({"id": r, "action": "reject"})), 3, true),
+            (
+                call("answer", json!({"id": r, "text": "approved"})),
+                3,
+                true,
+            ),
+            (call("claim", json!({"id": r})), 2, false),
+            (call("triage", json!({"id": r, "action": "ack"})), 2, false),
+        ]
+    };
+    for actor in ["bot", "alice"] {
+        let log_before = b.log().len();
+        let steps: Vec<Value> = refs.iter().flat_map(|r| attempts(r)).map(|a| a.0).collect();
+        let expected: Vec<(u64, bool)> = refs
+            .iter()
+            .flat_map(|r| attempts(r))
+            .map(|a| (a.1, a.2))
+            .collect();
+        let r = session(&py, &b, &["--as", actor, "--profile", "full"], json!(steps));
+        for (i, (res, (code, _))) in r.iter().zip(&expected).enumerate() {
+            assert_eq!(
+                res["is_error"],
+                json!(true),
+                "attempt {i} by {actor}: {res}"
+            );
+            assert_eq!(
+                res["value"]["error"]["code"],
+                json!(code),
+                "attempt {i} by {actor}: {res}"
+            );
+        }
+        assert_eq!(b.read("questions/q-perm.md"), before, "{actor}");
+        let new = &b.log()[log_before..];
+        let about: Vec<&Value> = new
+            .iter()
+            .filter(|e| e["doc"] == json!("questions/q-perm.md"))
+            .collect();
+        let alerts: Vec<&Value> = about
+            .iter()
+            .copied()
+            .filter(|e| e["op"] == json!("alert"))
+            .collect();
+        assert_eq!(
+            about.len(),
+            alerts.len(),
+            "only alerts were logged about it: {about:?}"
+        );
+        assert_eq!(
+            alerts.len(),
+            expected.iter().filter(|e| e.1).count(),
+            "{alerts:?}"
+        );
+        for a in &alerts {
+            assert_eq!(a["actor"], json!(actor));
+            assert_eq!(a["doc"], json!("questions/q-perm.md"));
+            assert_eq!(a["via"], json!("mcp"));
+            assert!(
+                a["note"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(&format!("refused: {actor} may not ")),
+                "{a}"
+            );
+        }
+    }
+    // Open, as every reference form shows it; forged once a hand edit claims a decision.
+    let shows: Vec<Value> = refs
+        .iter()
+        .map(|r| call("show", json!({"id": r})))
+        .collect();
+    for res in session(&py, &b, &["--as", "bot"], json!(shows)) {
+        assert_eq!(ok(&res)["decision"], json!({"state": "open"}), "{res}");
+    }
+    b.write(
+        "questions/q-perm.md",
+        before.replace("status: open\n", "status: approved\ndecided_by: alice\n"),
+    );
+    let r = session(
+        &py,
+        &b,
+        &["--as", "bot"],
+        json!([
+            call("show", json!({"id": "questions/q-perm"})),
+            call("list", json!({"query": "region:questions"})),
+            call("status", json!({})),
+        ]),
+    );
+    let forged = json!({"state": "forged", "says": "approved by alice", "why": "the log holds no approve or deny of it by a human"});
+    assert_eq!(ok(&r[0])["decision"], forged);
+    assert_eq!(ok(&r[1])["documents"][0]["decision"], forged, "{}", r[1]);
+    let summary = ok(&r[2])["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("- q-perm Permission: deploy on prod — asked by bot — forged: it says approved by alice, but the log holds no approve or deny of it by a human\n"),
+        "{summary}"
     );
 }
 

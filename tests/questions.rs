@@ -417,7 +417,7 @@ fn a_human_at_a_terminal_decides_after_typing_the_id() {
     let log = b.log();
     let last = log.last().unwrap();
     assert_eq!(last["op"], "edit");
-    assert_eq!(last["note"], "permission denied");
+    assert_eq!(last["note"], "permission denied: network on github.com");
     assert_eq!(last["actor"], "alice");
     assert_eq!(alerts(&b).len(), 1);
     // Decided once: a second decision is a conflict.

@@ -266,6 +266,12 @@ fn remove_deletes_what_setup_created_and_the_directories_it_leaves_empty() {
         let home = tempfile::tempdir().unwrap();
         let before = files(b.root());
         setup(&b, home.path(), &["setup", client, "--mcp"]).ok();
+        if client == "opencode" {
+            // As OpenCode would make it at its first start (it adds a missing `$schema`), so
+            // that it stays as setup left it, for --remove to take away whole.
+            let o = json_of(b.root(), "opencode.json");
+            assert_eq!(o["$schema"], json!("https://opencode.ai/config.json"));
+        }
         let out = setup(&b, home.path(), &["setup", client, "--remove"]);
         out.ok();
         assert!(!out.stdout.contains("restored"), "{client}: {}", out.stdout);
@@ -941,4 +947,72 @@ fn the_opencode_plugin_runs_tavern_hook_for_opencodes_events() {
         b.read(&format!("control/agents/opencode-{pid}.md"))
             .contains("status: active")
     );
+}
+
+/// OpenCode may send a new session's first request to the model while the plugin still
+/// handles session.created: that request waits for the one session-start hook and carries
+/// the board summary in its system prompt; the summary still goes into the session as a
+/// message for the requests after it.
+#[test]
+fn the_opencode_plugin_gives_the_summary_to_a_request_that_beats_it_into_the_session() {
+    let Some(node) = node() else {
+        return;
+    };
+    let b = TestBoard::new();
+    let home = b.root().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    b.run(&["new", "task", "--title", "Plugin work", "--id", "task-o"])
+        .ok();
+    setup(&b, &home, &["setup", "opencode"]).ok();
+    let out = opencode(
+        &b,
+        node,
+        json!([
+            {"together": [
+                session_event("session.created", "ses_1", None),
+                {"system": {"sessionID": "ses_1"}}
+            ]},
+            {"system": {"sessionID": "ses_1"}},
+        ]),
+    );
+    let pid = out["pid"].as_u64().unwrap().to_string();
+    let name = format!("opencode-{pid}");
+    let steps = out["steps"].as_array().unwrap();
+    assert_eq!(
+        steps[0]["ran"],
+        json!([[
+            "tavern",
+            "hook",
+            "opencode",
+            "session-start",
+            "--pid",
+            pid,
+            "--session",
+            "ses_1"
+        ]]),
+        "one session-start hook, however many wait for it"
+    );
+    let system = steps[0]["together"][1]["system"].as_array().unwrap();
+    assert_eq!(system.len(), 2, "{system:?}");
+    assert!(
+        system[1]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("This project coordinates agents on a tavern board. You are registered as agent `{name}`")),
+        "{system:?}"
+    );
+    assert!(system[1].as_str().unwrap().contains("task-o Plugin work"));
+    let prompts = steps[0]["prompts"].as_array().unwrap();
+    assert_eq!(prompts.len(), 1, "{prompts:?}");
+    assert_eq!(prompts[0]["body"]["noReply"], json!(true));
+    // Once the summary is in the session, a request carries only the agent's name.
+    let later = steps[1]["system"].as_array().unwrap();
+    assert_eq!(later.len(), 1, "{later:?}");
+    let log = b.log();
+    let notes: Vec<&Value> = log
+        .iter()
+        .filter(|e| e["actor"] == json!(name) && e["op"] == "agent")
+        .map(|e| &e["note"])
+        .collect();
+    assert_eq!(notes, [&json!("registered")]);
 }

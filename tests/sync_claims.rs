@@ -478,8 +478,11 @@ fn an_expired_claim_is_taken_over_from_another_clone_and_the_old_claimant_is_fen
     net.run(1, &["claim", "t00", "--as", "y"])
         .code(3)
         .stderr_has("already claimed by x (status working");
-    // x's heartbeat renews its record: a new record, same holder and epoch.
+    // x's heartbeat renews its record once it is a quarter of the lease old (c0's lease
+    // is 4s for this): a new record, same holder and epoch.
     net.run(0, &["agent", "register", "--name", "x"]).ok();
+    set_lease(&net, 0, "4s");
+    std::thread::sleep(std::time::Duration::from_millis(1100));
     let sha = net.local_ref(0, "t00").unwrap();
     let beat = net.run(0, &["agent", "heartbeat", "--as", "x", "--json"]);
     beat.ok();

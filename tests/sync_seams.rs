@@ -835,3 +835,190 @@ fn a_stale_lock_on_the_remote_is_named_as_such() {
         "pushed"
     );
 }
+
+/// `tavern ARGS` in `dir` with the `git` of `bin` first on PATH (an injected fault).
+fn tavern_with_git(dir: &Path, bin: &Path, args: &[&str]) -> crate::util::Out {
+    let mut c = Command::new(BIN);
+    c.args(args)
+        .current_dir(dir)
+        .env_remove("TAVERN_BOARD")
+        .env_remove("TAVERN_AGENT")
+        .env("USER", "tester")
+        .env(
+            "PATH",
+            format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
+        )
+        .stdin(Stdio::null());
+    git::env(&mut c);
+    crate::util::output(c)
+}
+
+/// A directory holding a `git` that runs the real one, except as `faults` (shell `case`
+/// arms on the git subcommand) say.
+fn faulty_git(dir: &Path, faults: &str) -> PathBuf {
+    let bin = dir.join("faulty-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let real = String::from_utf8(
+        Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .trim()
+    .to_string();
+    let script = bin.join("git");
+    // `git -C DIR SUBCOMMAND …`: the subcommand is the first word after the options.
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nREAL='{real}'\nsub=''\nskip=0\nfor a in \"$@\"; do\n  if [ $skip = 1 ]; then skip=0; continue; fi\n  case \"$a\" in -C|-c) skip=1 ;; -*) ;; *) sub=\"$a\"; break ;; esac\ndone\ncase \"$sub\" in\n{faults}\nesac\nexec \"$REAL\" \"$@\"\n"
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// The push of the board branch reaches the remote, and its answer is lost (the push is
+/// killed while the remote's post-receive hook runs): sync asks the remote, finds its own
+/// commit there, and says pushed.
+#[test]
+fn a_lost_answer_to_the_push_of_the_board_branch_is_found_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, _b, remote) = two_clones(tmp.path());
+    tavern(&a, &["new", "task", "--title", "Sent", "--id", "sent"]).ok();
+    let marker = tmp.path().join("taken");
+    let hook = remote.join("hooks/post-receive");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\ncat >/dev/null\nexec >/dev/null 2>&1\ntouch '{}'\nsleep 60\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let child = spawn(&a, &["sync", "--json"]);
+    eventually("the remote to take the branch", || marker.exists());
+    std::fs::remove_file(&hook).unwrap();
+    // The connection drops: the client's push and the remote's receive-pack die.
+    let mut killed = 0;
+    for pid in pushes_of_the_board_branch(&remote) {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+        killed += 1;
+    }
+    assert!(killed > 0, "no git push to kill");
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let x: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(x["outcome"], "pushed");
+    let here = git(&a, &["rev-parse", "tavern"]);
+    assert_eq!(git(&remote, &["rev-parse", "tavern"]), here);
+    assert_eq!(git(&a, &["rev-parse", "refs/tavern/remote/tavern"]), here);
+    assert_eq!(
+        tavern(&a, &["sync", "--json"]).ok().json()["outcome"],
+        "up-to-date"
+    );
+}
+
+/// The pids of a push of the board branch: the client's `git push` (its lease names the
+/// branch) and the `git-receive-pack` serving it on `remote`.
+fn pushes_of_the_board_branch(remote: &Path) -> Vec<u32> {
+    let remote = remote.to_string_lossy();
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<String> = cmdline
+            .split(|&b| b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let push = args.iter().any(|a| a == "push")
+            && args
+                .iter()
+                .any(|a| a.starts_with("--force-with-lease=refs/heads/tavern:"));
+        let receive = args.iter().any(|a| a.contains("receive-pack"))
+            && args.iter().any(|a| a.contains(remote.as_ref()));
+        if push || receive {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// A push that took the branch but exits non-zero (its per-ref status said accepted): sync
+/// asks the remote and says pushed, not "cannot push".
+#[test]
+fn a_push_that_took_the_branch_but_failed_as_a_whole_is_checked_with_the_remote() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, _b, remote) = two_clones(tmp.path());
+    tavern(&a, &["new", "task", "--title", "Sent"]).ok();
+    let bin = faulty_git(
+        tmp.path(),
+        "push) \"$REAL\" \"$@\"; echo 'fatal: the remote end hung up unexpectedly' >&2; exit 128 ;;",
+    );
+    let out = tavern_with_git(&a, &bin, &["sync", "--json"]);
+    assert_eq!(out.ok().json()["outcome"], "pushed");
+    assert_eq!(
+        git(&remote, &["rev-parse", "tavern"]),
+        git(&a, &["rev-parse", "tavern"])
+    );
+}
+
+/// The push failed and the remote cannot be asked afterwards: exit 7 saying the outcome
+/// is unknown (never "nothing was sent"); the next sync finds out, both when the remote
+/// had taken the branch and when it had not.
+#[test]
+fn a_push_whose_outcome_cannot_be_known_says_so_and_the_next_sync_finds_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, _b, remote) = two_clones(tmp.path());
+    let ask_fails = "ls-remote) echo 'fatal: unable to access the remote' >&2; exit 128 ;;";
+    for (taken, push) in [
+        (
+            true,
+            "push) \"$REAL\" \"$@\"; echo 'fatal: the remote end hung up unexpectedly' >&2; exit 128 ;;",
+        ),
+        (
+            false,
+            "push) echo 'fatal: the remote end hung up unexpectedly' >&2; exit 128 ;;",
+        ),
+    ] {
+        let before = git(&remote, &["rev-parse", "tavern"]);
+        tavern(&a, &["new", "task", "--title", &format!("taken {taken}")]).ok();
+        let bin = faulty_git(tmp.path(), &format!("{push}\n{ask_fails}"));
+        let out = tavern_with_git(&a, &bin, &["sync"]);
+        out.code(7)
+            .stderr_has("the push of the board branch to the remote 'origin' failed (fatal: the remote end hung up unexpectedly) and the remote could not be asked since (fatal: unable to access the remote): it may or may not have taken the branch")
+            .stderr_has("run `tavern sync` again when the remote is reachable: it finds out");
+        assert!(
+            !out.stderr.contains("nothing more was sent"),
+            "{}",
+            out.stderr
+        );
+        let here = git(&a, &["rev-parse", "tavern"]);
+        assert_eq!(
+            git(&remote, &["rev-parse", "tavern"]),
+            if taken { here.clone() } else { before },
+            "taken: {taken}"
+        );
+        let next = tavern(&a, &["sync", "--json"]).ok().json();
+        assert_eq!(
+            next["outcome"],
+            if taken { "up-to-date" } else { "pushed" },
+            "taken: {taken}"
+        );
+        assert_eq!(git(&remote, &["rev-parse", "tavern"]), here);
+        tavern(&a, &["check"]).ok();
+    }
+}

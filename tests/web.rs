@@ -1032,6 +1032,164 @@ fn open_starts_the_desktop_opener_on_the_url_with_its_secret() {
     assert_eq!(seen, format!("{url}\n"));
 }
 
+/// The dashboard's decision is a human's: the actor who runs the server, listed under
+/// humans:, confirming by the id, whatever reference form the page sends. A forged
+/// decision (a hand edit) is shown as forged in what waits on you and on the document's
+/// page, and stays decidable; a server run by someone else decides nothing; a task's
+/// approve or an answer given the request is refused and logged; an observation's action
+/// is the wrong kind; none writes anything.
+#[test]
+fn the_dashboard_decides_as_its_human_and_shows_forged_decisions() {
+    let b = board_with_human();
+    let ask = |id: &str| {
+        b.run(&[
+            "ask",
+            "--permission",
+            "deploy",
+            "--resource",
+            "prod",
+            "--reason",
+            "ship",
+            "--id",
+            id,
+            "--as",
+            "coder-1",
+        ])
+        .ok();
+    };
+    ask("q-perm");
+    let before = b.read("questions/q-perm.md");
+    b.write(
+        "questions/q-perm.md",
+        before.replace("status: open\n", "status: approved\ndecided_by: alice\n"),
+    );
+    let forged = json!({"state": "forged", "says": "approved by alice", "why": "the log holds no approve or deny of it by a human"});
+
+    // Someone not listed under humans: read-only, the forgery shown all the same.
+    let s = serve(&b, "coder-1");
+    let w = s.get("/api/waiting").json();
+    assert_eq!(w["permissions"][0]["id"], "q-perm");
+    assert_eq!(w["permissions"][0]["decision"], forged);
+    assert_eq!(s.get("/api/doc/q-perm").json()["decision"], forged);
+    let r = s.post(
+        "/api/question/q-perm/decide",
+        json!({"approve": true, "confirm": "q-perm"}),
+    );
+    r.status(409);
+    assert!(r.message().contains("read-only"), "{}", r.message());
+    drop(s);
+
+    // The human: a task's approve given the request is no decision (the decide action
+    // is): refused as a conflict and logged, as MCP's move is; an observation's action is
+    // the wrong kind.
+    let s = serve(&b, HUMAN);
+    let alerts = |b: &TestBoard| b.log().iter().filter(|e| e["op"] == "alert").count();
+    let alerts_before = alerts(&b);
+    for r in ["questions%2Fq-perm", "questions%2Fq-perm.md"] {
+        s.post(
+            &format!("/api/task/{r}/transition"),
+            json!({"name": "approve"}),
+        )
+        .status(409);
+        s.post(
+            &format!("/api/observation/{r}/reject"),
+            json!({"note": "no"}),
+        )
+        .status(400);
+    }
+    assert_eq!(alerts(&b), alerts_before + 2);
+    // An answer is no decision: refused as a conflict, whatever the form, and logged.
+    let alerts_before = alerts(&b);
+    for r in [
+        "q-perm",
+        "q-p",
+        "questions%2Fq-perm",
+        "questions%2Fq-perm.md",
+    ] {
+        let res = s.post(
+            &format!("/api/question/{r}/answer"),
+            json!({"text": "approved"}),
+        );
+        res.status(409);
+        assert!(
+            res.message().contains("alice may not answer it"),
+            "{}",
+            res.message()
+        );
+    }
+    assert_eq!(alerts(&b), alerts_before + 4);
+    assert_eq!(
+        b.read("questions/q-perm.md"),
+        before.replace("status: open\n", "status: approved\ndecided_by: alice\n")
+    );
+    let log_len = b.log().len();
+    // Each reference form decides one: its id, a prefix, REGION/ID, the path in the
+    // board, the file's absolute path.
+    let board = b.board();
+    let abs = |id: &str| {
+        board
+            .join(format!("questions/{id}.md"))
+            .to_str()
+            .unwrap()
+            .replace('/', "%2F")
+    };
+    let forms: [(&str, String); 5] = [
+        ("q-a0", "q-a0".into()),
+        ("q-b1", "q-b".into()),
+        ("q-c2", "questions%2Fq-c2".into()),
+        ("q-d3", "questions%2Fq-d3.md".into()),
+        ("q-e4", abs("q-e4")),
+    ];
+    for (i, (id, r)) in forms.iter().enumerate() {
+        ask(id);
+        let res = s.post(
+            &format!("/api/question/{r}/decide"),
+            json!({"approve": i % 2 == 0, "confirm": id}),
+        );
+        res.status(200);
+        let d = s.get(&format!("/api/doc/{id}")).json()["decision"].clone();
+        let state = if i % 2 == 0 { "approved" } else { "denied" };
+        assert_eq!(
+            (d["state"].as_str(), d["by"].as_str()),
+            (Some(state), Some(HUMAN)),
+            "{r}: {d}"
+        );
+        let e = last_entry(&b, &format!("questions/{id}.md"));
+        assert_eq!(
+            (e["actor"].as_str(), e["via"].as_str(), e["note"].as_str()),
+            (
+                Some(HUMAN),
+                Some("dashboard"),
+                Some(format!("permission {state}: deploy on prod").as_str())
+            )
+        );
+    }
+    assert!(b.log()[log_len..].iter().all(|e| e["op"] != "alert"));
+    // The forged one is still waiting, and the human decides it.
+    let w = s.get("/api/waiting").json();
+    let ids: Vec<&str> = w["permissions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["q-perm"]);
+    b.run(&["check"])
+        .code(6)
+        .stderr_has("questions/q-perm.md: forged decision");
+    s.post(
+        "/api/question/q-perm/decide",
+        json!({"approve": false, "confirm": "q-perm"}),
+    )
+    .status(200);
+    assert_eq!(
+        s.get("/api/doc/q-perm").json()["decision"]["state"],
+        "denied"
+    );
+    assert_eq!(s.get("/api/waiting").json()["permissions"], json!([]));
+    b.run(&["check"]).ok();
+}
+
 #[test]
 fn bodies_come_rendered_cleaned_and_bounded() {
     let b = board_with_human();

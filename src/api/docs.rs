@@ -29,7 +29,7 @@ pub enum Shown {
 
 /// A document by id, unique id prefix or REGION/ID, or a file under solutions/ by its
 /// path. Archived documents stay readable: the archive is looked at when the board has
-/// no such document.
+/// no such document. A question carries its decision as the log says it.
 pub fn show(board: &Board, reference: &str) -> Result<Shown> {
     if let Some(rel) = ops::resolve::solution_path(reference) {
         let rel = rel?;
@@ -50,6 +50,8 @@ pub fn show(board: &Board, reference: &str) -> Result<Shown> {
         }
         Err(e) => return Err(e),
     };
+    let mut doc = doc;
+    ops::decisions::annotate_one(board, &mut doc)?;
     Ok(Shown::Doc(doc))
 }
 
@@ -86,6 +88,7 @@ pub fn list(board: &Board, req: &ListRequest) -> Result<Listing> {
         scanned.skipped.extend(old.skipped);
     }
     let mut docs = scanned.docs;
+    ops::decisions::annotate(board, &mut docs)?;
     scan::sort_open_first(board, &mut docs);
     Ok(Listing {
         docs,
@@ -96,9 +99,10 @@ pub fn list(board: &Board, req: &ListRequest) -> Result<Listing> {
 pub use crate::ops::edit::EditSpec;
 pub use crate::ops::new::NewDoc;
 
-/// Creates a task, observation or question from the board's template.
+/// Creates a task, observation or question from the board's template. Fields that only
+/// a command writes are refused, as `edit` refuses them.
 pub fn create(board: &Board, actor: &str, region: Region, spec: &NewDoc) -> Result<Created> {
-    let (doc, entry) = ops::new::create(board, actor, region, spec)?;
+    let (doc, entry) = ops::new::new_document(board, actor, region, spec)?;
     Ok(Created { doc, entry })
 }
 
@@ -108,6 +112,32 @@ pub fn edit(board: &Board, actor: &str, reference: &str, spec: &EditSpec) -> Res
     Ok(Changed::new(ops::edit::edit(
         board, actor, region, &id, spec,
     )?))
+}
+
+/// `edit` for a front-end that edits only the documents of `regions` (the MCP server:
+/// tasks and observations). A reference to another region is refused as the wrong kind,
+/// except an attempt at a human's decision on a question, which is refused as `edit`
+/// refuses it everywhere: exit 3, and an alert in the log.
+pub fn edit_in(
+    board: &Board,
+    actor: &str,
+    reference: &str,
+    spec: &EditSpec,
+    regions: &[Region],
+) -> Result<Changed> {
+    match ops::resolve::resolve(board, reference, regions) {
+        Ok((region, id)) => Ok(Changed::new(ops::edit::edit(
+            board, actor, region, &id, spec,
+        )?)),
+        Err(e) => {
+            if !regions.contains(&Region::Questions)
+                && let Ok((_, id)) = ops::resolve::resolve(board, reference, &[Region::Questions])
+            {
+                ops::edit::refuse_decision(board, actor, &id, spec)?;
+            }
+            Err(e)
+        }
+    }
 }
 
 /// The documents on the board, by region and id (archived ones left out).

@@ -61,6 +61,9 @@ pub fn meaning(kind: Kind) -> &'static str {
         Kind::Unconfirmed => {
             "the board's remote could not confirm the claim or move, so nothing changed: try again when it is reachable"
         }
+        Kind::Unknown => {
+            "the board's remote may have taken the claim or move but its answer was lost: make the same call again, which finds out"
+        }
     }
 }
 

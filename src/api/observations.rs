@@ -50,8 +50,12 @@ pub fn reject(
     reference: &str,
     opts: &crate::ops::transition::Options,
 ) -> Result<Changed> {
-    let (region, _) =
-        crate::ops::resolve::resolve(board, reference, &[Region::Tasks, Region::Observations])?;
+    let (region, _) = crate::ops::resolve::resolve_kinds(
+        board,
+        reference,
+        &[Region::Tasks, Region::Observations],
+        "reject works on tasks in review and on observations",
+    )?;
     if region == Region::Tasks {
         return super::tasks::transition(board, actor, reference, "reject", opts);
     }

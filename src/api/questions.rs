@@ -126,3 +126,104 @@ pub fn approve(
     }
     decide(board, actor, &id, true, opts.if_rev, confirm)
 }
+
+/// A task command (a transition, a move) given a permission request: approving (`Some(true)`)
+/// or rejecting (`Some(false)`) one is an attempt at a human's decision, refused as `approve`
+/// and `deny` refuse it without a terminal (exit 3, an alert in the log). Anything else
+/// keeps `err`, the task command's own refusal.
+pub(crate) fn decision_attempt(
+    board: &Board,
+    actor: &str,
+    reference: &str,
+    approve: Option<bool>,
+    err: crate::error::Error,
+) -> crate::error::Error {
+    let Some(approve) = approve else {
+        return err;
+    };
+    let Ok((_, id)) = crate::ops::resolve::resolve(board, reference, &[Region::Questions]) else {
+        return err;
+    };
+    match crate::store::read_doc(board, Region::Questions, &id) {
+        Ok(doc) if crate::ops::decisions::is_permission(&doc) => {
+            match questions::decide(board, actor, &id, approve, None, None) {
+                Err(refused) => refused,
+                Ok(_) => err,
+            }
+        }
+        _ => err,
+    }
+}
+
+/// What a wait for a question ended with.
+#[derive(Debug, Serialize)]
+#[serde(tag = "outcome", rename_all = "lowercase")]
+pub enum Waited {
+    /// A human decided the permission request (the log holds it).
+    Decided {
+        id: String,
+        decision: crate::doc::decision::Decision,
+    },
+    /// The question was answered.
+    Answered {
+        id: String,
+        answer: Option<String>,
+        answered_by: Option<String>,
+    },
+}
+
+/// Waits until a human decides permission request `id` (as the log says it: a forged
+/// decision never ends the wait, and `forged` hears of each one when it first appears), or
+/// until question `id` is answered. Reads the file every `poll` (an unreadable one does
+/// not end the wait), and the log only when the file or the log changed since the last
+/// look and the file claims a decision.
+pub fn wait(
+    board: &Board,
+    id: &str,
+    poll: std::time::Duration,
+    forged: &mut dyn FnMut(&crate::doc::decision::Decision),
+) -> Result<Waited> {
+    use crate::doc::decision::Decision;
+    let mut seen: Option<(String, u64)> = None;
+    let mut told: Option<Decision> = None;
+    loop {
+        let mut doc = match crate::store::read_doc(board, Region::Questions, id) {
+            Ok(doc) => doc,
+            // Half written by hand (`cat >` truncates first), or broken: an unreadable
+            // file decides nothing, so the wait goes on.
+            Err(crate::error::Error::InvalidDoc { .. }) => {
+                std::thread::sleep(poll);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        if crate::ops::decisions::is_permission(&doc) {
+            let log_len = std::fs::metadata(board.log_path()).map_or(0, |m| m.len());
+            let now = (doc.raw.clone(), log_len);
+            if seen.as_ref() != Some(&now) {
+                crate::ops::decisions::annotate_one(board, &mut doc)?;
+                match doc.decision.take() {
+                    Some(d @ (Decision::Approved { .. } | Decision::Denied { .. })) => {
+                        return Ok(Waited::Decided {
+                            id: doc.id().to_string(),
+                            decision: d,
+                        });
+                    }
+                    Some(d @ Decision::Forged { .. }) if told.as_ref() != Some(&d) => {
+                        forged(&d);
+                        told = Some(d);
+                    }
+                    _ => {}
+                }
+                seen = Some(now);
+            }
+        } else if doc.status() == Some("answered") {
+            return Ok(Waited::Answered {
+                id: doc.id().to_string(),
+                answer: doc.text("answer"),
+                answered_by: doc.text("answered_by"),
+            });
+        }
+        std::thread::sleep(poll);
+    }
+}

@@ -74,7 +74,8 @@ pub struct Summary {
     pub findings: IndexMap<String, Vec<Finding>>,
     /// Tasks by state, in the workflow's order; empty states left out.
     pub tasks: IndexMap<String, Vec<Brief>>,
-    /// Open questions, oldest first.
+    /// Open questions, oldest first: those waiting for an answer or a human's decision
+    /// (forged decisions included).
     pub questions: Vec<OpenQuestion>,
     pub stuck: Vec<Stuck>,
     pub skipped: Vec<Skipped>,
@@ -95,6 +96,7 @@ pub fn summary(
     let scanned = scan::scan_matching(board, &Region::ALL, in_context)?;
     let mut docs = scanned.docs;
     scan::sort_best_first(&mut docs);
+    crate::ops::decisions::annotate(board, &mut docs)?;
     let workflow = &board.config.workflow;
     let tasks: Vec<&Document> = docs.iter().filter(|d| d.region == Region::Tasks).collect();
 
@@ -152,7 +154,7 @@ pub fn summary(
 
     let mut questions: Vec<&Document> = docs
         .iter()
-        .filter(|d| d.region == Region::Questions && d.status() == Some("open"))
+        .filter(|d| d.region == Region::Questions && crate::ops::decisions::is_open(d))
         .collect();
     questions.sort_by(|a, b| {
         a.created_at()
@@ -298,6 +300,9 @@ impl Summary {
             let mut extra = format!(" — asked by {}", q.asked_by.as_deref().unwrap_or("?"));
             if !q.blocks.is_empty() {
                 extra.push_str(&format!(", blocks {}", q.blocks.join(", ")));
+            }
+            if let Some(d) = q.decision.as_ref().filter(|d| d.is_forged()) {
+                extra.push_str(&format!(" — {}", blank_controls(&d.describe())));
             }
             o.push_str(&item(&q.id, &q.title, None, &extra));
         }

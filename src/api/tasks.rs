@@ -38,7 +38,13 @@ pub fn transition(
     name: &str,
     opts: &Options,
 ) -> Result<Changed> {
-    let id = task_id(board, reference)?;
+    let verb = match name {
+        "approve" => Some(true),
+        "reject" => Some(false),
+        _ => None,
+    };
+    let id = task_id(board, reference)
+        .map_err(|e| super::questions::decision_attempt(board, actor, reference, verb, e))?;
     Changed::new(transition::transition(board, actor, &id, name, opts)?).local(board, opts.local)
 }
 
@@ -50,7 +56,13 @@ pub fn move_to(
     state: &str,
     opts: &Options,
 ) -> Result<Changed> {
-    let id = task_id(board, reference)?;
+    let verb = match state {
+        "approved" => Some(true),
+        "denied" => Some(false),
+        _ => None,
+    };
+    let id = task_id(board, reference)
+        .map_err(|e| super::questions::decision_attempt(board, actor, reference, verb, e))?;
     Changed::new(transition::move_to(board, actor, &id, state, opts)?).local(board, opts.local)
 }
 

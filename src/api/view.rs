@@ -9,7 +9,8 @@ use crate::doc::Document;
 
 pub use crate::scan::Skipped;
 
-/// A document as JSON, without its body: id, region, path, rev, fields.
+/// A document as JSON, without its body: id, region, path, rev, fields, and a question's
+/// decision as the log says it (`{"state": "forged", "says": …, "why": …}`).
 pub fn doc<S: Serializer>(doc: &Document, s: S) -> Result<S::Ok, S::Error> {
     write_doc(doc, false, None, s)
 }
@@ -47,6 +48,9 @@ pub(crate) fn write_doc<S: Serializer>(
     m.serialize_entry("fields", &doc.fields)?;
     if doc.archived {
         m.serialize_entry("archived", &true)?;
+    }
+    if let Some(d) = &doc.decision {
+        m.serialize_entry("decision", d)?;
     }
     if body {
         m.serialize_entry("body", doc.body())?;

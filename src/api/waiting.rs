@@ -6,6 +6,7 @@ use super::columns::{Card, Paging};
 use super::view::Skipped;
 use crate::board::Board;
 use crate::doc::Document;
+use crate::doc::decision::Decision;
 use crate::error::Result;
 use crate::query::Query;
 
@@ -24,6 +25,9 @@ pub struct OpenQuestion {
     /// Its body (markdown, untrusted), for a reader that shows it; a digest leaves it out.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub body: Option<String>,
+    /// Set when the file claims a decision the log does not hold (forged): it still waits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
 }
 
 impl OpenQuestion {
@@ -39,6 +43,7 @@ impl OpenQuestion {
             blocks: d.list("blocks"),
             rev: d.rev(),
             body: with_body.then(|| d.body().to_string()),
+            decision: d.decision.clone(),
         }
     }
 }
@@ -55,6 +60,8 @@ pub struct PermissionRequest {
     pub reason: String,
     pub body: String,
     pub rev: u64,
+    /// As the log says it: open, or forged (the file claims a decision no human made).
+    pub decision: Option<Decision>,
 }
 
 /// What waits on a human: open questions, open permission requests, tasks in review.
@@ -103,6 +110,7 @@ pub fn waiting(board: &Board) -> Result<Waiting> {
                 reason: d.text("reason").unwrap_or_default(),
                 body: d.body().to_string(),
                 rev: d.rev(),
+                decision: d.decision.clone(),
             });
         } else {
             questions.push(OpenQuestion::of(d, true));

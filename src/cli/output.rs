@@ -74,12 +74,7 @@ pub fn doc_table(docs: &[Document]) -> String {
                 .or_else(|| d.text("severity"))
                 .unwrap_or_else(|| "-".into());
             let owner = d.str("claimed_by").unwrap_or("-").to_string();
-            let status = d.status().unwrap_or("-");
-            let status = if d.archived {
-                format!("{status} (archived)")
-            } else {
-                status.to_string()
-            };
+            let status = status_cell(d);
             [
                 cell(d.id()),
                 cell(&status),
@@ -90,6 +85,35 @@ pub fn doc_table(docs: &[Document]) -> String {
         })
         .collect();
     table(["ID", "STATUS", "PRI", "OWNER", "TITLE"], &rows)
+}
+
+/// A document's status as tables show it: `(archived)` for one in the archive, and
+/// `(forged)` for a decision the log does not hold.
+pub fn status_cell(d: &Document) -> String {
+    let mut status = d.status().unwrap_or("-").to_string();
+    if d.decision.as_ref().is_some_and(|x| x.is_forged()) {
+        status.push_str(" (forged)");
+    }
+    if d.archived {
+        status.push_str(" (archived)");
+    }
+    status
+}
+
+/// One warning per document whose decision is forged: what it claims, and why it does
+/// not count.
+pub fn forged_warnings(docs: &[Document]) -> Vec<String> {
+    docs.iter()
+        .filter_map(|d| {
+            let x = d.decision.as_ref().filter(|x| x.is_forged())?;
+            // The file's own words (who it says decided) are agent-written: no escapes.
+            Some(cell(&format!(
+                "{}: {} (it counts as undecided; a human decides it with approve or deny)",
+                d.rel_path(),
+                x.describe()
+            )))
+        })
+        .collect()
 }
 
 /// Columns padded to their widest cell, two spaces apart; the last one is not padded.

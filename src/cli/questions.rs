@@ -38,6 +38,10 @@ pub struct AskArgs {
     /// Choose the id instead of generating one
     #[arg(long)]
     pub id: Option<String>,
+    /// Then wait until a human decides it (a question: until it is answered); exit 0 when
+    /// approved or answered, 3 when denied. A decision forged by hand does not end the wait.
+    #[arg(long)]
+    pub wait: bool,
 }
 
 #[derive(Debug, Args)]
@@ -87,8 +91,34 @@ pub fn ask(ctx: &Ctx, a: AskArgs) -> Result<ExitCode> {
         context: a.context,
         permission,
     };
-    ctx.print(&questions::ask(&board, &actor, &spec)?)
+    let asked = questions::ask(&board, &actor, &spec)?;
+    let code = ctx.print(&asked)?;
+    if !a.wait {
+        return Ok(code);
+    }
+    let id = asked.created.doc.id().to_string();
+    let mut forged = |d: &tavern::doc::decision::Decision| {
+        super::render::warn(&super::output::cell(&format!(
+            "{id}: {} (still waiting for a human)",
+            d.describe()
+        )));
+    };
+    let waited = questions::wait(&board, &id, WAIT_POLL, &mut forged)?;
+    let code = ctx.print(&waited)?;
+    match waited {
+        questions::Waited::Decided {
+            decision: tavern::doc::decision::Decision::Denied { by, .. },
+            ..
+        } => Err(Error::conflict(
+            asked.created.doc.rel_path(),
+            format!("permission request {id} was denied by {by}"),
+        )),
+        _ => Ok(code),
+    }
 }
+
+/// How often `ask --wait` looks at the question.
+const WAIT_POLL: std::time::Duration = std::time::Duration::from_millis(500);
 
 pub fn answer(ctx: &Ctx, a: AnswerArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
@@ -143,6 +173,10 @@ impl super::render::Render for QuestionTable<'_> {
     fn warnings(&self) -> Vec<String> {
         super::render::skipped_warnings(&self.0.skipped)
     }
+
+    fn warnings_after(&self) -> Vec<String> {
+        super::output::forged_warnings(&self.0.docs)
+    }
 }
 
 /// The table of `questions`: who asked, what it blocks, and the answer once there is one
@@ -155,7 +189,7 @@ fn question_table(docs: &[tavern::doc::Document]) -> String {
         .map(|d| {
             [
                 cell(d.id()),
-                cell(d.status().unwrap_or("-")),
+                cell(&super::output::status_cell(d)),
                 cell(d.str("asked_by").unwrap_or("-")),
                 cell(&or_dash(d.list("blocks").join(","))),
                 cell(d.title()),

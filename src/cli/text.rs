@@ -31,6 +31,10 @@ impl Render for Listing {
     fn warnings(&self) -> Vec<String> {
         skipped_warnings(&self.skipped)
     }
+
+    fn warnings_after(&self) -> Vec<String> {
+        output::forged_warnings(&self.docs)
+    }
 }
 
 impl Render for Shown {
@@ -38,6 +42,14 @@ impl Render for Shown {
         match self {
             Shown::Doc(doc) => out(&doc.raw),
             Shown::Solution { body, .. } => out(body),
+        }
+    }
+
+    /// A forged decision is said before the file, which claims it.
+    fn warnings(&self) -> Vec<String> {
+        match self {
+            Shown::Doc(doc) => output::forged_warnings(std::slice::from_ref(doc)),
+            Shown::Solution { .. } => Vec::new(),
         }
     }
 }
@@ -266,6 +278,30 @@ impl Render for Asked {
 
     fn warnings(&self) -> Vec<String> {
         self.warnings.clone()
+    }
+}
+
+impl Render for tavern::api::questions::Waited {
+    fn text(&self) -> Result<()> {
+        use tavern::api::questions::Waited;
+        use tavern::doc::decision::Decision;
+        let text = match self {
+            Waited::Decided { id, decision } => match decision {
+                Decision::Approved { by, .. } => format!("approved {id} by {by}"),
+                Decision::Denied { by, .. } => format!("denied {id} by {by}"),
+                other => format!("{id}: {}", other.describe()),
+            },
+            Waited::Answered {
+                id,
+                answer,
+                answered_by,
+            } => format!(
+                "answered {id} by {}: {}",
+                answered_by.as_deref().unwrap_or("?"),
+                answer.as_deref().unwrap_or("")
+            ),
+        };
+        line(&output::cell(&text))
     }
 }
 

@@ -1,6 +1,7 @@
 //! Documents: a markdown file with YAML frontmatter, kept as its exact text plus the
 //! parsed fields. Edits go through [`edit`] so that only changed lines change.
 
+pub mod decision;
 pub mod edit;
 pub mod fast;
 pub mod split;
@@ -65,6 +66,9 @@ pub struct Document {
     pub fields: Map<String, Value>,
     /// Lives under `archive/<region>/` rather than in its region.
     pub archived: bool,
+    /// A question's human decision as the log says it, once a reader derived it
+    /// (`ops::decisions::annotate`); None for every other document.
+    pub decision: Option<decision::Decision>,
     /// Byte offsets of the frontmatter inside `raw`.
     fm_start: usize,
     fm_end: usize,
@@ -121,6 +125,7 @@ impl Document {
             region,
             file_id: file_id.to_string(),
             archived: false,
+            decision: None,
             raw,
             fields,
             fm_start,
@@ -141,6 +146,7 @@ impl Document {
             region,
             file_id: file_id.to_string(),
             archived: false,
+            decision: None,
             raw,
             fields: Map::new(),
             fm_start: 0,

@@ -84,6 +84,7 @@ pub(crate) fn read_dir(
         now: Clocks::now(),
         fingerprint: fingerprint(board),
         listing: OnceLock::new(),
+        shares: OnceLock::new(),
         needles,
     };
     area.read(dir_key, keep)
@@ -101,6 +102,9 @@ struct Area<'a> {
     fingerprint: u64,
     /// The directory's `*.md` names less `.md`, listed once when some bucket needs them.
     listing: OnceLock<std::result::Result<Vec<String>, String>>,
+    /// The listing's names by bucket (indices into it), split once: every bucket takes its
+    /// share without going over the whole listing (which would cost buckets × names).
+    shares: OnceLock<Vec<Vec<usize>>>,
     /// Words the documents wanted must hold (see `Query::needles`).
     needles: &'a [Vec<String>],
 }
@@ -229,6 +233,17 @@ impl Area<'_> {
         }
     }
 
+    /// The listing split by bucket, for `count` buckets (one count per read).
+    fn shares(&self, all: &[String], count: usize) -> &[Vec<usize>] {
+        self.shares.get_or_init(|| {
+            let mut shares = vec![Vec::new(); count];
+            for (i, name) in all.iter().enumerate() {
+                shares[bucket_of(name, count)].push(i);
+            }
+            shares
+        })
+    }
+
     fn read_bucket(
         &self,
         manifest: &Manifest,
@@ -254,9 +269,9 @@ impl Area<'_> {
             part.changed = true;
             match self.listing() {
                 Ok(all) => Some(
-                    all.iter()
-                        .map(String::as_str)
-                        .filter(|n| bucket_of(n, count) == b)
+                    self.shares(all, count)[b]
+                        .iter()
+                        .map(|&i| all[i].as_str())
                         .collect(),
                 ),
                 Err(e) => {
@@ -561,6 +576,54 @@ mod tests {
         // Any other stat data (here: a different ctime) and it is read again.
         with_bucket(&board, |b| b.entries[0].key.ctime -= 1);
         assert_eq!(titles(&board), ["first"]);
+    }
+
+    #[test]
+    fn needles_pass_over_only_plain_cached_documents() {
+        let (_dir, board) = board();
+        let path = board.root.join("tasks/t-1.md");
+        // A value YAML reads as `pending` though its text does not hold the word.
+        std::fs::write(
+            &path,
+            "---\nid: t-1\ntitle: escaped\nstatus: \"pend\\u0069ng\"\n---\n",
+        )
+        .unwrap();
+        let pending = |board: &Board| {
+            read_dir(
+                board,
+                Region::Tasks,
+                false,
+                &[vec!["pending".into()]],
+                &|d| d.status() == Some("pending"),
+            )
+            .unwrap()
+            .docs
+            .len()
+        };
+        assert_eq!(pending(&board), 1, "read from the file");
+        with_bucket(&board, |b| {
+            assert!(
+                !b.entries[0].plain,
+                "a quoted scalar is not in the plain subset"
+            );
+            b.entries[0].racy = false;
+        });
+        assert_eq!(
+            pending(&board),
+            1,
+            "a cached document that is not plain is parsed"
+        );
+        // Were it marked plain, the needle would pass over it: why `plain` must be exact.
+        with_bucket(&board, |b| b.entries[0].plain = true);
+        assert_eq!(pending(&board), 0);
+        // A plain document that holds the needle in any case is parsed, and then matched.
+        std::fs::write(&path, doc("t-1", "plain")).unwrap();
+        assert_eq!(pending(&board), 1);
+        with_bucket(&board, |b| {
+            assert!(b.entries[0].plain, "what tavern writes is plain");
+            b.entries[0].racy = false;
+        });
+        assert_eq!(pending(&board), 1, "parsed from the index");
     }
 
     #[test]

@@ -85,12 +85,21 @@ pub fn cut(text: &str, from: usize, max: usize) -> (String, Option<Cut>) {
 
 /// A document's place and fields, without its body.
 pub fn doc(d: &Document) -> Value {
-    json!({
+    let mut v = json!({
         "id": d.id(),
         "path": d.rel_path(),
         "rev": d.rev(),
         "fields": Value::Object(d.fields.clone()),
-    })
+    });
+    with_decision(&mut v, d);
+    v
+}
+
+/// A question's decision as the log says it (a forged one says so), beside its fields.
+fn with_decision(v: &mut Value, d: &Document) {
+    if let Some(x) = &d.decision {
+        v["decision"] = json!(x);
+    }
 }
 
 /// One row of a list: enough to choose, not the whole document.
@@ -110,6 +119,7 @@ pub fn row(d: &Document) -> Value {
             v[key] = x.clone();
         }
     }
+    with_decision(&mut v, d);
     v
 }
 

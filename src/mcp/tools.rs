@@ -702,9 +702,6 @@ struct EditArgs {
 
 fn edit(ctx: &Ctx, args: Value) -> Result<Value> {
     let a: EditArgs = parse("edit", args)?;
-    // Questions are left to humans and to ask/answer: an edit could decide a permission.
-    let (region, id) =
-        api::docs::resolve(&ctx.board, &a.id, &[Region::Tasks, Region::Observations])?;
     let pairs = |m: Option<serde_json::Map<String, Value>>| -> Vec<(String, Value)> {
         m.unwrap_or_default().into_iter().collect()
     };
@@ -722,8 +719,15 @@ fn edit(ctx: &Ctx, args: Value) -> Result<Value> {
             "edit: nothing to edit: give set, unset, add, remove or body",
         ));
     }
-    let reference = format!("{}/{id}", region.dir());
-    let edited = api::docs::edit(&ctx.board, &ctx.actor, &reference, &spec)?;
+    // Questions are left to humans and to ask/answer; an attempt at a human's decision is
+    // refused as such (and logged).
+    let edited = api::docs::edit_in(
+        &ctx.board,
+        &ctx.actor,
+        &a.id,
+        &spec,
+        &[Region::Tasks, Region::Observations],
+    )?;
     Ok(value(&edited))
 }
 

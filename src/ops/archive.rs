@@ -6,6 +6,7 @@ use crate::doc::{Document, Region};
 use crate::error::{Error, Result};
 use crate::layout;
 use crate::log::Entry;
+use crate::ops::decisions;
 use crate::query::Query;
 use crate::scan::{self, finished};
 use crate::store::{self, Step, Write};
@@ -22,7 +23,10 @@ pub fn archive_one(
     let from = board.doc_path(region, id);
     let to = layout::archived_doc(&board.root, region, id);
     let (_, entry) = store::change(board, &[layout::doc_lock(region, id)], || {
-        let doc = store::read_doc(board, region, id)?;
+        let mut doc = store::read_doc(board, region, id)?;
+        if must_be_finished {
+            decisions::annotate_one(board, &mut doc)?;
+        }
         if must_be_finished && !finished(board, &doc) {
             return Ok(((), None)); // It moved on since the scan.
         }
@@ -177,7 +181,9 @@ pub fn archive(
     Ok(moved)
 }
 
-/// What `archive` would move now (`archive --dry-run`), best first by path.
+/// What `archive` would move now (`archive --dry-run`), best first by path. A question
+/// that says it was decided, when the log holds no human's decision of it, is not
+/// finished: archived, it would leave the waiting list while still waiting.
 pub fn candidates(
     board: &Board,
     query: &Query,
@@ -195,9 +201,11 @@ pub fn candidates(
             .and_then(|t| crate::time::parse_time(t, now))
             .is_some_and(|t| now - t > age),
     };
-    let found = scan::scan_matching(board, &regions, |d| {
+    let mut found = scan::scan_matching(board, &regions, |d| {
         finished(board, d) && old_enough(d) && query.matches(d, now)
     })?;
+    decisions::annotate(board, &mut found.docs)?;
+    found.docs.retain(|d| finished(board, d));
     Ok(found.docs)
 }
 

@@ -5,11 +5,12 @@ use serde_json::Value;
 use crate::board::Board;
 use crate::doc::Region;
 use crate::doc::edit::FieldEdit;
-use crate::error::{Command, Error, Input, Kind, Result};
+use crate::error::{Error, Input, Kind, Result};
 use crate::log::Entry;
 use crate::msg;
 
-use super::{Change, Outcome, mutate};
+use super::owned::{self, How, Refusal, Write};
+use super::{Change, Outcome, decisions, mutate};
 
 #[derive(Clone, Debug, Default)]
 pub struct EditSpec {
@@ -35,46 +36,67 @@ impl EditSpec {
 
 /// Fields only tavern writes: changing them by hand would break the file name or the rev.
 const MANAGED: [&str; 2] = ["id", "rev"];
-/// Fields that transitions own: changing them with `edit` would skip the workflow.
-const WORKFLOW_OWNED: [&str; 3] = ["status", "claimed_by", "claimed_at"];
 
-fn check_keys(spec: &EditSpec, region: Region) -> Result<()> {
-    let keys = spec
-        .sets
-        .iter()
-        .map(|(k, _)| k)
-        .chain(spec.unsets.iter())
-        .chain(spec.adds.iter().map(|(k, _)| k))
-        .chain(spec.removes.iter().map(|(k, _)| k));
-    for key in keys {
+fn check_keys(spec: &EditSpec) -> Result<()> {
+    for (key, _) in writes(spec) {
         if !crate::query::is_field_name(key) {
             return Err(Error::usage(format!(
                 "'{key}' is not a field name (letters, digits, _ - .)"
             )));
         }
-        if MANAGED.contains(&key.as_str()) {
+        if MANAGED.contains(&key) {
             return Err(Error::usage(format!(
                 "'{key}' is managed by tavern and cannot be edited"
             )));
         }
-        if region == Region::Tasks && WORKFLOW_OWNED.contains(&key.as_str()) && !spec.force {
-            return Err(Error::request(
-                Kind::Usage,
-                msg!(
-                    format!("'{key}' of a task changes through its workflow: use `"),
-                    Command::Move,
-                    "`, `",
-                    Command::Claim,
-                    "` or `",
-                    Command::Release,
-                    "` (or ",
-                    Input::Force,
-                    " to override, which is logged)"
-                ),
-            ));
-        }
     }
     Ok(())
+}
+
+/// Every field the edit writes, and how.
+fn writes(spec: &EditSpec) -> impl Iterator<Item = (&str, Write<'_>)> {
+    spec.sets
+        .iter()
+        .map(|(k, v)| (k.as_str(), Write::Set(v)))
+        .chain(spec.unsets.iter().map(|k| (k.as_str(), Write::Unset)))
+        .chain(
+            spec.adds
+                .iter()
+                .chain(&spec.removes)
+                .map(|(k, _)| (k.as_str(), Write::List)),
+        )
+}
+
+/// A field of the edit that only a command may write (see [`owned`]), on a document of
+/// `region` that is (or is not) a permission request: a forged decision first, since that
+/// is logged whatever else is wrong.
+fn owned_refusal(
+    board: &Board,
+    region: Region,
+    permission: bool,
+    spec: &EditSpec,
+) -> Option<Refusal> {
+    let how = How::Edit { force: spec.force };
+    // The body of a permission request is what the human read before deciding.
+    let body =
+        (permission && spec.body.is_some()).then(|| Refusal::Decision("change the body".into()));
+    owned::first(body.into_iter().chain(
+        writes(spec).filter_map(|(key, w)| owned::check(board, region, permission, key, w, how)),
+    ))
+}
+
+/// Refuses (exit 3, an alert in the log) an edit of question `id` that would write a
+/// human's decision, for a front-end that does not edit questions at all: an attempt at a
+/// decision is said as such there too. Ok when the edit would not.
+pub fn refuse_decision(board: &Board, actor: &str, id: &str, spec: &EditSpec) -> Result<()> {
+    let doc = crate::store::read_doc(board, Region::Questions, id)?;
+    let permission = decisions::is_permission(&doc);
+    match owned_refusal(board, Region::Questions, permission, spec) {
+        Some(Refusal::Decision(what)) => {
+            Err(decisions::refuse(board, actor, &doc.rel_path(), id, &what))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The list value of a field after adding or removing items.
@@ -116,8 +138,26 @@ pub fn edit(
     id: &str,
     spec: &EditSpec,
 ) -> Result<Outcome> {
-    check_keys(spec, region)?;
-    mutate(board, region, id, spec.if_rev, |doc| {
+    check_keys(spec)?;
+    let path = format!("{}/{id}.md", region.dir());
+    // A task's workflow fields are refused before reading it; a question's need to know
+    // whether it is a permission request, so they are checked once it is read, under its
+    // lock.
+    if region != Region::Questions
+        && let Some(Refusal::Workflow(e)) = owned_refusal(board, region, false, spec)
+    {
+        return Err(e);
+    }
+    let mut forged = None;
+    let outcome = mutate(board, region, id, spec.if_rev, |doc| {
+        match owned_refusal(board, region, decisions::is_permission(doc), spec) {
+            Some(Refusal::Workflow(e)) => return Err(e),
+            Some(Refusal::Decision(what)) => {
+                forged = Some(what);
+                return Err(Error::conflict(doc.rel_path(), "a human's decision"));
+            }
+            None => {}
+        }
         let mut edits = Vec::new();
         for (k, v) in &spec.sets {
             edits.push(FieldEdit::Set(k.clone(), v.clone()));
@@ -234,5 +274,9 @@ pub fn edit(
             ..Entry::default()
         };
         Ok(Some(Change { edits, body, entry }))
-    })
+    });
+    match forged {
+        Some(what) => Err(decisions::refuse(board, actor, &path, id, &what)),
+        None => outcome,
+    }
 }

@@ -3,10 +3,12 @@
 
 pub mod archive;
 pub mod completion;
+pub mod decisions;
 pub mod edit;
 pub mod graph;
 pub mod new;
 pub mod observations;
+pub mod owned;
 pub mod pause;
 pub mod questions;
 pub mod resolve;
@@ -85,7 +87,19 @@ impl Locked {
     }
 
     /// Writes `change` (with a new `updated_at` and `rev`) and logs it.
-    pub fn write(self, board: &Board, mut change: Change) -> Result<Outcome> {
+    pub fn write(self, board: &Board, change: Change) -> Result<Outcome> {
+        self.write_then(board, change, |_| Ok(()))
+    }
+
+    /// Writes `change` as [`Locked::write`] does, then runs `after` while the lock is still
+    /// held (state that must follow the document under its lock: what a connected board's
+    /// copy of the task took into account).
+    pub fn write_then(
+        self,
+        board: &Board,
+        mut change: Change,
+        after_write: impl FnOnce(&Outcome) -> Result<()>,
+    ) -> Result<Outcome> {
         let before = self.doc;
         let now = crate::time::now();
         let rev = before.rev() + 1;
@@ -123,10 +137,13 @@ impl Locked {
                 entry,
             },
         )?;
-        Ok(Outcome {
+        let outcome = Outcome {
             doc: after,
             entry: Some(entry),
-        })
+        };
+        after_write(&outcome)?;
+        drop(self.held);
+        Ok(outcome)
     }
 }
 

@@ -11,6 +11,8 @@ use crate::log::{self, Entry};
 use crate::msg;
 use crate::store::{self, Step, Write};
 
+use super::owned::{self, How, Refusal};
+
 /// Everything `tavern new` can say about a new document.
 #[derive(Clone, Debug, Default)]
 pub struct NewDoc {
@@ -86,6 +88,50 @@ pub fn drop_empty_sections(body: &str) -> String {
     format!("{}\n", kept.trim_end())
 }
 
+/// `tavern new`: a document as the user describes it. A field that only a command writes
+/// (a task's claim or a status past the first, a question's answer or a human's decision)
+/// is refused as `edit` refuses it ([`super::owned`]); the decision fields are logged as an
+/// alert.
+pub fn new_document(
+    board: &Board,
+    actor: &str,
+    region: Region,
+    spec: &NewDoc,
+) -> Result<(Document, Entry)> {
+    let path = match &spec.id {
+        Some(id) => format!("{}/{id}.md", region.dir()),
+        None => format!("the new {}", region.kind()),
+    };
+    for (key, value) in &spec.sets {
+        // A value the schema refuses is said as such first (`status=bogus`).
+        crate::schema::check_value(board, region, &path, key, value)?;
+    }
+    let refusals = spec.sets.iter().filter_map(|(key, value)| {
+        owned::check(
+            board,
+            region,
+            false,
+            key,
+            owned::Write::Set(value),
+            How::New,
+        )
+    });
+    match owned::first(refusals) {
+        Some(Refusal::Workflow(e)) => return Err(e),
+        Some(Refusal::Decision(what)) => {
+            let (path, id) = match &spec.id {
+                Some(id) => (format!("{}/{id}.md", region.dir()), id.as_str()),
+                None => (format!("{}/", region.dir()), "ID"),
+            };
+            return Err(super::decisions::refuse(board, actor, &path, id, &what));
+        }
+        None => {}
+    }
+    create(board, actor, region, spec)
+}
+
+/// Creates a document: also what `ask` and `post` build on, which set the fields the
+/// workflow owns themselves.
 pub fn create(
     board: &Board,
     actor: &str,

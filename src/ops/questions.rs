@@ -5,6 +5,7 @@
 use serde_json::Value;
 
 use crate::board::Board;
+use crate::doc::decision::Decision;
 use crate::doc::edit::FieldEdit;
 use crate::doc::{Document, Region};
 use crate::error::{Command, Error, Input, Kind, Result};
@@ -12,6 +13,7 @@ use crate::log::{self, Entry};
 use crate::msg;
 use crate::store;
 
+use super::decisions;
 use super::new::NewDoc;
 use super::transition::{self, Options};
 use super::{Change, Outcome, mutate};
@@ -250,22 +252,11 @@ pub fn answer(
         (Some(t), None) => t.to_string(),
         (None, Some(c)) => c.to_string(),
     };
+    let mut decision = false;
     let outcome = mutate(board, Region::Questions, id, None, |doc| {
-        if doc.str("kind") == Some("permission") {
-            return Err(Error::request_at(
-                Kind::Conflict,
-                doc.rel_path(),
-                msg!(
-                    format!(
-                        "{} is a permission request: a human decides it with `",
-                        doc.id()
-                    ),
-                    Command::Approve(doc.id().to_string()),
-                    "` or `",
-                    Command::Deny(doc.id().to_string()),
-                    "`"
-                ),
-            ));
+        if decisions::is_permission(doc) {
+            decision = true;
+            return Err(Error::conflict(doc.rel_path(), "a human's decision"));
         }
         if let Some(c) = choice {
             let options = doc.list("options");
@@ -331,7 +322,14 @@ pub fn answer(
                 ..Entry::default()
             },
         }))
-    })?;
+    });
+    // A permission request is decided, never answered: an answer would be taken for a
+    // decision, so the attempt is logged as one.
+    if decision {
+        let path = format!("{}/{id}.md", Region::Questions.dir());
+        return Err(decisions::refuse(board, actor, &path, id, "answer it"));
+    }
+    let outcome = outcome?;
     let (unblocked, warnings) = unblock_waiting(board, actor, &outcome.doc)?;
     Ok(Answered {
         outcome,
@@ -386,17 +384,23 @@ fn unblock_waiting(
     Ok((unblocked, warnings))
 }
 
-/// Open questions, oldest first (created_at, then id).
+/// Open questions, oldest first (created_at, then id): those that wait for an answer or a
+/// human's decision, forged decisions included (they count as undecided).
 pub fn open_questions(board: &Board) -> Result<crate::scan::Scan> {
     questions(board, false)
 }
 
 /// Questions, oldest first (created_at, then id): the open ones, or with `all` every one
-/// on the board (answered and decided ones too; not the archived ones).
+/// on the board (answered and decided ones too; not the archived ones). Each carries its
+/// decision as the log says it (read once for the whole list).
 pub fn questions(board: &Board, all: bool) -> Result<crate::scan::Scan> {
     let mut scan = crate::scan::scan_matching(board, &[Region::Questions], |d| {
-        all || d.status() == Some("open")
+        all || d.status() == Some("open") || decisions::claims_decision(d)
     })?;
+    decisions::annotate(board, &mut scan.docs)?;
+    if !all {
+        scan.docs.retain(decisions::is_open);
+    }
     scan.docs.sort_by(|a, b| {
         a.created_at()
             .cmp(b.created_at())
@@ -423,7 +427,7 @@ pub fn decide(
     let verb = if approve { "approve" } else { "deny" };
     let to = if approve { "approved" } else { "denied" };
     let doc = store::read_doc(board, Region::Questions, id)?;
-    check_decidable(&doc, verb)?;
+    check_decidable(board, &doc, verb)?;
     let refuse = |why: String| -> Result<Outcome> {
         let entry = Entry {
             actor: actor.to_string(),
@@ -458,7 +462,7 @@ pub fn decide(
         ));
     }
     mutate(board, Region::Questions, id, if_rev, |doc| {
-        check_decidable(doc, verb)?;
+        check_decidable(board, doc, verb)?;
         let edits = vec![
             FieldEdit::Set("status".into(), to.into()),
             FieldEdit::Set("decided_by".into(), actor.into()),
@@ -473,9 +477,9 @@ pub fn decide(
             entry: Entry {
                 actor: actor.to_string(),
                 op: "edit".into(),
-                from: Some("open".into()),
+                from: doc.status().map(str::to_string),
                 to: Some(to.into()),
-                note: Some(format!("permission {to}")),
+                note: Some(decisions::note(doc, approve)),
                 ..Entry::default()
             },
         }))
@@ -519,8 +523,9 @@ fn prompt(doc: &Document, verb: &str) -> String {
     out
 }
 
-/// A permission request that is still open, or why it cannot be decided.
-fn check_decidable(doc: &Document, verb: &str) -> Result<()> {
+/// A permission request that no human has decided yet (open, or only forged), or why it
+/// cannot be decided.
+fn check_decidable(board: &Board, doc: &Document, verb: &str) -> Result<()> {
     if doc.str("kind") != Some("permission") {
         return Err(Error::request_at(
             Kind::Conflict,
@@ -535,20 +540,30 @@ fn check_decidable(doc: &Document, verb: &str) -> Result<()> {
             ),
         ));
     }
-    let status = doc.status().unwrap_or("");
-    if status != "open" {
-        return Err(Error::conflict(
+    match decisions::of(board, doc)? {
+        Some(d) if d.is_undecided() => Ok(()),
+        Some(d @ (Decision::Approved { .. } | Decision::Denied { .. })) => Err(Error::conflict(
             doc.rel_path(),
             format!(
                 "cannot {verb} permission request {}: it is already {}",
                 doc.id(),
-                if status.is_empty() {
-                    "without status"
-                } else {
-                    status
-                }
+                d.describe()
             ),
-        ));
+        )),
+        _ => {
+            let status = doc.status().unwrap_or("");
+            Err(Error::conflict(
+                doc.rel_path(),
+                format!(
+                    "cannot {verb} permission request {}: it is {}, not open",
+                    doc.id(),
+                    if status.is_empty() {
+                        "without status"
+                    } else {
+                        status
+                    }
+                ),
+            ))
+        }
     }
-    Ok(())
 }

@@ -6,14 +6,33 @@ use crate::doc::Region;
 use crate::error::{Error, Result};
 use crate::scan::region_files;
 
-/// Resolves a document reference to its region and id, looking in `regions`.
+/// Resolves a document reference to its region and id, looking in `regions` only: a
+/// reference that names another region (`questions/q-1` where tasks are wanted) is the
+/// wrong kind of document, never a way around what the caller allows.
 pub fn resolve(board: &Board, reference: &str, regions: &[Region]) -> Result<(Region, String)> {
+    let in_board = in_board(board, reference);
+    let reference = in_board.as_deref().unwrap_or(reference);
     let (regions, wanted): (Vec<Region>, &str) = match reference.split_once('/') {
         Some((dir, rest)) => {
             let region = Region::parse(dir).ok_or_else(|| Error::InvalidId {
                 id: reference.to_string(),
                 reason: "it contains a path separator",
             })?;
+            if !regions.contains(&region) {
+                let wanted: Vec<&str> = regions.iter().map(|r| r.kind()).collect();
+                return Err(Error::usage(format!(
+                    "{} names {} {}, and only {} {} can be given here",
+                    reference.escape_debug(),
+                    article(region.kind()),
+                    region.kind(),
+                    if wanted.len() == 1 {
+                        article(wanted[0])
+                    } else {
+                        "a"
+                    },
+                    wanted.join(" or ")
+                )));
+            }
             (vec![region], rest.strip_suffix(".md").unwrap_or(rest))
         }
         None => (
@@ -62,26 +81,53 @@ pub fn resolve(board: &Board, reference: &str, regions: &[Region]) -> Result<(Re
     }
 }
 
+/// A document's file named by its path (`.tavern/questions/q-1.md`, relative to the
+/// working directory or absolute) as `REGION/ID.md`, when the directory above its region's
+/// is this board's; None for anything else.
+fn in_board(board: &Board, reference: &str) -> Option<String> {
+    let mut parts = reference.rsplitn(3, '/');
+    let (file, dir, root) = (parts.next()?, parts.next()?, parts.next()?);
+    Region::parse(dir).filter(|r| r.dir() == dir)?;
+    let root = if root.is_empty() { "/" } else { root };
+    let same = std::fs::canonicalize(root).ok()? == std::fs::canonicalize(&board.root).ok()?;
+    same.then(|| format!("{dir}/{file}"))
+}
+
 /// Resolves a reference that must name a document of `want` for `what` (a command): a
 /// document found in another region is not "not found", it is the wrong kind, and the
 /// error says which kind it is.
 pub fn resolve_kind(board: &Board, reference: &str, want: Region, what: &str) -> Result<String> {
-    match resolve(board, reference, &[want]) {
-        Ok((_, id)) => Ok(id),
+    resolve_kinds(board, reference, &[want], what).map(|(_, id)| id)
+}
+
+/// [`resolve_kind`] for a command that takes documents of any of `wants`.
+pub fn resolve_kinds(
+    board: &Board,
+    reference: &str,
+    wants: &[Region],
+    what: &str,
+) -> Result<(Region, String)> {
+    match resolve(board, reference, wants) {
         Err(e @ Error::NotFound { .. }) => {
-            let others: Vec<Region> = Region::ALL.into_iter().filter(|r| *r != want).collect();
+            let others: Vec<Region> = Region::ALL
+                .into_iter()
+                .filter(|r| !wants.contains(r))
+                .collect();
+            let wanted: Vec<String> = wants
+                .iter()
+                .map(|w| format!("{} {}", article(w.kind()), w.kind()))
+                .collect();
             match resolve(board, reference, &others) {
                 Ok((region, id)) => Err(Error::usage(format!(
-                    "{id} is {} {}, not {} {}: {what}",
+                    "{id} is {} {}, not {}: {what}",
                     article(region.kind()),
                     region.kind(),
-                    article(want.kind()),
-                    want.kind()
+                    wanted.join(" or ")
                 ))),
                 Err(_) => Err(e),
             }
         }
-        Err(e) => Err(e),
+        found => found,
     }
 }
 

@@ -16,7 +16,7 @@ use crate::log::Entry;
 use crate::scan;
 use crate::sync::claims;
 
-use super::{Change, mutate};
+use super::{Change, Locked};
 
 /// The actor the log names for releases made by a sweep.
 pub const SWEEPER: &str = "tavern-sweep";
@@ -54,6 +54,14 @@ fn why(agent: &Agent, board: &Board) -> String {
     }
 }
 
+/// The agent whose claim a sweep's release note says it released (see [`why`]).
+pub fn released_claim_of(note: &str) -> Option<&str> {
+    let (agent, _) = note
+        .strip_prefix("lease expired: ")?
+        .split_once(" not seen since ")?;
+    Some(agent)
+}
+
 /// Releases every claim of `agent` (from the states the workflow lets `release` leave).
 pub fn release_claims_of(
     board: &Board,
@@ -75,70 +83,96 @@ pub fn release_claims_of(
     let remote = claims::remote(board)?;
     for doc in held.docs {
         let id = doc.file_id.clone();
-        let mut pushed = None;
-        let result = mutate(board, Region::Tasks, &id, None, |doc| {
-            // Re-checked under the lock: the agent may have come back or moved on.
-            let status = doc.status().unwrap_or("");
-            if doc.str("claimed_by") != Some(agent) || !workflow.allows_from(release, status) {
-                return Ok(None);
-            }
-            if let Some(r) = &remote {
-                let step = claims::Step {
-                    task: doc.id(),
-                    actor: agent,
-                    claim: false,
-                    from: status,
-                    to: &release.to,
-                    force: false,
-                    local_holder: None,
-                    expired_hold_of: (actor != agent).then_some(agent),
-                };
-                match claims::confirm(board, r, &step) {
-                    Ok(claims::Confirmed::Pushed(p)) => pushed = Some(p),
-                    Ok(claims::Confirmed::Lost { remote, record }) => {
-                        return Ok(claims::follow(board, doc, actor, &remote, &record));
-                    }
-                    Ok(claims::Confirmed::NoRecord) => return Ok(None),
-                    // A sweep offline keeps the claim; its owner's own release does not.
-                    Err(e) if e.kind() == Kind::Unconfirmed && actor != agent => {
-                        return Ok(None);
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-            let entry = Entry {
-                actor: actor.into(),
-                op: "release".into(),
-                from: Some(status.into()),
-                to: Some(release.to.clone()),
-                note: Some(reason.into()),
-                ..Entry::default()
-            };
-            let edits = vec![
-                FieldEdit::Set("status".into(), release.to.clone().into()),
-                FieldEdit::Unset("claimed_by".into()),
-                FieldEdit::Unset("claimed_at".into()),
-            ];
-            Ok(Some(Change {
-                edits,
-                body: None,
-                entry,
-            }))
-        });
-        let outcome = match result {
-            Ok(o) => o,
-            Err(e) => {
-                if let Some(p) = &pushed {
-                    claims::undo(board, p);
-                }
-                return Err(e);
-            }
-        };
-        if outcome.entry.as_ref().is_some_and(|e| e.op == "release") {
+        if release_one(board, actor, agent, reason, &id, remote.as_deref())? {
             released.push(id);
         }
     }
     Ok(released)
+}
+
+/// Releases `agent`'s claim of task `id` if it still holds it (re-checked under the lock:
+/// the agent may have come back or moved on); true if it did.
+fn release_one(
+    board: &Board,
+    actor: &str,
+    agent: &str,
+    reason: &str,
+    id: &str,
+    remote: Option<&str>,
+) -> Result<bool> {
+    let workflow = &board.config.workflow;
+    let Some(release) = workflow.transition("release") else {
+        return Ok(false);
+    };
+    let locked = Locked::take(board, Region::Tasks, id, None)?;
+    let doc = &locked.doc;
+    let status = doc.status().unwrap_or("").to_string();
+    if doc.str("claimed_by") != Some(agent) || !workflow.allows_from(release, &status) {
+        return Ok(false);
+    }
+    // What this copy took into account follows every write on a connected board.
+    let settle = |_: &super::Outcome| match remote {
+        Some(_) => claims::settle(board, id),
+        None => Ok(()),
+    };
+    let mut pushed = None;
+    if let Some(r) = remote {
+        let step = claims::Step {
+            task: doc.id(),
+            actor: agent,
+            claim: false,
+            from: &status,
+            to: &release.to,
+            force: false,
+            open: false,
+            seen_holder: Some(agent),
+            local_holder: None,
+            expired_hold_of: (actor != agent).then_some(agent),
+        };
+        match claims::confirm(board, r, &step) {
+            Ok(claims::Confirmed::Pushed(p)) => pushed = Some(p),
+            Ok(claims::Confirmed::Lost { remote, record }) => {
+                if let Some(change) = claims::follow(board, doc, actor, &remote, &record) {
+                    locked.write_then(board, change, settle)?;
+                }
+                return Ok(false);
+            }
+            Ok(claims::Confirmed::NoRecord) => return Ok(false),
+            // A sweep offline (or whose answer was lost) keeps the claim here; the next
+            // sweep looks again. Its owner's own release does not.
+            Err(e) if matches!(e.kind(), Kind::Unconfirmed | Kind::Unknown) && actor != agent => {
+                return Ok(false);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let entry = Entry {
+        actor: actor.into(),
+        op: "release".into(),
+        from: Some(status.clone()),
+        to: Some(release.to.clone()),
+        note: Some(reason.into()),
+        ..Entry::default()
+    };
+    let edits = vec![
+        FieldEdit::Set("status".into(), release.to.clone().into()),
+        FieldEdit::Unset("claimed_by".into()),
+        FieldEdit::Unset("claimed_at".into()),
+    ];
+    let change = Change {
+        edits,
+        body: None,
+        entry,
+    };
+    match locked.write_then(board, change, settle) {
+        Ok(_) => Ok(true),
+        Err(e) => {
+            if let Some(p) = &pushed {
+                claims::undo(board, p);
+            }
+            Err(e)
+        }
+    }
 }
 
 /// Whether `agent` is gone (deregistered, or stale) and has been for longer than the board

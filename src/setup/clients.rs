@@ -102,7 +102,8 @@ const OPENCODE_PLUGIN: &str = r#"// tavern: added by `tavern setup opencode`; `t
 // Registers this OpenCode process on the tavern board as one agent, opencode-PID (the
 // process holds its claims), when a session is created or, in a session it did not see
 // created (one resumed after a restart), at its first request to the model; gives the model
-// the board summary in a new session and again after a compaction; names the agent in the
+// the board summary in a new session (a message; a request sent before that message is in
+// carries it in its system prompt) and again after a compaction; names the agent in the
 // system prompt of every request (so a resumed session learns its new name) and sets
 // TAVERN_AGENT in OpenCode's shell; heartbeats on tool use; deregisters once every session
 // it saw created has been deleted. Sessions of subagents (with a parent) are the same agent.
@@ -111,8 +112,13 @@ export const TavernPlugin = async ({ $, client, directory }) => {
   const name = `opencode-${process.pid}`;
   // null: not registered yet; false: no board here; true: registered.
   let board = null;
+  // The session-start hook while it runs: whatever needs it meanwhile waits for this one.
+  let starting = null;
   const live = new Set();
   const again = new Map();
+  // A new session's start text until it is in the session as a message: OpenCode may send
+  // the session's first request to the model before that, and the request then carries it.
+  const intro = new Map();
   const hook = async (what, session) => {
     const args = ["hook", "opencode", what, "--pid", String(process.pid)];
     if (session) args.push("--session", String(session));
@@ -123,10 +129,13 @@ export const TavernPlugin = async ({ $, client, directory }) => {
       return "";
     }
   };
-  const start = async (session) => {
-    const text = await hook("session-start", session);
-    board = text !== "";
-    return text;
+  const start = (session) => {
+    starting ??= hook("session-start", session).then((text) => {
+      board = text !== "";
+      starting = null;
+      return text;
+    });
+    return starting;
   };
   return {
     event: async ({ event }) => {
@@ -134,23 +143,29 @@ export const TavernPlugin = async ({ $, client, directory }) => {
       const id = info?.id ?? event.properties?.sessionID;
       if (event.type === "session.created" && id && !info?.parentID) {
         live.add(id);
-        const text = await start(id);
+        const pending = start(id);
+        intro.set(id, pending);
+        const text = await pending;
         if (text) {
           try {
             await client.session.prompt({ path: { id }, body: { noReply: true, parts: [{ type: "text", text }] } });
           } catch {}
         }
+        intro.delete(id);
       } else if (event.type === "session.deleted" && id && live.delete(id) && live.size === 0 && board) {
         board = null;
         await hook("session-end", id);
       }
     },
     "experimental.chat.system.transform": async (input, output) => {
+      const pending = intro.get(input?.sessionID);
       if (board === null) await start(input?.sessionID);
       if (!board) return;
       output.system.push(
         `tavern: you are agent \`${name}\` on this project's tavern board, in this OpenCode process; TAVERN_AGENT=${name} is set in your shell (\`--as ${name}\` works too). A name that earlier messages of this conversation give you belonged to an earlier process: use this one.`,
       );
+      const text = pending && (await pending);
+      if (text) output.system.push(text);
       const summary = again.get(input?.sessionID);
       if (summary) output.system.push(summary);
     },
@@ -210,6 +225,32 @@ fn retired_file(path: PathBuf) -> Plan {
     }
 }
 
+/// What an opencode.json setup creates starts from. OpenCode adds `$schema` to one that
+/// lacks it when it starts, which would leave the file changed since setup and so, after
+/// `--remove`, a file of `$schema` alone; with it there, OpenCode leaves the file alone.
+const OPENCODE_NEW: &str = "{\"$schema\": \"https://opencode.ai/config.json\"}";
+
+fn opencode_start(text: Option<&str>, add: bool) -> Option<&str> {
+    match text {
+        None if add => Some(OPENCODE_NEW),
+        _ => text,
+    }
+}
+
+/// The user's opencode.json with the MCP server as `mcp.tavern`.
+fn opencode_user_json(path: PathBuf, server: serde_json::Value) -> Plan {
+    let name = path.display().to_string();
+    Plan {
+        path,
+        what: "MCP server",
+        merge: Box::new(move |text, add| {
+            let text = opencode_start(text, add);
+            merge::entry(&name, text, "mcp", "tavern", add.then(|| server.clone()))
+        }),
+        notes: false,
+    }
+}
+
 /// The project's opencode.json: the plugin named in its `plugin` list, and with `server`
 /// the MCP server as `mcp.tavern`.
 fn opencode_json(path: PathBuf, server: Option<serde_json::Value>) -> Plan {
@@ -222,6 +263,7 @@ fn opencode_json(path: PathBuf, server: Option<serde_json::Value>) -> Plan {
             "plugin entry"
         },
         merge: Box::new(move |text, add| {
+            let text = opencode_start(text, add);
             let listed =
                 merge::list_item(&name, text, "plugin", "./.tavern/clients/opencode.js", add)?;
             match &server {
@@ -384,7 +426,7 @@ pub fn plans(client: &str, user: bool, base: &Path, home: &Path, mcp: bool) -> R
             if user || !board_dir.is_dir() {
                 plans.push(owned_file(legacy, OPENCODE_PLUGIN));
                 if mcp {
-                    plans.push(json_entry(dir.join("opencode.json"), "mcp", server));
+                    plans.push(opencode_user_json(dir.join("opencode.json"), server));
                 }
             } else {
                 plans.push(owned_file(

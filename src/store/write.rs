@@ -170,8 +170,9 @@ pub fn hold(board: &Board, locks: &[String]) -> Result<Held> {
 }
 
 impl Held {
-    /// Steps 4-7 of the protocol: makes `write` visible and logs it; the locks go.
-    pub fn write(self, board: &Board, write: Write) -> Result<Entry> {
+    /// Steps 4-7 of the protocol: makes `write` visible and logs it. The locks go when
+    /// this is dropped.
+    pub fn write(&self, board: &Board, write: Write) -> Result<Entry> {
         apply(board, &self.locks, write)
     }
 }

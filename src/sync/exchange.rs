@@ -100,7 +100,6 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
         not_recorded: Vec::new(),
     };
     let mut merged_once = false;
-    let mut claims_fetched = false;
     // The remote's own lock of the board branch, met by the last push that failed on it.
     let mut remote_locked: Option<String> = None;
     let record = |x: &mut Exchange, message: &str| -> Result<String> {
@@ -118,8 +117,11 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
         follow_claims(board, &mut x.claims_followed)?;
         let mut ours = record(&mut x, "tavern sync: the board as it is")?;
         let theirs = fetch(&bg, &remote)?;
-        if !claims_fetched {
-            claims_fetched = true;
+        // The records after the branch, each round: every task state the fetched branch
+        // holds was confirmed by a record pushed before it, so the copies of the records
+        // are never older than the tasks the merge brings (following them never moves a
+        // task back).
+        {
             match claims::fetch_all(board) {
                 Ok(_) => {}
                 Err(Error::Git { message, .. }) => {
@@ -279,12 +281,30 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
                     {
                         continue; // another clone pushed first: fetch and merge again
                     }
-                    return Err(unreachable(
-                        &bg,
-                        &remote,
-                        "push the board branch to",
-                        &out.stderr,
-                    ));
+                    // The remote said no (a hook, permissions): nothing was taken.
+                    let refused = out.stderr.contains("[remote rejected]")
+                        || out.stderr.contains("[rejected]");
+                    // Otherwise the push may have reached the remote even so: its answer
+                    // lost (the connection dropped, the process died after the remote took
+                    // the branch), or a per-ref status that said accepted with a failing
+                    // exit. The remote's branch tells, before anything is said.
+                    match if refused {
+                        Ok(theirs.clone())
+                    } else {
+                        remote_branch(&bg, &remote)
+                    } {
+                        Ok(Some(head)) if head == ours => {}    // taken: pushed
+                        Ok(head) if head != theirs => continue, // another clone's push
+                        Ok(_) => {
+                            return Err(unreachable(
+                                &bg,
+                                &remote,
+                                "push the board branch to",
+                                &out.stderr,
+                            ));
+                        }
+                        Err(asked) => return Err(unknown_push(&bg, &remote, &out.stderr, &asked)),
+                    }
                 }
                 bg.git.run(&["update-ref", REMOTE_REF, &ours])?;
                 x.outcome = if merged_once { "merged" } else { "pushed" };
@@ -315,6 +335,52 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
             "` again"
         ),
     })
+}
+
+/// The commit the remote's board branch is at (None: it has none), asked with `git
+/// ls-remote` (no objects move); Err with git's message when the remote cannot be asked.
+fn remote_branch(bg: &BoardGit, remote: &str) -> std::result::Result<Option<String>, String> {
+    let out = bg
+        .remote_git()
+        .output(&["ls-remote", "--refs", remote, REF], None)
+        .map_err(|e| e.to_string())?;
+    if !out.success {
+        return Err(out.stderr);
+    }
+    Ok(out.stdout.lines().find_map(|l| {
+        let (sha, name) = l.split_once('\t')?;
+        (name == REF).then(|| sha.to_string())
+    }))
+}
+
+/// A push of the board branch whose outcome is unknown: it failed (`pushed` is git's
+/// message), and the remote could not be asked afterwards (`asked`). The remote may hold
+/// this clone's branch or not; either way the board here is intact and the next sync finds
+/// out (it fetches the remote's branch: this clone's commit, or the one it had).
+fn unknown_push(bg: &BoardGit, remote: &str, pushed: &str, asked: &str) -> Error {
+    let first = |s: &str| {
+        s.lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or("git failed")
+            .to_string()
+    };
+    Error::Request {
+        kind: crate::error::Kind::Unconfirmed,
+        path: Some(bg.root.clone()),
+        message: crate::msg!(
+            format!(
+                "the push of the board branch to the remote '{remote}' failed ({}) and the remote could not be asked since ({}): it may or may not have taken the branch. The board here is intact (its changes are on the branch {}); run `",
+                first(pushed),
+                first(asked),
+                branch::BRANCH,
+            ),
+            crate::error::Command::Sync,
+            format!(
+                "` again when the remote is reachable: it finds out (`git ls-remote {remote}` tells)"
+            )
+        ),
+    }
 }
 
 /// Logs what the board did not take from the remote's commit `theirs`, once.

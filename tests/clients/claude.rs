@@ -5,22 +5,25 @@ use serde_json::json;
 
 use super::*;
 
-/// One `claude -p` run; returns its session id.
-fn run(p: &Project, c: &Client, model: &StandIn, prompt: &str, resume: Option<&str>) -> String {
+/// `claude ARGS` in the project, talking to nothing but the stand-in at `port`.
+fn claude(p: &Project, c: &Client, port: u16) -> Command {
     let mut cmd = p.client_cmd(&c.bin);
-    cmd.args(["-p", prompt, "--output-format", "stream-json", "--verbose"])
-        // What a user allows a headless run: tavern's commands and tavern's MCP tools.
-        .args(["--allowedTools", "Bash(tavern *)", "mcp__tavern"])
-        .env("SHELL", "/bin/bash")
-        .env(
-            "ANTHROPIC_BASE_URL",
-            format!("http://127.0.0.1:{}", model.port),
-        )
+    cmd.env("SHELL", "/bin/bash")
+        .env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{port}"))
         .env("ANTHROPIC_API_KEY", "sk-standin")
         // No traffic but the model's: no telemetry, error reports or update checks.
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
         .env("DISABLE_AUTOUPDATER", "1")
         .env("DISABLE_TELEMETRY", "1");
+    cmd
+}
+
+/// One `claude -p` run; returns its session id.
+fn run(p: &Project, c: &Client, model: &StandIn, prompt: &str, resume: Option<&str>) -> String {
+    let mut cmd = claude(p, c, model.port);
+    cmd.args(["-p", prompt, "--output-format", "stream-json", "--verbose"])
+        // What a user allows a headless run: tavern's commands and tavern's MCP tools.
+        .args(["--allowedTools", "Bash(tavern *)", "mcp__tavern"]);
     if let Some(id) = resume {
         cmd.args(["--resume", id]);
     }
@@ -48,6 +51,7 @@ fn claude_code_runs_the_agent_loop_on_the_board() {
     let p = Project::new();
     let first = p.board.task("Fix the parser", &[]);
     let second = p.board.task("Write the docs", &[]);
+    let untouched = project_files(&p);
     p.tavern(&["setup", "claude", "--mcp"]).ok();
 
     // A session: the MCP claim (its schema loaded through tool search first, as Claude Code
@@ -70,6 +74,7 @@ fn claude_code_runs_the_agent_loop_on_the_board() {
             show(&log)
         );
     };
+    registered_once(&log, agent, &c.label);
     let requests = model.scripted();
     assert!(
         requests
@@ -156,6 +161,54 @@ fn claude_code_runs_the_agent_loop_on_the_board() {
             .iter()
             .any(|e| e["actor"] == *resumed),
         "{}: the end of the resumed session did not give {second} back",
+        c.label
+    );
+    removed(&p, "claude", &untouched, &c.label);
+}
+
+/// `claude mcp list` starts every MCP server to see that it answers: tavern's leaves no
+/// agent card and nothing in the log (it registers at the first tool call, which a health
+/// check never makes).
+#[test]
+fn claude_code_health_check_leaves_no_agent() {
+    let Some(c) = client("@anthropic-ai/claude-code", "claude", "Claude Code") else {
+        return;
+    };
+    let p = Project::new();
+    // The user's scope: a project's .mcp.json server is only listed until the user approves
+    // it in an interactive start, while the user's own servers are checked at once.
+    p.tavern(&["setup", "claude", "--user", "--mcp"]).ok();
+    let mut cmd = claude(&p, &c, 9);
+    cmd.args(["mcp", "list"]);
+    let out = finish(cmd, &c.label);
+    assert!(
+        out.code == 0
+            && out
+                .stdout
+                .contains("tavern: tavern mcp --client claude - ✔ Connected"),
+        "{}: `claude mcp list` did not find tavern's server connected ({}):\n{}\n{}",
+        c.label,
+        out.code,
+        out.stdout,
+        out.stderr
+    );
+    let log = p.log();
+    assert!(
+        log.is_empty(),
+        "{}: the health check `claude mcp list` left entries in the log:\n{}",
+        c.label,
+        show(&log)
+    );
+    p.tavern(&["agent", "list"])
+        .ok()
+        .stdout_is("AGENT  STATUS  SEEN  HOLDS  CAPABILITIES\n");
+    let cards: Vec<_> = std::fs::read_dir(p.root().join(".tavern/control/agents"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(
+        cards.is_empty(),
+        "{}: the health check `claude mcp list` left agent cards: {cards:?}",
         c.label
     );
 }

@@ -137,6 +137,7 @@ fn codex_runs_the_agent_loop_on_the_board() {
     let p = Project::new();
     let first = p.board.task("Fix the parser", &[]);
     let second = p.board.task("Write the docs", &[]);
+    let untouched = project_files(&p);
     configure(&p);
     let setup = p.tavern(&["setup", "codex", "--mcp"]);
     setup.ok();
@@ -178,6 +179,7 @@ fn codex_runs_the_agent_loop_on_the_board() {
             show(&log)
         );
     };
+    registered_once(&log, agent, &c.label);
     let requests = model.scripted();
     assert!(
         requests
@@ -266,4 +268,5 @@ fn codex_runs_the_agent_loop_on_the_board() {
         "{}: the end of the resumed session did not give {second} back",
         c.label
     );
+    removed(&p, "codex", &untouched, &c.label);
 }

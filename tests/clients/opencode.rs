@@ -85,6 +85,7 @@ fn opencode_runs_the_agent_loop_on_the_board() {
     );
     let first = p.board.task("Fix the parser", &[]);
     let second = p.board.task("Write the docs", &[]);
+    let untouched = project_files(&p);
     p.tavern(&["setup", "opencode", "--mcp"]).ok();
 
     // A session: the MCP claim, `tavern start` in the shell (TAVERN_AGENT is set there by
@@ -105,6 +106,7 @@ fn opencode_runs_the_agent_loop_on_the_board() {
             show(&log)
         );
     };
+    registered_once(&log, agent, &c.label);
     let requests = model.scripted();
     assert!(
         requests
@@ -190,4 +192,5 @@ fn opencode_runs_the_agent_loop_on_the_board() {
         show(&log)
     );
     swept(&p, &c, resumed, &second);
+    removed(&p, "opencode", &untouched, &c.label);
 }

@@ -7,6 +7,8 @@
 // usage: node opencode.mjs PLUGIN.js BOARD_ROOT SCRIPT.json
 // SCRIPT is a list of steps: {"event": EVENT} | {"after": INPUT} | {"compact": INPUT}
 //   | {"system": INPUT} (the system prompt transform) | {"env": INPUT} (the shell's env)
+//   | {"together": [STEP…]} (steps run at once, as OpenCode runs a session's first request
+//   while the plugin still handles session.created; their results in "together")
 //   | {"run": [argv…]} (a command, "{agent}" standing for opencode-PID) | {"unbeat": true} (remove the heartbeat file of agent opencode-PID, PID being this
 //   process, OpenCode's stand-in); "beat": true in a step reports whether that file exists
 //   after it.
@@ -79,12 +81,11 @@ const hooks = await mod[exports[0]]({
 });
 
 const beat = join(root, ".tavern", ".state", "heartbeats", `opencode-${process.pid}`);
-const steps = [];
-for (const step of script) {
-  ran = [];
-  prompts = [];
+// One step's own results (what it ran and prompted is gathered per top-level step).
+async function perform(step) {
   const result = {};
-  if (step.event) await hooks.event({ event: step.event });
+  if (step.together) result.together = await Promise.all(step.together.map(perform));
+  else if (step.event) await hooks.event({ event: step.event });
   else if (step.after)
     await hooks["tool.execute.after"](step.after, { title: "", output: "", metadata: {} });
   else if (step.compact) {
@@ -106,6 +107,14 @@ for (const step of script) {
   } else if (step.unbeat) {
     rmSync(beat, { force: true });
   }
+  return result;
+}
+
+const steps = [];
+for (const step of script) {
+  ran = [];
+  prompts = [];
+  const result = await perform(step);
   result.ran = ran;
   result.prompts = prompts;
   if (step.beat) result.beat = existsSync(beat);

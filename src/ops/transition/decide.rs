@@ -38,6 +38,16 @@ pub struct Request<'a> {
     /// A `by: reviewer` transition: who moved the task into its current state, as the log
     /// says (None: not known).
     pub moved_in_by: Option<String>,
+    /// A move by a former claimant that the workflow refuses: the sweep's release of its
+    /// claim, if that is what took the task from it.
+    pub swept: Option<Swept>,
+}
+
+/// A sweep released a claim (the log's entry): when, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Swept {
+    pub at: String,
+    pub reason: String,
 }
 
 /// What to do.
@@ -65,6 +75,12 @@ pub struct Confirm {
     pub from: String,
     pub to: String,
     pub force: bool,
+    /// A move the workflow opens to others than the holder (`by: any`, `by: reviewer`),
+    /// or the answer to the holder's question, made by someone else: the remote confirms
+    /// it while its record is the hold this copy saw.
+    pub open: bool,
+    /// The holder this copy names.
+    pub holder: Option<String>,
     /// A claim of a task this copy says another agent holds: the remote decides whether
     /// that hold expired and may be taken over.
     pub local_holder: Option<String>,
@@ -142,7 +158,7 @@ pub fn decide(workflow: &Workflow, doc: &Document, req: &Request) -> Result<Plan
         }
     }
     if takeover_of.is_none() && !workflow.allows_from(t, status) {
-        return Err(not_allowed(workflow, &path, name, status, owner, actor));
+        return Err(not_allowed(workflow, &path, name, status, owner, req));
     }
     let forced = overrides_claimant(t, &path, owner, req)?;
     let self_review = match own_review(t, owner, req) {
@@ -194,11 +210,14 @@ pub fn decide(workflow: &Workflow, doc: &Document, req: &Request) -> Result<Plan
     if name == CLAIM || owner.is_some() {
         match req.remote {
             Some(_) if confirming => {
+                let other = owner.is_some_and(|o| o != actor);
                 confirm = Some(Confirm {
                     claim: name == CLAIM,
                     from: status.to_string(),
                     to: t.to.clone(),
-                    force: forced,
+                    force: forced || self_review,
+                    open: other && name != CLAIM && (t.by != By::Claimant || req.opts.answered),
+                    holder: owner.map(str::to_string),
                     local_holder: takeover_of.map(str::to_string),
                 });
             }
@@ -244,8 +263,9 @@ fn not_allowed(
     name: &str,
     status: &str,
     owner: Option<&str>,
-    actor: &str,
+    req: &Request,
 ) -> Error {
+    let actor = req.actor;
     let allowed = workflow.allowed_from(status);
     let mut allowed = if allowed.is_empty() {
         "none (it is final)".to_string()
@@ -254,6 +274,13 @@ fn not_allowed(
     };
     if let Some(o) = owner.filter(|o| *o != actor && name != CLAIM) {
         allowed.push_str(&format!("; it is held by {o}, not you"));
+    }
+    // A former claimant whose lease expired is told so, rather than left to guess.
+    if let Some(s) = &req.swept {
+        allowed.push_str(&format!(
+            "; {actor}'s claim was released by the sweep at {} ({}): claim it again if it is still to be done",
+            s.at, s.reason
+        ));
     }
     Error::conflict(
         path,
@@ -386,6 +413,7 @@ mod tests {
             now: now(),
             human: false,
             moved_in_by: None,
+            swept: None,
         }
     }
 
@@ -462,6 +490,8 @@ mod tests {
                 from: "working".into(),
                 to: "claimed".into(),
                 force: false,
+                open: false,
+                holder: Some("a2".into()),
                 local_holder: Some("a2".into()),
             })
         );
@@ -493,6 +523,21 @@ mod tests {
         assert!(refusal(&doc, &request("submit", "a1", &opts)).1.ends_with(
             "allowed from claimed: release, start, fail, cancel; it is held by a2, not you"
         ));
+    }
+
+    #[test]
+    fn a_claimant_whose_claim_the_sweep_released_is_told_when_and_why() {
+        let opts = Options::default();
+        let doc = task("status: pending\n");
+        let mut req = request("start", "a1", &opts);
+        req.swept = Some(Swept {
+            at: "2026-11-25T09:00:00.000Z".into(),
+            reason: "lease expired: a1 not seen since 2026-11-25T08:54:00Z (lease 5m)".into(),
+        });
+        assert_eq!(
+            refusal(&doc, &req).1,
+            "tasks/t1.md: transition 'start' is not allowed: the task's status is pending; allowed from pending: claim, fail, cancel; a1's claim was released by the sweep at 2026-11-25T09:00:00.000Z (lease expired: a1 not seen since 2026-11-25T08:54:00Z (lease 5m)): claim it again if it is still to be done"
+        );
     }
 
     #[test]
@@ -614,6 +659,8 @@ mod tests {
                 from: "claimed".into(),
                 to: "working".into(),
                 force: false,
+                open: false,
+                holder: Some("a1".into()),
                 local_holder: None,
             })
         );

@@ -4,7 +4,7 @@
 mod decide;
 mod next;
 
-pub use decide::{Move, Plan, Request};
+pub use decide::{Move, Plan, Request, Swept};
 pub use next::{claim_next_with, ready};
 
 use crate::board::Board;
@@ -48,21 +48,17 @@ fn unmet_dependencies(board: &Board, doc: &Document) -> Option<String> {
     }
 }
 
-/// Who moved the task into the state it is in, as the log says: the actor of the last
-/// entry about it that led there (a follow of the remote's record names nobody). Reads the
-/// log from shortly before the task's last write, and the whole log only if the move is
-/// older than that.
-fn moved_in_by(board: &Board, doc: &Document) -> Result<Option<String>> {
-    let status = doc.status().unwrap_or("");
+/// The last log entry about `doc` that `pred` accepts. Reads the log from shortly before
+/// the document's last write, and the whole log only if that finds none.
+fn last_entry(
+    board: &Board,
+    doc: &Document,
+    pred: impl Fn(&crate::log::Entry) -> bool,
+) -> Result<Option<crate::log::Entry>> {
     let path = doc.rel_path();
-    let last = |from: u64| -> Result<Option<String>> {
+    let last = |from: u64| -> Result<Option<crate::log::Entry>> {
         let (entries, _, _) = crate::log::read_matching(board, from, Some(&path))?;
-        Ok(entries
-            .into_iter()
-            .rev()
-            .find(|e| e.doc == path && e.to.as_deref() == Some(status))
-            .filter(|e| e.op != "remote-claim")
-            .map(|e| e.actor))
+        Ok(entries.into_iter().rev().find(|e| e.doc == path && pred(e)))
     };
     let since = doc
         .str("updated_at")
@@ -71,10 +67,34 @@ fn moved_in_by(board: &Board, doc: &Document) -> Result<Option<String>> {
         .transpose()?
         .unwrap_or(0);
     match last(since)? {
-        Some(actor) => Ok(Some(actor)),
+        Some(e) => Ok(Some(e)),
         None if since > 0 => last(0),
         None => Ok(None),
     }
+}
+
+/// Who moved the task into the state it is in, as the log says: the actor of the last
+/// entry about it that led there (a follow of the remote's record names nobody).
+fn moved_in_by(board: &Board, doc: &Document) -> Result<Option<String>> {
+    let status = doc.status().unwrap_or("");
+    Ok(last_entry(board, doc, |e| e.to.as_deref() == Some(status))?
+        .filter(|e| e.op != "remote-claim")
+        .map(|e| e.actor))
+}
+
+/// The sweep's release of `actor`'s claim of the task, if that is the last release the
+/// log holds of it: when and why, for a former claimant who comes back.
+fn swept_claim(board: &Board, doc: &Document, actor: &str) -> Result<Option<Swept>> {
+    let release = last_entry(board, doc, |e| e.op == "release")?;
+    Ok(release.and_then(|e| {
+        let note = e.note?;
+        let swept = e.actor == super::sweep::SWEEPER
+            && super::sweep::released_claim_of(&note) == Some(actor);
+        swept.then_some(Swept {
+            at: e.at,
+            reason: note,
+        })
+    }))
 }
 
 /// Runs transition `name` on task `id` as `actor`: gathers what the decision needs
@@ -107,6 +127,7 @@ pub fn transition(
         now: crate::time::now(),
         human: board.config.humans.iter().any(|h| h == actor),
         moved_in_by: None,
+        swept: None,
     };
     // Completion checks may run commands for minutes: they run before the lock, and the
     // write happens only if the task is still the version that was checked.
@@ -135,6 +156,14 @@ pub fn transition(
     if t.by == By::Reviewer {
         req.moved_in_by = moved_in_by(board, &locked.doc)?;
     }
+    // A former claimant refused a move: was its claim released by the sweep?
+    let owner = locked.doc.str("claimed_by").filter(|o| !o.is_empty());
+    if name != CLAIM
+        && owner != Some(actor)
+        && !workflow.allows_from(t, locked.doc.status().unwrap_or(""))
+    {
+        req.swept = swept_claim(board, &locked.doc, actor)?;
+    }
     req.now = crate::time::now();
     match decide::decide(workflow, &locked.doc, &req)? {
         Plan::Unchanged => Ok(locked.unchanged()),
@@ -146,8 +175,14 @@ pub fn transition(
 /// confirms it first (a lost race makes this copy follow the winner's record, and fails),
 /// then the task is written and the move logged.
 fn apply(board: &Board, locked: Locked, req: &Request, mut m: Move) -> Result<Outcome> {
+    let id = locked.doc.id().to_string();
+    // On a connected board, what this copy took into account follows every write.
+    let settle = |_: &Outcome| match req.remote {
+        Some(_) => claims::settle(board, &id),
+        None => Ok(()),
+    };
     let (Some(confirm), Some(remote)) = (&m.confirm, req.remote) else {
-        return locked.write(board, m.into_change());
+        return locked.write_then(board, m.into_change(), settle);
     };
     let doc = &locked.doc;
     let step = claims::Step {
@@ -157,6 +192,8 @@ fn apply(board: &Board, locked: Locked, req: &Request, mut m: Move) -> Result<Ou
         from: &confirm.from,
         to: &confirm.to,
         force: confirm.force,
+        open: confirm.open,
+        seen_holder: confirm.holder.as_deref(),
         local_holder: confirm.local_holder.as_deref(),
         expired_hold_of: None,
     };
@@ -170,10 +207,12 @@ fn apply(board: &Board, locked: Locked, req: &Request, mut m: Move) -> Result<Ou
                 );
                 m.entry.note = Some(decide::prefixed(&took, m.entry.note.take()));
             }
-            locked.write(board, m.into_change()).inspect_err(|_| {
-                // The remote took a record this clone failed to write: take it back.
-                claims::undo(board, &p);
-            })
+            locked
+                .write_then(board, m.into_change(), settle)
+                .inspect_err(|_| {
+                    // The remote took a record this clone failed to write: take it back.
+                    claims::undo(board, &p);
+                })
         }
         claims::Confirmed::Lost { remote, record } => {
             let lost = Error::from(claims::Failure::Lost {
@@ -186,7 +225,7 @@ fn apply(board: &Board, locked: Locked, req: &Request, mut m: Move) -> Result<Ou
                 record: record.clone(),
             });
             if let Some(change) = claims::follow(board, doc, req.actor, &remote, &record) {
-                locked.write(board, change)?;
+                locked.write_then(board, change, settle)?;
             }
             Err(lost)
         }

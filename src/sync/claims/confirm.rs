@@ -1,14 +1,18 @@
 //! Confirming a step with the remote: the new record is pushed under a lease on the one
 //! this clone knows; a rejection fetches the remote's, decides again and retries while the
-//! step can still build on it. Also the undo of a confirmed step whose local write failed,
-//! and the renewal of an agent's records by its heartbeats.
+//! step can still build on it. A push whose answer was lost is not guessed at: the remote
+//! is asked what it holds. Also the undo of a confirmed step whose local write failed, and
+//! the renewal of an agent's records by its heartbeats.
 
 use chrono::{DateTime, Utc};
 
 use crate::board::Board;
 use crate::error::Result;
 
-use super::exchange::{self, PushResult, commit, git, known, origin, push, refresh, set_local};
+use super::exchange::{
+    self, PushResult, commit, git, known, origin, push, push_many, push_result, refresh,
+    remote_sha, set_local, set_local_if,
+};
 use super::record::Record;
 use super::refname::ref_name;
 use super::wording::{Asked, Failure};
@@ -29,6 +33,13 @@ pub struct Step<'a> {
     pub to: &'a str,
     /// A human's `--force`: the move goes through whoever holds the task.
     pub force: bool,
+    /// A move that the workflow opens to others than the holder (`by: any`, `by:
+    /// reviewer`: a reviewer's approve), or the answer to the holder's own question: it
+    /// goes through while the remote's record is the hold this clone's copy saw (same
+    /// state, same holder), and keeps that holder.
+    pub open: bool,
+    /// The holder this clone's copy names, if any.
+    pub seen_holder: Option<&'a str>,
     /// On a claim, the agent this clone's copy says holds the task (another one): the
     /// claim is a takeover, allowed only if the remote's record of that hold expired.
     pub local_holder: Option<&'a str>,
@@ -60,9 +71,26 @@ impl Step<'_> {
             why,
         }
     }
+
+    /// The agent a new record of this step names as the holder.
+    fn holder(&self, board: &Board, known: Option<&Record>) -> String {
+        if board.config.workflow.is_claimable(self.to) {
+            String::new()
+        } else if self.claim {
+            self.actor.to_string()
+        } else {
+            // A forced or open move keeps the holder; a holder's own move keeps itself.
+            known
+                .map(|r| r.agent.as_str())
+                .filter(|a| !a.is_empty())
+                .or(self.seen_holder)
+                .unwrap_or(self.actor)
+                .to_string()
+        }
+    }
 }
 
-/// The remote took the new record.
+/// The remote holds the step's record.
 #[derive(Clone, Debug)]
 pub struct Pushed {
     pub remote: String,
@@ -71,6 +99,9 @@ pub struct Pushed {
     pub previous: Option<Record>,
     /// The expired hold this claim took over.
     pub took_over: Option<Record>,
+    /// This call pushed it; false when the remote already had it (the step was made
+    /// before and its answer lost): then there is nothing to undo.
+    pub fresh: bool,
 }
 
 /// What the remote said.
@@ -89,12 +120,23 @@ pub enum Confirmed {
 }
 
 /// What to do with what we know of the remote's record.
+#[derive(Debug, PartialEq)]
 enum Decision {
     Go {
         epoch: u64,
         took_over: Option<Record>,
     },
+    /// The remote's record is this step, made by this actor before (its answer lost, or
+    /// this copy not written): nothing to push.
+    Already,
     Lost,
+}
+
+fn go(epoch: u64) -> Option<Decision> {
+    Some(Decision::Go {
+        epoch,
+        took_over: None,
+    })
 }
 
 fn decide(
@@ -120,24 +162,25 @@ fn decide(
         if step.local_holder.is_some() {
             return None; // Takeover of a hold the remote never saw: the local hold stands.
         }
-        return Some(Decision::Go {
-            epoch: 1,
-            took_over: None,
-        });
+        return go(1);
     };
+    if !r.by.is_empty() && r.by == step.actor && r.state == step.to && r.state != step.from {
+        return Some(Decision::Already);
+    }
     let mine = r.agent == step.actor;
     if r.held(board) {
         if mine {
-            return Some(Decision::Go {
-                epoch: r.epoch,
-                took_over: None,
-            });
+            return go(r.epoch);
         }
         if step.force && !step.claim {
-            return Some(Decision::Go {
-                epoch: r.epoch,
-                took_over: None,
-            });
+            return go(r.epoch);
+        }
+        if step.open
+            && !step.claim
+            && r.state == step.from
+            && step.seen_holder.is_none_or(|h| h == r.agent)
+        {
+            return go(r.epoch);
         }
         if step.claim && r.expired(board, now) {
             return Some(Decision::Go {
@@ -150,25 +193,16 @@ fn decide(
     let w = &board.config.workflow;
     // A finished task moved on again (`reopen`) from the state its record has.
     if !step.claim && w.is_terminal(&r.state) && step.from == r.state {
-        return Some(Decision::Go {
-            epoch: r.epoch,
-            took_over: None,
-        });
+        return go(r.epoch);
     }
     if step.claim && w.is_claimable(&r.state) {
-        return Some(Decision::Go {
-            epoch: r.epoch + 1,
-            took_over: None,
-        });
+        return go(r.epoch + 1);
     }
     if step.claim && step.local_holder.is_some() && !w.is_terminal(&r.state) {
         return None;
     }
     if step.force && !step.claim {
-        return Some(Decision::Go {
-            epoch: r.epoch,
-            took_over: None,
-        });
+        return go(r.epoch);
     }
     // A final task, or (for a move) one that is no longer held by this actor.
     Some(Decision::Lost)
@@ -179,11 +213,8 @@ fn decide(
 /// the step can still build on it. Called under the task's lock, before the local write.
 pub fn confirm(board: &Board, remote: &str, step: &Step) -> Result<Confirmed> {
     let g = git(board);
-    let fetch = || {
-        refresh(board, step.task, remote, |why| {
-            step.unconfirmed(board, remote, why)
-        })
-    };
+    let asked = step.asked();
+    let fetch = || refresh(board, step.task, remote, &asked);
     let mut known = known(board, step.task)?;
     let mut fresh = false;
     // A takeover decides on the remote's word only.
@@ -192,11 +223,20 @@ pub fn confirm(board: &Board, remote: &str, step: &Step) -> Result<Confirmed> {
         fresh = true;
     }
     let mut busy = None;
-    for _ in 0..MAX_ATTEMPTS {
+    for attempt in 0..MAX_ATTEMPTS {
         let now = crate::time::now();
-        let decision = decide(board, step, known.as_ref(), now);
-        let (epoch, took_over) = match decision {
+        let (epoch, took_over) = match decide(board, step, known.as_ref(), now) {
             None => return Ok(Confirmed::NoRecord),
+            Some(Decision::Already) => {
+                let record = known.expect("an Already decision has a record");
+                return Ok(Confirmed::Pushed(Box::new(Pushed {
+                    remote: remote.to_string(),
+                    previous: None,
+                    took_over: None,
+                    fresh: false,
+                    record,
+                })));
+            }
             Some(Decision::Lost) if fresh => {
                 return Ok(Confirmed::Lost {
                     remote: remote.to_string(),
@@ -210,37 +250,33 @@ pub fn confirm(board: &Board, remote: &str, step: &Step) -> Result<Confirmed> {
             }
             Some(Decision::Go { epoch, took_over }) => (epoch, took_over),
         };
-        let w = &board.config.workflow;
-        let holder = if w.is_claimable(step.to) {
-            String::new()
-        } else if step.claim {
-            step.actor.to_string()
-        } else {
-            // A forced move keeps the holder; a holder's own move keeps itself.
-            known
-                .as_ref()
-                .map(|r| r.agent.clone())
-                .filter(|a| !a.is_empty())
-                .unwrap_or_else(|| step.actor.to_string())
-        };
         let mut record = Record {
             sha: String::new(),
             task: step.task.to_string(),
-            agent: holder,
+            agent: step.holder(board, known.as_ref()),
             origin: origin(board),
             state: step.to.to_string(),
+            // A sweep's release is the sweep's move, not the holder's.
+            by: match step.expired_hold_of {
+                Some(_) => crate::ops::sweep::SWEEPER.to_string(),
+                None => step.actor.to_string(),
+            },
             epoch,
             at: now,
         };
         let expected = known.as_ref().map(|r| r.sha.clone());
         record.sha = commit(board, &record, expected.as_deref())?;
-        match push(
+        let mut result = push(
             &g,
             remote,
             step.task,
             Some(&record.sha),
             expected.as_deref(),
-        )? {
+        )?;
+        if let PushResult::Unknown(lost) = result {
+            result = find_out(board, step, remote, &record.sha, expected.as_deref(), lost)?;
+        }
+        match result {
             PushResult::Done => {
                 let _ = set_local(board, &g, &ref_name(step.task), &record.sha);
                 return Ok(Confirmed::Pushed(Box::new(Pushed {
@@ -248,6 +284,7 @@ pub fn confirm(board: &Board, remote: &str, step: &Step) -> Result<Confirmed> {
                     record,
                     previous: known,
                     took_over,
+                    fresh: true,
                 })));
             }
             PushResult::Stale => {
@@ -255,18 +292,29 @@ pub fn confirm(board: &Board, remote: &str, step: &Step) -> Result<Confirmed> {
                 fresh = true;
                 busy = None;
             }
-            PushResult::Busy(why) => {
+            PushResult::Busy { why, lock } => {
+                // Another push holds the record's lock for a moment: let it finish.
+                std::thread::sleep(std::time::Duration::from_millis(20 << attempt.min(5)));
                 known = fetch()?;
                 fresh = true;
-                busy = Some(why);
+                busy = Some((why, lock));
             }
             PushResult::Failed(why) => {
                 return Err(step.unconfirmed(board, remote, why).into());
             }
+            PushResult::Unknown(_) => unreachable!("found out above"),
         }
     }
-    if let Some(why) = busy {
-        return Err(step.unconfirmed(board, remote, why).into());
+    if let Some((why, lock)) = busy {
+        return Err(Failure::RemoteLocked {
+            asked: step.asked(),
+            remote: remote.to_string(),
+            project: board.project().to_path_buf(),
+            lock,
+            why,
+            attempts: MAX_ATTEMPTS,
+        }
+        .into());
     }
     Err(Failure::KeptChanging {
         path: board.rel(&board.doc_path(crate::doc::Region::Tasks, step.task)),
@@ -277,10 +325,43 @@ pub fn confirm(board: &Board, remote: &str, step: &Step) -> Result<Confirmed> {
     .into())
 }
 
+/// A push whose answer was lost (`lost`: how it ended): asks the remote what its ref of the
+/// task holds now. Ours: done. What we expected to replace: the push did not take, so
+/// nothing changed (unconfirmed). Another record: like a lost lease. The remote cannot be
+/// asked: the outcome is unknown (exit 8), never "nothing changed".
+fn find_out(
+    board: &Board,
+    step: &Step,
+    remote: &str,
+    ours: &str,
+    expected: Option<&str>,
+    lost: String,
+) -> Result<PushResult> {
+    match remote_sha(&git(board), remote, step.task)? {
+        Ok(Some(sha)) if sha == ours => Ok(PushResult::Done),
+        Ok(now) if now.as_deref() == expected => Ok(PushResult::Failed(format!(
+            "{lost}; the remote still holds the record it had"
+        ))),
+        Ok(_) => Ok(PushResult::Stale),
+        Err(why) => Err(Failure::Unknown {
+            asked: step.asked(),
+            remote: remote.to_string(),
+            project: board.project().to_path_buf(),
+            lost,
+            why,
+        }
+        .into()),
+    }
+}
+
 /// Puts back the record a confirmed step replaced, when the local write of that step
 /// failed: the remote must not keep a claim this clone never recorded. Best effort; the
-/// lease makes sure only our own record is replaced.
+/// lease makes sure only our own record is replaced. A record this call did not push (the
+/// remote had it already) is left.
 pub fn undo(board: &Board, pushed: &Pushed) {
+    if !pushed.fresh {
+        return;
+    }
     let g = git(board);
     let task = &pushed.record.task;
     let previous = pushed.previous.as_ref().map(|r| r.sha.as_str());
@@ -303,30 +384,69 @@ pub struct Renewed {
     pub lost: Vec<String>,
 }
 
-/// Renews every record this clone knows `agent` holds: a fresh `at`, pushed under the
-/// usual lease, so no other machine takes those claims over. Called by heartbeats on a
-/// connected board; not connected, it does nothing.
+/// A record is renewed once it is older than this part of the lease: often enough that no
+/// other machine sees it expire, rarely enough that heartbeats mostly push nothing.
+const RENEW_AFTER_LEASE_PART: i32 = 4;
+
+/// Renews the records this clone knows `agent` holds that are older than a quarter of the
+/// lease: a fresh `at`, pushed under the usual leases, all in one push, so no other machine
+/// takes those claims over. Called by heartbeats on a connected board; it takes no task's
+/// lock (an agent's own move waits for nothing) and never replaces a newer record
+/// another process confirmed meanwhile. Not connected, or nothing due: no push.
 pub fn renew(board: &Board, agent: &str) -> Result<Renewed> {
     let Some(remote) = super::remote(board)? else {
         return Ok(Renewed::default());
     };
-    let g = git(board);
+    let now = crate::time::now();
+    let due = crate::agents::lease(board) / RENEW_AFTER_LEASE_PART;
     let held: Vec<Record> = exchange::all_known(board)?
         .into_iter()
-        .filter(|r| r.agent == agent && r.held(board))
+        .filter(|r| r.agent == agent && r.held(board) && now - r.at >= due)
         .collect();
     let mut done = Renewed::default();
-    for old in held {
+    if held.is_empty() {
+        return Ok(done);
+    }
+    let g = git(board);
+    let mut renewals = Vec::with_capacity(held.len());
+    for old in &held {
         let mut r = old.clone();
-        r.at = crate::time::now();
+        r.at = now;
         r.origin = origin(board);
+        r.by = agent.to_string();
         r.sha = commit(board, &r, Some(&old.sha))?;
-        match push(&g, &remote, &r.task, Some(&r.sha), Some(&old.sha))? {
+        renewals.push(r);
+    }
+    let refs: Vec<(String, Option<String>, Option<String>)> = held
+        .iter()
+        .zip(&renewals)
+        .map(|(old, r)| {
+            (
+                ref_name(&r.task),
+                Some(r.sha.clone()),
+                Some(old.sha.clone()),
+            )
+        })
+        .collect();
+    let out = push_many(&g, &remote, &refs)?;
+    for (old, r) in held.iter().zip(renewals) {
+        let name = ref_name(&r.task);
+        match push_result(&out, &name) {
             PushResult::Done => {
-                let _ = set_local(board, &g, &ref_name(&r.task), &r.sha);
+                let _ = set_local_if(&g, &name, &r.sha, &old.sha);
                 done.renewed.push(r.task);
             }
-            PushResult::Stale | PushResult::Busy(_) => done.lost.push(r.task),
+            // Its answer was lost, or another push held the record: the next heartbeat
+            // looks again.
+            PushResult::Busy { .. } | PushResult::Unknown(_) => {}
+            // The remote moved on: lost, unless it was this agent's own move meanwhile.
+            PushResult::Stale => {
+                let ours_still = exchange::known(board, &r.task)?
+                    .is_some_and(|k| k.sha != old.sha && k.agent == agent && k.held(board));
+                if !ours_still {
+                    done.lost.push(r.task);
+                }
+            }
             PushResult::Failed(why) => {
                 let step = Step {
                     task: &r.task,
@@ -335,6 +455,8 @@ pub fn renew(board: &Board, agent: &str) -> Result<Renewed> {
                     from: &r.state,
                     to: &r.state,
                     force: false,
+                    open: false,
+                    seen_holder: None,
                     local_holder: None,
                     expired_hold_of: None,
                 };

@@ -9,7 +9,7 @@ use crate::sync::git::{self, Git, Output};
 
 use super::record::Record;
 use super::refname::{REF_PREFIX, ref_name};
-use super::wording::{Failure, first_line};
+use super::wording::{Asked, Failure, first_line};
 
 pub(super) fn git(board: &Board) -> Git {
     Git::new(board.project())
@@ -21,16 +21,62 @@ fn common_dir(board: &Board) -> Option<std::path::PathBuf> {
 }
 
 /// Points this clone's copy of a task's record at `sha` (no git started when the refs are
-/// plain files).
+/// plain files). Another tavern process of this clone updating the same ref (a fetch) holds
+/// its lock for a moment: that is waited out, not reported.
 pub(super) fn set_local(board: &Board, g: &Git, name: &str, sha: &str) -> Result<()> {
-    if common_dir(board).is_some_and(|c| git::write_ref_file(&c, name, sha)) {
-        return Ok(());
+    let common = common_dir(board);
+    let mut out = None;
+    for attempt in 0..LOCAL_RACE_ATTEMPTS {
+        if common
+            .as_deref()
+            .is_some_and(|c| git::write_ref_file(c, name, sha))
+        {
+            return Ok(());
+        }
+        let o = g.output(&["update-ref", name, sha], None)?;
+        if o.success {
+            return Ok(());
+        }
+        if !local_race(&o.stderr) {
+            return Err(git_error(g, "update-ref", &o));
+        }
+        out = Some(o);
+        pause(attempt);
     }
-    let out = g.output(&["update-ref", name, sha], None)?;
-    if !out.success {
-        return Err(git_error(g, "update-ref", &out));
+    let o = out.expect("at least one attempt");
+    Err(git_error(g, "update-ref", &o))
+}
+
+/// Points this clone's copy of a task's record at `sha` only if it is still `old`: for a
+/// writer that does not hold the task's lock (a renewal), so a newer record another process
+/// confirmed meanwhile is never replaced by an older one.
+pub(super) fn set_local_if(g: &Git, name: &str, sha: &str, old: &str) -> Result<bool> {
+    Ok(g.output(&["update-ref", name, sha, old], None)?.success)
+}
+
+/// The commit this clone's copy of a task's record points at, if any.
+pub(super) fn local_sha(board: &Board, task: &str) -> Result<Option<String>> {
+    let name = ref_name(task);
+    if let Some(c) = common_dir(board) {
+        match git::read_ref_file(&c, &name) {
+            git::RefLookup::Found(sha) => return Ok(Some(sha)),
+            git::RefLookup::Absent => return Ok(None),
+            git::RefLookup::Unsure => {}
+        }
     }
-    Ok(())
+    let out = git(board).output(&["rev-parse", "--verify", "--quiet", &name], None)?;
+    Ok(out
+        .success
+        .then(|| out.stdout.trim().to_string())
+        .filter(|s| !s.is_empty()))
+}
+
+/// Whether record `a` is an ancestor of record `b` (or the same): every record's parent is
+/// the one it replaced, so this is "`a` is not newer than `b`" in the task's history.
+pub(super) fn is_ancestor(board: &Board, a: &str, b: &str) -> Result<bool> {
+    Ok(git(board)
+        .output(&["merge-base", "--is-ancestor", a, b], None)?
+        .success)
 }
 
 /// This clone, as records name it.
@@ -83,9 +129,96 @@ pub(super) fn git_error(g: &Git, what: &str, out: &Output) -> Error {
     }
 }
 
+/// How often a git command that lost a race for a local ref's lock to another tavern
+/// process of this clone is tried.
+const LOCAL_RACE_ATTEMPTS: u32 = 6;
+
+/// A local ref lock held by a process that is gone (a git killed while it updated the ref)
+/// is older than this; one held by a live update is milliseconds old.
+const STALE_REF_LOCK: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Git lost a race for the lock of a ref of this clone: another process (another tavern
+/// command, a sync) updated it at the same moment. Tried again, never reported as the
+/// remote being unreachable.
+fn local_race(stderr: &str) -> bool {
+    stderr.contains("cannot lock ref")
+        || (stderr.contains("Unable to create '") && stderr.contains(".lock': File exists"))
+}
+
+/// The `….lock` files a failed git command says it found in its way, with their paths.
+fn lock_files(stderr: &str) -> Vec<std::path::PathBuf> {
+    stderr
+        .split("Unable to create '")
+        .skip(1)
+        .filter_map(|rest| rest.split_once("': File exists").map(|(p, _)| p.into()))
+        .filter(|p: &std::path::PathBuf| p.extension().is_some_and(|e| e == "lock"))
+        .collect()
+}
+
+/// Removes the locks of this clone's claim refs that `stderr` names and that are stale
+/// (older than [`STALE_REF_LOCK`]): a git killed while it updated one leaves it, and every
+/// later update of that ref fails until it goes. Only whoever holds what guards the ref,
+/// the task's lock, removes one: `held` says the caller does; otherwise it is taken here
+/// if free. True if one went.
+pub(super) fn remove_stale_ref_locks(board: &Board, stderr: &str, held: bool) -> bool {
+    let Some(common) = common_dir(board) else {
+        return false;
+    };
+    let ours = common.join(REF_PREFIX);
+    let mut removed = false;
+    for path in lock_files(stderr) {
+        let path = if path.is_absolute() {
+            path
+        } else {
+            board.project().join(path)
+        };
+        let Some(task) = path
+            .strip_prefix(&ours)
+            .ok()
+            .and_then(|rel| rel.to_str())
+            .and_then(|rel| rel.strip_suffix(".lock"))
+            .and_then(super::refname::task_of)
+        else {
+            continue;
+        };
+        let stale = std::fs::metadata(&path)
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > STALE_REF_LOCK));
+        if !stale {
+            continue;
+        }
+        let guard = if held {
+            None
+        } else {
+            let name = crate::layout::doc_lock(crate::doc::Region::Tasks, &task);
+            match crate::store::try_lock(board, &name) {
+                Ok(Some(lock)) => Some(lock),
+                _ => continue,
+            }
+        };
+        removed |= std::fs::remove_file(&path).is_ok();
+        drop(guard);
+    }
+    removed
+}
+
+/// A short wait before trying again after a race, longer each time.
+fn pause(attempt: u32) {
+    std::thread::sleep(std::time::Duration::from_millis(5 << attempt.min(6)));
+}
+
 /// What every fetch of records asks for: `spec` only, no tags, no FETCH_HEAD, no
-/// submodules; `prune` removes the copies of records the remote no longer has.
-fn fetch(g: &Git, remote: &str, spec: &str, prune: bool) -> Result<Output> {
+/// submodules; `prune` removes the copies of records the remote no longer has. A race for
+/// a local ref's lock with another tavern process is tried again, and a stale lock in the
+/// way is removed (`guarded`: the caller holds the task's lock that guards the ref).
+fn fetch(
+    g: &Git,
+    board: &Board,
+    remote: &str,
+    spec: &str,
+    prune: bool,
+    guarded: bool,
+) -> Result<Output> {
     let mut args = vec![
         "fetch",
         "--quiet",
@@ -97,32 +230,62 @@ fn fetch(g: &Git, remote: &str, spec: &str, prune: bool) -> Result<Output> {
         args.push("--prune");
     }
     args.extend([remote, spec]);
-    g.output(&args, None)
+    let mut attempt = 0;
+    loop {
+        let out = g.output(&args, None)?;
+        if out.success || !local_race(&out.stderr) || attempt + 1 >= LOCAL_RACE_ATTEMPTS {
+            return Ok(out);
+        }
+        remove_stale_ref_locks(board, &out.stderr, guarded);
+        pause(attempt);
+        attempt += 1;
+    }
 }
 
 /// Fetches every record of the remote into this clone's copies.
-fn fetch_every_record(g: &Git, remote: &str) -> Result<Output> {
-    fetch(g, remote, &format!("+{REF_PREFIX}*:{REF_PREFIX}*"), true)
+fn fetch_every_record(g: &Git, board: &Board, remote: &str) -> Result<Output> {
+    fetch(
+        g,
+        board,
+        remote,
+        &format!("+{REF_PREFIX}*:{REF_PREFIX}*"),
+        true,
+        false,
+    )
 }
 
 /// Fetches the remote's record of `task` into this clone's copy (removing the copy when
-/// the remote has none) and returns it; a remote that cannot be reached is `why` as the
-/// error: the caller words it.
+/// the remote has none) and returns it. Called under the task's lock, for `asked`, which
+/// the errors name.
 pub(super) fn refresh(
     board: &Board,
     task: &str,
     remote: &str,
-    unreachable: impl FnOnce(String) -> Failure,
+    asked: &Asked,
 ) -> Result<Option<Record>> {
     let g = git(board);
     let name = ref_name(task);
-    let out = fetch(&g, remote, &format!("+{name}:{name}"), false)?;
+    let out = fetch(&g, board, remote, &format!("+{name}:{name}"), false, true)?;
     if !out.success {
         if out.stderr.contains("couldn't find remote ref") {
             let _ = g.output(&["update-ref", "-d", &name], None)?;
             return Ok(None);
         }
-        return Err(unreachable(super::wording::fetch_failed(&out.stderr)).into());
+        if local_race(&out.stderr) {
+            return Err(Failure::LocalLock {
+                asked: asked.clone(),
+                locks: lock_files(&out.stderr),
+                why: first_line(&out.stderr),
+            }
+            .into());
+        }
+        return Err(Failure::Unconfirmed {
+            asked: asked.clone(),
+            remote: remote.to_string(),
+            project: board.project().to_path_buf(),
+            why: super::wording::fetch_failed(&out.stderr),
+        }
+        .into());
     }
     Ok(list(&g, &name)?.into_iter().next())
 }
@@ -173,11 +336,20 @@ pub(super) enum PushResult {
     Done,
     /// The lease did not hold: the remote's ref is not what we expected.
     Stale,
-    /// The remote could not update the ref: another push held its lock, or (rarely) the
-    /// remote is broken. Retried after a fetch; said as unconfirmed if it persists.
-    Busy(String),
-    /// Could not reach the remote, or it refused (a hook, permissions).
+    /// The remote could not update the ref: another push held its lock, or one left it
+    /// (the remote's lock file, when its message names one). Retried after a fetch; said
+    /// as unconfirmed, naming the lock, if it persists.
+    Busy {
+        why: String,
+        lock: Option<String>,
+    },
+    /// The remote refused it (a hook, permissions), or could not be reached at all:
+    /// nothing was sent, nothing changed.
     Failed(String),
+    /// The push may have reached the remote and its answer was lost (the process died,
+    /// the connection dropped, or its per-ref status and its exit code disagree): only
+    /// the remote can say what happened ([`remote_sha`]).
+    Unknown(String),
 }
 
 /// Pushes `sha` to the ref of `task` only if the remote's ref is `expected` (absent when
@@ -190,41 +362,145 @@ pub(super) fn push(
     expected: Option<&str>,
 ) -> Result<PushResult> {
     let name = ref_name(task);
-    let spec = format!("{}:{name}", sha.unwrap_or(""));
-    let lease = format!("--force-with-lease={name}:{}", expected.unwrap_or(""));
-    let out = g.output(
-        &[
-            "push",
-            "--porcelain",
-            "--no-verify",
-            "--no-recurse-submodules",
-            &lease,
-            remote,
-            &spec,
-        ],
-        None,
+    let out = push_many(
+        g,
+        remote,
+        &[(
+            name.clone(),
+            sha.map(str::to_string),
+            expected.map(str::to_string),
+        )],
     )?;
     Ok(push_result(&out, &name))
 }
 
-fn push_result(out: &Output, name: &str) -> PushResult {
-    // Porcelain: one line per ref, `FLAG\tFROM:TO\tSUMMARY`.
+/// One `git push` of several refs, each under its own lease: `(ref, new sha or None to
+/// delete, expected sha or None for absent)`. Read each ref's result with [`push_result`].
+pub(super) fn push_many(
+    g: &Git,
+    remote: &str,
+    refs: &[(String, Option<String>, Option<String>)],
+) -> Result<Output> {
+    let mut args: Vec<String> = [
+        "push",
+        "--porcelain",
+        "--no-verify",
+        "--no-recurse-submodules",
+    ]
+    .map(String::from)
+    .to_vec();
+    for (name, _, expected) in refs {
+        args.push(format!(
+            "--force-with-lease={name}:{}",
+            expected.as_deref().unwrap_or("")
+        ));
+    }
+    args.push(remote.to_string());
+    for (name, sha, _) in refs {
+        args.push(format!("{}:{name}", sha.as_deref().unwrap_or("")));
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    g.output(&args, None)
+}
+
+/// How the push of ref `name` ended, from the push's output.
+pub(super) fn push_result(out: &Output, name: &str) -> PushResult {
+    // Porcelain: one line per ref, `FLAG\tFROM:TO\tSUMMARY`; `!` is a rejection.
     let line = out.stdout.lines().find(|l| {
         l.split('\t')
             .nth(1)
             .is_some_and(|s| s.ends_with(&format!(":{name}")))
     });
-    if out.success {
-        return PushResult::Done;
-    }
+    let summary = |l: &str| l.split('\t').nth(2).unwrap_or(l).trim().to_string();
     match line {
+        Some(l) if !l.starts_with('!') => {
+            if out.success {
+                PushResult::Done
+            } else {
+                // The remote said it took the ref, and git failed all the same.
+                PushResult::Unknown(format!(
+                    "the push reported {} but failed: {}",
+                    summary(l),
+                    first_line(&out.stderr)
+                ))
+            }
+        }
         Some(l) if l.contains("(stale info)") => PushResult::Stale,
         Some(l) if l.contains("(failed to update ref)") || l.contains("(failed to lock)") => {
-            PushResult::Busy(l.split('\t').nth(2).unwrap_or(l).trim().to_string())
+            PushResult::Busy {
+                why: summary(l),
+                lock: remote_lock(&out.stderr),
+            }
         }
-        Some(l) => PushResult::Failed(l.split('\t').nth(2).unwrap_or(l).trim().to_string()),
-        None => PushResult::Failed(first_line(&out.stderr)),
+        Some(l) => PushResult::Failed(summary(l)),
+        None if out.success => PushResult::Done,
+        None if out.code.is_some() && never_sent(&out.stderr) => {
+            PushResult::Failed(first_line(&out.stderr))
+        }
+        None => PushResult::Unknown(match out.code {
+            Some(_) => first_line(&out.stderr),
+            None => "git push was killed before the remote's answer".to_string(),
+        }),
     }
+}
+
+/// git's words for a remote it could not reach or was refused by before anything was
+/// sent: nothing can have changed there.
+fn never_sent(stderr: &str) -> bool {
+    let lost_midway = [
+        "hung up unexpectedly",
+        "Connection reset",
+        "Broken pipe",
+        "early EOF",
+    ];
+    if lost_midway.iter().any(|m| stderr.contains(m)) {
+        return false;
+    }
+    [
+        "does not appear to be a git repository",
+        "Could not read from remote repository",
+        "Could not resolve host",
+        "Connection refused",
+        "Connection timed out",
+        "No route to host",
+        "Permission denied",
+        "Repository not found",
+        "unable to access",
+        "No such file or directory",
+    ]
+    .iter()
+    .any(|m| stderr.contains(m))
+}
+
+/// The lock file a remote names when it could not lock a ref (`Unable to create
+/// '…/refs/tavern/claims/t1.lock': File exists`).
+fn remote_lock(stderr: &str) -> Option<String> {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("remote:") || l.contains("Unable to create"))
+        .find_map(|l| {
+            let rest = l.split("Unable to create '").nth(1)?;
+            let (path, _) = rest.split_once("': File exists")?;
+            Some(path.to_string())
+        })
+}
+
+/// What the remote's ref of `task` points at now, asked with one `git ls-remote`: the
+/// sha (None: no such ref), or, when the remote cannot be asked, why not.
+pub(super) fn remote_sha(
+    g: &Git,
+    remote: &str,
+    task: &str,
+) -> Result<std::result::Result<Option<String>, String>> {
+    let name = ref_name(task);
+    let out = g.output(&["ls-remote", "--refs", remote, &name], None)?;
+    if !out.success {
+        return Ok(Err(first_line(&out.stderr)));
+    }
+    Ok(Ok(out.stdout.lines().find_map(|l| {
+        let (sha, n) = l.split_once('\t')?;
+        (n.trim() == name).then(|| sha.trim().to_string())
+    })))
 }
 
 /// Before `claim --next` tries candidates on a connected board: every record on the
@@ -235,7 +511,7 @@ pub fn fetch_for_next(
     remote: &str,
 ) -> Result<std::collections::HashMap<String, Record>> {
     let g = git(board);
-    let out = fetch_every_record(&g, remote)?;
+    let out = fetch_every_record(&g, board, remote)?;
     if !out.success {
         return Err(Failure::Unsurveyed {
             remote: remote.to_string(),
@@ -257,7 +533,7 @@ pub fn fetch_all(board: &Board) -> Result<Vec<Record>> {
         return Ok(Vec::new());
     };
     let g = git(board);
-    let out = fetch_every_record(&g, &remote)?;
+    let out = fetch_every_record(&g, board, &remote)?;
     if !out.success {
         return Err(Error::Git {
             command: format!("git fetch {remote} {REF_PREFIX}*"),
@@ -341,6 +617,17 @@ mod tests {
         assert_eq!(
             push_result(
                 &out(
+                    true,
+                    "To ../r.git\n*\tabc:refs/tavern/claims/t1\t[new reference]\nDone\n",
+                    ""
+                ),
+                name
+            ),
+            PushResult::Done
+        );
+        assert_eq!(
+            push_result(
+                &out(
                     false,
                     "!\tabc:refs/tavern/claims/t1\t[rejected] (stale info)\nDone\n",
                     ""
@@ -358,7 +645,10 @@ mod tests {
                 ),
                 name
             ),
-            PushResult::Busy("[remote rejected] (failed to update ref)".into())
+            PushResult::Busy {
+                why: "[remote rejected] (failed to update ref)".into(),
+                lock: None
+            }
         );
         assert_eq!(
             push_result(
@@ -377,11 +667,86 @@ mod tests {
                 &out(
                     false,
                     "!\tabc:refs/tavern/claims/t10\t[rejected] (stale info)\n",
-                    "\nfatal: could not read from remote repository\nmore\n"
+                    "\nfatal: '../gone.git' does not appear to be a git repository\nfatal: Could not read from remote repository.\n"
                 ),
                 name
             ),
-            PushResult::Failed("fatal: could not read from remote repository".into())
+            PushResult::Failed(
+                "fatal: '../gone.git' does not appear to be a git repository".into()
+            )
+        );
+    }
+
+    #[test]
+    fn a_push_whose_answer_was_lost_is_unknown_not_failed() {
+        let name = "refs/tavern/claims/t1";
+        // Accepted per ref, failed as a whole: the two disagree.
+        assert_eq!(
+            push_result(
+                &out(
+                    false,
+                    "*\tabc:refs/tavern/claims/t1\t[new reference]\n",
+                    "error: boom\n"
+                ),
+                name
+            ),
+            PushResult::Unknown("the push reported [new reference] but failed: error: boom".into())
+        );
+        // The connection dropped after the pack went out.
+        assert_eq!(
+            push_result(
+                &out(
+                    false,
+                    "",
+                    "fatal: the remote end hung up unexpectedly\nfatal: Could not read from remote repository.\n"
+                ),
+                name
+            ),
+            PushResult::Unknown("fatal: the remote end hung up unexpectedly".into())
+        );
+        // Killed: no exit code at all.
+        let mut killed = out(false, "", "");
+        killed.code = None;
+        assert!(matches!(push_result(&killed, name), PushResult::Unknown(_)));
+    }
+
+    #[test]
+    fn a_remote_that_cannot_lock_a_ref_names_its_lock_file() {
+        let stderr = "remote: error: cannot lock ref 'refs/tavern/claims/t1': Unable to create '/srv/r.git/refs/tavern/claims/t1.lock': File exists.\n";
+        assert_eq!(
+            push_result(
+                &out(
+                    false,
+                    "!\tabc:refs/tavern/claims/t1\t[remote rejected] (failed to lock)\n",
+                    stderr
+                ),
+                "refs/tavern/claims/t1"
+            ),
+            PushResult::Busy {
+                why: "[remote rejected] (failed to lock)".into(),
+                lock: Some("/srv/r.git/refs/tavern/claims/t1.lock".into())
+            }
+        );
+    }
+
+    #[test]
+    fn a_local_ref_race_is_told_from_an_unreachable_remote() {
+        assert!(local_race(
+            "error: cannot lock ref 'refs/tavern/claims/t1': is at 1111 but expected 2222\n"
+        ));
+        assert!(local_race(
+            "error: Unable to create '/p/.git/refs/tavern/claims/t1.lock': File exists.\n"
+        ));
+        assert!(!local_race(
+            "fatal: Could not read from remote repository.\n"
+        ));
+        assert_eq!(
+            lock_files(
+                "error: Unable to create '/p/.git/refs/tavern/claims/t1.lock': File exists.\n\nAnother git process"
+            ),
+            vec![std::path::PathBuf::from(
+                "/p/.git/refs/tavern/claims/t1.lock"
+            )]
         );
     }
 }

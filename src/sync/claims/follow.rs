@@ -1,15 +1,16 @@
 //! Following the remote: a task of this clone is made to say what the remote's record of
 //! it says (state and holder), after a lost race and at every `tavern sync`.
 
-use chrono::{DateTime, Utc};
-
 use crate::board::Board;
 use crate::doc::edit::FieldEdit;
 use crate::doc::{Document, Region};
 use crate::error::Result;
 
-use super::exchange::all_known;
+use crate::ops::Locked;
+
+use super::exchange::{all_known, git, is_ancestor, known, local_sha, set_local};
 use super::record::Record;
+use super::refname::{component, ref_name};
 
 /// The actor the log names when a sync makes a task follow the remote's record.
 pub const SYNC_ACTOR: &str = "tavern-sync";
@@ -71,33 +72,110 @@ pub fn follow(
     })
 }
 
-/// Makes every task of this clone say what the remote's record of it (as last fetched,
-/// see [`super::fetch_all`]) says: state and holder. A task changed here after its record
-/// was written (a `--local` move) keeps its local state; its next confirmed move settles
-/// it. Returns the ids of the tasks that changed, each logged as a `remote-claim` entry.
+/// What this clone's copy of a task last took into account (see [`settle`]).
+#[derive(Debug, PartialEq, Eq)]
+enum Seen {
+    /// This record (its commit).
+    Record(String),
+    /// That there was no record, at this time: a move made here (`--local`) before this
+    /// clone heard of any record of the task.
+    Nothing(chrono::DateTime<chrono::Utc>),
+}
+
+fn seen(board: &Board, task: &str) -> Option<Seen> {
+    let path = crate::layout::claim_seen(&board.root, &component(task));
+    let text = std::fs::read_to_string(path).ok()?;
+    let mut words = text.split_whitespace();
+    match words.next()? {
+        "none" => {
+            let at = chrono::DateTime::parse_from_rfc3339(words.next()?).ok()?;
+            Some(Seen::Nothing(at.with_timezone(&chrono::Utc)))
+        }
+        sha if sha.bytes().all(|b| b.is_ascii_hexdigit()) => Some(Seen::Record(sha.to_string())),
+        _ => None,
+    }
+}
+
+/// Notes that this clone's copy of `task` has taken its copy of the task's record into
+/// account (or, with none, that there was none, and when). Called under the task's lock
+/// after every write of the task on a connected board: the copy is as new as that record,
+/// or newer (a move made here that the remote has not confirmed).
+pub fn settle(board: &Board, task: &str) -> Result<()> {
+    let path = crate::layout::claim_seen(&board.root, &component(task));
+    let text = match local_sha(board, task)? {
+        Some(sha) => format!("{sha}\n"),
+        None => format!("none {}\n", crate::time::stamp_millis(crate::time::now())),
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| crate::error::Error::io(dir, "create directory", e))?;
+    }
+    // Whole: one step back after a power loss only makes the next sync look at the task
+    // again.
+    crate::file::write(&path, text.as_bytes(), crate::file::Durability::Whole)
+}
+
+/// Whether `record` is news to a task copy that took `seen` into account: newer in the
+/// task's history, or unrelated to it. Ordered by history (each record's parent is the one
+/// it replaced); only a record of a task moved here before any record was known, which
+/// shares no history with that move, is ordered by the two times (milliseconds).
+fn is_news(board: &Board, record: &Record, seen: Option<&Seen>) -> Result<bool> {
+    Ok(match seen {
+        None => true,
+        Some(Seen::Record(s)) if *s == record.sha => false,
+        Some(Seen::Record(s)) => !is_ancestor(board, &record.sha, s)?,
+        Some(Seen::Nothing(at)) => record.at > *at,
+    })
+}
+
+/// Makes every task of this clone say what its copy of the remote's record says (as last
+/// fetched, see [`super::fetch_all`]): state and holder, without ever moving a task back.
+/// Under each task's lock it reads the record this clone has now and the one the task's
+/// copy last took into account ([`settle`]): the same one, or a newer one that a fetch
+/// started earlier replaced by an older one, leaves the task as it is (a move made here
+/// since, `--local` or not, stays); a newer record is followed. Records are ordered by
+/// their history (each record's parent is the one it replaced), never by clocks.
+/// Returns the ids of the tasks that changed, each logged as a `remote-claim` entry.
 pub fn reconcile(board: &Board) -> Result<Vec<String>> {
     let remote = super::remote(board)?.unwrap_or_default();
     let mut changed = Vec::new();
-    for record in all_known(board)? {
-        if crate::id::validate(&record.task).is_err() {
+    for listed in all_known(board)? {
+        let task = listed.task.clone();
+        if crate::id::validate(&task).is_err() {
             continue;
         }
-        let path = board.doc_path(Region::Tasks, &record.task);
-        if !path.exists() {
+        if !board.doc_path(Region::Tasks, &task).exists() {
             continue;
         }
-        let outcome = crate::ops::mutate(board, Region::Tasks, &record.task, None, |doc| {
-            let local_later = doc
-                .str("updated_at")
-                .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-                .is_some_and(|t| t.with_timezone(&Utc) > record.at);
-            if local_later {
-                return Ok(None);
+        let locked = Locked::take(board, Region::Tasks, &task, None)?;
+        let Some(sha) = local_sha(board, &task)? else {
+            continue;
+        };
+        let record = if sha == listed.sha {
+            listed
+        } else {
+            match known(board, &task)? {
+                Some(r) => r,
+                None => continue,
             }
-            Ok(follow(board, doc, SYNC_ACTOR, &remote, &record))
-        })?;
-        if outcome.changed() {
-            changed.push(record.task);
+        };
+        let seen = seen(board, &task);
+        if !is_news(board, &record, seen.as_ref())? {
+            if let Some(Seen::Record(newer)) = &seen
+                && *newer != record.sha
+            {
+                // A fetch that began before this clone's own confirmed move put the older
+                // record back: keep the newer one.
+                let _ = set_local(board, &git(board), &ref_name(&task), newer);
+            }
+            continue;
+        }
+        match follow(board, &locked.doc, SYNC_ACTOR, &remote, &record) {
+            Some(change) => {
+                locked.write_then(board, change, |_| settle(board, &task))?;
+                changed.push(task);
+            }
+            None => settle(board, &task)?,
         }
     }
     Ok(changed)

@@ -33,7 +33,7 @@ mod wording;
 
 pub use confirm::{Confirmed, Pushed, Renewed, Step, confirm, renew, undo};
 pub use exchange::{Survey, all_known, fetch_all, fetch_for_next, known, survey};
-pub use follow::{SYNC_ACTOR, follow, reconcile, unconfirmed};
+pub use follow::{SYNC_ACTOR, follow, reconcile, settle, unconfirmed};
 pub use next::{SPREAD, spread, worth_trying};
 pub use record::Record;
 pub use refname::{REF_PREFIX, ref_name};

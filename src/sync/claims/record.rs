@@ -18,6 +18,10 @@ pub struct Record {
     pub origin: String,
     /// The task's state as of this record.
     pub state: String,
+    /// Who made the move this record confirms (the holder, a reviewer, a human forcing
+    /// it, the sweep); empty in records written before it was kept. A step whose answer
+    /// was lost finds its own record by it.
+    pub by: String,
     /// How many times the task changed hands; a takeover or a new claim adds one.
     pub epoch: u64,
     /// When it was pushed (claim, transition or renewal): liveness across machines.
@@ -44,13 +48,14 @@ impl Record {
             format!("{} {} by {}", self.task, self.state, self.agent)
         };
         format!(
-            "tavern claim: {what}\n\ntask: {}\nagent: {}\norigin: {}\nstate: {}\nepoch: {}\nat: {}\n",
+            "tavern claim: {what}\n\ntask: {}\nagent: {}\norigin: {}\nstate: {}\nepoch: {}\nat: {}\nby: {}\n",
             self.task,
             self.agent,
             self.origin,
             self.state,
             self.epoch,
-            crate::time::stamp_millis(self.at)
+            crate::time::stamp_millis(self.at),
+            self.by
         )
     }
 
@@ -62,6 +67,7 @@ impl Record {
             agent: String::new(),
             origin: String::new(),
             state: String::new(),
+            by: String::new(),
             epoch: 0,
             at: DateTime::<Utc>::UNIX_EPOCH,
         };
@@ -76,6 +82,7 @@ impl Record {
                 "agent" => r.agent = value.to_string(),
                 "origin" => r.origin = value.to_string(),
                 "state" => r.state = value.to_string(),
+                "by" => r.by = value.to_string(),
                 "epoch" => r.epoch = value.parse().ok()?,
                 "at" => {
                     r.at = DateTime::parse_from_rfc3339(value)
@@ -129,6 +136,7 @@ mod tests {
             agent: "a: b".into(),
             origin: "host:/p".into(),
             state: "claimed".into(),
+            by: "a: b".into(),
             epoch: 3,
             at: DateTime::parse_from_rfc3339("2026-11-24T10:00:00.250Z")
                 .unwrap()
@@ -147,7 +155,7 @@ mod tests {
     fn the_message_is_a_summary_then_one_line_per_field_with_milliseconds() {
         assert_eq!(
             record().message(),
-            "tavern claim: fix-login claimed by a: b\n\ntask: fix-login\nagent: a: b\norigin: host:/p\nstate: claimed\nepoch: 3\nat: 2026-11-24T10:00:00.250Z\n"
+            "tavern claim: fix-login claimed by a: b\n\ntask: fix-login\nagent: a: b\norigin: host:/p\nstate: claimed\nepoch: 3\nat: 2026-11-24T10:00:00.250Z\nby: a: b\n"
         );
         let free = Record {
             agent: String::new(),

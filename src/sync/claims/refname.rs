@@ -12,7 +12,8 @@ pub fn ref_name(task: &str) -> String {
     format!("{REF_PREFIX}{}", component(task))
 }
 
-fn component(task: &str) -> String {
+/// The ref name component of a task id (see [`ref_name`]).
+pub fn component(task: &str) -> String {
     let plain = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-';
     let safe = !task.is_empty()
         && task.bytes().all(|b| plain(b) || b == b'.')
@@ -32,6 +33,28 @@ fn component(task: &str) -> String {
             }
         })
         .collect()
+}
+
+/// The task id a ref name component stands for (the inverse of [`component`]); None for
+/// a component no id encodes to.
+pub fn task_of(component: &str) -> Option<String> {
+    if !component.contains('%') {
+        return Some(component.to_string());
+    }
+    let bytes = component.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = component.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 #[cfg(test)]
@@ -57,6 +80,15 @@ mod tests {
         ] {
             assert_eq!(ref_name(id), format!("{REF_PREFIX}{want}"), "{id}");
         }
+    }
+
+    #[test]
+    fn a_component_reads_back_as_its_task() {
+        for id in ["t01", "a..b", "x.lock", "v1.", ".h", "fix_login-2.b"] {
+            assert_eq!(task_of(&component(id)).as_deref(), Some(id), "{id}");
+        }
+        assert_eq!(task_of("bad%zz"), None);
+        assert_eq!(task_of("cut%2"), None);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::error::Error;
+use crate::error::{Error, Kind};
 
 use super::record::Record;
 
@@ -23,6 +23,13 @@ impl Asked {
             Asked::Claim { task } | Asked::Move { task, .. } => task,
         }
     }
+
+    fn what(&self) -> String {
+        match self {
+            Asked::Claim { task } => format!("the claim of {task}"),
+            Asked::Move { task, to } => format!("moving {task} to {to}"),
+        }
+    }
 }
 
 /// Why the remote did not confirm what was asked.
@@ -34,6 +41,35 @@ pub enum Failure {
         remote: String,
         /// The project of this clone.
         project: PathBuf,
+        why: String,
+    },
+    /// The remote may have taken the step (its answer was lost) and could not be asked
+    /// since (exit 8): the next command on the task finds out.
+    Unknown {
+        asked: Asked,
+        remote: String,
+        project: PathBuf,
+        /// How the push ended.
+        lost: String,
+        /// Why the remote could not be asked afterwards.
+        why: String,
+    },
+    /// The remote kept refusing to update the record because a lock file of it exists
+    /// there: another push's, or a stale one left by a killed git (exit 7).
+    RemoteLocked {
+        asked: Asked,
+        remote: String,
+        project: PathBuf,
+        /// The lock as the remote names it, when it does.
+        lock: Option<String>,
+        why: String,
+        attempts: usize,
+    },
+    /// A lock of this clone's copy of a record stayed in the way of every attempt (exit
+    /// 1): another git process holds it, or a killed one left it.
+    LocalLock {
+        asked: Asked,
+        locks: Vec<PathBuf>,
         why: String,
     },
     /// `claim --next` could not learn the remote's records (exit 7).
@@ -87,20 +123,70 @@ impl From<Failure> for Error {
                 remote,
                 project,
                 why,
+            } => Error::Unconfirmed {
+                task: asked.task().to_string(),
+                message: format!(
+                    "cannot confirm {} with the remote '{remote}' ({}): {why}; nothing was changed",
+                    asked.what(),
+                    project.display()
+                ),
+                remote,
+            },
+            Failure::Unknown {
+                asked,
+                remote,
+                project,
+                lost,
+                why,
+            } => Error::Request {
+                kind: Kind::Unknown,
+                path: None,
+                message: crate::msg!(format!(
+                    "the remote '{remote}' ({}) may have taken {} ({lost}), and it cannot be asked now ({why}): the outcome is unknown, and this clone's copy is as it was; the next command on {} (the same one again) asks the remote and finishes or reports it",
+                    project.display(),
+                    asked.what(),
+                    asked.task()
+                )),
+            },
+            Failure::RemoteLocked {
+                asked,
+                remote,
+                project,
+                lock,
+                why,
+                attempts,
             } => {
-                let what = match &asked {
-                    Asked::Claim { task } => format!("the claim of {task}"),
-                    Asked::Move { task, to } => format!("moving {task} to {to}"),
+                let lock = match lock {
+                    Some(l) => format!("its lock file {l} exists"),
+                    None => "it could not lock the record".to_string(),
                 };
                 Error::Unconfirmed {
                     task: asked.task().to_string(),
                     message: format!(
-                        "cannot confirm {what} with the remote '{remote}' ({}): {why}; nothing was changed",
+                        "cannot confirm {} with the remote '{remote}' ({}): {lock} ({why}, {attempts} attempts): a push there still runs, or a git killed on the remote left the lock behind (stale); if no push is running on the remote, remove that file there; nothing was changed",
+                        asked.what(),
                         project.display()
                     ),
                     remote,
                 }
             }
+            Failure::LocalLock { asked, locks, why } => Error::Request {
+                kind: Kind::Other,
+                path: None,
+                message: crate::msg!(format!(
+                    "cannot update this clone's copy of the record of {} ({why}): {} is held by another git process, or was left by a killed one (if no git process runs, remove it); nothing was changed",
+                    asked.task(),
+                    if locks.is_empty() {
+                        "its lock".to_string()
+                    } else {
+                        locks
+                            .iter()
+                            .map(|l| l.display().to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    }
+                )),
+            },
             Failure::Unsurveyed {
                 remote,
                 project,

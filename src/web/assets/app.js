@@ -297,6 +297,7 @@
         "article",
         { class: "item question", dataset: { id: q.id } },
         h("h3", {}, docLink(q.id, q.title || q.id)),
+        forgedNote(q.decision),
         h("div", { class: "muted" }, q.id, " · asked by ", q.asked_by || "?", " · ", ago(q.created_at), " ago",
           q.blocks.length ? [" · blocks ", q.blocks.map((b, i) => [i ? ", " : "", docLink(b)])] : null),
         // What the body says beyond the title and the options (the server leaves out
@@ -338,6 +339,7 @@
           h("dt", {}, "resource"), h("dd", {}, p.resource),
           h("dt", {}, "reason"), h("dd", {}, p.reason),
           h("dt", {}, "asked by"), h("dd", {}, (p.asked_by || "?") + ", " + ago(p.created_at) + " ago (" + p.id + ")")),
+        forgedNote(p.decision),
         p.body.trim() ? h("div", { class: "preview" }, h("div", { class: "muted" }, "preview"), markdown(p.body_html)) : null,
         h("div", { class: "row" },
           actButton("Approve", () => ask(true), "approve"),
@@ -482,6 +484,20 @@
     };
   }
 
+  // A file that claims a decision the log does not hold: it still waits for a human.
+  function forgedNote(d) {
+    if (!d || d.state !== "forged") return null;
+    return h("p", { class: "forged" }, h("strong", {}, "Forged decision: "),
+      "the file says " + d.says + ", but " + d.why + ". It counts as undecided.");
+  }
+
+  function decisionLine(d) {
+    if (!d) return null;
+    if (d.state === "forged") return forgedNote(d);
+    const text = d.state === "open" ? "not decided yet" : d.state + " by " + d.by + " at " + d.at;
+    return h("p", { class: "decision" }, "Decision (from the log): " + text);
+  }
+
   function fieldValue(v) {
     if (v === null) return "null";
     if (typeof v === "object") return JSON.stringify(v);
@@ -519,6 +535,7 @@
           h("a", { href: "#/timeline?doc=" + encodeURIComponent(d.path) }, "history")),
         blockers,
         actions,
+        decisionLine(d.decision),
         h("table", { class: "fields" }, h("tbody", {}, Object.entries(d.fields).map(([k, v]) =>
           h("tr", {}, h("th", {}, k), h("td", {}, fieldValue(v)))))),
         h("div", { class: "body" }, markdown(d.body_html)),
