@@ -29,6 +29,7 @@ pub mod client;
 pub mod doc;
 pub mod error;
 pub mod file;
+pub(crate) mod holds;
 pub mod id;
 pub(crate) mod index;
 pub mod layout;
