@@ -227,14 +227,14 @@ fn ready_shows_a_registered_agent_what_it_may_claim() {
     let b = TestBoard::new();
     b.task(
         "Needs rust",
-        &["--id", "t-rust", "-p", "1", "--needs", "rust"],
+        &["--id", "t-rust", "-p", "2", "--needs", "rust"],
     );
     b.task("Needs js", &["--id", "t-js", "-p", "0", "--needs", "js"]);
     b.task(
         "Needs both",
-        &["--id", "t-both", "-p", "0", "--needs", "rust,sql"],
+        &["--id", "t-both", "-p", "1", "--needs", "rust,sql"],
     );
-    b.task("Anyone", &["--id", "t-any", "-p", "2"]);
+    b.task("Anyone", &["--id", "t-any", "-p", "3"]);
     let ids = |out: &crate::util::Out| {
         out.stdout
             .lines()
@@ -261,9 +261,9 @@ fn ready_shows_a_registered_agent_what_it_may_claim() {
     assert_eq!(ids(&mine), ["t-rust", "t-any"]);
     let all = b.run(&["ready", "--as", "rustacean", "--all"]);
     all.ok().stderr_is("");
-    assert_eq!(ids(&all), ["t-both", "t-js", "t-rust", "t-any"]);
+    assert_eq!(ids(&all), ["t-js", "t-both", "t-rust", "t-any"]);
     // One note for one task, with a query narrowing what is ready.
-    b.run(&["ready", "--as", "rustacean", "priority=0"])
+    b.run(&["ready", "--as", "rustacean", "priority<=1"])
         .ok()
         .stdout_is("")
         .stderr_is(
@@ -293,7 +293,7 @@ fn ready_shows_a_registered_agent_what_it_may_claim() {
     // Never registered: not held to capabilities, so everything ready is its to claim.
     let human = b.run(&["ready", "--as", "someone"]);
     human.ok().stderr_is("");
-    assert_eq!(ids(&human), ["t-both", "t-js", "t-rust", "t-any"]);
+    assert_eq!(ids(&human), ["t-js", "t-both", "t-rust", "t-any"]);
     // claim --next takes what ready listed first, then the next, then there is none.
     b.run(&["claim", "--next", "--as", "rustacean"])
         .ok()
