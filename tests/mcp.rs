@@ -907,7 +907,7 @@ fn documents_are_resources_and_subscribers_hear_of_changes() {
             {"op": "read", "uri": "tavern://tasks/task-w"},
             {"op": "read", "uri": "tavern://tasks/..%2Fboard"},
             {"op": "listen_then_run", "uri": "tavern://tasks/task-w",
-             "run": [BIN, "--board", b.board(), "edit", "task-w", "--set", "priority=0"]},
+             "run": [BIN, "--board", b.board(), "--as", "lead", "edit", "task-w", "--set", "priority=0"]},
         ]),
     );
     let instructions = r[0]["text"].as_str().unwrap();
