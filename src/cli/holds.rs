@@ -8,7 +8,7 @@ use super::Ctx;
 use super::output::{cell, line};
 use super::render::Render;
 use tavern::api::holds::{self, EditCheck, Granted, Hold, HoldList, Released};
-use tavern::error::{Error, Result};
+use tavern::api::{Error, Result};
 
 #[derive(Debug, Args)]
 pub struct HoldArgs {
@@ -84,7 +84,7 @@ pub fn hold(ctx: &Ctx, a: HoldArgs) -> Result<ExitCode> {
     let wait = match &a.wait {
         None => None,
         Some(w) => Some(
-            tavern::time::parse_duration(w)
+            tavern::api::time::parse_duration(w)
                 .and_then(|d| d.to_std().ok())
                 .ok_or_else(|| {
                     Error::usage(format!("--wait '{w}' is not a duration like 30s or 10m"))
@@ -115,7 +115,7 @@ pub fn hold(ctx: &Ctx, a: HoldArgs) -> Result<ExitCode> {
             let body = format!(
                 "{actor} asked to hold {} and was refused:\n\n    {}\n\n(The text after the colon is the board's record of who holds it.)\n",
                 what.join(", "),
-                tavern::error::Error::to_string(&e).replace('\n', "\n    ")
+                Error::to_string(&e).replace('\n', "\n    ")
             );
             let spec = tavern::api::questions::Ask {
                 id: None,
