@@ -3,6 +3,7 @@
 
 mod util;
 
+mod actor;
 mod agents;
 mod archive;
 mod bad_input;
@@ -29,6 +30,7 @@ mod decisions;
 mod delivery;
 mod events;
 mod graph;
+mod holds;
 mod hostile_input;
 mod index;
 mod layering;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use super::Ctx;
 use tavern::api::delivery::{self, Bounds};
-use tavern::error::Result;
+use tavern::api::Result;
 
 /// What ends a delivery that has more than it shows.
 pub const MORE: &str = "run `tavern events --for-me`";
