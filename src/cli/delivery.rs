@@ -5,8 +5,8 @@
 use std::process::ExitCode;
 
 use super::Ctx;
-use tavern::api::delivery::{self, Bounds};
 use tavern::api::Result;
+use tavern::api::delivery::{self, Bounds};
 
 /// What ends a delivery that has more than it shows.
 pub const MORE: &str = "run `tavern events --for-me`";
