@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 
 use super::Ctx;
+use tavern::api::Result;
 use tavern::api::agents;
-use tavern::error::Result;
 
 #[derive(Debug, Subcommand)]
 pub enum AgentCommand {
@@ -105,8 +105,14 @@ pub struct ReadyArgs {
 
 pub fn ready(ctx: &Ctx, a: ReadyArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
-    let actor = ctx.actor(&board)?;
-    let ready = tavern::api::tasks::ready(&board, &a.query, (!a.all).then_some(actor.as_str()))?;
+    // A read: with nobody named it lists every ready task, as for an unregistered actor.
+    let actor = match ctx.named_actor() {
+        Some(_) => Some(ctx.actor(&board)?),
+        None => None,
+    };
+    let for_actor = actor.as_deref().filter(|_| !a.all);
+    let ready = tavern::api::tasks::ready(&board, &a.query, for_actor)?;
+    let actor = actor.unwrap_or_default();
     let code = ctx.print(&ready)?;
     if ready.lacking > 0 {
         super::output::note(
