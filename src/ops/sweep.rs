@@ -226,6 +226,17 @@ pub fn sweep(board: &Board) -> Result<Vec<Released>> {
             continue; // Already swept for this silence.
         }
         let reason = why(agent, board);
+        // Its holds on resources are leases too.
+        if board.root.join(crate::holds::FILE).exists() {
+            crate::holds::release(
+                board,
+                SWEEPER,
+                agent.id(),
+                &crate::holds::Which::All,
+                false,
+                &reason,
+            )?;
+        }
         let releases = release_all(board, SWEEPER, agent.id(), &reason)?;
         for task in releases.released {
             out.push(Released {
