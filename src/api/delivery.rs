@@ -335,6 +335,8 @@ pub fn for_me(board: &Board, actor: &str, bounds: Bounds) -> Result<Delivery> {
         return Ok(nothing(actor));
     }
     let lock = crate::store::lock(board, &lock_name(actor))?;
+    // Another call may have read on meanwhile: its cursor, and the log as it is now.
+    let now = log_state(board);
     let cursor = Cursor::load(board, actor).unwrap_or_default();
     if cursor.log.is_some() && cursor.log == now {
         return Ok(nothing(actor));
