@@ -91,6 +91,25 @@ impl Agent {
     }
 }
 
+/// The one rule of who may claim what: the `needs` of `task` that `capabilities` (a
+/// registered agent's; None for an actor that never registered, who is not held to
+/// capabilities) do not cover. Empty: the actor may claim it. `claim ID`, `claim --next`
+/// and `ready` all ask this.
+pub fn missing_needs(task: &Document, capabilities: Option<&[String]>) -> Vec<String> {
+    let Some(caps) = capabilities else {
+        return Vec::new();
+    };
+    task.list("needs")
+        .into_iter()
+        .filter(|n| !caps.contains(n))
+        .collect()
+}
+
+/// The capabilities `actor` is held to: its card's, or None when it never registered.
+pub fn held_to(board: &Board, actor: &str) -> Result<Option<Vec<String>>> {
+    Ok(read(board, actor)?.map(|a| a.capabilities()))
+}
+
 pub fn lease(board: &Board) -> chrono::Duration {
     crate::time::parse_duration(&board.config.lease).unwrap_or_else(|| chrono::Duration::minutes(5))
 }

@@ -3,6 +3,7 @@
 
 mod util;
 
+mod actor;
 mod agents;
 mod archive;
 mod bad_input;

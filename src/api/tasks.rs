@@ -12,12 +12,31 @@ pub use crate::ops::transition::Options;
 use crate::query::Query;
 use crate::workflow::CLAIM;
 
+/// What `ready` found: the tasks (as `list` gives them) and how many more are ready but
+/// need capabilities the agent lacks.
+#[derive(Debug, Serialize)]
+pub struct Ready {
+    #[serde(flatten)]
+    pub listing: Listing,
+    /// Ready tasks left out because their `needs` are not among the agent's capabilities.
+    pub lacking: usize,
+}
+
 /// Tasks claimable now (claimable state, no live claim, dependencies done) matching the
-/// query terms, best first. Expired leases are swept first, so their tasks count.
-pub fn ready(board: &Board, terms: &[String]) -> Result<Listing> {
+/// query terms, best first: with `for_actor`, only those that actor may claim (a
+/// registered agent: the tasks whose `needs` its capabilities cover, as `claim` and
+/// `claim --next` require; an actor that never registered is not held to capabilities);
+/// None: every ready task. Expired leases are swept first, so their tasks count.
+pub fn ready(board: &Board, terms: &[String], for_actor: Option<&str>) -> Result<Ready> {
     let query = Query::parse(terms)?;
-    let (docs, skipped) = transition::ready(board, &query)?;
-    Ok(Listing { docs, skipped })
+    let r = transition::ready(board, &query, for_actor)?;
+    Ok(Ready {
+        listing: Listing {
+            docs: r.docs,
+            skipped: r.skipped,
+        },
+        lacking: r.lacking,
+    })
 }
 
 fn task_id(board: &Board, reference: &str) -> Result<String> {
