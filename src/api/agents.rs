@@ -153,6 +153,41 @@ pub fn register(
     })
 }
 
+/// Registers agent `name` for a client session, acting as itself, with `holder` as the
+/// process that holds its claims, with these capabilities or else those its card already
+/// has. A card that already says this (the same live holder on this host, not gone, the
+/// same capabilities) is only a heartbeat: one client start is one `registered` in the
+/// log, however many of its hooks and servers register it.
+pub fn join(board: &Board, name: &str, capabilities: Option<&[String]>, holder: u32) -> Result<()> {
+    let card = agents::read(board, name)?;
+    let capabilities = match (capabilities, &card) {
+        (Some(c), _) => c.to_vec(),
+        (None, Some(a)) => a.capabilities(),
+        (None, None) => Vec::new(),
+    };
+    if let Some(a) = &card
+        && !a.gone()
+        && a.pid() == Some(holder)
+        && a.host() == Some(agents::host_name().as_str())
+        && a.capabilities() == capabilities
+    {
+        super::actor(board, name)?;
+        return Ok(());
+    }
+    register(board, name, name, &capabilities, holder)?;
+    Ok(())
+}
+
+/// A client session's end: deregisters agent `name` unless it is not registered or
+/// already gone (then nothing happens).
+pub fn leave(board: &Board, name: &str) -> Result<()> {
+    if agents::read(board, name)?.is_none_or(|a| a.gone()) {
+        return Ok(());
+    }
+    deregister(board, name)?;
+    Ok(())
+}
+
 fn not_registered(actor: &str) -> Error {
     Error::NotRegistered {
         agent: actor.to_string(),

@@ -165,3 +165,13 @@ pub fn moves(board: &Board, actor: &str, doc: &Document) -> Vec<Move> {
         })
         .collect()
 }
+
+/// Whether these words are a query with a field term (`status:pending`, `tag:ui`), not
+/// plain words: `claim` takes one id, and a query only with `next`.
+pub fn is_query(args: &[String]) -> bool {
+    crate::query::Query::parse(args).is_ok_and(|q| {
+        q.terms
+            .iter()
+            .any(|t| !matches!(t, crate::query::Term::Text(_)))
+    })
+}

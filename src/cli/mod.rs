@@ -23,8 +23,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use tavern::board::Board;
-use tavern::error::{Error, Result};
+use tavern::api::Board;
+use tavern::api::{Error, Result};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -287,7 +287,7 @@ pub fn parse_error(e: clap::Error) -> ExitCode {
     let json = json_requested();
     if kind == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand && !json {
         let _ = e.print();
-        return ExitCode::from(tavern::Kind::Usage.exit_code());
+        return ExitCode::from(tavern::api::Kind::Usage.exit_code());
     }
     let text = e.render().to_string();
     let message = match kind {

@@ -36,7 +36,7 @@ impl Ctx {
         if let Some(r) = &self.registration {
             let mut done = r.done.lock().unwrap_or_else(|e| e.into_inner());
             if !*done {
-                crate::setup::hook::register(
+                api::agents::join(
                     &self.board,
                     &self.actor,
                     r.capabilities.as_deref(),
@@ -567,7 +567,7 @@ struct ArchiveArgs {
 fn archive(ctx: &Ctx, args: Value) -> Result<Value> {
     let a: ArchiveArgs = parse("archive", args)?;
     let older = match a.older_than.as_deref() {
-        Some(d) => Some(api::board::parse_duration(d).ok_or_else(|| {
+        Some(d) => Some(api::time::parse_duration(d).ok_or_else(|| {
             Error::usage(format!(
                 "archive: older_than '{d}': expected a duration like 30d"
             ))

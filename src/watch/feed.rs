@@ -239,7 +239,7 @@ impl Feed {
             Msg::Rescan => self.rescan(),
             Msg::Failed(e) => self.fall_back(&e),
             // Not the feed's: it starts nothing and takes no signals.
-            Msg::Exited { .. } | Msg::Signal(_) => {}
+            Msg::Exited { .. } | Msg::Signal => {}
         }
     }
 
