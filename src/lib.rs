@@ -28,6 +28,7 @@ pub(crate) mod client;
 pub(crate) mod doc;
 pub(crate) mod error;
 pub(crate) mod file;
+pub(crate) mod holds;
 pub(crate) mod id;
 pub(crate) mod index;
 pub(crate) mod layout;

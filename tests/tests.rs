@@ -29,6 +29,7 @@ mod damaged_log;
 mod decisions;
 mod events;
 mod graph;
+mod holds;
 mod hostile_input;
 mod index;
 mod layering;

@@ -18,6 +18,7 @@ pub mod docs;
 pub mod errors;
 pub mod graph;
 pub mod history;
+pub mod holds;
 pub mod observations;
 pub mod questions;
 pub mod sources;

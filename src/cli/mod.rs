@@ -7,6 +7,7 @@ mod docs;
 pub mod errors;
 mod graph;
 mod history;
+mod holds;
 mod observations;
 mod output;
 mod questions;
@@ -151,6 +152,13 @@ pub enum Command {
     Deps(graph::GraphArgs),
     /// A task and its subtasks (tasks whose `parent` is it)
     Tree(graph::GraphArgs),
+    /// Hold paths, globs or named resources (exclusive, or --shared) for a while: exit 3 naming the holder when another agent holds them
+    Hold(holds::HoldArgs),
+    /// Give up holds: paths as held, --resource, --id, --task, or --all
+    #[command(alias = "unhold")]
+    ReleaseHold(holds::ReleaseHoldArgs),
+    /// Who holds what, since and until when, for which task; who waits on whom
+    Holds,
     /// Register, heartbeat, deregister and list agents
     #[command(subcommand)]
     Agent(agents::AgentCommand),
@@ -368,6 +376,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Deps(a) => graph::deps(&ctx, a),
         Command::Tree(a) => graph::tree(&ctx, a),
         Command::Sweep => agents::sweep(&ctx),
+        Command::Hold(a) => holds::hold(&ctx, a),
+        Command::ReleaseHold(a) => holds::release(&ctx, a),
+        Command::Holds => holds::list(&ctx),
         Command::Watch(a) => watch::watch(&ctx, a),
         Command::Serve(a) => {
             // Refused before anything else: no board is opened, nothing listens.

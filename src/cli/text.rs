@@ -386,6 +386,13 @@ impl Render for Swept {
         for r in &self.released {
             line(&format!("released {}: {}", r.task, r.reason))?;
         }
+        if self.holds_expired > 0 {
+            line(&format!(
+                "released {} expired hold{} on resources",
+                self.holds_expired,
+                plural(self.holds_expired)
+            ))?;
+        }
         for e in &self.expired {
             line(&format!("{}: {}", e.doc, e.note.as_deref().unwrap_or("")))?;
         }
