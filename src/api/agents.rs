@@ -153,6 +153,13 @@ pub fn register(
     })
 }
 
+/// The name of the agent a client session acts as when nothing names it: the client's
+/// name and the process id of the client (`claude-4242`). Its hooks and its MCP server
+/// take the same name, so they act as one agent.
+pub fn session_name(client: &str, holder: u32) -> String {
+    format!("{client}-{holder}")
+}
+
 /// Registers agent `name` for a client session, acting as itself, with `holder` as the
 /// process that holds its claims, with these capabilities or else those its card already
 /// has. A card that already says this (the same live holder on this host, not gone, the

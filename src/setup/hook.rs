@@ -31,12 +31,12 @@ pub struct HookArgs {
 /// Characters of the board summary given as context.
 const SUMMARY_CHARS: usize = 20_000;
 
-/// The agent's name: --as or TAVERN_AGENT, else the client's name and its process id (the
-/// same name `tavern mcp --client CLIENT` takes under that client).
-pub fn agent_name(client: &str, explicit: Option<String>, holder: u32) -> String {
+/// The agent's name: --as or TAVERN_AGENT, else the client session's own name (the same
+/// name `tavern mcp --client CLIENT` takes under that client).
+fn agent_name(client: &str, explicit: Option<String>, holder: u32) -> String {
     explicit
         .or_else(|| std::env::var("TAVERN_AGENT").ok().filter(|s| !s.is_empty()))
-        .unwrap_or_else(|| format!("{client}-{holder}"))
+        .unwrap_or_else(|| tavern::api::agents::session_name(client, holder))
 }
 
 /// The event the client sent on stdin, if any (an interactive run has none).
