@@ -20,6 +20,7 @@ pub mod graph;
 pub mod history;
 pub mod observations;
 pub mod questions;
+pub mod search;
 pub mod sources;
 pub mod summary;
 pub mod tasks;
