@@ -142,7 +142,7 @@ fn parse(terms: &[String]) -> Result<Parsed> {
     }
     if wants.is_empty() {
         return Err(Error::usage(
-            "search needs words to look for (filters alone are for list)\nhint: tavern search \"lock timeout\" region:observations status=open",
+            "search needs words to look for: filters alone select documents (as list does), they rank nothing",
         ));
     }
     Ok(Parsed {
