@@ -14,7 +14,6 @@ use crate::doc::edit::FieldEdit;
 use crate::error::{Error, Result};
 use crate::log::{self, Entry};
 use crate::store;
-use crate::yaml;
 
 /// The directory of agent cards.
 pub fn cards_dir(board: &Board) -> PathBuf {
@@ -89,6 +88,25 @@ impl Agent {
             _ => true,
         }
     }
+}
+
+/// The one rule of who may claim what: the `needs` of `task` that `capabilities` (a
+/// registered agent's; None for an actor that never registered, who is not held to
+/// capabilities) do not cover. Empty: the actor may claim it. `claim ID`, `claim --next`
+/// and `ready` all ask this.
+pub fn missing_needs(task: &Document, capabilities: Option<&[String]>) -> Vec<String> {
+    let Some(caps) = capabilities else {
+        return Vec::new();
+    };
+    task.list("needs")
+        .into_iter()
+        .filter(|n| !caps.contains(n))
+        .collect()
+}
+
+/// The capabilities `actor` is held to: its card's, or None when it never registered.
+pub fn held_to(board: &Board, actor: &str) -> Result<Option<Vec<String>>> {
+    Ok(read(board, actor)?.map(|a| a.capabilities()))
 }
 
 pub fn lease(board: &Board) -> chrono::Duration {
@@ -351,9 +369,4 @@ fn card_write(
             ..Entry::default()
         },
     }
-}
-
-/// `name: value` for messages, quoted when YAML would need it.
-pub fn show_value(v: &str) -> String {
-    yaml::render_str(v)
 }

@@ -3,6 +3,7 @@
 
 mod util;
 
+mod actor;
 mod agents;
 mod archive;
 mod bad_input;
@@ -28,6 +29,7 @@ mod damaged_log;
 mod decisions;
 mod events;
 mod graph;
+mod holds;
 mod hostile_input;
 mod index;
 mod layering;

@@ -7,9 +7,9 @@ use clap::Args;
 use super::Ctx;
 use super::render::warn;
 use super::text::EntryView;
+use tavern::api::Entry;
 use tavern::api::history::{self, LogFilter, Since};
-use tavern::error::{Error, Result};
-use tavern::log::Entry;
+use tavern::api::{Error, Result};
 
 #[derive(Debug, Args)]
 pub struct LogArgs {
@@ -76,7 +76,8 @@ pub fn events(ctx: &Ctx, a: EventsArgs) -> Result<ExitCode> {
             Since::Marks(m)
                 if m.base == 0
                     && m.by_origin.len() == 1
-                    && tavern::log::own_origin(&board).as_ref() == m.by_origin.keys().next() =>
+                    && tavern::api::history::own_origin(&board).as_ref()
+                        == m.by_origin.keys().next() =>
             {
                 format!(" since seq {}", m.by_origin.values().next().unwrap_or(&0))
             }

@@ -7,6 +7,7 @@ mod docs;
 pub mod errors;
 mod graph;
 mod history;
+mod holds;
 mod observations;
 mod output;
 mod questions;
@@ -24,8 +25,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use tavern::board::Board;
-use tavern::error::{Error, Result};
+use tavern::api::Board;
+use tavern::api::{Error, Result};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -48,7 +49,7 @@ pub struct Global {
     /// The board: its .tavern directory or the project holding it [default: found by walking up from the working directory]
     #[arg(long, global = true, env = "TAVERN_BOARD", value_name = "DIR")]
     pub board: Option<PathBuf>,
-    /// Who is acting, for claims and the log [default: $TAVERN_AGENT, else $USER]
+    /// Who is acting, for claims and the log [default: $TAVERN_AGENT, else $USER, else $LOGNAME; a command that writes refuses when none is set]
     #[arg(long = "as", global = true, value_name = "NAME")]
     pub actor: Option<String>,
     /// Print machine-readable JSON instead of text
@@ -154,6 +155,13 @@ pub enum Command {
     Deps(graph::GraphArgs),
     /// A task and its subtasks (tasks whose `parent` is it)
     Tree(graph::GraphArgs),
+    /// Hold paths, globs or named resources (exclusive, or --shared) for a while: exit 3 naming the holder when another agent holds them
+    Hold(holds::HoldArgs),
+    /// Give up holds: paths as held, --resource, --id, --task, or --all
+    #[command(alias = "unhold")]
+    ReleaseHold(holds::ReleaseHoldArgs),
+    /// Who holds what, since and until when, for which task; who waits on whom
+    Holds,
     /// Register, heartbeat, deregister and list agents
     #[command(subcommand)]
     Agent(agents::AgentCommand),
@@ -218,18 +226,34 @@ impl Ctx {
         tavern::api::actor(board, &self.actor_name()?)
     }
 
+    /// The acting agent's name, for a command that acts: --as, else TAVERN_AGENT, else
+    /// USER, else LOGNAME. With none of them (a container) nobody is named: a usage error
+    /// saying how to name one, never an entry logged as `unknown`.
     fn actor_name(&self) -> Result<String> {
-        let actor = self
-            .global
-            .actor
-            .clone()
-            .or_else(|| std::env::var("TAVERN_AGENT").ok().filter(|s| !s.is_empty()))
-            .or_else(|| std::env::var("USER").ok().filter(|s| !s.is_empty()))
-            .or_else(|| std::env::var("LOGNAME").ok().filter(|s| !s.is_empty()))
-            .unwrap_or_else(|| "unknown".to_string());
+        let actor = self.named_actor().ok_or_else(no_actor)?;
         tavern::api::validate_actor(&actor)?;
         Ok(actor)
     }
+
+    /// The acting agent's name if anything names it (reads that only show who acts).
+    pub fn named_actor(&self) -> Option<String> {
+        self.global.actor.clone().or_else(actor_from_env)
+    }
+}
+
+/// The actor the environment names: TAVERN_AGENT, else USER, else LOGNAME (empty ones
+/// name nobody).
+pub fn actor_from_env() -> Option<String> {
+    ["TAVERN_AGENT", "USER", "LOGNAME"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()))
+}
+
+/// The error of a command that acts while nothing names the actor (exit 2).
+pub fn no_actor() -> Error {
+    Error::usage(
+        "nobody is named as the actor (no --as, and TAVERN_AGENT, USER and LOGNAME are all unset); nothing written\nhint: name who is acting with --as NAME, or export TAVERN_AGENT=NAME",
+    )
 }
 
 /// Prints an error once, as text or (with `--json`) as one JSON object on stderr, and
@@ -274,7 +298,7 @@ pub fn parse_error(e: clap::Error) -> ExitCode {
     let json = json_requested();
     if kind == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand && !json {
         let _ = e.print();
-        return ExitCode::from(tavern::Kind::Usage.exit_code());
+        return ExitCode::from(tavern::api::Kind::Usage.exit_code());
     }
     let text = e.render().to_string();
     let message = match kind {
@@ -356,13 +380,20 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Deps(a) => graph::deps(&ctx, a),
         Command::Tree(a) => graph::tree(&ctx, a),
         Command::Sweep => agents::sweep(&ctx),
+        Command::Hold(a) => holds::hold(&ctx, a),
+        Command::ReleaseHold(a) => holds::release(&ctx, a),
+        Command::Holds => holds::list(&ctx),
         Command::Watch(a) => watch::watch(&ctx, a),
         Command::Serve(a) => {
             // Refused before anything else: no board is opened, nothing listens.
             crate::web::loopback(&a.bind)?;
             let board = ctx.board()?;
-            let actor = ctx.actor(&board)?;
-            crate::web::run(&board, &actor, &a)
+            // Nobody named: the page is read-only (only a human under humans: acts).
+            let actor = match ctx.named_actor() {
+                Some(_) => Some(ctx.actor(&board)?),
+                None => None,
+            };
+            crate::web::run(&board, actor.as_deref(), &a)
         }
         Command::Pause(a) => watch::pause(&ctx, a),
         Command::Resume => watch::resume(&ctx),

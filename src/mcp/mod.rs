@@ -97,11 +97,16 @@ pub fn command(
                 .as_ref()
                 .map(|c| crate::setup::hook::agent_name(c, None, api::client_process()))
         });
-    let actor = explicit
-        .clone()
-        .or_else(|| std::env::var("USER").ok().filter(|s| !s.is_empty()))
-        .unwrap_or_else(|| "unknown".into());
-    api::validate_actor(&actor)?;
+    let named = explicit.clone().or_else(crate::cli::actor_from_env);
+    let actor = match named {
+        Some(actor) => actor,
+        // Listing the tools acts as nobody; serving them acts for someone, named.
+        None if a.list_tools => String::new(),
+        None => return Err(crate::cli::no_actor()),
+    };
+    if !actor.is_empty() {
+        api::validate_actor(&actor)?;
+    }
     run(board, actor, explicit.is_some(), a)
 }
 

@@ -36,7 +36,7 @@ impl Ctx {
         if let Some(r) = &self.registration {
             let mut done = r.done.lock().unwrap_or_else(|e| e.into_inner());
             if !*done {
-                crate::setup::hook::register(
+                api::agents::join(
                     &self.board,
                     &self.actor,
                     r.capabilities.as_deref(),
@@ -213,18 +213,23 @@ struct ReadyArgs {
     limit: Option<usize>,
     /// From a previous result's next_cursor
     cursor: Option<String>,
+    /// Also the tasks needing capabilities you lack (which you cannot claim)
+    all: Option<bool>,
 }
 
 fn ready(ctx: &Ctx, args: Value) -> Result<Value> {
     let a: ReadyArgs = parse("ready", args)?;
-    let ready = api::tasks::ready(&ctx.board, &terms(a.query.as_deref()))?;
-    bound::page(
+    let for_actor = (!a.all.unwrap_or(false)).then_some(ctx.actor.as_str());
+    let ready = api::tasks::ready(&ctx.board, &terms(a.query.as_deref()), for_actor)?;
+    let mut v = bound::page(
         "tasks",
-        &ready.docs,
-        &ready.skipped,
+        &ready.listing.docs,
+        &ready.listing.skipped,
         a.limit,
         a.cursor.as_deref(),
-    )
+    )?;
+    v["lacking"] = json!(ready.lacking);
+    Ok(v)
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -562,7 +567,7 @@ struct ArchiveArgs {
 fn archive(ctx: &Ctx, args: Value) -> Result<Value> {
     let a: ArchiveArgs = parse("archive", args)?;
     let older = match a.older_than.as_deref() {
-        Some(d) => Some(api::board::parse_duration(d).ok_or_else(|| {
+        Some(d) => Some(api::time::parse_duration(d).ok_or_else(|| {
             Error::usage(format!(
                 "archive: older_than '{d}': expected a duration like 30d"
             ))
@@ -760,7 +765,7 @@ pub const ALL: &[Def] = &[
         true,
         ReadyArgs,
         ready,
-        "Tasks you could claim now (claimable state, dependencies done), best first, paginated."
+        "Tasks you could claim now (claimable state, dependencies done, needs within your capabilities), best first, paginated; lacking counts the ready ones you lack capabilities for (all: true lists them too)."
     ),
     def!(
         "claim",

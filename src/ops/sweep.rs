@@ -197,6 +197,17 @@ pub fn sweep(board: &Board) -> Result<Vec<Released>> {
             continue; // Already swept for this silence.
         }
         let reason = why(agent, board);
+        // Its holds on resources are leases too.
+        if board.root.join(crate::holds::FILE).exists() {
+            crate::holds::release(
+                board,
+                SWEEPER,
+                agent.id(),
+                &crate::holds::Which::All,
+                false,
+                &reason,
+            )?;
+        }
         for task in release_claims_of(board, SWEEPER, agent.id(), &reason)? {
             out.push(Released {
                 task,

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::Plan;
 use super::merge::{self, Hook};
-use tavern::error::{Error, Result};
+use tavern::api::{Error, Result};
 
 /// The agent-loop section for AGENTS.md / CLAUDE.md.
 const NOTES: &str =

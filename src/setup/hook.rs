@@ -10,8 +10,8 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::{Value, json};
 
-use tavern::board::Board;
-use tavern::error::{Error, Result};
+use tavern::api::Board;
+use tavern::api::{Error, Result};
 
 #[derive(Debug, Args)]
 pub struct HookArgs {
@@ -75,9 +75,9 @@ pub fn run(
         Err(Error::NoBoard { .. }) => return Ok(ExitCode::SUCCESS),
         Err(e) => return Err(e),
     };
-    let holder = a.pid.unwrap_or_else(tavern::client::holder);
+    let holder = a.pid.unwrap_or_else(tavern::api::client_process);
     let name = agent_name(&a.client, actor, holder);
-    tavern::id::validate(&name)?;
+    tavern::api::validate_id(&name)?;
     // Every problem from here on goes to stderr with exit 1 (a usage error would be 2).
     let act = || -> Result<()> {
         match a.event.as_str() {
@@ -86,7 +86,7 @@ pub fn run(
                 if compacted {
                     tavern::api::actor(&board, &name)?;
                 } else {
-                    register(&board, &name, None, holder)?;
+                    tavern::api::agents::join(&board, &name, None, holder)?;
                     remember_name(&name);
                 }
                 context(&board, &a.client, &name, compacted)
@@ -96,7 +96,7 @@ pub fn run(
                 context(&board, &a.client, &name, true)
             }
             "heartbeat" => tavern::api::actor(&board, &name).map(|_| ()),
-            "session-end" => deregister(&board, &name),
+            "session-end" => tavern::api::agents::leave(&board, &name),
             other => Err(Error::usage(format!(
                 "hook: no event '{other}'; the events are session-start, heartbeat, compact, session-end"
             ))),
@@ -115,36 +115,6 @@ pub fn run(
     }
 }
 
-/// Registers agent `name` with `holder` as the process that holds its claims, with these
-/// capabilities or else those its card already has. (The MCP server registers the same way.)
-/// A card that already says this: the same live holder on this host, not gone, the same
-/// capabilities, is only a heartbeat: one client start is one `registered` in the log,
-/// however many of its hooks and servers register it.
-pub fn register(
-    board: &Board,
-    name: &str,
-    capabilities: Option<&[String]>,
-    holder: u32,
-) -> Result<()> {
-    let card = tavern::agents::read(board, name)?;
-    let capabilities = match (capabilities, &card) {
-        (Some(c), _) => c.to_vec(),
-        (None, Some(a)) => a.capabilities(),
-        (None, None) => Vec::new(),
-    };
-    if let Some(a) = &card
-        && !a.gone()
-        && a.pid() == Some(holder)
-        && a.host() == Some(tavern::agents::host_name().as_str())
-        && a.capabilities() == capabilities
-    {
-        tavern::api::actor(board, name)?;
-        return Ok(());
-    }
-    tavern::api::agents::register(board, name, name, &capabilities, holder)?;
-    Ok(())
-}
-
 /// Claude Code lets a session-start hook set variables for the session's later commands.
 fn remember_name(name: &str) {
     let Some(file) = std::env::var_os("CLAUDE_ENV_FILE") else {
@@ -160,14 +130,6 @@ fn remember_name(name: &str) {
         .append(true)
         .open(&file)
         .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
-}
-
-fn deregister(board: &Board, name: &str) -> Result<()> {
-    if tavern::agents::read(board, name)?.is_none_or(|a| a.gone()) {
-        return Ok(());
-    }
-    tavern::api::agents::deregister(board, name)?;
-    Ok(())
 }
 
 /// How the agent's name reaches its tavern commands in `client`: Claude Code takes

@@ -45,7 +45,8 @@ pub struct App {
     /// The `.tavern` directory (re-read on every request: board.yaml may change, and the
     /// directory may disappear and come back).
     pub root: PathBuf,
-    /// The human acting: `--as`, `TAVERN_AGENT` or the user.
+    /// The human acting: `--as`, `TAVERN_AGENT` or the user; empty when nothing names
+    /// one (the page is then read-only).
     pub actor: String,
     pub guard: security::Guard,
     pub live: live::Live,
@@ -70,7 +71,7 @@ pub fn loopback(bind: &str) -> Result<Ipv4Addr> {
 }
 
 /// Runs the server until interrupted. Prints the URL (with the per-run secret) on stdout.
-pub fn serve(board: &Board, actor: &str, opts: &ServeOptions) -> Result<ExitCode> {
+pub fn serve(board: &Board, actor: Option<&str>, opts: &ServeOptions) -> Result<ExitCode> {
     let ip = loopback(&opts.bind)?;
     api::via("dashboard");
     let std_listener = std::net::TcpListener::bind(SocketAddr::new(IpAddr::V4(ip), opts.port))
@@ -104,16 +105,19 @@ pub fn serve(board: &Board, actor: &str, opts: &ServeOptions) -> Result<ExitCode
             .map_err(|e| Error::io("127.0.0.1", "listen on", e))?;
         let app = Arc::new(App {
             root: api::board::root(board).to_path_buf(),
-            actor: actor.to_string(),
+            actor: actor.unwrap_or_default().to_string(),
             guard,
             live: live::Live::start(api::board::root(board).to_path_buf()),
         });
-        let human = api::board::is_human(board, actor);
         let mut out = format!("tavern serve: {url}\n");
-        if !human {
-            out.push_str(&format!(
+        match actor {
+            Some(actor) if api::board::is_human(board, actor) => {}
+            Some(actor) => out.push_str(&format!(
                 "note: {actor} is not listed under humans: in board.yaml, so the page is read-only (add it there, or use --as NAME)\n"
-            ));
+            )),
+            None => out.push_str(
+                "note: nobody is named as the actor (no --as, and TAVERN_AGENT, USER and LOGNAME are all unset), so the page is read-only (use --as NAME)\n",
+            ),
         }
         out.push_str(&format!(
             "board: {}\nopen the URL above in a browser (it carries this run's secret); Ctrl-C stops the server\n",
@@ -203,6 +207,6 @@ impl ServeArgs {
 }
 
 /// `tavern serve` on `board`, as `actor` (a human under `humans:` acts; anyone else reads).
-pub fn run(board: &Board, actor: &str, args: &ServeArgs) -> Result<ExitCode> {
+pub fn run(board: &Board, actor: Option<&str>, args: &ServeArgs) -> Result<ExitCode> {
     serve(board, actor, &args.options())
 }

@@ -215,7 +215,8 @@ async fn state(State(app): State<Shared>) -> Response {
     blocking(app, |app| {
         let gone = !app.root.is_dir();
         let mut v = json!({
-            "actor": app.actor,
+            // null: nobody is named, the page is read-only.
+            "actor": (!app.actor.is_empty()).then_some(&app.actor),
             "board": app.root.display().to_string(),
             "gone": gone,
         });

@@ -356,11 +356,7 @@ fn refuse_own_review(path: &str, name: &str, why: &str, actor: &str) -> Error {
 
 /// A registered agent claims only what its capabilities cover.
 fn lacks_capabilities(doc: &Document, path: &str, actor: &str, caps: &[String]) -> Result<()> {
-    let missing: Vec<String> = doc
-        .list("needs")
-        .into_iter()
-        .filter(|n| !caps.contains(n))
-        .collect();
+    let missing = crate::agents::missing_needs(doc, Some(caps));
     if missing.is_empty() {
         return Ok(());
     }

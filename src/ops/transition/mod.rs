@@ -144,7 +144,7 @@ pub fn transition(
     }
     // A registered agent claims only what its capabilities cover, by id as by --next.
     if name == CLAIM {
-        req.capabilities = crate::agents::read(board, actor)?.map(|a| a.capabilities());
+        req.capabilities = crate::agents::held_to(board, actor)?;
     }
     // A connected board's claims are confirmed by its remote (DESIGN §12).
     let remote = claims::remote(board)?;

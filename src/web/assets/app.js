@@ -150,7 +150,9 @@
     const info = state.info;
     document.getElementById("who").textContent = info.human
       ? "acting as " + info.actor
-      : info.actor + " (read-only: not under humans: in board.yaml)";
+      : info.actor
+        ? info.actor + " (read-only: not under humans: in board.yaml)"
+        : "read-only: nobody is named (serve with --as NAME)";
     if (info.gone) banner("The board directory " + info.board + " is gone (removed or moved). This page shows it again once it is back.");
     else banner(null);
     const paused = info.status && info.status.paused;
