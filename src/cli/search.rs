@@ -8,8 +8,8 @@ use clap::Args;
 use super::Ctx;
 use super::output::{self, cell, out};
 use super::render::{Render, skipped_warnings};
+use tavern::api::Result;
 use tavern::api::search::{DEFAULT_LIMIT, Found, SearchRequest};
-use tavern::error::Result;
 
 #[derive(Debug, Args)]
 pub struct SearchArgs {
