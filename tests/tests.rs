@@ -31,6 +31,7 @@ mod events;
 mod graph;
 mod hostile_input;
 mod index;
+mod json_shapes;
 mod layering;
 mod log_identity;
 mod log_merge;

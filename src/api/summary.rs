@@ -116,7 +116,7 @@ pub fn summary(
         agents_out.push(AgentBrief {
             id: a.id().to_string(),
             status: Status::of(&a, board, now, !holds.is_empty()),
-            last_seen: crate::time::stamp(a.last_seen),
+            last_seen: crate::time::stamp_millis(a.last_seen),
             holds,
         });
     }
