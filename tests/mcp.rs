@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 
 use crate::util::{BIN, TestBoard, redact_times};
 
-/// The Python of the venv that has the MCP SDK, or None (with the reason printed) when it
-/// is missing outside CI. Under CI a missing client fails the test: nothing is skipped.
+/// The Python of the venv that has the MCP SDK, or None when it is missing: the test is
+/// skipped (visibly, and a failure under CI; see util::skip).
 fn python() -> Option<PathBuf> {
     let py = std::env::var_os("TAVERN_MCP_PYTHON")
         .map(PathBuf::from)
@@ -20,11 +20,13 @@ fn python() -> Option<PathBuf> {
     if py.exists() {
         return Some(py);
     }
-    let how = "python3 -m venv target/mcp-venv && target/mcp-venv/bin/pip install mcp (what .ci/run does)";
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("the MCP client is missing at {}: {how}", py.display());
-    }
-    eprintln!("skipped: no MCP client at {}; {how}", py.display());
+    crate::util::skip::missing(
+        &format!(
+            "the MCP client (python with the MCP SDK at {})",
+            py.display()
+        ),
+        "python3 -m venv target/mcp-venv && target/mcp-venv/bin/pip install mcp, what .ci/run does",
+    );
     None
 }
 

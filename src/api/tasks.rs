@@ -64,7 +64,24 @@ pub fn transition(
     };
     let id = task_id(board, reference)
         .map_err(|e| super::questions::decision_attempt(board, actor, reference, verb, e))?;
-    Changed::new(transition::transition(board, actor, &id, name, opts)?).local(board, opts.local)
+    let changed = Changed::new(transition::transition(board, actor, &id, name, opts)?)
+        .local(board, opts.local)?;
+    release_holds_if_let_go(board, actor, &changed);
+    Ok(changed)
+}
+
+/// A task released or finished lets go of the holds made for it (README, "Holds").
+fn release_holds_if_let_go(board: &Board, actor: &str, changed: &Changed) {
+    let doc = &changed.outcome.doc;
+    if !changed.outcome.changed() {
+        return;
+    }
+    let Some(status) = doc.status() else { return };
+    let wf = &board.config.workflow;
+    if wf.is_terminal(status) || wf.is_claimable(status) {
+        let why = format!("task {} is {status}", doc.id());
+        let _ = super::holds::release_task(board, actor, doc.id(), &why);
+    }
 }
 
 /// Moves a task to `state` by whichever transition leads there.
@@ -82,7 +99,10 @@ pub fn move_to(
     };
     let id = task_id(board, reference)
         .map_err(|e| super::questions::decision_attempt(board, actor, reference, verb, e))?;
-    Changed::new(transition::move_to(board, actor, &id, state, opts)?).local(board, opts.local)
+    let changed = Changed::new(transition::move_to(board, actor, &id, state, opts)?)
+        .local(board, opts.local)?;
+    release_holds_if_let_go(board, actor, &changed);
+    Ok(changed)
 }
 
 /// Claims a task; claiming one already yours changes nothing.
@@ -164,4 +184,14 @@ pub fn moves(board: &Board, actor: &str, doc: &Document) -> Vec<Move> {
             }
         })
         .collect()
+}
+
+/// Whether these words are a query with a field term (`status:pending`, `tag:ui`), not
+/// plain words: `claim` takes one id, and a query only with `next`.
+pub fn is_query(args: &[String]) -> bool {
+    crate::query::Query::parse(args).is_ok_and(|q| {
+        q.terms
+            .iter()
+            .any(|t| !matches!(t, crate::query::Term::Text(_)))
+    })
 }

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 
 use super::Ctx;
+use tavern::api::Result;
 use tavern::api::agents;
-use tavern::error::Result;
 
 #[derive(Debug, Subcommand)]
 pub enum AgentCommand {

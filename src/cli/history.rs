@@ -7,9 +7,9 @@ use clap::Args;
 use super::Ctx;
 use super::render::warn;
 use super::text::EntryView;
+use tavern::api::Entry;
 use tavern::api::history::{self, LogFilter, Since};
-use tavern::error::{Error, Result};
-use tavern::log::Entry;
+use tavern::api::{Error, Result};
 
 #[derive(Debug, Args)]
 pub struct LogArgs {
@@ -59,6 +59,10 @@ pub struct EventsArgs {
     /// Every new entry, however many
     #[arg(long)]
     pub all: bool,
+    /// Only what concerns you (answers, decisions, findings about your tasks, lost claims,
+    /// pauses, reviews), each once: what the client hooks deliver
+    #[arg(long, conflicts_with_all = ["since", "patch", "all", "limit"])]
+    pub for_me: bool,
 }
 
 /// Entries per `events` call unless `--limit` or `--all` says otherwise.
@@ -68,6 +72,9 @@ const EVENTS_PAGE: usize = 50;
 /// oldest first. The cursor advances past what was printed, so the next call starts
 /// with the first entry not shown: paging through sees every entry once.
 pub fn events(ctx: &Ctx, a: EventsArgs) -> Result<ExitCode> {
+    if a.for_me {
+        return super::delivery::for_me(ctx);
+    }
     let board = ctx.board()?;
     super::text::set_own_origin(&board);
     let actor = ctx.actor(&board)?;
@@ -92,7 +99,8 @@ pub fn events(ctx: &Ctx, a: EventsArgs) -> Result<ExitCode> {
             Since::Marks(m)
                 if m.base == 0
                     && m.by_origin.len() == 1
-                    && tavern::log::own_origin(&board).as_ref() == m.by_origin.keys().next() =>
+                    && tavern::api::history::own_origin(&board).as_ref()
+                        == m.by_origin.keys().next() =>
             {
                 format!(" since seq {}", m.by_origin.values().next().unwrap_or(&0))
             }

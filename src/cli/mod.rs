@@ -3,10 +3,12 @@
 
 mod admin;
 mod agents;
+pub mod delivery;
 mod docs;
 pub mod errors;
 mod graph;
 mod history;
+mod holds;
 mod observations;
 mod output;
 mod questions;
@@ -23,8 +25,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use tavern::board::Board;
-use tavern::error::{Error, Result};
+use tavern::api::Board;
+use tavern::api::{Error, Result};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -151,6 +153,13 @@ pub enum Command {
     Deps(graph::GraphArgs),
     /// A task and its subtasks (tasks whose `parent` is it)
     Tree(graph::GraphArgs),
+    /// Hold paths, globs or named resources (exclusive, or --shared) for a while: exit 3 naming the holder when another agent holds them
+    Hold(holds::HoldArgs),
+    /// Give up holds: paths as held, --resource, --id, --task, or --all
+    #[command(alias = "unhold")]
+    ReleaseHold(holds::ReleaseHoldArgs),
+    /// Who holds what, since and until when, for which task; who waits on whom
+    Holds,
     /// Register, heartbeat, deregister and list agents
     #[command(subcommand)]
     Agent(agents::AgentCommand),
@@ -287,7 +296,7 @@ pub fn parse_error(e: clap::Error) -> ExitCode {
     let json = json_requested();
     if kind == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand && !json {
         let _ = e.print();
-        return ExitCode::from(tavern::Kind::Usage.exit_code());
+        return ExitCode::from(tavern::api::Kind::Usage.exit_code());
     }
     let text = e.render().to_string();
     let message = match kind {
@@ -368,6 +377,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Deps(a) => graph::deps(&ctx, a),
         Command::Tree(a) => graph::tree(&ctx, a),
         Command::Sweep => agents::sweep(&ctx),
+        Command::Hold(a) => holds::hold(&ctx, a),
+        Command::ReleaseHold(a) => holds::release(&ctx, a),
+        Command::Holds => holds::list(&ctx),
         Command::Watch(a) => watch::watch(&ctx, a),
         Command::Serve(a) => {
             // Refused before anything else: no board is opened, nothing listens.
@@ -383,7 +395,13 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Pause(a) => watch::pause(&ctx, a),
         Command::Resume => watch::resume(&ctx),
         Command::Sources(a) => sources::run(&ctx, a),
-        Command::Mcp(a) => crate::mcp::command(|| ctx.board(), ctx.global.actor.clone(), a),
+        Command::Mcp(a) => crate::mcp::command(
+            || ctx.board(),
+            ctx.global.actor.clone(),
+            actor_from_env(),
+            no_actor,
+            a,
+        ),
         Command::Setup(a) => {
             crate::setup::run(&ctx.cwd, ctx.global.board.as_deref(), ctx.global.json, a)
         }

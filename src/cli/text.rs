@@ -7,6 +7,8 @@ use serde::Serialize;
 
 use super::output::{self, cell, line, out};
 use super::render::{Render, err_line, skipped_warnings};
+use tavern::api::Entry;
+use tavern::api::Result;
 use tavern::api::agents::{AgentList, Deregistered, Heartbeat, Registered, Swept};
 use tavern::api::board::{Archived, Checked, Initialised, PauseState, Problem, WouldArchive};
 use tavern::api::docs::Shown;
@@ -17,8 +19,6 @@ use tavern::api::sources::{SourceList, SourcesChecked};
 use tavern::api::summary::Summary;
 use tavern::api::view::Listing;
 use tavern::api::{Changed, Created};
-use tavern::error::Result;
-use tavern::log::Entry;
 
 impl Render for Listing {
     fn text(&self) -> Result<()> {
@@ -72,8 +72,8 @@ impl Render for Shown {
 /// entries are shown by seq, other clones' as `ORIGIN:SEQ`.
 static OWN_ORIGIN: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
 
-pub fn set_own_origin(board: &tavern::board::Board) {
-    let _ = OWN_ORIGIN.set(tavern::log::own_origin(board));
+pub fn set_own_origin(board: &tavern::api::Board) {
+    let _ = OWN_ORIGIN.set(tavern::api::history::own_origin(board));
 }
 
 /// A log entry on one line (control characters blanked), as `log` and `events` show it.
@@ -81,7 +81,7 @@ pub fn entry_line(e: &Entry) -> String {
     let own = OWN_ORIGIN.get().and_then(Option::as_deref);
     let mut s = format!(
         "{} {} {} {} {}",
-        tavern::log::entry_name(e, own),
+        tavern::api::history::entry_name(e, own),
         e.at,
         e.actor,
         e.op,
@@ -177,7 +177,7 @@ impl Render for AgentList {
                     if a.last_seen == chrono::DateTime::<chrono::Utc>::UNIX_EPOCH {
                         "never".to_string()
                     } else {
-                        tavern::time::ago(a.last_seen, self.now)
+                        tavern::api::time::ago(a.last_seen, self.now)
                     },
                     or_dash(a.holds.join(",")),
                     cell(&or_dash(a.capabilities.join(","))),
@@ -305,8 +305,8 @@ impl Render for Asked {
 
 impl Render for tavern::api::questions::Waited {
     fn text(&self) -> Result<()> {
+        use tavern::api::Decision;
         use tavern::api::questions::Waited;
-        use tavern::doc::decision::Decision;
         let text = match self {
             Waited::Decided { id, decision } => match decision {
                 Decision::Approved { by, .. } => format!("approved {id} by {by}"),
@@ -394,6 +394,13 @@ impl Render for Swept {
         for r in &self.released {
             line(&format!("released {}: {}", r.task, r.reason))?;
         }
+        if self.holds_expired > 0 {
+            line(&format!(
+                "released {} expired hold{} on resources",
+                self.holds_expired,
+                plural(self.holds_expired)
+            ))?;
+        }
         for e in &self.expired {
             line(&format!("{}: {}", e.doc, e.note.as_deref().unwrap_or("")))?;
         }
@@ -450,7 +457,7 @@ fn clean_or_invalid(ok: bool) -> ExitCode {
     if ok {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(tavern::error::Kind::Invalid.exit_code())
+        ExitCode::from(tavern::api::Kind::Invalid.exit_code())
     }
 }
 

@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::json;
 
-use tavern::error::{Error, Result};
+use tavern::api::{Error, Result};
 
 #[derive(Debug, Args)]
 pub struct SetupArgs {
@@ -58,9 +58,9 @@ pub struct Plan {
 
 /// Where backups of the files as they were before setup live, so that `--remove` can give
 /// back the very bytes.
-fn backup_dir(board: Option<&tavern::board::Board>, home: &Path, user: bool) -> PathBuf {
+fn backup_dir(board: Option<&tavern::api::Board>, home: &Path, user: bool) -> PathBuf {
     match (user, board) {
-        (false, Some(b)) => tavern::layout::setup_backups(&b.root),
+        (false, Some(b)) => tavern::api::board::setup_backups(b),
         _ => std::env::var_os("XDG_STATE_HOME")
             .map(PathBuf::from)
             .filter(|p| p.is_absolute())
@@ -103,7 +103,7 @@ fn write(path: &Path, text: Option<&str>) -> Result<()> {
                 std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
             }
             // The user's own configuration: whole, and on disk once setup says it is.
-            tavern::file::write(path, t.as_bytes(), tavern::file::Durability::Durable)
+            tavern::api::write_file(path, t.as_bytes())
         }
         None => match std::fs::remove_file(path) {
             Ok(()) => Ok(()),
@@ -173,7 +173,7 @@ pub fn run(
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
         .ok_or_else(|| Error::usage("setup needs HOME to find the client's configuration"))?;
-    let board = match tavern::board::Board::discover(board_flag, cwd) {
+    let board = match tavern::api::Board::discover(board_flag, cwd) {
         Ok(b) => Some(b),
         Err(e) if a.user => {
             let _ = e;
@@ -236,7 +236,7 @@ pub fn run(
         };
         if a.dry_run {
             diffs.push_str(&format!("--- {shown}\n+++ {shown}\n"));
-            diffs.push_str(&tavern::log::diff(
+            diffs.push_str(&tavern::api::history::text_diff(
                 current.as_deref().unwrap_or(""),
                 new.as_deref().unwrap_or(""),
             ));
@@ -312,7 +312,7 @@ pub fn run(
 
 /// Removes the directories above a removed file that it leaves empty (`.claude/`,
 /// `.opencode/plugins/`), up to `base` and never the board's own directory.
-fn prune_empty_dirs(file: &Path, base: &Path, board: Option<&tavern::board::Board>) {
+fn prune_empty_dirs(file: &Path, base: &Path, board: Option<&tavern::api::Board>) {
     let mut dir = file.parent();
     while let Some(d) = dir {
         if d == base || !d.starts_with(base) || board.is_some_and(|b| d == b.root) {
