@@ -26,6 +26,12 @@ pub struct HookArgs {
     /// above this one that is not a shell]
     #[arg(long)]
     pub pid: Option<u32>,
+    /// pre-edit: a file the client is about to write (the OpenCode plugin passes them so)
+    #[arg(long = "file", value_name = "PATH")]
+    pub files: Vec<String>,
+    /// pre-edit: a patch the client is about to apply (`*** Update File: PATH` lines)
+    #[arg(long, value_name = "TEXT")]
+    pub patch: Option<String>,
 }
 
 /// Characters of the board summary given as context.
@@ -40,7 +46,7 @@ pub fn agent_name(client: &str, explicit: Option<String>, holder: u32) -> String
 }
 
 /// The event the client sent on stdin, if any (an interactive run has none).
-fn input() -> Value {
+pub fn input() -> Value {
     let stdin = std::io::stdin();
     if stdin.is_terminal() {
         return Value::Null;
@@ -56,6 +62,9 @@ pub fn run(
     actor: Option<String>,
     a: HookArgs,
 ) -> Result<ExitCode> {
+    if a.event == "pre-edit" || a.event == "pre-commit" {
+        return crate::setup::guard::run(cwd, board_flag, actor, a);
+    }
     if !matches!(a.client.as_str(), "claude" | "codex" | "opencode") {
         return Err(Error::usage(format!(
             "hook: no client '{}'; the clients are claude, codex and opencode",

@@ -6,6 +6,8 @@
 //
 // usage: node opencode.mjs PLUGIN.js BOARD_ROOT SCRIPT.json
 // SCRIPT is a list of steps: {"event": EVENT} | {"after": INPUT} | {"compact": INPUT}
+//   | {"before": {"input": INPUT, "args": ARGS}} (tool.execute.before; "refused" is the
+//   error it threw, or null)
 //   | {"system": INPUT} (the system prompt transform) | {"env": INPUT} (the shell's env)
 //   | {"together": [STEP…]} (steps run at once, as OpenCode runs a session's first request
 //   while the plugin still handles session.created; their results in "together")
@@ -88,6 +90,15 @@ async function perform(step) {
   else if (step.event) await hooks.event({ event: step.event });
   else if (step.after)
     await hooks["tool.execute.after"](step.after, { title: "", output: "", metadata: {} });
+  else if (step.before) {
+    // OpenCode refuses the tool call when the hook throws; the message is what the model reads.
+    try {
+      await hooks["tool.execute.before"](step.before.input, { args: step.before.args });
+      result.refused = null;
+    } catch (e) {
+      result.refused = String(e.message);
+    }
+  }
   else if (step.compact) {
     const output = { context: [], prompt: undefined };
     await hooks["experimental.session.compacting"](step.compact, output);
