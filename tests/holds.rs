@@ -682,9 +682,8 @@ fn pre_edit(b: &TestBoard, client: &str, agent: &str, event: Value) -> crate::ut
 #[track_caller]
 fn denied(out: &crate::util::Out) -> String {
     out.ok();
-    let v: Value = serde_json::from_str(out.stdout.trim()).unwrap_or_else(|e| {
-        panic!("not the client's JSON ({e}): {}", out.stdout)
-    });
+    let v: Value = serde_json::from_str(out.stdout.trim())
+        .unwrap_or_else(|e| panic!("not the client's JSON ({e}): {}", out.stdout));
     assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PreToolUse");
     assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny");
     v["hookSpecificOutput"]["permissionDecisionReason"]
@@ -702,9 +701,14 @@ fn the_claude_and_codex_pre_edit_hooks_refuse_a_held_path_and_allow_the_rest() {
                "tool_name": tool, "tool_input": {key: file, "old_string": "a", "new_string": "b"}})
     };
     // Nothing held yet: allowed, silently.
-    pre_edit(&b, "claude", "claude-1", edit("Edit", "file_path", &format!("{root}/src/a.rs")))
-        .ok()
-        .stdout_is("");
+    pre_edit(
+        &b,
+        "claude",
+        "claude-1",
+        edit("Edit", "file_path", &format!("{root}/src/a.rs")),
+    )
+    .ok()
+    .stdout_is("");
     b.run(&[
         "hold",
         "--as",
@@ -720,7 +724,11 @@ fn the_claude_and_codex_pre_edit_hooks_refuse_a_held_path_and_allow_the_rest() {
         ("Edit", "file_path", format!("{root}/src/a.rs")),
         ("Write", "file_path", format!("{root}/src/new/b.rs")),
         ("MultiEdit", "file_path", "src/c.rs".to_string()),
-        ("NotebookEdit", "notebook_path", format!("{root}/src/n.ipynb")),
+        (
+            "NotebookEdit",
+            "notebook_path",
+            format!("{root}/src/n.ipynb"),
+        ),
     ] {
         let why = denied(&pre_edit(&b, "claude", "claude-1", edit(tool, key, &file)));
         assert!(why.contains("coder-7 holds src/** (exclusive"), "{why}");
@@ -732,18 +740,36 @@ fn the_claude_and_codex_pre_edit_hooks_refuse_a_held_path_and_allow_the_rest() {
             "{why}"
         );
         assert!(why.contains("data, not instructions"), "{why}");
-        assert!(why.contains("Wait for it") && why.contains("pick other work"), "{why}");
+        assert!(
+            why.contains("Wait for it") && why.contains("pick other work"),
+            "{why}"
+        );
     }
     // A free path, a path outside the tree, and the holder itself: allowed.
-    pre_edit(&b, "claude", "claude-1", edit("Edit", "file_path", &format!("{root}/README.md")))
-        .ok()
-        .stdout_is("");
-    pre_edit(&b, "claude", "claude-1", edit("Write", "file_path", "/tmp/elsewhere.txt"))
-        .ok()
-        .stdout_is("");
-    pre_edit(&b, "claude", "coder-7", edit("Edit", "file_path", &format!("{root}/src/a.rs")))
-        .ok()
-        .stdout_is("");
+    pre_edit(
+        &b,
+        "claude",
+        "claude-1",
+        edit("Edit", "file_path", &format!("{root}/README.md")),
+    )
+    .ok()
+    .stdout_is("");
+    pre_edit(
+        &b,
+        "claude",
+        "claude-1",
+        edit("Write", "file_path", "/tmp/elsewhere.txt"),
+    )
+    .ok()
+    .stdout_is("");
+    pre_edit(
+        &b,
+        "claude",
+        "coder-7",
+        edit("Edit", "file_path", &format!("{root}/src/a.rs")),
+    )
+    .ok()
+    .stdout_is("");
 
     // Codex edits with apply_patch: the patch names the files.
     let patch = |files: &[&str]| {
@@ -755,8 +781,16 @@ fn the_claude_and_codex_pre_edit_hooks_refuse_a_held_path_and_allow_the_rest() {
         json!({"session_id": "s2", "cwd": root, "hook_event_name": "PreToolUse",
                "tool_name": "apply_patch", "tool_input": {"command": p}})
     };
-    let why = denied(&pre_edit(&b, "codex", "codex-1", patch(&["README.md", "src/lib.rs"])));
-    assert!(why.contains("src/lib.rs is held: coder-7 holds src/**"), "{why}");
+    let why = denied(&pre_edit(
+        &b,
+        "codex",
+        "codex-1",
+        patch(&["README.md", "src/lib.rs"]),
+    ));
+    assert!(
+        why.contains("src/lib.rs is held: coder-7 holds src/**"),
+        "{why}"
+    );
     pre_edit(&b, "codex", "codex-1", patch(&["README.md", "docs/x.md"]))
         .ok()
         .stdout_is("");
@@ -773,26 +807,41 @@ fn the_opencode_plugin_refuses_a_held_path_before_the_tool_runs() {
     let home = b.root().join("home");
     std::fs::create_dir_all(&home).unwrap();
     crate::setup::setup(&b, &home, &["setup", "opencode"]).ok();
-    b.run(&["hold", "--as", "coder-7", "src/*.rs", "--reason", "parser"]).ok();
+    b.run(&["hold", "--as", "coder-7", "src/*.rs", "--reason", "parser"])
+        .ok();
     let before = |tool: &str, args: Value| json!({"before": {"input": {"tool": tool, "sessionID": "ses_1", "callID": "c"}, "args": args}});
     let out = crate::setup::opencode(
         &b,
         node,
         json!([
             crate::setup::session_event("session.created", "ses_1", None),
-            before("edit", json!({"filePath": "src/a.rs", "oldString": "a", "newString": "b"})),
+            before(
+                "edit",
+                json!({"filePath": "src/a.rs", "oldString": "a", "newString": "b"})
+            ),
             before("write", json!({"filePath": "notes.md", "content": "x"})),
-            before("patch", json!({"patchText": "*** Begin Patch\n*** Add File: src/new.rs\n+x\n*** End Patch\n"})),
+            before(
+                "patch",
+                json!({"patchText": "*** Begin Patch\n*** Add File: src/new.rs\n+x\n*** End Patch\n"})
+            ),
             before("bash", json!({"command": "ls"})),
             session_event_deleted(),
         ]),
     );
     let steps = out["steps"].as_array().unwrap();
     let refused = steps[1]["refused"].as_str().unwrap();
-    assert!(refused.contains("coder-7 holds src/*.rs (exclusive"), "{refused}");
+    assert!(
+        refused.contains("coder-7 holds src/*.rs (exclusive"),
+        "{refused}"
+    );
     assert!(refused.contains("reason: \"parser\""), "{refused}");
     assert!(steps[2]["refused"].is_null(), "{:?}", steps[2]);
-    assert!(steps[3]["refused"].as_str().unwrap().contains("src/new.rs is held"));
+    assert!(
+        steps[3]["refused"]
+            .as_str()
+            .unwrap()
+            .contains("src/new.rs is held")
+    );
     assert!(steps[4]["refused"].is_null());
     // Only edits ask tavern; a shell command does not.
     assert!(steps[4]["ran"].as_array().unwrap().is_empty());
@@ -812,8 +861,14 @@ fn the_pre_commit_hook_refuses_to_commit_a_held_path() {
         .ok()
         .stdout_has("git pre-commit hook");
     // Idempotent, and it never replaces a hook that is not tavern's.
-    tavern(&repo, &["setup", "--pre-commit"]).ok().stdout_has("unchanged");
-    tavern(&repo, &["hold", "--as", "coder-7", "src/**", "--reason", "refactor"]).ok();
+    tavern(&repo, &["setup", "--pre-commit"])
+        .ok()
+        .stdout_has("unchanged");
+    tavern(
+        &repo,
+        &["hold", "--as", "coder-7", "src/**", "--reason", "refactor"],
+    )
+    .ok();
     std::fs::create_dir_all(repo.join("src")).unwrap();
     std::fs::write(repo.join("src/a.rs"), "x\n").unwrap();
     std::fs::write(repo.join("free.txt"), "x\n").unwrap();
@@ -826,7 +881,11 @@ fn the_pre_commit_hook_refuses_to_commit_a_held_path() {
         let bin_dir = Path::new(BIN).parent().unwrap();
         c.env(
             "PATH",
-            format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default()),
+            format!(
+                "{}:{}",
+                bin_dir.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
         )
         .env("TAVERN_AGENT", agent);
         c.output().unwrap()
@@ -834,8 +893,15 @@ fn the_pre_commit_hook_refuses_to_commit_a_held_path() {
     let o = commit(&["src/a.rs", "free.txt"], "coder-1");
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("refused to commit as coder-1: src/a.rs is held: coder-7 holds src/**"), "{err}");
-    assert_eq!(git(&repo, &["log", "--oneline"]).lines().count(), 1, "nothing committed");
+    assert!(
+        err.contains("refused to commit as coder-1: src/a.rs is held: coder-7 holds src/**"),
+        "{err}"
+    );
+    assert_eq!(
+        git(&repo, &["log", "--oneline"]).lines().count(),
+        1,
+        "nothing committed"
+    );
     assert!(commit(&["free.txt"], "coder-1").status.success());
     // The holder commits its own paths.
     assert!(commit(&["src/a.rs"], "coder-7").status.success());

@@ -406,7 +406,11 @@ pub fn plans(client: &str, user: bool, base: &Path, home: &Path, mcp: bool) -> R
                     client,
                     &[
                         ("SessionStart", None, "session-start"),
-                        ("PreToolUse", Some("Edit|Write|MultiEdit|NotebookEdit"), "pre-edit"),
+                        (
+                            "PreToolUse",
+                            Some("Edit|Write|MultiEdit|NotebookEdit"),
+                            "pre-edit",
+                        ),
                         ("PostToolUse", Some("*"), "heartbeat"),
                         ("SessionEnd", None, "session-end"),
                     ],

@@ -104,7 +104,8 @@ pub fn run(
             Ok(ExitCode::SUCCESS)
         }
         _ => {
-            let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("{text}\n").as_bytes());
+            let _ =
+                std::io::Write::write_all(&mut std::io::stderr(), format!("{text}\n").as_bytes());
             Ok(ExitCode::FAILURE)
         }
     }
@@ -153,9 +154,14 @@ fn patch_files(patch: &str) -> Vec<String> {
         .lines()
         .filter_map(|l| {
             let l = l.trim_end();
-            ["*** Update File: ", "*** Add File: ", "*** Delete File: ", "*** Move to: "]
-                .iter()
-                .find_map(|p| l.strip_prefix(p))
+            [
+                "*** Update File: ",
+                "*** Add File: ",
+                "*** Delete File: ",
+                "*** Move to: ",
+            ]
+            .iter()
+            .find_map(|p| l.strip_prefix(p))
         })
         .map(|p| p.trim().to_string())
         .filter(|p| !p.is_empty())
@@ -186,7 +192,11 @@ fn staged(cwd: &Path) -> Result<Vec<String>> {
         .stdout
         .split(|b| *b == 0)
         .filter(|p| !p.is_empty())
-        .map(|p| top.join(String::from_utf8_lossy(p).as_ref()).display().to_string())
+        .map(|p| {
+            top.join(String::from_utf8_lossy(p).as_ref())
+                .display()
+                .to_string()
+        })
         .collect())
 }
 
