@@ -440,3 +440,24 @@ fn no_front_end_uses_the_tests_hooks() {
         "front-ends using tavern::testing: {users:?}"
     );
 }
+
+/// The front-ends stand side by side: only the command line, which starts the others
+/// (`tavern mcp`, `tavern serve`, `tavern setup`, `tavern hook`), names them. What two
+/// of them share is a use case, and belongs in `api`.
+#[test]
+fn front_ends_do_not_reach_into_each_other() {
+    let mut found = Vec::new();
+    for own in ["mcp", "web", "setup"] {
+        let mut files = Vec::new();
+        rust_files(&root().join("src").join(own), &mut files);
+        for f in files {
+            let code = lex(&std::fs::read_to_string(&f).unwrap()).code;
+            for other in ["cli", "mcp", "web", "setup"] {
+                if other != own && uses(&code, &format!("crate::{other}::")) {
+                    found.push(format!("{} uses crate::{other}", rel(&f)));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "{found:?}");
+}

@@ -144,6 +144,9 @@ pub fn register(
 ) -> Result<Registered> {
     crate::ops::validate_actor(actor)?;
     let (card, entry) = agents::register(board, actor, name, capabilities, pid)?;
+    // What concerns it from now on is delivered to it (a name registered before keeps
+    // its place: what happened while it was away still comes).
+    super::delivery::start(board, name)?;
     Ok(Registered {
         card,
         path: board.rel(&agents::card_path(board, name)),
@@ -151,6 +154,13 @@ pub fn register(
         pid,
         lease: board.config.lease.clone(),
     })
+}
+
+/// The name of the agent a client session acts as when nothing names it: the client's
+/// name and the process id of the client (`claude-4242`). Its hooks and its MCP server
+/// take the same name, so they act as one agent.
+pub fn session_name(client: &str, holder: u32) -> String {
+    format!("{client}-{holder}")
 }
 
 /// Registers agent `name` for a client session, acting as itself, with `holder` as the

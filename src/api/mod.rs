@@ -14,6 +14,7 @@ pub mod agents;
 pub mod board;
 pub mod change;
 pub mod columns;
+pub mod delivery;
 pub mod docs;
 pub mod errors;
 pub mod graph;

@@ -3,6 +3,7 @@
 
 mod admin;
 mod agents;
+pub mod delivery;
 mod docs;
 pub mod errors;
 mod graph;
@@ -394,7 +395,13 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Pause(a) => watch::pause(&ctx, a),
         Command::Resume => watch::resume(&ctx),
         Command::Sources(a) => sources::run(&ctx, a),
-        Command::Mcp(a) => crate::mcp::command(|| ctx.board(), ctx.global.actor.clone(), a),
+        Command::Mcp(a) => crate::mcp::command(
+            || ctx.board(),
+            ctx.global.actor.clone(),
+            actor_from_env(),
+            no_actor,
+            a,
+        ),
         Command::Setup(a) => {
             crate::setup::run(&ctx.cwd, ctx.global.board.as_deref(), ctx.global.json, a)
         }

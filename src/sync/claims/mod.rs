@@ -31,7 +31,7 @@ pub mod record;
 pub mod refname;
 mod wording;
 
-pub use confirm::{Confirmed, Step, confirm, renew, undo};
+pub use confirm::{Confirmed, Pushed, Step, confirm, renew, undo};
 pub use exchange::{fetch_all, fetch_for_next, survey};
 pub use follow::{follow, reconcile, settle, unconfirmed};
 pub use next::{spread, worth_trying};
