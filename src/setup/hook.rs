@@ -148,13 +148,17 @@ fn drain() {
     }
 }
 
+/// What ends a delivery that has more than it shows: the command the agent runs for the
+/// rest (as `events --for-me` words it too).
+const MORE: &str = "run `tavern events --for-me`";
+
 /// Gives the model what concerns agent `name` since it last got anything (nothing at all
 /// when there is nothing), as context of the client's `event`: JSON for Claude Code and
 /// Codex, text for the OpenCode plugin. The agent's cursor moves once it is written.
 fn deliver(board: &Board, client: &str, name: &str, event: &str) -> Result<()> {
     use tavern::api::delivery::{self, Bounds};
     let d = delivery::for_me(board, name, Bounds::HOOK)?;
-    let Some(text) = d.fenced(crate::cli::delivery::MORE) else {
+    let Some(text) = d.fenced(MORE) else {
         return Ok(());
     };
     let out = match client {
