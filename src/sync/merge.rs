@@ -237,7 +237,17 @@ pub fn merge(
         let _ = mode;
     }
 
-    one_place(git, tmp, &b, &o, &t, &stamps_o, &stamps_t, &mut merged)?;
+    one_place(
+        board,
+        git,
+        tmp,
+        &b,
+        &o,
+        &t,
+        &stamps_o,
+        &stamps_t,
+        &mut merged,
+    )?;
 
     if log_changed || !merged.conflicts.is_empty() || !merged.merged_docs.is_empty() {
         let mut log = union(&logs[0], &logs[1], &logs[2]);
@@ -322,11 +332,13 @@ pub fn merge(
 
 /// A document is never in two places: archived on one side (moved to
 /// `archive/<region>/<id>.md`) and changed on the other, the merge would hold it both in
-/// its region and in the archive. The rule decides where the one copy goes (the side whose
-/// latest entry about the document comes later: the archive's `move`, or the change),
-/// and its content is the field-by-field merge of both versions; the other copy goes.
+/// its region and in the archive. Its content is the field-by-field merge of both
+/// versions (conflicts by the rule), and that merged document decides where the one copy
+/// goes ([`stays_archived`]): in the archive, with the other side's change applied to it,
+/// unless the other side moved it back to a live state; the other copy goes.
 #[allow(clippy::too_many_arguments)]
 fn one_place(
+    board: &Board,
     git: &Git,
     tmp: &Path,
     b: &Tree,
@@ -382,7 +394,6 @@ fn one_place(
             (l_text.clone(), a_text.clone())
         };
         let (ours_win, _, _) = decide(&side_o, &side_t, &ov, &tv);
-        let archive_wins = ours_win == ours_archived;
         let mut field_conflicts = Vec::new();
         let text = merge_doc(
             tmp,
@@ -394,6 +405,7 @@ fn one_place(
             &mut field_conflicts,
         )?
         .unwrap_or(if ours_win { ov } else { tv });
+        let archive_wins = stays_archived(board, &live, &text, &a_text);
         let (keep, drop) = if archive_wins {
             (&archived, &live)
         } else {
@@ -421,6 +433,37 @@ fn one_place(
         merged.dropped_copies.push((drop.clone(), keep.clone()));
     }
     Ok(())
+}
+
+/// Where a document archived on one side and changed on the other stays, decided by its
+/// merged version alone (so every clone decides the same, whichever side it is on): in
+/// the archive when the merged document is finished (an edit, a hand edit, a review's
+/// approval or a claim record followed on the other side: the change is applied to the
+/// archived copy), or when its status is still the one it was archived with (a session
+/// finding that expired); in its region when the other side moved it back to a state that
+/// is not finished (`reopen`, `reject`): the archive is undone. A version that cannot be
+/// read as a document stays archived (the archive is a logged move).
+fn stays_archived(board: &Board, live: &str, merged: &[u8], archived: &[u8]) -> bool {
+    let Some((region, name)) = live.split_once('/') else {
+        return true;
+    };
+    let (Some(region), Some(id)) = (crate::doc::Region::parse(region), name.strip_suffix(".md"))
+    else {
+        return true;
+    };
+    let parse = |bytes: &[u8]| {
+        crate::doc::Document::parse(
+            region,
+            id,
+            String::from_utf8_lossy(bytes).into_owned(),
+            board.config.yaml_limits(),
+        )
+        .ok()
+    };
+    match (parse(merged), parse(archived)) {
+        (Some(m), Some(a)) => crate::scan::finished(board, &m) || m.status() == a.status(),
+        _ => true,
+    }
 }
 
 /// Keeps a value short enough for a log note.
