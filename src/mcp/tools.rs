@@ -773,19 +773,15 @@ macro_rules! def {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct HoldArgs {
-    /// Paths or globs
-    #[serde(default)]
-    paths: Vec<String>,
+    paths: Option<Vec<String>>,
     /// Names (`db:test`)
-    #[serde(default)]
-    resources: Vec<String>,
-    #[serde(default)]
-    shared: bool,
+    resources: Option<Vec<String>>,
+    shared: Option<bool>,
     #[serde(rename = "for")]
     duration: Option<String>,
     reason: Option<String>,
     task: Option<String>,
-    /// Seconds to wait in line (max 60)
+    /// Wait in line (max 60)
     wait_seconds: Option<u64>,
 }
 
@@ -794,9 +790,9 @@ fn hold(ctx: &Ctx, args: Value) -> Result<Value> {
     let cwd =
         std::env::current_dir().map_err(|e| Error::io(".", "read the working directory", e))?;
     let spec = api::holds::Spec {
-        paths: a.paths,
-        resources: a.resources,
-        shared: a.shared,
+        paths: a.paths.unwrap_or_default(),
+        resources: a.resources.unwrap_or_default(),
+        shared: a.shared.unwrap_or(false),
         duration: a.duration,
         reason: a.reason,
         task: a.task,
@@ -812,14 +808,10 @@ fn hold(ctx: &Ctx, args: Value) -> Result<Value> {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct ReleaseHoldArgs {
-    #[serde(default)]
-    paths: Vec<String>,
-    #[serde(default)]
-    resources: Vec<String>,
-    #[serde(default)]
-    ids: Vec<String>,
-    #[serde(default)]
-    all: bool,
+    paths: Option<Vec<String>>,
+    resources: Option<Vec<String>>,
+    ids: Option<Vec<String>>,
+    all: Option<bool>,
     task: Option<String>,
 }
 
@@ -828,10 +820,10 @@ fn release_hold(ctx: &Ctx, args: Value) -> Result<Value> {
     let cwd =
         std::env::current_dir().map_err(|e| Error::io(".", "read the working directory", e))?;
     let spec = api::holds::ReleaseSpec {
-        paths: a.paths,
-        resources: a.resources,
-        ids: a.ids,
-        all: a.all,
+        paths: a.paths.unwrap_or_default(),
+        resources: a.resources.unwrap_or_default(),
+        ids: a.ids.unwrap_or_default(),
+        all: a.all.unwrap_or(false),
         task: a.task,
         force: false,
     };
@@ -989,7 +981,7 @@ pub const ALL: &[Def] = &[
         false,
         HoldArgs,
         hold,
-        "Hold files, globs or named resources before editing or using them (exclusive unless shared). A conflict names the holder: wait, ask, or pick other work."
+        "Hold files, globs or named resources before using them (exclusive unless shared); a conflict names the holder: wait, ask or do other work."
     ),
     def!(
         "release_hold",
@@ -1005,7 +997,7 @@ pub const ALL: &[Def] = &[
         true,
         HoldsArgs,
         holds,
-        "Who holds which files and resources, until when, why; who waits on whom."
+        "Who holds which files and resources, until when, why; who waits."
     ),
 ];
 
