@@ -496,9 +496,14 @@ fn decide_with<'a>(
     ov: &'a [u8],
     tv: &'a [u8],
 ) -> (bool, &'a [u8], &'a [u8]) {
-    let ko = (&o.stamp, o_updated, ov);
-    let kt = (&t.stamp, t_updated, tv);
-    if ko >= kt {
+    // `updated_at` as times, not text: `…:05Z` (seconds, an older document) is before
+    // `…:05.120Z`, which text comparison would put first.
+    let updated = match (o_updated, t_updated) {
+        (Some(a), Some(b)) => crate::time::cmp_stamps(a, b),
+        (a, b) => a.is_some().cmp(&b.is_some()),
+    };
+    let order = o.stamp.cmp(&t.stamp).then(updated).then_with(|| ov.cmp(tv));
+    if order.is_ge() {
         (true, ov, tv)
     } else {
         (false, tv, ov)
@@ -650,6 +655,20 @@ fn fields(fm: &str) -> (String, Vec<(String, String)>) {
     (prelude, out)
 }
 
+/// A timestamp field's value: its line without the key, the spaces and any quotes.
+fn stamp_text(chunk: &str) -> &str {
+    chunk
+        .split_once(':')
+        .map_or(chunk, |(_, v)| v)
+        .trim()
+        .trim_matches(|c| c == '"' || c == '\'')
+}
+
+/// Is timestamp `a` at or after `b`, as times (whatever the precision of either)?
+fn later(a: &str, b: &str) -> bool {
+    crate::time::cmp_stamps(a, b).is_ge()
+}
+
 /// A field's value as the log names it: its lines without the key.
 fn value_of(chunk: Option<&str>) -> String {
     match chunk {
@@ -700,8 +719,8 @@ fn merge_doc(
     let get = |fs: &[(String, String)], k: &str| {
         fs.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone())
     };
-    let upd_o = get(&fo, "updated_at");
-    let upd_t = get(&ft, "updated_at");
+    let upd_o = get(&fo, "updated_at").map(|c| stamp_text(&c).to_string());
+    let upd_t = get(&ft, "updated_at").map(|c| stamp_text(&c).to_string());
     let mut keys: Vec<String> = fo.iter().map(|(k, _)| k.clone()).collect();
     for (k, _) in &ft {
         if !keys.contains(k) {
@@ -718,7 +737,12 @@ fn merge_doc(
         } else if k == "rev" {
             None // set below
         } else if k == "updated_at" {
-            std::cmp::max(ov, tv)
+            // As times: a second-precision stamp and a millisecond one compare right.
+            match (&ov, &tv) {
+                (Some(a), Some(b)) if later(stamp_text(a), stamp_text(b)) => ov,
+                (Some(_), Some(_)) => tv,
+                _ => ov.or(tv),
+            }
         } else {
             let ob = ov.clone().unwrap_or_default();
             let tb = tv.clone().unwrap_or_default();
@@ -859,6 +883,40 @@ mod tests {
             ["1a", "2b", "3b", "2a"],
             "the remote's log, then ours"
         );
+    }
+
+    /// `updated_at` of mixed precision (an older document's seconds, a newer write's
+    /// milliseconds) compares as times: as text, `…:05Z` sorts after `…:05.120Z`.
+    #[test]
+    fn mixed_precision_updated_at_compares_as_times() {
+        assert!(later("2026-11-27T10:00:05.120Z", "2026-11-27T10:00:05Z"));
+        assert!(!later("2026-11-27T10:00:05Z", "2026-11-27T10:00:05.120Z"));
+        assert!(later("2026-11-27T10:00:06Z", "2026-11-27T10:00:05.999Z"));
+        assert_eq!(
+            stamp_text("updated_at: \"2026-11-27T10:00:05Z\"\n"),
+            "2026-11-27T10:00:05Z"
+        );
+        // The rule without log entries on either side: the later updated_at wins.
+        let side = || Side { stamp: None };
+        let (ours, kept, _) = decide_with(
+            &side(),
+            &side(),
+            Some("2026-11-27T10:00:05Z"),
+            Some("2026-11-27T10:00:05.120Z"),
+            b"a",
+            b"b",
+        );
+        assert!(!ours, "theirs is 120ms later");
+        assert_eq!(kept, b"b");
+        let (ours, _, _) = decide_with(
+            &side(),
+            &side(),
+            Some("2026-11-27T10:00:05.500Z"),
+            Some("2026-11-27T10:00:05Z"),
+            b"a",
+            b"b",
+        );
+        assert!(ours);
     }
 
     #[test]
