@@ -964,3 +964,65 @@ fn a_sweep_whose_release_outcome_is_unknown_looks_again() {
     net.run(0, &["check"]).ok();
     net.run(0, &["claim", "t00", "--as", "y"]).ok();
 }
+
+/// Whether process `pid` waits for a file lock (a blocked request in /proc/locks).
+fn waits_for_a_lock(pid: u32) -> bool {
+    std::fs::read_to_string("/proc/locks")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.contains("->") && l.split_whitespace().any(|w| w == pid.to_string()))
+}
+
+/// `tavern sync` replaces a task another clone changed the way git does (it removes the
+/// file, then writes the new one) while it holds the board's log lock. A `submit` that
+/// looks for the task in that moment used to exit 4 ("document 't00' not found"); it waits
+/// for the sync and finds the task. The sync is played by `flock` holding the log lock
+/// with the task file away; it puts it back only once `submit` waits (or has ended).
+#[test]
+fn a_task_that_sync_is_replacing_is_found_once_the_sync_is_over() {
+    let net = Net::new(1, 1);
+    net.run(0, &["claim", "t00", "--as", "a"]).ok();
+    net.run(0, &["start", "t00", "--as", "a"]).ok();
+    let board = net.dir(0).join(".tavern");
+    let task = board.join("tasks/t00.md");
+    let away = net.path("t00.away");
+    let (held, go) = (net.path("held"), net.path("go"));
+    let mut sync = Command::new("flock")
+        .arg(board.join(".state/locks/log.lock"))
+        .args([
+            "sh",
+            "-c",
+            &format!(
+                "mv '{t}' '{a}' && touch '{h}' && while [ ! -e '{g}' ]; do sleep 0.02; done; mv '{a}' '{t}'",
+                t = task.display(),
+                a = away.display(),
+                h = held.display(),
+                g = go.display()
+            ),
+        ])
+        .spawn()
+        .unwrap();
+    while !held.exists() {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let mut submit = net
+        .cmd(0, &["submit", "t00", "--as", "a"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    while !waits_for_a_lock(submit.id()) && submit.try_wait().unwrap().is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::fs::write(&go, "").unwrap();
+    assert!(sync.wait().unwrap().success());
+    let o = submit.wait_with_output().unwrap();
+    let out = Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into(),
+        stderr: String::from_utf8_lossy(&o.stderr).into(),
+    };
+    out.ok();
+    assert_eq!(net.state(0, "t00"), ("review".into(), Some("a".into())));
+    assert_eq!(net.record("t00"), Some(("a".into(), "review".into())));
+}
