@@ -1026,3 +1026,78 @@ fn a_task_that_sync_is_replacing_is_found_once_the_sync_is_over() {
     assert_eq!(net.state(0, "t00"), ("review".into(), Some("a".into())));
     assert_eq!(net.record("t00"), Some(("a".into(), "review".into())));
 }
+
+/// A `git` that SIGKILLs itself when its arguments include any of `subcommands`.
+fn killing_git(net: &Net, name: &str, subcommands: &[&str]) -> String {
+    let tests: Vec<String> = subcommands
+        .iter()
+        .map(|s| format!("[ \"$a\" = {s} ]"))
+        .collect();
+    git_wrapper(
+        net,
+        name,
+        &format!(
+            "for a in \"$@\"; do if {}; then kill -KILL $$; fi; done",
+            tests.join(" || ")
+        ),
+    )
+}
+
+/// tavern's own git is killed in a claim or a move: the error names the command and the
+/// signal, says whether anything changed and what to do; exit 7 when nothing was sent (the
+/// record's commit, the read of the record), and when the push died but the remote could
+/// be asked (it holds what it had); exit 8 when the push died and the remote cannot be
+/// asked either. Each time the same command, run again, goes through.
+#[test]
+fn a_claim_whose_own_git_is_killed_names_it_and_uses_the_documented_exit_code() {
+    let net = Net::new(3, 1);
+    let unchanged = |id: &str| {
+        assert_eq!(net.record(id), None, "{id}");
+        assert_eq!(net.state(0, id), ("pending".into(), None), "{id}");
+    };
+
+    let path = killing_git(&net, "bin-kill-commit", &["commit-tree"]);
+    let out = run_with_path(&net, 0, &["claim", "t00", "--as", "a"], &path);
+    out.code(7).stderr_is(
+        "error: cannot confirm the claim of t00: this clone's `git commit-tree` failed before anything was sent to the remote (killed by signal 9 (SIGKILL)); nothing was changed: run the same command again\n",
+    );
+    unchanged("t00");
+    net.run(0, &["claim", "t00", "--as", "a"]).ok();
+
+    // The record exists now: a move reads it with git first.
+    let path = killing_git(&net, "bin-kill-read", &["for-each-ref"]);
+    let out = run_with_path(&net, 0, &["start", "t00", "--as", "a"], &path);
+    out.code(7).stderr_is(
+        "error: cannot confirm moving t00 to working: this clone's `git for-each-ref` failed before anything was sent to the remote (killed by signal 9 (SIGKILL)); nothing was changed: run the same command again\n",
+    );
+    assert_eq!(net.record("t00"), Some(("a".into(), "claimed".into())));
+    assert_eq!(net.state(0, "t00"), ("claimed".into(), Some("a".into())));
+    net.run(0, &["start", "t00", "--as", "a"]).ok();
+
+    // The push dies before it reaches the remote; the remote, asked, holds what it had.
+    let path = killing_git(&net, "bin-kill-push", &["push"]);
+    let out = run_with_path(&net, 0, &["claim", "t01", "--as", "a"], &path);
+    out.code(7);
+    assert!(
+        out.stderr.starts_with("error: cannot confirm the claim of t01 with the remote 'origin' (")
+            && out.stderr.contains("): git push was killed by signal 9 (SIGKILL) before the remote's answer; the remote still holds the record it had; nothing was changed\n"),
+        "{}",
+        out.stderr
+    );
+    unchanged("t01");
+    net.run(0, &["claim", "t01", "--as", "a"]).ok();
+
+    // The push dies and so does every `git ls-remote` that would ask the remote: unknown.
+    let path = killing_git(&net, "bin-kill-ask", &["push", "ls-remote"]);
+    let out = run_with_path(&net, 0, &["claim", "t02", "--as", "a"], &path);
+    out.code(8);
+    assert!(
+        out.stderr.contains(") may have taken the claim of t02 (git push was killed by signal 9 (SIGKILL) before the remote's answer), and it cannot be asked now (git ls-remote: killed by signal 9 (SIGKILL)): the outcome is unknown"),
+        "{}",
+        out.stderr
+    );
+    unchanged("t02");
+    net.run(0, &["claim", "t02", "--as", "a"]).ok();
+    assert_eq!(net.record("t02"), Some(("a".into(), "claimed".into())));
+    net.run(0, &["check"]).ok();
+}
