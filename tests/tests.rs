@@ -27,6 +27,7 @@ mod crash;
 mod crash_points;
 mod damaged_log;
 mod decisions;
+mod delivery;
 mod events;
 mod graph;
 mod holds;

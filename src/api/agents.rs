@@ -144,6 +144,9 @@ pub fn register(
 ) -> Result<Registered> {
     crate::ops::validate_actor(actor)?;
     let (card, entry) = agents::register(board, actor, name, capabilities, pid)?;
+    // What concerns it from now on is delivered to it (a name registered before keeps
+    // its place: what happened while it was away still comes).
+    super::delivery::start(board, name)?;
     Ok(Registered {
         card,
         path: board.rel(&agents::card_path(board, name)),

@@ -12,8 +12,9 @@
 
 pub mod agents;
 pub mod board;
-pub mod change;
+pub(crate) mod change;
 pub mod columns;
+pub mod delivery;
 pub mod docs;
 pub mod errors;
 pub mod graph;
@@ -26,7 +27,7 @@ pub mod summary;
 pub mod sync;
 pub mod tasks;
 pub mod time;
-pub mod view;
+pub(crate) mod view;
 pub mod waiting;
 pub mod watch;
 

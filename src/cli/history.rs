@@ -53,11 +53,18 @@ pub struct EventsArgs {
     /// Show each entry's diff
     #[arg(long, short)]
     pub patch: bool,
+    /// Only what concerns you (answers, decisions, findings about your tasks, lost claims,
+    /// pauses, reviews), each once: what the client hooks deliver
+    #[arg(long, conflicts_with_all = ["since", "patch"])]
+    pub for_me: bool,
 }
 
 /// `events`: what changed since the acting agent last looked. The cursor (the last seq
 /// shown) advances once they are printed.
 pub fn events(ctx: &Ctx, a: EventsArgs) -> Result<ExitCode> {
+    if a.for_me {
+        return super::delivery::for_me(ctx);
+    }
     let board = ctx.board()?;
     super::text::set_own_origin(&board);
     let actor = ctx.actor(&board)?;

@@ -3,6 +3,7 @@
 
 mod admin;
 mod agents;
+pub mod delivery;
 mod docs;
 pub mod errors;
 mod graph;

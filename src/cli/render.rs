@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::output::line;
 pub use super::output::{err_line, warn};
 use tavern::api::Result;
-use tavern::api::view::Skipped;
+use tavern::api::Skipped;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {

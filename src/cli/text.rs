@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::output::{self, cell, line, out};
 use super::render::{Render, err_line, skipped_warnings};
 use tavern::api::Entry;
+use tavern::api::Listing;
 use tavern::api::Result;
 use tavern::api::agents::{AgentList, Deregistered, Heartbeat, Registered, Swept};
 use tavern::api::board::{Archived, Checked, Initialised, PauseState, Problem, WouldArchive};
@@ -17,7 +18,6 @@ use tavern::api::history::DocHistory;
 use tavern::api::questions::{Answered, Asked};
 use tavern::api::sources::{SourceList, SourcesChecked};
 use tavern::api::summary::Summary;
-use tavern::api::view::Listing;
 use tavern::api::{Changed, Created};
 
 impl Render for Listing {

@@ -105,7 +105,8 @@ const OPENCODE_PLUGIN: &str = r#"// tavern: added by `tavern setup opencode`; `t
 // the board summary in a new session (a message; a request sent before that message is in
 // carries it in its system prompt) and again after a compaction; names the agent in the
 // system prompt of every request (so a resumed session learns its new name) and sets
-// TAVERN_AGENT in OpenCode's shell; heartbeats on tool use; deregisters once every session
+// TAVERN_AGENT in OpenCode's shell; heartbeats on tool use, adding to the tool's output what
+// concerns the agent on the board (answers, decisions, findings, lost claims); deregisters once every session
 // it saw created has been deleted. Sessions of subagents (with a parent) are the same agent.
 // Each step runs `tavern hook opencode EVENT --pid PID [--session ID]`.
 export const TavernPlugin = async ({ $, client, directory }) => {
@@ -116,6 +117,8 @@ export const TavernPlugin = async ({ $, client, directory }) => {
   let starting = null;
   const live = new Set();
   const again = new Map();
+  // News from the board a tool's output could not carry, until the next request.
+  const news = new Map();
   // A new session's start text until it is in the session as a message: OpenCode may send
   // the session's first request to the model before that, and the request then carries it.
   const intro = new Map();
@@ -168,13 +171,25 @@ export const TavernPlugin = async ({ $, client, directory }) => {
       if (text) output.system.push(text);
       const summary = again.get(input?.sessionID);
       if (summary) output.system.push(summary);
+      const held = news.get(input?.sessionID);
+      if (held) {
+        news.delete(input?.sessionID);
+        output.system.push(held);
+      }
     },
     "shell.env": async (input, output) => {
       if (board) output.env.TAVERN_AGENT = name;
     },
-    "tool.execute.after": async (input) => {
-      if (board) await hook("heartbeat", input?.sessionID);
-      else if (board === null) await start(input?.sessionID);
+    // After a tool use: a heartbeat, and what concerns this agent on the board (once,
+    // bounded, fenced as data) added to the tool's output, which the model reads next; an
+    // output it cannot be added to goes into the next request's system prompt.
+    "tool.execute.after": async (input, output) => {
+      if (board) {
+        const text = await hook("heartbeat", input?.sessionID);
+        if (!text) return;
+        if (output && typeof output.output === "string") output.output += `\n\n${text}`;
+        else news.set(input?.sessionID, [news.get(input?.sessionID), text].filter(Boolean).join("\n"));
+      } else if (board === null) await start(input?.sessionID);
     },
     "experimental.session.compacting": async (input, output) => {
       const text = board ? await hook("compact", input?.sessionID) : await start(input?.sessionID);
@@ -364,6 +379,7 @@ pub fn plans(client: &str, user: bool, base: &Path, home: &Path, mcp: bool) -> R
                     &[
                         ("SessionStart", None, "session-start"),
                         ("PostToolUse", Some("*"), "heartbeat"),
+                        ("UserPromptSubmit", None, "turn"),
                         ("SessionEnd", None, "session-end"),
                     ],
                 ),

@@ -17,7 +17,8 @@ use tavern::api::{Error, Result};
 pub struct HookArgs {
     /// claude, codex or opencode
     pub client: String,
-    /// session-start, heartbeat, compact or session-end
+    /// session-start, heartbeat (after a tool use), turn (a prompt submitted), compact or
+    /// session-end
     pub event: String,
     /// The client's session id (when it does not come on stdin)
     #[arg(long)]
@@ -63,10 +64,15 @@ pub fn run(
         )));
     }
     // The OpenCode plugin passes --pid and nothing on stdin, which may be OpenCode's own.
+    // Only a session start reads what the client sent (after a tool use it holds the
+    // tool's whole output: read, not parsed).
     let event = if a.pid.is_some() {
         Value::Null
-    } else {
+    } else if a.event == "session-start" {
         input()
+    } else {
+        drain();
+        Value::Null
     };
     // Opened as every writing command opens it: interrupted changes are completed first.
     let board = match tavern::api::board::open(board_flag, cwd) {
@@ -88,6 +94,8 @@ pub fn run(
                 } else {
                     tavern::api::agents::join(&board, &name, None, holder)?;
                     remember_name(&name);
+                    // What happened before is in the summary; news starts from here.
+                    tavern::api::delivery::start(&board, &name)?;
                 }
                 context(&board, &a.client, &name, compacted)
             }
@@ -95,10 +103,17 @@ pub fn run(
                 tavern::api::actor(&board, &name)?;
                 context(&board, &a.client, &name, true)
             }
-            "heartbeat" => tavern::api::actor(&board, &name).map(|_| ()),
+            "heartbeat" => {
+                tavern::api::actor(&board, &name)?;
+                deliver(&board, &a.client, &name, "PostToolUse")
+            }
+            "turn" => {
+                tavern::api::actor(&board, &name)?;
+                deliver(&board, &a.client, &name, "UserPromptSubmit")
+            }
             "session-end" => tavern::api::agents::leave(&board, &name),
             other => Err(Error::usage(format!(
-                "hook: no event '{other}'; the events are session-start, heartbeat, compact, session-end"
+                "hook: no event '{other}'; the events are session-start, heartbeat, turn, compact, session-end"
             ))),
         }
     };
@@ -113,6 +128,41 @@ pub fn run(
             Ok(ExitCode::FAILURE)
         }
     }
+}
+
+/// Reads and drops what the client sent on stdin, so that it never writes into a closed
+/// pipe.
+fn drain() {
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        let _ = std::io::copy(&mut stdin.lock(), &mut std::io::sink());
+    }
+}
+
+/// What ends a delivery that has more than it shows: the command the agent runs for the
+/// rest (as `events --for-me` words it too).
+const MORE: &str = "run `tavern events --for-me`";
+
+/// Gives the model what concerns agent `name` since it last got anything (nothing at all
+/// when there is nothing), as context of the client's `event`: JSON for Claude Code and
+/// Codex, text for the OpenCode plugin. The agent's cursor moves once it is written.
+fn deliver(board: &Board, client: &str, name: &str, event: &str) -> Result<()> {
+    use tavern::api::delivery::{self, Bounds};
+    let d = delivery::for_me(board, name, Bounds::HOOK)?;
+    let Some(text) = d.fenced(MORE) else {
+        return Ok(());
+    };
+    let out = match client {
+        "claude" | "codex" => format!(
+            "{}\n",
+            json!({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
+        ),
+        _ => text,
+    };
+    std::io::Write::write_all(&mut std::io::stdout(), out.as_bytes())
+        .and_then(|_| std::io::Write::flush(&mut std::io::stdout()))
+        .map_err(|e| Error::io("stdout", "write to", e))?;
+    delivery::delivered(board, d)
 }
 
 /// Claude Code lets a session-start hook set variables for the session's later commands.
