@@ -771,14 +771,26 @@ fn git_wrapper(net: &Net, name: &str, before: &str) -> String {
     .unwrap()
     .trim()
     .to_string();
+    // Written by a child process: a file this test process held open for writing could be
+    // inherited by a process another test thread forks meanwhile, and executing it would
+    // then fail ("Text file busy").
     let script = dir.join("git");
-    std::fs::write(
-        &script,
-        format!("#!/bin/sh\nreal='{real}'\n{before}\nexec \"$real\" \"$@\"\n"),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut sh = Command::new("sh")
+        .args(["-c", "cat >\"$1\" && chmod 755 \"$1\"", "sh"])
+        .arg(&script)
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write as _;
+        let mut stdin = sh.stdin.take().unwrap();
+        write!(
+            stdin,
+            "#!/bin/sh\nreal='{real}'\n{before}\nexec \"$real\" \"$@\"\n"
+        )
+        .unwrap();
+    }
+    assert!(sh.wait().unwrap().success());
     format!("{}:{}", dir.display(), std::env::var("PATH").unwrap())
 }
 
