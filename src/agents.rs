@@ -215,7 +215,7 @@ pub fn register(
     crate::id::validate(name)?;
     let path = card_path(board, name);
     let (after, entry) = store::change(board, &[crate::layout::agent_lock(name)], || {
-        let now = crate::time::stamp(crate::time::now());
+        let now = crate::time::stamp_millis(crate::time::now());
         let existing = match store::read_text(&path, board.config.limits.max_doc_bytes) {
             Ok(t) => Some(parse_card(board, name, t)?),
             Err(Error::NotFound { .. }) => None,
@@ -275,7 +275,7 @@ pub fn mark_gone(board: &Board, actor: &str, id: &str) -> Result<Entry> {
             FieldEdit::Set("status".into(), "gone".into()),
             FieldEdit::Set(
                 "updated_at".into(),
-                crate::time::stamp(crate::time::now()).into(),
+                crate::time::stamp_millis(crate::time::now()).into(),
             ),
             FieldEdit::Set("rev".into(), rev.into()),
         ];

@@ -212,7 +212,7 @@ fn the_agent_loop_leaves_what_the_cli_leaves() {
     assert_eq!(changes, ["create", "create", "agent"]);
     let ready = ok(&r[1]);
     assert_eq!(ready["total"], json!(2));
-    assert_eq!(ready["tasks"][0]["id"], json!("task-a"));
+    assert_eq!(ready["documents"][0]["id"], json!("task-a"));
     assert_eq!(ready["next_cursor"], json!("1"));
     let claimed = ok(&r[2]);
     assert_eq!(claimed["id"], json!("task-a"));
@@ -880,7 +880,7 @@ fn ready_over_mcp_lists_what_the_agent_may_claim() {
         ]),
     );
     let ids = |v: &Value| -> Vec<String> {
-        v["tasks"]
+        v["documents"]
             .as_array()
             .unwrap()
             .iter()

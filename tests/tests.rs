@@ -33,6 +33,7 @@ mod graph;
 mod holds;
 mod hostile_input;
 mod index;
+mod json_shapes;
 mod layering;
 mod log_identity;
 mod log_merge;

@@ -61,7 +61,7 @@ pub struct AgentRow {
 }
 
 pub(crate) fn stamp<S: serde::Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&crate::time::stamp(*t))
+    s.serialize_str(&crate::time::stamp_millis(*t))
 }
 
 #[derive(Debug, Serialize)]

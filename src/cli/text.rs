@@ -114,14 +114,22 @@ pub fn entry_line(e: &Entry) -> String {
     cell(&s)
 }
 
-/// A log entry as `log`, `events` and `diff` print it: one JSON line each, or its line
-/// and, with `patch`, its diff indented below.
-#[derive(Serialize)]
-#[serde(transparent)]
+/// A log entry as `log`, `events` and `diff` print it: one JSON line each, or its line;
+/// its diff (below the line, or as `diff` in JSON) only with `patch`.
 pub struct EntryView<'a> {
     pub entry: &'a Entry,
-    #[serde(skip)]
     pub patch: bool,
+}
+
+impl Serialize for EntryView<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        if self.patch || self.entry.diff.is_none() {
+            return self.entry.serialize(s);
+        }
+        let mut without = self.entry.clone();
+        without.diff = None;
+        without.serialize(s)
+    }
 }
 
 impl Render for EntryView<'_> {

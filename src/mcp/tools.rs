@@ -243,7 +243,7 @@ fn ready(ctx: &Ctx, args: Value) -> Result<Value> {
     let for_actor = (!a.all.unwrap_or(false)).then_some(ctx.actor.as_str());
     let ready = api::tasks::ready(&ctx.board, &terms(a.query.as_deref()), for_actor)?;
     let mut v = bound::page(
-        "tasks",
+        "documents",
         &ready.listing.docs,
         &ready.listing.skipped,
         a.limit,

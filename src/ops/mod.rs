@@ -124,7 +124,7 @@ impl Locked {
         let rev = before.rev() + 1;
         change.edits.push(FieldEdit::Set(
             "updated_at".into(),
-            crate::time::stamp(now).into(),
+            crate::time::stamp_millis(now).into(),
         ));
         change.edits.push(FieldEdit::Set("rev".into(), rev.into()));
         let after = before

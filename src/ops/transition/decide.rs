@@ -182,7 +182,7 @@ pub fn decide(workflow: &Workflow, doc: &Document, req: &Request) -> Result<Plan
         edits.push(FieldEdit::Set("claimed_by".into(), actor.into()));
         edits.push(FieldEdit::Set(
             "claimed_at".into(),
-            crate::time::stamp(req.now).into(),
+            crate::time::stamp_millis(req.now).into(),
         ));
     } else if workflow.is_claimable(&t.to) {
         // Back in the pool: the claim is gone.
@@ -440,7 +440,7 @@ mod tests {
             vec![
                 set("status", "claimed"),
                 set("claimed_by", "a1"),
-                set("claimed_at", "2026-11-25T10:00:00Z"),
+                set("claimed_at", "2026-11-25T10:00:00.000Z"),
             ]
         );
         assert_eq!((m.entry.op.as_str(), m.entry.transition), ("claim", None));
