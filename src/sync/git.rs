@@ -95,8 +95,16 @@ impl Git {
         if let Some(bytes) = stdin {
             use std::io::Write as _;
             if let Some(mut pipe) = child.stdin.take() {
-                pipe.write_all(bytes)
-                    .map_err(|e| Error::io(&self.dir, "write to git in", e))?;
+                // A git that died before reading all of it (killed) closed the pipe: not an
+                // error of ours, and not one to report as such (a broken pipe is what a
+                // closed standard output says, which the CLI takes for success). Its exit
+                // status, below, says what happened.
+                match pipe.write_all(bytes) {
+                    Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                        return Err(Error::io(&self.dir, "write to git in", e));
+                    }
+                    _ => {}
+                }
             }
         }
         let out = child
