@@ -210,6 +210,11 @@ pub fn index_dir(root: &Path) -> PathBuf {
     state_dir(root).join("index")
 }
 
+/// The search index (`tavern search`): derived like the read index.
+pub fn search_dir(root: &Path) -> PathBuf {
+    state_dir(root).join("search")
+}
+
 /// Watch mode's state: snapshot, shadows, cursor, queue, …
 pub fn watch_dir(root: &Path) -> PathBuf {
     state_dir(root).join("watch")

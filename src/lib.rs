@@ -40,6 +40,7 @@ pub(crate) mod query;
 pub(crate) mod runs;
 pub(crate) mod scan;
 pub(crate) mod schema;
+pub(crate) mod search;
 pub(crate) mod store;
 pub(crate) mod sync;
 pub(crate) mod time;

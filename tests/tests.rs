@@ -43,6 +43,7 @@ mod questions;
 mod readme;
 mod review;
 mod roundtrip;
+mod search;
 mod setup;
 mod sources;
 mod summary;

@@ -22,6 +22,7 @@ pub mod history;
 pub mod holds;
 pub mod observations;
 pub mod questions;
+pub mod search;
 pub mod sources;
 pub mod summary;
 pub mod sync;

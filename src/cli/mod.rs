@@ -13,6 +13,7 @@ mod observations;
 mod output;
 mod questions;
 pub mod render;
+mod search;
 mod sources;
 mod style;
 mod sync;
@@ -93,6 +94,8 @@ pub enum Command {
     /// List documents matching a query, best first
     #[command(alias = "ls")]
     List(docs::ListArgs),
+    /// Search every document and solutions/ by relevance: words, "phrases", filters
+    Search(search::SearchArgs),
     /// Change fields or the body of a document
     Edit(docs::EditArgs),
     /// Claim a task, or the best claimable one with --next
@@ -345,6 +348,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Resolve(a) => observations::resolve(&ctx, a),
         Command::Show(a) => docs::show(&ctx, a),
         Command::List(a) => docs::list(&ctx, a),
+        Command::Search(a) => search::search(&ctx, a),
         Command::Edit(a) => docs::edit(&ctx, a),
         Command::Claim(a) => tasks::claim(&ctx, a),
         Command::Move(a) => tasks::move_cmd(&ctx, a),
