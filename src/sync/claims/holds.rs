@@ -117,7 +117,7 @@ impl Record {
     fn message(&self, name: &str) -> String {
         let body = serde_json::to_string(self).unwrap_or_default();
         format!(
-            "tavern holds: {}\n\n{body}\n",
+            "hold records of {}\n\n{body}\n",
             name.strip_prefix(REF_PREFIX).unwrap_or(name)
         )
     }
