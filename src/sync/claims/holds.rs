@@ -32,7 +32,6 @@ use super::exchange::{
     PushResult, commit_message, fetch, git, git_error, origin, push_many, push_result,
 };
 use super::refname::component;
-use super::wording::first_line;
 
 /// Where hold records live, on the remote and in every clone.
 pub const REF_PREFIX: &str = "refs/tavern/holds/";
@@ -204,10 +203,7 @@ fn fetch_all(board: &Board, g: &Git, remote: &str) -> Result<std::result::Result
     Ok(if out.success {
         Ok(())
     } else {
-        Err(format!(
-            "fetching the hold records failed: {}",
-            first_line(&out.stderr)
-        ))
+        Err(format!("fetching the hold records failed: {}", out.why()))
     })
 }
 
