@@ -594,3 +594,40 @@ fn edit(board: &Path, id: &str, from: &str, to: &str) {
     assert!(text.contains(from), "{id} holds no '{from}'");
     std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
 }
+
+#[test]
+fn a_new_finding_like_an_open_one_is_named_as_a_likely_duplicate() {
+    let b = TestBoard::new();
+    let post = |title: &str| b.run(&["post", title, "--topic", "t", "--severity", "low", "--json"]);
+    let first = post("Parser crash on empty input").json()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let other = post("Widget colours are off").json();
+    assert!(other.get("similar").is_none(), "{other}");
+    let dup = post("parser crash");
+    dup.ok()
+        .stderr_has(&format!("looks like open finding {first} (similarity"));
+    let similar = &dup.json()["similar"];
+    assert_eq!(similar[0]["id"], first.as_str(), "{similar}");
+    assert_eq!(similar[0]["title"], "Parser crash on empty input");
+    assert!(similar[0]["similarity"].as_f64().unwrap() >= 0.5);
+    // `new observation` says the same; a resolved finding is no longer named.
+    let again = b.run(&[
+        "new",
+        "observation",
+        "Parser crash",
+        "--set",
+        "topic=t",
+        "--set",
+        "severity=low",
+    ]);
+    again.ok().stderr_has(&first);
+    b.run(&["resolve", &first, "--resolution", "fixed"]).ok();
+    let late = post("Empty input parser crash").json();
+    let named: Vec<&str> = late["similar"]
+        .as_array()
+        .map(|a| a.iter().map(|s| s["id"].as_str().unwrap()).collect())
+        .unwrap_or_default();
+    assert!(!named.contains(&first.as_str()), "{late}");
+}

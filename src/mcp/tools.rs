@@ -441,7 +441,14 @@ fn observe(ctx: &Ctx, args: Value) -> Result<Value> {
         context: None,
     };
     let posted = api::observations::post(&ctx.board, &ctx.actor, &post)?;
-    Ok(bound::created(&posted.doc, &posted.entry, &[]))
+    let mut v = bound::created(&posted.doc, &posted.entry, &[]);
+    if !posted.similar.is_empty() {
+        v["similar"] = value(&posted.similar);
+        v["hint"] = json!(
+            "open findings that look like this one: if it is the same, say so with edit or triage rather than posting twice"
+        );
+    }
+    Ok(v)
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -757,6 +764,24 @@ fn edit(ctx: &Ctx, args: Value) -> Result<Value> {
     Ok(value(&edited))
 }
 
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SearchArgs {
+    /// Words to look for, "quoted phrases", and optional filters: "lock timeout region:observations status=open"
+    query: String,
+    /// At most this many hits (default 10, at most 50)
+    limit: Option<usize>,
+}
+
+fn search(ctx: &Ctx, args: Value) -> Result<Value> {
+    let a: SearchArgs = parse("search", args)?;
+    let req = api::search::SearchRequest {
+        terms: vec![a.query],
+        limit: a.limit.unwrap_or(api::search::DEFAULT_LIMIT).clamp(1, 50),
+    };
+    Ok(value(api::search::search(&ctx.board, &req)?))
+}
+
 macro_rules! def {
     ($name:literal, $core:expr, $ro:expr, $args:ty, $run:path, $desc:expr) => {
         Def {
@@ -835,6 +860,14 @@ pub const ALL: &[Def] = &[
         AskArgs,
         ask,
         "Ask a human a question (optionally blocking your tasks until answered), or request a permission. Humans answer outside this server; check status for the answer."
+    ),
+    def!(
+        "search",
+        false,
+        true,
+        SearchArgs,
+        search,
+        "Search every document, the archive and solutions/ by relevance (BM25): words, \"phrases\", filters; each hit with its score and matching lines. Use it before posting a finding, to see whether someone already found it."
     ),
     def!(
         "agents",

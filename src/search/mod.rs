@@ -154,7 +154,63 @@ fn parse(terms: &[String]) -> Result<Parsed> {
 
 /// Searches the board.
 pub fn search(board: &Board, req: &Request) -> Result<Found> {
-    let parsed = parse(&req.terms)?;
+    run(board, &parse(&req.terms)?, req.limit)
+}
+
+/// An open finding that looks like another one: its id, title, and how close (its score
+/// for the other's title words over the other's own score: 1 is as close as it gets).
+#[derive(Clone, Debug, Serialize)]
+pub struct Similar {
+    pub id: String,
+    pub title: String,
+    pub similarity: f64,
+}
+
+/// From this similarity on, an open finding is named as a likely duplicate.
+pub const SIMILAR_MIN: f64 = 0.5;
+
+/// The open (or acknowledged) findings that look like `doc` (just posted): ranked by the
+/// words of its title, each scored against `doc`'s own score for them; at most three.
+pub fn similar(board: &Board, doc: &Document) -> Result<Vec<Similar>> {
+    let mut wants: Vec<Want> = Vec::new();
+    for (_, term) in text::words(doc.title()) {
+        if !wants.iter().any(|w| w.term == term) {
+            wants.push(Want { term, fuzzy: false });
+        }
+    }
+    if wants.is_empty() {
+        return Ok(Vec::new());
+    }
+    let parsed = Parsed {
+        wants,
+        phrases: Vec::new(),
+        filter: Query::parse(&["observations", "status=open,acknowledged"])?,
+    };
+    let found = run(board, &parsed, 50)?;
+    let Some(own) = found
+        .hits
+        .iter()
+        .find(|h| h.id == doc.id())
+        .map(|h| h.score)
+        .filter(|s| *s > 0.0)
+    else {
+        return Ok(Vec::new());
+    };
+    Ok(found
+        .hits
+        .iter()
+        .filter(|h| h.id != doc.id())
+        .map(|h| Similar {
+            id: h.id.clone(),
+            title: h.title.clone(),
+            similarity: (h.score / own * 100.0).round() / 100.0,
+        })
+        .filter(|s| s.similarity >= SIMILAR_MIN)
+        .take(3)
+        .collect())
+}
+
+fn run(board: &Board, parsed: &Parsed, limit: usize) -> Result<Found> {
     let regions = {
         let mut r = parsed.filter.regions();
         if r.is_empty() {
@@ -187,16 +243,16 @@ pub fn search(board: &Board, req: &Request) -> Result<Found> {
         }
         loaded.push((place, buckets));
     }
-    let ranked = rank(&loaded, &parsed);
+    let ranked = rank(&loaded, parsed);
     let now = crate::time::now();
     let wanted: HashSet<String> = ranked.matched_terms;
     for (score, a, b, e) in ranked.docs {
-        if found.hits.len() >= req.limit {
+        if found.hits.len() >= limit {
             break;
         }
         let (place, buckets) = &loaded[a];
         let name = &buckets[b].entries[e].name;
-        if let Some(hit) = verify(board, *place, name, score, &parsed, &wanted, now) {
+        if let Some(hit) = verify(board, *place, name, score, parsed, &wanted, now) {
             found.hits.push(hit);
         }
     }
