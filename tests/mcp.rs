@@ -108,7 +108,7 @@ fn tools_list_per_profile_is_small_and_written_for_a_model() {
     let bytes = core["bytes"].as_u64().unwrap();
     assert!(bytes <= 12 * 1024, "core tools/list is {bytes} bytes");
     let full = &session(&py, &b, &["--profile", "full"], json!([{"op": "tools"}]))[0];
-    assert_eq!(full["names"].as_array().unwrap().len(), 17);
+    assert_eq!(full["names"].as_array().unwrap().len(), 20);
     let full_bytes = full["bytes"].as_u64().unwrap();
     assert!(
         full_bytes <= 12 * 1024,
@@ -1597,4 +1597,43 @@ fn a_megabyte_in_a_tool_call_gets_a_bounded_error_through_the_sdk() {
     assert_eq!(ok(&r[3])["fields"]["title"], "Small");
     // Nothing was written.
     assert!(b.read("tasks/task-small.md").contains("rev: 1\n"));
+}
+
+/// Holds over MCP: the full profile's hold, holds and release_hold, against another agent
+/// holding through the CLI; a refusal is a tool error naming the holder.
+#[test]
+fn holds_over_mcp_are_the_clis_holds() {
+    let Some(py) = python() else { return };
+    let b = TestBoard::new();
+    b.run(&["hold", "--as", "coder-7", "src/**", "--reason", "refactor"])
+        .ok();
+    let r = session(
+        &py,
+        &b,
+        &["--as", "coder-1", "--profile", "full"],
+        json!([
+            call("hold", json!({"paths": ["src/a.rs"]})),
+            call(
+                "hold",
+                json!({"paths": ["docs/*.md"], "resources": ["db:test"], "shared": true, "for": "1h", "reason": "docs"})
+            ),
+            call("holds", json!({})),
+            call("release_hold", json!({"resources": ["db:test"]})),
+        ]),
+    );
+    assert_eq!(r[0]["is_error"], json!(true), "{}", r[0]);
+    assert!(
+        r[0].to_string().contains("coder-7 holds src/**"),
+        "{}",
+        r[0]
+    );
+    let granted = ok(&r[1]);
+    assert_eq!(granted["holds"].as_array().unwrap().len(), 2);
+    assert_eq!(granted["holds"][0]["agent"], "coder-1");
+    let list = ok(&r[2]);
+    assert_eq!(list["total"], 3);
+    let released = ok(&r[3]);
+    assert_eq!(released["released"][0]["resource"]["name"], "db:test");
+    let cli = b.run(&["holds", "--json"]).ok().json();
+    assert_eq!(cli["holds"].as_array().unwrap().len(), 2);
 }

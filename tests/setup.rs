@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::util::{BIN, Out, TestBoard, output};
 
 /// `tavern ARGS` in the project with HOME in a temp dir.
-fn setup(b: &TestBoard, home: &Path, args: &[&str]) -> Out {
+pub fn setup(b: &TestBoard, home: &Path, args: &[&str]) -> Out {
     let mut c = b.cmd(args);
     c.env("HOME", home)
         .env_remove("XDG_CONFIG_HOME")
@@ -138,6 +138,7 @@ fn setup_merges_into_each_clients_files_is_idempotent_and_removes_to_the_origina
                         "PostToolUse: tavern hook claude heartbeat",
                         "SessionStart: echo hello",
                         "SessionStart: tavern hook claude session-start",
+                        "PreToolUse: tavern hook claude pre-edit",
                         "UserPromptSubmit: tavern hook claude turn",
                         "SessionEnd: tavern hook claude session-end",
                     ]
@@ -163,6 +164,7 @@ fn setup_merges_into_each_clients_files_is_idempotent_and_removes_to_the_origina
                     [
                         "Stop: notify-send done",
                         "SessionStart: tavern hook codex session-start",
+                        "PreToolUse: tavern hook codex pre-edit",
                         "PostToolUse: tavern hook codex heartbeat",
                         "SessionEnd: tavern hook codex session-end",
                     ]
@@ -718,7 +720,7 @@ fn a_codex_gone_without_its_end_hook_has_its_claims_swept_once_its_process_is_go
 
 /// Node, which runs the OpenCode plugin test, or None when it is missing: the test is
 /// skipped (visibly, and a failure under CI; see util::skip).
-fn node() -> Option<&'static str> {
+pub fn node() -> Option<&'static str> {
     if Command::new("node")
         .arg("--version")
         .output()
@@ -735,7 +737,7 @@ fn node() -> Option<&'static str> {
 
 /// Runs the plugin `tavern setup opencode` wrote under tests/setup/opencode.mjs (a stand-in
 /// for OpenCode) through `script`, with this build's tavern first on PATH.
-fn opencode(b: &TestBoard, node: &str, script: Value) -> Value {
+pub fn opencode(b: &TestBoard, node: &str, script: Value) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("script.json");
     std::fs::write(&file, script.to_string()).unwrap();
@@ -768,7 +770,7 @@ fn opencode(b: &TestBoard, node: &str, script: Value) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-fn session_event(kind: &str, id: &str, parent: Option<&str>) -> Value {
+pub fn session_event(kind: &str, id: &str, parent: Option<&str>) -> Value {
     let mut info = json!({"id": id, "projectID": "p", "directory": ".", "title": "work", "version": "1", "time": {"created": 0, "updated": 0}});
     if let Some(p) = parent {
         info["parentID"] = json!(p);
@@ -814,6 +816,7 @@ fn the_opencode_plugin_runs_tavern_hook_for_opencodes_events() {
             "event",
             "experimental.chat.system.transform",
             "shell.env",
+            "tool.execute.before",
             "tool.execute.after",
             "experimental.session.compacting"
         ])

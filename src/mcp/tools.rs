@@ -795,6 +795,81 @@ macro_rules! def {
     };
 }
 
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct HoldArgs {
+    paths: Option<Vec<String>>,
+    /// Names (`db:test`)
+    resources: Option<Vec<String>>,
+    shared: Option<bool>,
+    #[serde(rename = "for")]
+    duration: Option<String>,
+    reason: Option<String>,
+    task: Option<String>,
+    /// Wait in line (max 60)
+    wait_seconds: Option<u64>,
+}
+
+fn hold(ctx: &Ctx, args: Value) -> Result<Value> {
+    let a: HoldArgs = parse("hold", args)?;
+    let cwd =
+        std::env::current_dir().map_err(|e| Error::io(".", "read the working directory", e))?;
+    let spec = api::holds::Spec {
+        paths: a.paths.unwrap_or_default(),
+        resources: a.resources.unwrap_or_default(),
+        shared: a.shared.unwrap_or(false),
+        duration: a.duration,
+        reason: a.reason,
+        task: a.task,
+    };
+    let wait = a
+        .wait_seconds
+        .map(|s| std::time::Duration::from_secs(s.min(60)));
+    Ok(value(api::holds::hold(
+        &ctx.board, &ctx.actor, &cwd, &spec, wait,
+    )?))
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ReleaseHoldArgs {
+    paths: Option<Vec<String>>,
+    resources: Option<Vec<String>>,
+    ids: Option<Vec<String>>,
+    all: Option<bool>,
+    task: Option<String>,
+}
+
+fn release_hold(ctx: &Ctx, args: Value) -> Result<Value> {
+    let a: ReleaseHoldArgs = parse("release_hold", args)?;
+    let cwd =
+        std::env::current_dir().map_err(|e| Error::io(".", "read the working directory", e))?;
+    let spec = api::holds::ReleaseSpec {
+        paths: a.paths.unwrap_or_default(),
+        resources: a.resources.unwrap_or_default(),
+        ids: a.ids.unwrap_or_default(),
+        all: a.all.unwrap_or(false),
+        task: a.task,
+        force: false,
+    };
+    Ok(value(api::holds::release(
+        &ctx.board, &ctx.actor, &cwd, &spec,
+    )?))
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct HoldsArgs {}
+
+fn holds(ctx: &Ctx, args: Value) -> Result<Value> {
+    let _: HoldsArgs = parse("holds", args)?;
+    let list = api::holds::list(&ctx.board)?;
+    let shown = &list.holds[..list.holds.len().min(bound::MAX_PAGE)];
+    Ok(
+        json!({"total": list.holds.len(), "holds": value(shown), "waiting": value(&list.waiting), "waits_on": value(&list.waits_on)}),
+    )
+}
+
 /// Every tool, the core profile first, in the order of the agent loop.
 pub const ALL: &[Def] = &[
     def!(
@@ -932,6 +1007,30 @@ pub const ALL: &[Def] = &[
         EditArgs,
         edit,
         "Change fields or the body of a task or observation. Workflow fields (status, claimed_by) change only through move and claim."
+    ),
+    def!(
+        "hold",
+        false,
+        false,
+        HoldArgs,
+        hold,
+        "Hold files, globs or named resources before using them (exclusive unless shared); a conflict names the holder: wait, ask or do other work."
+    ),
+    def!(
+        "release_hold",
+        false,
+        false,
+        ReleaseHoldArgs,
+        release_hold,
+        "Give up holds: as held, by id, a task's, or all of yours."
+    ),
+    def!(
+        "holds",
+        false,
+        true,
+        HoldsArgs,
+        holds,
+        "Who holds which files and resources, until when, why; who waits."
     ),
 ];
 

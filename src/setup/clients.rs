@@ -107,7 +107,8 @@ const OPENCODE_PLUGIN: &str = r#"// tavern: added by `tavern setup opencode`; `t
 // system prompt of every request (so a resumed session learns its new name) and sets
 // TAVERN_AGENT in OpenCode's shell; heartbeats on tool use, adding to the tool's output what
 // concerns the agent on the board (answers, decisions, findings, lost claims); deregisters once every session
-// it saw created has been deleted. Sessions of subagents (with a parent) are the same agent.
+// it saw created has been deleted; refuses an edit of a path another agent holds. Sessions
+// of subagents (with a parent) are the same agent.
 // Each step runs `tavern hook opencode EVENT --pid PID [--session ID]`.
 export const TavernPlugin = async ({ $, client, directory }) => {
   const name = `opencode-${process.pid}`;
@@ -122,8 +123,8 @@ export const TavernPlugin = async ({ $, client, directory }) => {
   // A new session's start text until it is in the session as a message: OpenCode may send
   // the session's first request to the model before that, and the request then carries it.
   const intro = new Map();
-  const hook = async (what, session) => {
-    const args = ["hook", "opencode", what, "--pid", String(process.pid)];
+  const hook = async (what, session, extra = []) => {
+    const args = ["hook", "opencode", what, "--pid", String(process.pid), ...extra];
     if (session) args.push("--session", String(session));
     try {
       const out = await $`tavern ${args}`.cwd(directory).quiet().nothrow().text();
@@ -180,6 +181,20 @@ export const TavernPlugin = async ({ $, client, directory }) => {
     "shell.env": async (input, output) => {
       if (board) output.env.TAVERN_AGENT = name;
     },
+    // Holds: an edit of a path another agent holds is refused (the error is what the
+    // model reads); everything else goes through.
+    "tool.execute.before": async (input, output) => {
+      if (!board) return;
+      const args = output?.args ?? {};
+      const extra = [];
+      for (const f of [args.filePath, args.file_path, args.path]) {
+        if (typeof f === "string" && f) extra.push("--file", f);
+      }
+      if (typeof args.patchText === "string") extra.push("--patch", args.patchText);
+      if (extra.length === 0) return;
+      const refused = await hook("pre-edit", input?.sessionID, extra);
+      if (refused) throw new Error(refused);
+    },
     // After a tool use: a heartbeat, and what concerns this agent on the board (once,
     // bounded, fenced as data) added to the tool's output, which the model reads next; an
     // output it cannot be added to goes into the next request's system prompt.
@@ -225,6 +240,34 @@ fn owned_file(path: PathBuf, content: &'static str) -> Plan {
         path,
         what: "plugin",
         merge: Box::new(move |text, add| owned_merge(&name, content, text, add)),
+        notes: false,
+    }
+}
+
+/// The git pre-commit hook: refuses a commit of paths another agent holds.
+const PRE_COMMIT: &str = "#!/bin/sh\n# tavern: added by `tavern setup --pre-commit`; `tavern setup --pre-commit --remove` takes it out.\n# Refuses a commit of a path another agent holds (`tavern holds`); `git commit --no-verify` skips it.\nexec tavern hook git pre-commit\n";
+
+/// The pre-commit hook in `hooks` (the repository's hooks directory): a whole file tavern
+/// owns, refused over a hook that is not tavern's.
+pub fn pre_commit(hooks: &Path) -> Plan {
+    let path = hooks.join("pre-commit");
+    let name = path.display().to_string();
+    Plan {
+        path,
+        what: "git pre-commit hook",
+        merge: Box::new(move |text, add| {
+            let ours = |t: &str| t.lines().nth(1).is_some_and(|l| l.starts_with("# tavern:"));
+            match (text, add) {
+                (None, true) => Ok(Some(PRE_COMMIT.to_string())),
+                (Some(t), true) if ours(t) => Ok(Some(PRE_COMMIT.to_string())),
+                (Some(_), true) => Err(Error::conflict(
+                    &name,
+                    "exists and is not tavern's; add `tavern hook git pre-commit` to it yourself, nothing changed",
+                )),
+                (Some(t), false) if ours(t) => Ok(None),
+                (text, false) => Ok(text.map(str::to_string)),
+            }
+        }),
         notes: false,
     }
 }
@@ -378,6 +421,11 @@ pub fn plans(client: &str, user: bool, base: &Path, home: &Path, mcp: bool) -> R
                     client,
                     &[
                         ("SessionStart", None, "session-start"),
+                        (
+                            "PreToolUse",
+                            Some("Edit|Write|MultiEdit|NotebookEdit"),
+                            "pre-edit",
+                        ),
                         ("PostToolUse", Some("*"), "heartbeat"),
                         ("UserPromptSubmit", None, "turn"),
                         ("SessionEnd", None, "session-end"),
@@ -412,6 +460,9 @@ pub fn plans(client: &str, user: bool, base: &Path, home: &Path, mcp: bool) -> R
                     client,
                     &[
                         ("SessionStart", None, "session-start"),
+                        // Codex's edits are its apply_patch tool (the patch in the
+                        // event's tool_input.command).
+                        ("PreToolUse", Some("apply_patch|Edit|Write"), "pre-edit"),
                         ("PostToolUse", None, "heartbeat"),
                         ("SessionEnd", None, "session-end"),
                     ],

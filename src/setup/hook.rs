@@ -27,6 +27,12 @@ pub struct HookArgs {
     /// above this one that is not a shell]
     #[arg(long)]
     pub pid: Option<u32>,
+    /// pre-edit: a file the client is about to write (the OpenCode plugin passes them so)
+    #[arg(long = "file", value_name = "PATH")]
+    pub files: Vec<String>,
+    /// pre-edit: a patch the client is about to apply (`*** Update File: PATH` lines)
+    #[arg(long, value_name = "TEXT")]
+    pub patch: Option<String>,
 }
 
 /// Characters of the board summary given as context.
@@ -34,14 +40,14 @@ const SUMMARY_CHARS: usize = 20_000;
 
 /// The agent's name: --as or TAVERN_AGENT, else the client session's own name (the same
 /// name `tavern mcp --client CLIENT` takes under that client).
-fn agent_name(client: &str, explicit: Option<String>, holder: u32) -> String {
+pub fn agent_name(client: &str, explicit: Option<String>, holder: u32) -> String {
     explicit
         .or_else(|| std::env::var("TAVERN_AGENT").ok().filter(|s| !s.is_empty()))
         .unwrap_or_else(|| tavern::api::agents::session_name(client, holder))
 }
 
 /// The event the client sent on stdin, if any (an interactive run has none).
-fn input() -> Value {
+pub fn input() -> Value {
     let stdin = std::io::stdin();
     if stdin.is_terminal() {
         return Value::Null;
@@ -57,6 +63,9 @@ pub fn run(
     actor: Option<String>,
     a: HookArgs,
 ) -> Result<ExitCode> {
+    if a.event == "pre-edit" || a.event == "pre-commit" {
+        return crate::setup::guard::run(cwd, board_flag, actor, a);
+    }
     if !matches!(a.client.as_str(), "claude" | "codex" | "opencode") {
         return Err(Error::usage(format!(
             "hook: no client '{}'; the clients are claude, codex and opencode",

@@ -7,6 +7,7 @@
 
 mod check;
 pub mod clients;
+pub mod guard;
 pub mod hook;
 mod merge;
 
@@ -21,8 +22,12 @@ use tavern::api::{Error, Result};
 #[derive(Debug, Args)]
 pub struct SetupArgs {
     /// The client: claude (Claude Code), codex (Codex CLI) or opencode
-    #[arg(value_parser = ["claude", "codex", "opencode"], required_unless_present = "check")]
+    #[arg(value_parser = ["claude", "codex", "opencode"], required_unless_present_any = ["check", "pre_commit"])]
     pub client: Option<String>,
+    /// Instead of a client: a git pre-commit hook that refuses to commit a path another
+    /// agent holds (in this repository's hooks directory)
+    #[arg(long, conflicts_with_all = ["client", "check", "mcp", "user"])]
+    pub pre_commit: bool,
     /// Tell, per client (or for CLIENT), whether tavern's hooks, plugin and MCP server are
     /// installed, trusted by the client and reachable; change nothing
     #[arg(long, conflicts_with_all = ["dry_run", "remove", "mcp"])]
@@ -54,6 +59,28 @@ pub struct Plan {
     /// The agent-loop notes, a file more than one client may share (Codex and OpenCode
     /// both read the project's AGENTS.md).
     pub notes: bool,
+}
+
+/// The repository's hooks directory (`core.hooksPath` if set).
+fn git_hooks_dir(cwd: &Path) -> Result<PathBuf> {
+    let out = std::process::Command::new("git")
+        .args(["rev-parse", "--path-format=absolute", "--git-path", "hooks"])
+        .current_dir(cwd)
+        .output()
+        .map_err(|e| Error::io("git", "run", e))?;
+    if !out.status.success() {
+        return Err(Error::usage(format!(
+            "setup --pre-commit needs a git repository: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+}
+
+fn make_executable(path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| Error::io(path, "make executable", e))
 }
 
 /// Where backups of the files as they were before setup live, so that `--remove` can give
@@ -193,7 +220,11 @@ pub fn run(
         return check::run(a.client.as_deref(), a.user, &base, &home, json_out);
     }
     let client = a.client.clone().unwrap_or_default();
-    let plans = clients::plans(&client, a.user, &base, &home, a.mcp || a.remove)?;
+    let plans = if a.pre_commit {
+        vec![clients::pre_commit(&git_hooks_dir(cwd)?)]
+    } else {
+        clients::plans(&client, a.user, &base, &home, a.mcp || a.remove)?
+    };
     let backups = backup_dir(board.as_ref(), &home, a.user);
     let mut report = Vec::new();
     let mut diffs = String::new();
@@ -264,6 +295,9 @@ pub fn run(
                     backup.forget();
                 }
             }
+        }
+        if a.pre_commit && new.is_some() && !a.dry_run {
+            make_executable(&plan.path)?;
         }
         report.push(json!({"path": shown, "action": action, "what": plan.what}));
     }

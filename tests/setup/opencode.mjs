@@ -7,6 +7,8 @@
 // usage: node opencode.mjs PLUGIN.js BOARD_ROOT SCRIPT.json
 // SCRIPT is a list of steps: {"event": EVENT} | {"after": INPUT} (the tool's output text as
 //   the hook left it in "output"; with "output": false the tool has none) | {"compact": INPUT}
+//   | {"before": {"input": INPUT, "args": ARGS}} (tool.execute.before; "refused" is the
+//   error it threw, or null)
 //   | {"system": INPUT} (the system prompt transform) | {"env": INPUT} (the shell's env)
 //   | {"together": [STEP…]} (steps run at once, as OpenCode runs a session's first request
 //   while the plugin still handles session.created; their results in "together")
@@ -92,6 +94,15 @@ async function perform(step) {
     const output = step.output === false ? { title: "", metadata: {} } : { title: "", output: "", metadata: {} };
     await hooks["tool.execute.after"](step.after, output);
     result.output = output.output ?? null;
+  }
+  else if (step.before) {
+    // OpenCode refuses the tool call when the hook throws; the message is what the model reads.
+    try {
+      await hooks["tool.execute.before"](step.before.input, { args: step.before.args });
+      result.refused = null;
+    } catch (e) {
+      result.refused = String(e.message);
+    }
   }
   else if (step.compact) {
     const output = { context: [], prompt: undefined };
