@@ -152,6 +152,7 @@ pub fn new(ctx: &Ctx, a: NewArgs) -> Result<ExitCode> {
         priority: a.priority,
         depends_on: a.depends_on,
         sets,
+        at: None,
     };
     ctx.print(&api::docs::create(&board, &actor, a.kind.region(), &spec)?)
 }

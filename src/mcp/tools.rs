@@ -709,6 +709,7 @@ fn create_task(ctx: &Ctx, args: Value) -> Result<Value> {
         priority: a.priority,
         depends_on: a.depends_on.unwrap_or_default(),
         sets,
+        at: None,
     };
     let created = api::docs::create(&ctx.board, &ctx.actor, Region::Tasks, &spec)?;
     Ok(bound::created(&created.doc, &created.entry, &[]))

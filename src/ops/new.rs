@@ -24,6 +24,9 @@ pub struct NewDoc {
     pub depends_on: Vec<String>,
     /// `--set key=value`, applied last.
     pub sets: Vec<(String, Value)>,
+    /// When it is created (`created_at`); now if unset. A caller that derives another time
+    /// from the creation (an observation's `expires_at`) passes the instant it used.
+    pub at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// Fields that tavern owns: setting them by hand would break the file name or the rev.
@@ -200,7 +203,7 @@ pub fn create(
         )
     })?;
 
-    let now = crate::time::stamp_millis(crate::time::now());
+    let now = crate::time::stamp_millis(spec.at.unwrap_or_else(crate::time::now));
     let mut edits = vec![
         FieldEdit::Set("title".into(), spec.title.clone().into()),
         FieldEdit::Set("created_at".into(), now.clone().into()),
