@@ -1172,22 +1172,12 @@ fn the_full_profile_gives_what_the_cli_gives() {
             call("move", json!({"id": "task-base", "action": "done"})),
             call("agents", json!({})),
             call("archive", json!({"query": "region:observations"})),
-            call(
-                "search",
-                json!({"query": "\"slow scan\" archive", "limit": 5})
-            ),
+            call("search", json!({"query": "\"slow scan\" archive"})),
         ]),
     );
     // search: what the CLI finds, the same JSON.
     let cli = b
-        .run(&[
-            "--json",
-            "search",
-            "\"slow scan\"",
-            "archive",
-            "--limit",
-            "5",
-        ])
+        .run(&["--json", "search", "\"slow scan\"", "archive"])
         .ok()
         .json();
     assert_eq!(ok(&r[11]), &cli);

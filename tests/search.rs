@@ -631,3 +631,44 @@ fn a_new_finding_like_an_open_one_is_named_as_a_likely_duplicate() {
         .unwrap_or_default();
     assert!(!named.contains(&first.as_str()), "{late}");
 }
+
+#[test]
+fn a_new_finding_sharing_only_a_word_or_two_with_an_open_one_is_not_named() {
+    let b = TestBoard::new();
+    let post = |title: &str| b.run(&["post", title, "--topic", "t", "--severity", "low", "--json"]);
+    for title in [
+        "Login page is slow to load",
+        "Flaky test in the sync module",
+        "Parser crash on empty input",
+        "Disk fills up with logs",
+        "Lock timeout in sync",
+        "Test suite is slow",
+        "Test names are unclear",
+        "Test fixtures leak temp files",
+    ] {
+        let v = post(title).json();
+        assert!(v.get("similar").is_none(), "{title}: {v}");
+    }
+    // One distinctive word in common, and words every title holds: not a duplicate.
+    for title in [
+        "Login button is misaligned on mobile",
+        "Crash reporter uploads are too big",
+        "The sync of a big board is slow",
+        "Test timeout",
+    ] {
+        let out = post(title);
+        let v = out.ok().json();
+        assert!(v.get("similar").is_none(), "{title}: {v}");
+        assert!(
+            !out.stderr.contains("looks like"),
+            "{title}: {}",
+            out.stderr
+        );
+    }
+    // The same finding in other words still is.
+    let dup = post("Crash in the parser when the input is empty").json();
+    assert_eq!(
+        dup["similar"][0]["title"], "Parser crash on empty input",
+        "{dup}"
+    );
+}

@@ -62,7 +62,8 @@ pub struct Def {
 impl Def {
     pub fn tool(&self) -> Tool {
         let mut annotations = ToolAnnotations::default();
-        annotations.read_only_hint = Some(self.read_only);
+        // Left out when false, as the protocol's default is (a full tools/list stays small).
+        annotations.read_only_hint = self.read_only.then_some(true);
         if !self.read_only {
             annotations.destructive_hint = Some(false);
         }
@@ -75,8 +76,8 @@ impl Def {
 }
 
 /// The schema of an argument struct, without what only costs a client's context: the
-/// `$schema` and `title` keys, and `null` alternatives of optional fields (an optional
-/// field is simply left out).
+/// `$schema` and `title` keys, `null` alternatives of optional fields (an optional field
+/// is simply left out), and the `minimum: 0` of counts.
 fn schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
     let mut v = Value::Object((*rmcp::handler::server::common::schema_for_type::<T>()).clone());
     let defs = v
@@ -142,6 +143,9 @@ fn compact(v: &mut Value) {
             }
             if o.get("default") == Some(&Value::Null) {
                 o.remove("default");
+            }
+            if o.get("type") == Some(&json!("integer")) && o.get("minimum") == Some(&json!(0)) {
+                o.remove("minimum");
             }
             for (_, child) in o.iter_mut() {
                 compact(child);
@@ -768,17 +772,15 @@ fn edit(ctx: &Ctx, args: Value) -> Result<Value> {
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct SearchArgs {
-    /// Words to look for, "quoted phrases", and optional filters: "lock timeout region:observations status=open"
+    /// Words, "phrases", filters (status=open)
     query: String,
-    /// At most this many hits (default 10, at most 50)
-    limit: Option<usize>,
 }
 
 fn search(ctx: &Ctx, args: Value) -> Result<Value> {
     let a: SearchArgs = parse("search", args)?;
     let req = api::search::SearchRequest {
         terms: vec![a.query],
-        limit: a.limit.unwrap_or(api::search::DEFAULT_LIMIT).clamp(1, 50),
+        limit: api::search::DEFAULT_LIMIT,
     };
     Ok(value(api::search::search(&ctx.board, &req)?))
 }
@@ -943,7 +945,7 @@ pub const ALL: &[Def] = &[
         true,
         SearchArgs,
         search,
-        "Search every document, the archive and solutions/ by relevance (BM25): words, \"phrases\", filters; each hit with its score and matching lines. Use it before posting a finding, to see whether someone already found it."
+        "Rank documents, archive and solutions/ by relevance. Look here before posting a finding."
     ),
     def!(
         "agents",
