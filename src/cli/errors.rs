@@ -78,6 +78,10 @@ pub fn message(e: &Error) -> String {
         Error::NotRegistered { agent } => {
             format!("{e}\nhint: register it with `tavern agent register --as {agent}`")
         }
+        Error::Unconfirmed { task, remote, .. } if task.starts_with("hold:") => format!(
+            "{e}\nhint: retry when the remote '{remote}' is reachable (`git ls-remote {remote}` tells); \
+             or act on this clone alone with --local, at the risk that an agent of another machine holds the same resources meanwhile"
+        ),
         Error::Unconfirmed { task, remote, .. } => format!(
             "{e}\nhint: retry when the remote '{remote}' is reachable (`git ls-remote {remote}` tells); \
              or act on this clone alone with --local, at the risk that another machine claims {task} too \
