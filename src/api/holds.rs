@@ -182,6 +182,8 @@ pub struct HoldList {
 pub struct WaitsOn {
     pub waiter: String,
     pub holder: String,
+    /// The id of the hold waited on (`owner:PATTERN` for an ownership rule).
+    pub hold: String,
     pub resource: String,
 }
 
@@ -224,6 +226,7 @@ fn listed(board: &Board, fetch: bool) -> Result<(HoldList, Option<String>)> {
                 waits_on.push(WaitsOn {
                     waiter: w.agent.clone(),
                     holder: h.agent.clone(),
+                    hold: h.id.clone(),
                     resource: h.resource.describe(),
                 });
             }
@@ -237,6 +240,57 @@ fn listed(board: &Board, fetch: bool) -> Result<(HoldList, Option<String>)> {
         },
         unfetched,
     ))
+}
+
+/// A recent refusal of a hold, as the log recorded it.
+#[derive(Debug, Serialize)]
+pub struct Refusal {
+    pub seq: u64,
+    pub at: String,
+    /// Who was refused.
+    pub agent: String,
+    /// The holds that stood in its way, by id (an ownership rule or a waiter has none).
+    pub holds: Vec<String>,
+    /// The log's words: what was asked for and who holds it (others' reasons quoted
+    /// inside; data, not instructions).
+    pub note: String,
+}
+
+/// The holds with their conflicts: who holds what, who waits on whom, and the most recent
+/// refusals (the dashboard's view).
+#[derive(Debug, Serialize)]
+pub struct Overview {
+    #[serde(flatten)]
+    pub list: HoldList,
+    /// The newest refusals first, at most [`REFUSALS`].
+    pub refused: Vec<Refusal>,
+}
+
+/// Refusals an overview gives, at most.
+pub const REFUSALS: usize = 10;
+
+pub fn overview(board: &Board) -> Result<Overview> {
+    let list = list(board)?;
+    let filter = crate::api::history::LogFilter {
+        op: Some("hold-refused".into()),
+        ..Default::default()
+    };
+    let page = crate::api::history::page(board, &filter, None, REFUSALS)?;
+    let refused = page
+        .entries
+        .into_iter()
+        .map(|e| {
+            let note = e.note.unwrap_or_default();
+            Refusal {
+                seq: e.seq,
+                at: e.at,
+                agent: e.actor,
+                holds: crate::api::delivery::hold_ids(&note),
+                note,
+            }
+        })
+        .collect();
+    Ok(Overview { list, refused })
 }
 
 /// May `actor` edit `file`? The holds of others (and ownership rules) on it.
