@@ -187,8 +187,35 @@ pub struct WaitsOn {
     pub resource: String,
 }
 
+/// Every hold in force: this clone's registry and, on a connected board, the holds of
+/// other clones as this clone last fetched them (no network).
 pub fn list(board: &Board) -> Result<HoldList> {
-    let reg = holds::current(board)?;
+    Ok(listed(board, false)?.0)
+}
+
+/// [`list`], after fetching the remote's hold records on a connected board; the second
+/// value says why the fetch failed, if it did (the list is then as last fetched).
+pub fn list_fetched(board: &Board) -> Result<(HoldList, Option<String>)> {
+    listed(board, true)
+}
+
+fn listed(board: &Board, fetch: bool) -> Result<(HoldList, Option<String>)> {
+    let mut reg = holds::current(board)?;
+    let mut unfetched = None;
+    if let Some(remote) = crate::sync::remote(board)? {
+        let (others, why) =
+            crate::sync::claims::holds::elsewhere(board, fetch.then_some(remote.as_str()))?;
+        unfetched = why;
+        for h in others {
+            if !reg
+                .holds
+                .iter()
+                .any(|o| o.agent == h.agent && o.resource == h.resource)
+            {
+                reg.holds.push(h);
+            }
+        }
+    }
     let mut waits_on = Vec::new();
     for w in &reg.queue {
         for h in &reg.holds {
@@ -205,11 +232,14 @@ pub fn list(board: &Board) -> Result<HoldList> {
             }
         }
     }
-    Ok(HoldList {
-        holds: reg.holds,
-        waiting: reg.queue,
-        waits_on,
-    })
+    Ok((
+        HoldList {
+            holds: reg.holds,
+            waiting: reg.queue,
+            waits_on,
+        },
+        unfetched,
+    ))
 }
 
 /// A recent refusal of a hold, as the log recorded it.
