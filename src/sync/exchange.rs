@@ -192,6 +192,12 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
     let mut last_fetched: Option<Option<String>> = None;
     let mut refused_by = Refused::No;
     let record = |x: &mut Exchange, message: &str| -> Result<String> {
+        // A document written back after it was archived is put in one place first.
+        for kept in super::rejoin::rejoin(board, &bg)? {
+            if !x.merged.contains(&kept) {
+                x.merged.push(kept);
+            }
+        }
         let r = bg.record(board, message, opts)?;
         x.recorded |= r.moved;
         for n in r.not_recorded {
