@@ -346,6 +346,13 @@ pub enum Error {
         path: PathBuf,
         message: String,
     },
+    /// A hold refused (exit 3, like [`Error::Conflict`]): `message` names each holder,
+    /// `conflicts` are the holds in the way, for a program to read.
+    Held {
+        path: PathBuf,
+        message: String,
+        conflicts: Vec<crate::holds::Conflict>,
+    },
     Paused {
         reason: String,
     },
@@ -367,6 +374,9 @@ pub enum Error {
     NotRegistered {
         agent: String,
     },
+    /// A call that acts, and nothing names who is acting (exit 2): each front-end says how
+    /// to name one.
+    NoActor,
     /// A git command that tavern ran failed; `message` is git's own.
     Git {
         command: String,
@@ -436,11 +446,11 @@ impl Error {
             | Error::NoSuchBoardDir { .. }
             | Error::NotFound { .. }
             | Error::Nothing { .. } => Kind::NotFound,
-            Error::Ambiguous { .. } | Error::Usage { .. } => Kind::Usage,
+            Error::Ambiguous { .. } | Error::Usage { .. } | Error::NoActor => Kind::Usage,
             Error::InvalidId { .. } | Error::InvalidDoc { .. } | Error::InvalidInput { .. } => {
                 Kind::Invalid
             }
-            Error::Conflict { .. } => Kind::Conflict,
+            Error::Conflict { .. } | Error::Held { .. } => Kind::Conflict,
             Error::Paused { .. } => Kind::Paused,
             Error::Unconfirmed { .. } => Kind::Unconfirmed,
             Error::Request { kind, .. } => *kind,
@@ -452,6 +462,14 @@ impl Error {
         self.kind().exit_code()
     }
 
+    /// The holds in the way of a refused hold (empty for any other error).
+    pub fn conflicts(&self) -> &[crate::holds::Conflict] {
+        match self {
+            Error::Held { conflicts, .. } => conflicts,
+            _ => &[],
+        }
+    }
+
     /// The file the error is about, when there is one (for `--json` output).
     pub fn path(&self) -> Option<&std::path::Path> {
         match self {
@@ -460,6 +478,7 @@ impl Error {
             | Error::NoSuchBoardDir { path }
             | Error::InvalidDoc { path, .. }
             | Error::Conflict { path, .. }
+            | Error::Held { path, .. }
             | Error::Git { dir: path, .. }
             | Error::Request {
                 path: Some(path), ..
@@ -521,7 +540,9 @@ impl fmt::Display for Error {
             }
             Error::InvalidDoc { path, problem } => write!(f, "{}: {problem}", path.display()),
             Error::InvalidInput { message } | Error::Usage { message } => f.write_str(message),
-            Error::Conflict { path, message } => write!(f, "{}: {message}", path.display()),
+            Error::Conflict { path, message } | Error::Held { path, message, .. } => {
+                write!(f, "{}: {message}", path.display())
+            }
             Error::Git {
                 command,
                 dir,
@@ -546,6 +567,10 @@ impl fmt::Display for Error {
             } => write!(f, "{}: {message}", path.display()),
             Error::Request { message, .. } => write!(f, "{message}"),
             Error::NotRegistered { agent } => write!(f, "agent '{agent}' not found"),
+            Error::NoActor => write!(
+                f,
+                "nobody is named as the actor (TAVERN_AGENT, USER and LOGNAME are all unset); nothing written"
+            ),
         }
     }
 }

@@ -41,8 +41,7 @@ const SUMMARY_CHARS: usize = 20_000;
 /// The agent's name: --as or TAVERN_AGENT, else the client session's own name (the same
 /// name `tavern mcp --client CLIENT` takes under that client).
 pub fn agent_name(client: &str, explicit: Option<String>, holder: u32) -> String {
-    explicit
-        .or_else(|| std::env::var("TAVERN_AGENT").ok().filter(|s| !s.is_empty()))
+    tavern::api::named_agent(explicit)
         .unwrap_or_else(|| tavern::api::agents::session_name(client, holder))
 }
 
@@ -61,10 +60,11 @@ pub fn run(
     cwd: &Path,
     board_flag: Option<&Path>,
     actor: Option<String>,
+    json: bool,
     a: HookArgs,
 ) -> Result<ExitCode> {
     if a.event == "pre-edit" || a.event == "pre-commit" {
-        return crate::setup::guard::run(cwd, board_flag, actor, a);
+        return crate::setup::guard::run(cwd, board_flag, actor, json, a);
     }
     if !matches!(a.client.as_str(), "claude" | "codex" | "opencode") {
         return Err(Error::usage(format!(
