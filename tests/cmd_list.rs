@@ -7,6 +7,8 @@ use crate::util::{Out, TestBoard, snapshot};
 /// right answer.
 fn board() -> TestBoard {
     let b = TestBoard::new();
+    // `missing`: a field of the board's own that no document has (yet).
+    b.declare_fields("tasks", &["estimate", "missing"]);
     let at = |t: &str| [format!("created_at={t}"), format!("updated_at={t}")];
     let mk = |kind: &str, title: &str, id: &str, extra: &[&str], time: Option<&str>| {
         let mut args: Vec<String> = ["new", kind, "--title", title, "--id", id]

@@ -17,6 +17,12 @@ fn creation_diff(text: &str) -> String {
 #[test]
 fn new_task_writes_the_template_with_the_given_fields() {
     let b = TestBoard::new();
+    b.declare_fields(
+        "tasks",
+        &[
+            "list", "count", "ratio", "quoted", "fix", "flag", "answer", "map", "empty",
+        ],
+    );
     b.task("Base", &["--id", "t-base"]);
     b.task("Other", &["--id", "t-other"]);
     b.run(&[

@@ -225,7 +225,18 @@ fn two_clones_changing_the_same_field_converge_by_the_rule_and_log_the_conflict(
     // different lines.
     tavern(&a, &["edit", &id, "--set", "priority=3"]).ok();
     tavern(&a, &["edit", &id, "--set", "title=Title from a"]).ok();
-    tavern(&b, &["edit", &id, "--set", "labels=[ui]"]).ok();
+    tavern(
+        &b,
+        &[
+            "edit",
+            &id,
+            "--set",
+            "labels=[ui]",
+            "--extra-field",
+            "labels",
+        ],
+    )
+    .ok();
     // b's edit comes later in the log's order (higher Lamport seq): b wins the title.
     tavern(&b, &["edit", &id, "--set", "title=Title from b"]).ok();
     tavern(&b, &["edit", &id, "--set", "title=Title from b, again"]).ok();

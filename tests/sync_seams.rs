@@ -637,7 +637,18 @@ fn archive_on_one_clone_and_edit_on_another_leave_one_copy() {
     };
     converge();
     // x: b edits, a writes once more then archives: a's move comes later (higher seq).
-    tavern(&b, &["edit", &x, "--set", "note=edited on b"]).ok();
+    tavern(
+        &b,
+        &[
+            "edit",
+            &x,
+            "--set",
+            "note=edited on b",
+            "--extra-field",
+            "note",
+        ],
+    )
+    .ok();
     tavern(&a, &["new", "task", "--title", "filler"]).ok();
     tavern(&a, &["archive", &format!("id={x}")]).ok();
     converge();
@@ -655,7 +666,18 @@ fn archive_on_one_clone_and_edit_on_another_leave_one_copy() {
     tavern(&a, &["archive", &format!("id={y}")]).ok();
     tavern(&b, &["new", "task", "--title", "filler 1"]).ok();
     tavern(&b, &["new", "task", "--title", "filler 2"]).ok();
-    tavern(&b, &["edit", &y, "--set", "note=edited on b after"]).ok();
+    tavern(
+        &b,
+        &[
+            "edit",
+            &y,
+            "--set",
+            "note=edited on b after",
+            "--extra-field",
+            "note",
+        ],
+    )
+    .ok();
     converge();
     for dir in [&a, &b] {
         assert!(

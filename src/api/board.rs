@@ -125,6 +125,7 @@ pub fn archive(
     older_than: Option<chrono::Duration>,
 ) -> Result<Archived> {
     let query = Query::parse(terms)?;
+    crate::schema::check_query(board, &query, &query_regions(&query))?;
     Ok(Archived {
         moved: crate::ops::archive::archive(board, actor, &query, older_than)?,
     })
@@ -145,6 +146,7 @@ pub fn archive_dry_run(
     older_than: Option<chrono::Duration>,
 ) -> Result<WouldArchive> {
     let query = Query::parse(terms)?;
+    crate::schema::check_query(board, &query, &query_regions(&query))?;
     let docs = crate::ops::archive::candidates(board, &query, older_than)?;
     Ok(WouldArchive {
         dry_run: true,
@@ -239,3 +241,13 @@ pub fn reopen(root: &Path) -> Result<Board> {
 }
 
 pub use crate::time::parse_duration;
+
+/// The regions a query reads: those it names, else every one.
+fn query_regions(query: &Query) -> Vec<crate::doc::Region> {
+    let regions = query.regions();
+    if regions.is_empty() {
+        crate::doc::Region::ALL.to_vec()
+    } else {
+        regions
+    }
+}

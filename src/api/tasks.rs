@@ -16,6 +16,7 @@ use crate::workflow::CLAIM;
 /// query terms, best first. Expired leases are swept first, so their tasks count.
 pub fn ready(board: &Board, terms: &[String]) -> Result<Listing> {
     let query = Query::parse(terms)?;
+    crate::schema::check_query(board, &query, &[Region::Tasks])?;
     let (docs, skipped) = transition::ready(board, &query)?;
     Ok(Listing { docs, skipped })
 }
@@ -90,6 +91,7 @@ pub fn claim_next(
     opts: &Options,
 ) -> Result<ClaimedNext> {
     let query = Query::parse(terms)?;
+    crate::schema::check_query(board, &query, &[Region::Tasks])?;
     let (outcome, skipped) = transition::claim_next_with(board, actor, &query, opts)?;
     let claimed = outcome
         .map(|o| Changed::new(o).local(board, opts.local))

@@ -676,6 +676,7 @@ fn create_task(ctx: &Ctx, args: Value) -> Result<Value> {
         priority: a.priority,
         depends_on: a.depends_on.unwrap_or_default(),
         sets,
+        extra: Vec::new(),
     };
     let created = api::docs::create(&ctx.board, &ctx.actor, Region::Tasks, &spec)?;
     Ok(bound::created(&created.doc, &created.entry, &[]))
@@ -698,6 +699,9 @@ struct EditArgs {
     body: Option<String>,
     /// Only if its rev is still this (compare-and-swap)
     if_rev: Option<u64>,
+    /// Fields to write although the board does not know them (otherwise an unknown field
+    /// is refused as a typo)
+    extra_fields: Option<Vec<String>>,
 }
 
 fn edit(ctx: &Ctx, args: Value) -> Result<Value> {
@@ -713,6 +717,7 @@ fn edit(ctx: &Ctx, args: Value) -> Result<Value> {
         body: a.body,
         if_rev: a.if_rev,
         force: false,
+        extra: a.extra_fields.unwrap_or_default(),
     };
     if spec.is_empty() {
         return Err(Error::usage(
