@@ -377,10 +377,13 @@ mod tests {
     use super::*;
     use std::path::PathBuf;
 
+    /// The default board, which declares the field the architect's `when:` waits for.
     fn board() -> Board {
+        let mut config = crate::board::parse_config(crate::board::DEFAULT_BOARD_YAML).unwrap();
+        config.fields.tasks.push("design".into());
         Board {
             root: PathBuf::from("/nonexistent/.tavern"),
-            config: crate::board::parse_config(crate::board::DEFAULT_BOARD_YAML).unwrap(),
+            config,
             found: Default::default(),
         }
     }
@@ -662,6 +665,15 @@ mod tests {
         assert_eq!(
             problems(&fm("when: 'priority<=x region:nowhere'\nrun: x\n")).len(),
             1
+        );
+        // A field nothing declares never holds: a typo, said with the likely field.
+        assert_eq!(
+            problems(&fm("when: stauts=pending\nrun: x\n")),
+            ["when: unknown field 'stauts' in query term 'stauts=pending'; did you mean 'status'?"]
+        );
+        assert_eq!(
+            problems(&fm("when: has:estimate\nrun: x\n")),
+            ["when: unknown field 'estimate' in query term 'has:estimate'; it is not declared under fields: in board.yaml"]
         );
     }
 
