@@ -248,7 +248,7 @@ fn build_board(bin: &Path, dir: &Path, n: usize) -> Built {
         std::fs::write(tasks.join(format!("{id}.md")), &text).unwrap();
         // The log a board of that size has at least: one `create` per task, with its diff,
         // rendered by tavern itself.
-        let entry = tavern::log::Entry {
+        let entry = tavern::api::Entry {
             seq: i as u64 + 1,
             at: format!(
                 "2026-11-{day:02}T10:{:02}:{:02}.000Z",
@@ -259,10 +259,10 @@ fn build_board(bin: &Path, dir: &Path, n: usize) -> Built {
             op: "create".into(),
             doc: format!("tasks/{id}.md"),
             rev: Some(1),
-            diff: Some(tavern::log::diff("", &text)),
+            diff: Some(tavern::api::history::text_diff("", &text)),
             ..Default::default()
         };
-        log.push_str(&tavern::log::render(&entry));
+        log.push_str(&tavern::api::history::render_entry(&entry));
         if status == "pending" && depends_on == "[]" {
             claimable.push(id);
         }

@@ -113,6 +113,9 @@ def base_env():
             "GIT_COMMITTER_NAME": "Soak",
             "GIT_COMMITTER_EMAIL": "soak@example.com",
             "GIT_TERMINAL_PROMPT": "0",
+            # The sync loops and the connected watch act as someone: a write with nobody
+            # named is refused (CI's environment may have no USER). Agents use --as.
+            "TAVERN_AGENT": "soak-sync",
         }
     )
     return env

@@ -14,7 +14,6 @@ use crate::doc::edit::FieldEdit;
 use crate::error::{Error, Result};
 use crate::log::{self, Entry};
 use crate::store;
-use crate::yaml;
 
 /// The directory of agent cards.
 pub fn cards_dir(board: &Board) -> PathBuf {
@@ -89,6 +88,25 @@ impl Agent {
             _ => true,
         }
     }
+}
+
+/// The one rule of who may claim what: the `needs` of `task` that `capabilities` (a
+/// registered agent's; None for an actor that never registered, who is not held to
+/// capabilities) do not cover. Empty: the actor may claim it. `claim ID`, `claim --next`
+/// and `ready` all ask this.
+pub fn missing_needs(task: &Document, capabilities: Option<&[String]>) -> Vec<String> {
+    let Some(caps) = capabilities else {
+        return Vec::new();
+    };
+    task.list("needs")
+        .into_iter()
+        .filter(|n| !caps.contains(n))
+        .collect()
+}
+
+/// The capabilities `actor` is held to: its card's, or None when it never registered.
+pub fn held_to(board: &Board, actor: &str) -> Result<Option<Vec<String>>> {
+    Ok(read(board, actor)?.map(|a| a.capabilities()))
 }
 
 pub fn lease(board: &Board) -> chrono::Duration {
@@ -197,7 +215,7 @@ pub fn register(
     crate::id::validate(name)?;
     let path = card_path(board, name);
     let (after, entry) = store::change(board, &[crate::layout::agent_lock(name)], || {
-        let now = crate::time::stamp(crate::time::now());
+        let now = crate::time::stamp_millis(crate::time::now());
         let existing = match store::read_text(&path, board.config.limits.max_doc_bytes) {
             Ok(t) => Some(parse_card(board, name, t)?),
             Err(Error::NotFound { .. }) => None,
@@ -257,7 +275,7 @@ pub fn mark_gone(board: &Board, actor: &str, id: &str) -> Result<Entry> {
             FieldEdit::Set("status".into(), "gone".into()),
             FieldEdit::Set(
                 "updated_at".into(),
-                crate::time::stamp(crate::time::now()).into(),
+                crate::time::stamp_millis(crate::time::now()).into(),
             ),
             FieldEdit::Set("rev".into(), rev.into()),
         ];
@@ -351,9 +369,4 @@ fn card_write(
             ..Entry::default()
         },
     }
-}
-
-/// `name: value` for messages, quoted when YAML would need it.
-pub fn show_value(v: &str) -> String {
-    yaml::render_str(v)
 }

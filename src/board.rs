@@ -114,6 +114,10 @@ pub struct Config {
     pub archive_agents_after: String,
     #[serde(default)]
     pub humans: Vec<String>,
+    /// Ownership rules: a path pattern of the working tree → the agent (or `role:R`, any
+    /// agent with capability R) that owns it: holds that never expire.
+    #[serde(default)]
+    pub owners: indexmap::IndexMap<String, String>,
     pub workflow: Workflow,
     #[serde(default)]
     pub watch: WatchConfig,

@@ -46,6 +46,11 @@ pub fn check(board: &Board) -> Result<Report> {
         }
     }
 
+    // Ownership rules (owners: in board.yaml) that overlap with different owners.
+    for problem in crate::holds::overlapping_owner_rules(board) {
+        push(crate::layout::BOARD_YAML.to_string(), problem);
+    }
+
     let scan = scan::scan(board, &Region::ALL)?;
     for s in &scan.skipped {
         if !s.problem.starts_with("is a symbolic link") {

@@ -189,6 +189,11 @@ pub fn events_cursor(root: &Path, actor: &str) -> PathBuf {
     state_dir(root).join("cursors").join(actor)
 }
 
+/// What has been delivered into an agent's context (`api::delivery`), per agent.
+pub fn delivery_cursor(root: &Path, actor: &str) -> PathBuf {
+    state_dir(root).join("delivered").join(actor)
+}
+
 /// `tavern setup`'s copies of client files as they were before it changed them.
 pub fn setup_backups(root: &Path) -> PathBuf {
     state_dir(root).join("setup")
@@ -203,6 +208,11 @@ pub fn runs_dir(root: &Path) -> PathBuf {
 /// (derived, rebuilt from the files whenever it is missing or out of date).
 pub fn index_dir(root: &Path) -> PathBuf {
     state_dir(root).join("index")
+}
+
+/// The search index (`tavern search`): derived like the read index.
+pub fn search_dir(root: &Path) -> PathBuf {
+    state_dir(root).join("search")
 }
 
 /// Watch mode's state: snapshot, shadows, cursor, queue, …

@@ -9,7 +9,7 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     // The library reports what it handled on the way as notices; here they are warnings.
-    tavern::notice::set_sink(|n| cli::render::warn(&n.to_string()));
+    tavern::api::on_notice(|n| cli::render::warn(&n.to_string()));
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         // Help and version are printed; anything else is an error like every other.

@@ -15,6 +15,10 @@ pub enum Notice {
     LogCut { path: String },
     /// An agent card that cannot be read was left out; `problem` says why.
     AgentCardSkipped { problem: String },
+    /// A change that stands (its document was written, and a connected board's remote
+    /// took its record) whose work after the write failed: `problem` says what failed and
+    /// what finishes it. `path` is relative to the board.
+    ChangeUnfinished { path: String, problem: String },
 }
 
 impl std::fmt::Display for Notice {
@@ -25,6 +29,9 @@ impl std::fmt::Display for Notice {
                 "{path}: cut an unreadable end (a torn entry left by an interrupted write, or lines added by hand)"
             ),
             Notice::AgentCardSkipped { problem } => write!(f, "skipped agent card: {problem}"),
+            Notice::ChangeUnfinished { path, problem } => {
+                write!(f, "{path}: the change stands, but {problem}")
+            }
         }
     }
 }

@@ -192,7 +192,7 @@ pub fn sort_best_first(docs: &mut [Document]) {
     docs.sort_by(|a, b| {
         a.priority()
             .cmp(&b.priority())
-            .then_with(|| a.created_at().cmp(b.created_at()))
+            .then_with(|| crate::time::cmp_stamps(a.created_at(), b.created_at()))
             .then_with(|| a.id().cmp(b.id()))
     });
 }

@@ -6,14 +6,33 @@ pub fn now() -> DateTime<Utc> {
     Utc::now()
 }
 
-/// Document timestamps: seconds precision, `Z` suffix (`2026-11-22T10:04:05Z`).
+/// Times in messages and reports: seconds precision, `Z` suffix (`2026-11-22T10:04:05Z`).
 pub fn stamp(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
-/// Log timestamps: milliseconds, so entries of one second stay ordered for humans.
+/// Log entries' and documents' timestamps (`created_at`, `updated_at`, `claimed_at`, …):
+/// milliseconds (`2026-11-22T10:04:05.120Z`), so what happened within one second keeps
+/// its order. Older documents hold seconds; [`cmp_stamps`] orders both.
 pub fn stamp_millis(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// Orders two timestamps as the times they name, whatever their precision or offset
+/// (`…:05Z` is before `…:05.120Z`, which text comparison gets backwards: `.` sorts
+/// before `Z`); one time written two ways is equal (callers break ties, by id). Text that
+/// is no RFC 3339 time (a missing field: empty) comes before every time, and two such
+/// compare as text.
+pub fn cmp_stamps(a: &str, b: &str) -> std::cmp::Ordering {
+    let t = |s: &str| {
+        DateTime::parse_from_rfc3339(s)
+            .ok()
+            .map(|t| t.with_timezone(&Utc))
+    };
+    match (t(a), t(b)) {
+        (Some(x), Some(y)) => x.cmp(&y),
+        (x, y) => x.is_some().cmp(&y.is_some()).then_with(|| a.cmp(b)),
+    }
 }
 
 /// Parses `500ms`, `30s`, `5m`, `2h`, `7d`, `1w` (a number and a unit).
@@ -91,6 +110,32 @@ pub fn format_millis(ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stamps_of_mixed_precision_order_as_times() {
+        use std::cmp::Ordering::*;
+        let secs = "2026-11-27T10:00:05Z";
+        let millis = "2026-11-27T10:00:05.120Z";
+        assert!(millis < secs, "as text the later one sorts first");
+        assert_eq!(cmp_stamps(secs, millis), Less);
+        assert_eq!(cmp_stamps(millis, secs), Greater);
+        assert_eq!(cmp_stamps("2026-11-27T10:00:04.999Z", secs), Less);
+        assert_eq!(
+            cmp_stamps("2026-11-27T11:00:05+01:00", secs),
+            Equal,
+            "the same time written two ways"
+        );
+        assert_eq!(cmp_stamps("2026-11-27T10:00:05.000Z", secs), Equal);
+        assert_eq!(cmp_stamps("", secs), Less, "no time first");
+        assert_eq!(cmp_stamps(secs, secs), Equal);
+        let mut v = vec![millis, "", secs, "2026-11-27T10:00:05.119Z"];
+        v.sort_by(|a, b| cmp_stamps(a, b));
+        assert_eq!(v, ["", secs, "2026-11-27T10:00:05.119Z", millis]);
+        assert_eq!(
+            stamp_millis(parse_time(secs, Utc::now()).unwrap()),
+            "2026-11-27T10:00:05.000Z"
+        );
+    }
 
     #[test]
     fn times_too_far_away_are_not_times() {

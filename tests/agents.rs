@@ -227,6 +227,118 @@ fn claim_next_respects_capabilities_and_ready_lists_claimable_tasks() {
         .stdout_is("claimed t-js (rev 2, claimed)\n");
 }
 
+/// `ready` answers "what could I claim now?" by the rule `claim` applies: a registered
+/// agent sees only the tasks whose `needs` its capabilities cover, is told how many others
+/// are ready, `--all` lists them, and `claim --next` takes exactly what `ready` listed
+/// first. An actor that never registered sees every ready task.
+#[test]
+fn ready_shows_a_registered_agent_what_it_may_claim() {
+    let b = TestBoard::new();
+    b.task(
+        "Needs rust",
+        &["--id", "t-rust", "-p", "2", "--needs", "rust"],
+    );
+    b.task("Needs js", &["--id", "t-js", "-p", "0", "--needs", "js"]);
+    b.task(
+        "Needs both",
+        &["--id", "t-both", "-p", "1", "--needs", "rust,sql"],
+    );
+    b.task("Anyone", &["--id", "t-any", "-p", "3"]);
+    let ids = |out: &crate::util::Out| {
+        out.stdout
+            .lines()
+            .skip(1)
+            .map(|l| l.split(' ').next().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    let pid = std::process::id().to_string();
+    b.run(&[
+        "agent",
+        "register",
+        "--as",
+        "rustacean",
+        "--capabilities",
+        "rust",
+        "--pid",
+        &pid,
+    ])
+    .ok();
+    let mine = b.run(&["ready", "--as", "rustacean"]);
+    mine.ok().stderr_is(
+        "2 more ready tasks need capabilities rustacean lacks (`tavern ready --all` lists them)\n",
+    );
+    assert_eq!(ids(&mine), ["t-rust", "t-any"]);
+    let all = b.run(&["ready", "--as", "rustacean", "--all"]);
+    all.ok().stderr_is("");
+    assert_eq!(ids(&all), ["t-js", "t-both", "t-rust", "t-any"]);
+    // One note for one task, with a query narrowing what is ready.
+    b.run(&["ready", "--as", "rustacean", "priority<=1"])
+        .ok()
+        .stdout_is("")
+        .stderr_is(
+            "2 more ready tasks need capabilities rustacean lacks (`tavern ready --all` lists them)\n",
+        );
+    b.run(&["ready", "--as", "rustacean", "t-js"])
+        .ok()
+        .stderr_is(
+            "1 more ready task needs capabilities rustacean lacks (`tavern ready --all` lists it)\n",
+        );
+    let json = b.run(&["ready", "--as", "rustacean", "--json"]);
+    let v = json.ok().stderr_is("").json();
+    assert_eq!(v["lacking"], 2);
+    let listed: Vec<&str> = v["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, ["t-rust", "t-any"]);
+    assert_eq!(
+        b.run(&["ready", "--as", "rustacean", "--all", "--json"])
+            .ok()
+            .json()["lacking"],
+        0
+    );
+    // Never registered: not held to capabilities, so everything ready is its to claim.
+    let human = b.run(&["ready", "--as", "someone"]);
+    human.ok().stderr_is("");
+    assert_eq!(ids(&human), ["t-js", "t-both", "t-rust", "t-any"]);
+    // claim --next takes what ready listed first, then the next, then there is none.
+    b.run(&["claim", "--next", "--as", "rustacean"])
+        .ok()
+        .stdout_is("claimed t-rust (rev 2, claimed)\n");
+    b.run(&["claim", "--next", "--as", "rustacean"])
+        .ok()
+        .stdout_is("claimed t-any (rev 2, claimed)\n");
+    b.run(&["ready", "--as", "rustacean"])
+        .ok()
+        .stdout_is("")
+        .stderr_is(
+            "2 more ready tasks need capabilities rustacean lacks (`tavern ready --all` lists them)\n",
+        );
+    b.run(&["claim", "--next", "--as", "rustacean"]).code(4);
+    // And claim by id refuses what ready left out, with the same rule's words.
+    b.run(&["claim", "t-both", "--as", "rustacean"])
+        .code(3)
+        .stderr_is("error: tasks/t-both.md: needs sql, which rustacean does not have (its capabilities: rust)\n");
+    let claims: Vec<String> = b
+        .log()
+        .iter()
+        .filter(|e| e["op"] == "claim")
+        .map(|e| {
+            format!(
+                "{} {}",
+                e["actor"].as_str().unwrap(),
+                e["doc"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        claims,
+        ["rustacean tasks/t-rust.md", "rustacean tasks/t-any.md"]
+    );
+}
+
 /// The agent is named by --as, as on heartbeat and deregister; --name still works.
 #[test]
 fn register_names_the_agent_with_as() {

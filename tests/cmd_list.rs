@@ -452,3 +452,72 @@ fn finished_documents_come_after_the_open_ones() {
         ]
     );
 }
+
+/// Six tasks made in a loop, most within one second: `list`, `ready` and `claim --next`
+/// give them in the order they were made. New documents' times carry milliseconds.
+#[test]
+fn tasks_made_in_a_loop_keep_their_creation_order() {
+    let b = TestBoard::new();
+    let made: Vec<String> = (1..=6)
+        .map(|i| b.task(&format!("Step {i}"), &[]).trim().to_string())
+        .collect();
+    assert_eq!(list(&b, &["tasks"]), made);
+    assert_eq!(ids(&b.run(&["ready"])), made);
+    let doc = b.read(&format!("tasks/{}.md", made[0]));
+    let stamp = |key: &str, text: &str| -> String {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{key}: ")))
+            .unwrap_or_else(|| panic!("no {key} in {text}"));
+        line[key.len() + 2..].to_string()
+    };
+    for key in ["created_at", "updated_at"] {
+        let t = stamp(key, &doc);
+        // 2026-11-27T10:00:05.120Z: milliseconds, UTC.
+        assert_eq!(t.len(), 24, "{key}: {t}");
+        assert_eq!((&t[19..20], &t[23..]), (".", "Z"), "{key}: {t}");
+    }
+    let mut claimed = Vec::new();
+    for _ in 0..6 {
+        let out = b.run(&["claim", "--next", "--quiet", "--as", "coder-1"]);
+        claimed.push(out.ok().stdout.trim().to_string());
+    }
+    assert_eq!(claimed, made);
+    let doc = b.read(&format!("tasks/{}.md", made[5]));
+    assert_eq!(stamp("claimed_at", &doc).len(), 24, "{doc}");
+    let log_order: Vec<String> = b
+        .log()
+        .iter()
+        .filter(|e| e["op"] == "claim")
+        .map(|e| e["doc"].as_str().unwrap().to_string())
+        .collect();
+    let expected: Vec<String> = made.iter().map(|id| format!("tasks/{id}.md")).collect();
+    assert_eq!(log_order, expected);
+}
+
+/// A board's older documents hold seconds, its newer ones milliseconds: they order as the
+/// times they name (as text, `…:05.500Z` would sort before `…:05Z`), ties by id.
+#[test]
+fn second_and_millisecond_times_order_as_times() {
+    let b = TestBoard::new();
+    let task = |id: &str, created: &str| {
+        b.write(
+            &format!("tasks/{id}.md"),
+            format!(
+                "---\nid: {id}\ntitle: Made at {created}\nstatus: pending\npriority: 1\ncreated_at: {created}\nupdated_at: {created}\nrev: 1\n---\n"
+            ),
+        );
+    };
+    task("a-late", "2026-01-01T00:00:05.500Z");
+    task("b-sec", "2026-01-01T00:00:05Z");
+    task("c-early", "2026-01-01T00:00:04.900Z");
+    task("d-tie", "2026-01-01T00:00:05.000Z");
+    task("e-zone", "2026-01-01T01:00:04.950+01:00");
+    let order = ["c-early", "e-zone", "b-sec", "d-tie", "a-late"];
+    assert_eq!(list(&b, &["tasks"]), order);
+    assert_eq!(ids(&b.run(&["ready"])), order);
+    b.run(&["check"]).ok();
+    b.run(&["claim", "--next", "--quiet"])
+        .ok()
+        .stdout_is("c-early\n");
+}

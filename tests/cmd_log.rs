@@ -161,14 +161,28 @@ fn patch_shows_each_diff_indented() {
 #[test]
 fn json_is_one_object_per_line_matching_the_file() {
     let b = story();
-    let out = b.run(&["log", "--json"]);
+    let out = b.run(&["log", "--json", "--patch"]);
     out.ok().stderr_is("");
     let parsed: Vec<serde_json::Value> = out
         .stdout
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(parsed, b.log(), "--json differs from log.yaml");
+    assert_eq!(parsed, b.log(), "--json --patch differs from log.yaml");
+    // Without --patch, the same entries without their diffs.
+    let plain: Vec<serde_json::Value> = b
+        .run(&["log", "--json"])
+        .ok()
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut without = b.log();
+    for e in &mut without {
+        e.as_object_mut().unwrap().remove("diff");
+    }
+    assert_eq!(plain, without);
+    assert!(parsed.iter().any(|e| e.get("diff").is_some()));
     assert_eq!(parsed[4]["force"], true);
     assert_eq!(parsed[4]["note"], "forced over coder-1: line\nbreak");
     let out = b.run(&["log", "--json", "--since", "5"]);
@@ -359,7 +373,7 @@ fn big_log_warning(text: &str) -> String {
 /// its fields.
 fn full_read(b: &TestBoard) -> Vec<(String, serde_json::Value)> {
     let lines = b.run(&["log"]);
-    let json = b.run(&["log", "--json"]);
+    let json = b.run(&["log", "--json", "--patch"]);
     let entries: Vec<(String, serde_json::Value)> = lines
         .ok()
         .stdout
@@ -472,21 +486,37 @@ fn events_seek_from_the_cursor_in_a_big_log() {
     let (b, _) = big_log();
     let all = full_read(&b);
     b.write(".state/cursors/cy", "450\n");
-    b.run(&["events", "--as", "cy"])
+    b.run(&["events", "--as", "cy", "--all"])
         .ok()
         .stdout_is(&shown(&all, |e| e["seq"].as_u64().unwrap() > 450));
     // The old single-seq cursor stays as the mark of unknown origins; the entries shown
     // (written before origins: `-`) have their own mark now.
     assert_eq!(b.read(".state/cursors/cy"), "450\n- 600\n");
     b.run(&["events", "--as", "cy"]).ok().stdout_is("");
-    b.run(&["events", "--as", "cy", "--since", "2026-01-01T06:40:00Z"])
-        .ok()
-        .stdout_is(&shown(&all, |e| {
-            e["at"].as_str().unwrap() >= "2026-01-01T06:40:00.000Z"
-        }));
-    b.run(&["events", "--as", "ann"])
+    b.run(&[
+        "events",
+        "--as",
+        "cy",
+        "--since",
+        "2026-01-01T06:40:00Z",
+        "--all",
+    ])
+    .ok()
+    .stdout_is(&shown(&all, |e| {
+        e["at"].as_str().unwrap() >= "2026-01-01T06:40:00.000Z"
+    }));
+    b.run(&["events", "--as", "ann", "--all"])
         .ok()
         .stdout_is(&shown(&all, |_| true));
+    // By default, 50 at a time from the cursor: twelve calls read the 600 entries, once.
+    let mut paged = String::new();
+    for _ in 0..12 {
+        let out = b.run(&["events", "--as", "dee"]);
+        assert_eq!(out.ok().stdout.lines().count(), 50);
+        paged.push_str(&out.stdout);
+    }
+    assert_eq!(paged, shown(&all, |_| true));
+    b.run(&["events", "--as", "dee"]).ok().stdout_is("");
 }
 
 /// Starts `cmd`; each line it prints arrives on the receiver.
@@ -598,7 +628,6 @@ fn colour_and_pager_only_at_a_terminal() {
     );
 
     let Some(out) = crate::util::at_terminal(&b, "log --patch", &[("PAGER", "cat")]) else {
-        eprintln!("`script` (util-linux) is not installed: the terminal path is not tested");
         return;
     };
     out.ok();

@@ -1,8 +1,13 @@
-//! The line between the library and its front-ends (README, "The code"), held here since
-//! both live in one crate. The library is src/lib.rs and every module it declares: it never
-//! prints, has no clap and names no command-line flag, so that the MCP server and the web
-//! dashboard can use every call as the CLI does. The front-ends are the binary's modules
-//! (src/main.rs, src/cli/, src/mcp/, src/web/, src/setup/): they parse and render.
+//! The line between the library and its front-ends (README, "The code"). The library is
+//! src/lib.rs and every module it declares: it never prints, has no clap and names no
+//! command-line flag, so that the MCP server and the web dashboard can use every call as
+//! the CLI does. The front-ends are the binary's modules (src/main.rs, src/cli/, src/mcp/,
+//! src/web/, src/setup/): they parse, call `api` and render.
+//!
+//! That the front-ends reach the library only through `api` is the compiler's to hold:
+//! every other library module is `pub(crate)`. What it cannot hold is checked here: that
+//! src/lib.rs keeps it so (no other public module or re-export), that no front-end uses the
+//! tests' hooks (`tavern::testing`), and what the library's text says.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -398,4 +403,61 @@ fn the_lexer_tells_code_from_strings_and_comments() {
         ),
         ["tavern list", "tavern agent"]
     );
+}
+
+/// The library's public items, as src/lib.rs declares them: `api`, and the hidden hooks
+/// tavern's own tests use. Anything else made public would be a second door.
+#[test]
+fn api_is_the_only_public_module() {
+    let lib = std::fs::read_to_string(root().join("src/lib.rs")).unwrap();
+    let code = lex(&lib).code;
+    // Items at the top level (not indented), public to the world (`pub`, not `pub(crate)`).
+    let public: Vec<&str> = code.lines().filter(|l| l.starts_with("pub ")).collect();
+    assert_eq!(
+        public,
+        ["pub mod api;", "pub mod testing {"],
+        "src/lib.rs: only `api` is public (and the tests' hooks); make the rest pub(crate) and \
+         re-export what front-ends need from api"
+    );
+}
+
+/// The tests' hooks are for tests/: no front-end takes that way round `api`.
+#[test]
+fn no_front_end_uses_the_tests_hooks() {
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    let users: Vec<String> = files
+        .iter()
+        .map(|f| rel(f))
+        .filter(|r| is_front_end(r))
+        .filter(|r| {
+            let text = std::fs::read_to_string(root().join(r)).unwrap();
+            uses(&lex(&text).code, "tavern::testing")
+        })
+        .collect();
+    assert!(
+        users.is_empty(),
+        "front-ends using tavern::testing: {users:?}"
+    );
+}
+
+/// The front-ends stand side by side: only the command line, which starts the others
+/// (`tavern mcp`, `tavern serve`, `tavern setup`, `tavern hook`), names them. What two
+/// of them share is a use case, and belongs in `api`.
+#[test]
+fn front_ends_do_not_reach_into_each_other() {
+    let mut found = Vec::new();
+    for own in ["mcp", "web", "setup"] {
+        let mut files = Vec::new();
+        rust_files(&root().join("src").join(own), &mut files);
+        for f in files {
+            let code = lex(&std::fs::read_to_string(&f).unwrap()).code;
+            for other in ["cli", "mcp", "web", "setup"] {
+                if other != own && uses(&code, &format!("crate::{other}::")) {
+                    found.push(format!("{} uses crate::{other}", rel(&f)));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "{found:?}");
 }

@@ -142,6 +142,41 @@ fn pull_merges_every_entry_once(rebase: bool) {
         .lines()
         .count();
     assert_eq!(shown, 8);
+    // A reader that pages through the merged log, three entries a call, sees every
+    // entry of both clones once, in the order `log` gives them.
+    let mut paged = Vec::new();
+    loop {
+        let out = tavern(&a, &["events", "--as", "pager", "--limit", "3", "--json"]);
+        let page: Vec<(String, u64)> = out
+            .ok()
+            .stdout
+            .lines()
+            .map(|l| {
+                let e: serde_json::Value = serde_json::from_str(l).unwrap();
+                assert!(e.get("diff").is_none(), "no diff without --patch: {e}");
+                (
+                    e["origin"].as_str().unwrap_or("").to_string(),
+                    e["seq"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        if page.is_empty() {
+            break;
+        }
+        assert!(page.len() <= 3);
+        paged.extend(page);
+    }
+    let logged: Vec<(String, u64)> = log
+        .lines()
+        .map(|l| {
+            let e: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                e["origin"].as_str().unwrap_or("").to_string(),
+                e["seq"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(paged, logged);
     // And the next append goes on after every seq either side used.
     tavern(&a, &["release", "t1", "--as", "ann"]).ok();
     let last = entries(&a).last().unwrap().clone();

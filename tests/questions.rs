@@ -361,8 +361,7 @@ fn approve_still_approves_tasks() {
 fn run_at_terminal(b: &TestBoard, args: &str, typed: &str) -> Option<crate::util::Out> {
     use std::io::Write;
     use std::process::{Command, Stdio};
-    let script = Command::new("script").arg("--version").output().ok()?;
-    if !script.status.success() {
+    if !crate::util::has_script() {
         return None;
     }
     let mut child = Command::new("script")
@@ -375,7 +374,7 @@ fn run_at_terminal(b: &TestBoard, args: &str, typed: &str) -> Option<crate::util
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .ok()?;
+        .expect("run script");
     child
         .stdin
         .take()
@@ -396,7 +395,6 @@ fn a_human_at_a_terminal_decides_after_typing_the_id() {
     humans(&b, "alice");
     ask_permission(&b);
     let Some(out) = run_at_terminal(&b, "approve q-p --as alice", "q-x\n") else {
-        eprintln!("`script` (util-linux) is not installed: the terminal path is not tested");
         return;
     };
     // The prompt shows what is being decided before asking for the id.

@@ -597,16 +597,23 @@ fn reconcile_makes_a_clone_agree_with_the_remote_records() {
     // c1 claimed t01 alone (before the release above was fetched) and t02 is untouched.
     std::thread::sleep(std::time::Duration::from_millis(1100));
     net.run(1, &["claim", "t01", "--as", "b", "--local"]).ok();
-    let board = tavern::board::Board::open(&net.clone_dir(1).join(".tavern")).unwrap();
-    let records = tavern::sync::claims::fetch_all(&board).unwrap();
+    let records: Vec<_> = net
+        .records()
+        .into_iter()
+        .map(|(task, (agent, state, _))| (task, agent, state))
+        .collect();
     assert_eq!(
-        records
-            .iter()
-            .map(|r| (r.task.as_str(), r.agent.as_str(), r.state.as_str()))
-            .collect::<Vec<_>>(),
-        [("t00", "a", "working"), ("t01", "", "pending")]
+        records,
+        [
+            ("t00".into(), "a".into(), "working".into()),
+            ("t01".into(), String::new(), "pending".into())
+        ]
     );
-    assert_eq!(tavern::sync::claims::reconcile(&board).unwrap(), ["t00"]);
+    let board = tavern::api::Board::open(&net.clone_dir(1).join(".tavern")).unwrap();
+    assert_eq!(
+        tavern::testing::follow_remote_claims(&board).unwrap(),
+        ["t00"]
+    );
     assert_eq!(
         net.task_state(1, "t00"),
         ("working".into(), Some("a".into()))
@@ -622,10 +629,14 @@ fn reconcile_makes_a_clone_agree_with_the_remote_records() {
         "{log}"
     );
     // A second run changes nothing.
-    assert!(tavern::sync::claims::reconcile(&board).unwrap().is_empty());
+    assert!(
+        tavern::testing::follow_remote_claims(&board)
+            .unwrap()
+            .is_empty()
+    );
     // t01 is held here by b, and the remote never heard of it: unconfirmed.
     assert_eq!(
-        tavern::sync::claims::unconfirmed(&board).unwrap(),
+        tavern::testing::unconfirmed_claims(&board).unwrap(),
         [("t01".to_string(), "b".to_string())]
     );
 }
@@ -715,9 +726,11 @@ fn a_finished_task_stays_finished_on_the_remote_until_reopened() {
     assert_eq!(net.records()["t00"], (String::new(), "pending".into(), 1));
     // c0 still says done until it hears of the reopen (what `tavern sync` does).
     net.run(0, &["claim", "t00", "--as", "c"]).code(3);
-    let board = tavern::board::Board::open(&net.clone_dir(0).join(".tavern")).unwrap();
-    tavern::sync::claims::fetch_all(&board).unwrap();
-    assert_eq!(tavern::sync::claims::reconcile(&board).unwrap(), ["t00"]);
+    let board = tavern::api::Board::open(&net.clone_dir(0).join(".tavern")).unwrap();
+    assert_eq!(
+        tavern::testing::follow_remote_claims(&board).unwrap(),
+        ["t00"]
+    );
     net.run(0, &["claim", "t00", "--as", "c"]).ok();
     assert_eq!(net.records()["t00"], ("c".into(), "claimed".into(), 2));
 }

@@ -616,8 +616,9 @@ fn clones_sharing_an_origin_lose_no_log_entry() {
     );
 }
 
-/// Archived on one clone, changed on the other: one copy after the sync, where the rule
-/// says (the later entry: the archive's move, or the change), with both sides' changes.
+/// Archived on one clone, changed on the other: one copy after the sync, in the archive
+/// (the change did not move it back to a live state), with both sides' changes, whichever
+/// came later in log order.
 #[test]
 fn archive_on_one_clone_and_edit_on_another_leave_one_copy() {
     let tmp = tempfile::tempdir().unwrap();
@@ -629,7 +630,7 @@ fn archive_on_one_clone_and_edit_on_another_leave_one_copy() {
         tavern(&a, &["done", &id]).ok();
         id
     };
-    let (x, y) = (finished("archive wins"), finished("edit wins"));
+    let (x, y) = (finished("archive later"), finished("edit later"));
     let converge = || {
         tavern(&a, &["sync"]).ok();
         tavern(&b, &["sync"]).ok();
@@ -651,17 +652,6 @@ fn archive_on_one_clone_and_edit_on_another_leave_one_copy() {
     .ok();
     tavern(&a, &["new", "task", "--title", "filler"]).ok();
     tavern(&a, &["archive", &format!("id={x}")]).ok();
-    converge();
-    for dir in [&a, &b] {
-        assert!(
-            !board_file(dir, &format!("tasks/{x}.md")).exists(),
-            "one copy in {}",
-            dir.display()
-        );
-        let text =
-            std::fs::read_to_string(board_file(dir, &format!("archive/tasks/{x}.md"))).unwrap();
-        assert!(text.contains("note: edited on b"), "{text}");
-    }
     // y: a archives, b writes twice more then edits: b's change comes later.
     tavern(&a, &["archive", &format!("id={y}")]).ok();
     tavern(&b, &["new", "task", "--title", "filler 1"]).ok();
@@ -680,13 +670,16 @@ fn archive_on_one_clone_and_edit_on_another_leave_one_copy() {
     .ok();
     converge();
     for dir in [&a, &b] {
-        assert!(
-            !board_file(dir, &format!("archive/tasks/{y}.md")).exists(),
-            "one copy in {}",
-            dir.display()
-        );
-        let text = std::fs::read_to_string(board_file(dir, &format!("tasks/{y}.md"))).unwrap();
-        assert!(text.contains("note: edited on b after"), "{text}");
+        for (id, note) in [(&x, "edited on b"), (&y, "edited on b after")] {
+            assert!(
+                !board_file(dir, &format!("tasks/{id}.md")).exists(),
+                "one copy in {}",
+                dir.display()
+            );
+            let text = std::fs::read_to_string(board_file(dir, &format!("archive/tasks/{id}.md")))
+                .unwrap();
+            assert!(text.contains(&format!("note: {note}")), "{text}");
+        }
         tavern(dir, &["check"]).ok();
     }
     let log = log_of(&a);
@@ -697,15 +690,15 @@ fn archive_on_one_clone_and_edit_on_another_leave_one_copy() {
         })
         .count();
     assert_eq!(placed, 2);
-    let deleted: Vec<&str> = log
+    let mut deleted: Vec<&str> = log
         .iter()
         .filter(|e| e["op"] == "delete" && e["actor"] == "tavern-sync")
         .map(|e| e["doc"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        deleted,
-        [format!("tasks/{x}.md"), format!("archive/tasks/{y}.md")]
-    );
+    deleted.sort();
+    let mut expected = [format!("tasks/{x}.md"), format!("tasks/{y}.md")];
+    expected.sort();
+    assert_eq!(deleted, expected);
 }
 
 /// A board that an older merge left with a document in two places: check says so, and
@@ -1042,5 +1035,344 @@ fn a_push_whose_outcome_cannot_be_known_says_so_and_the_next_sync_finds_out() {
         );
         assert_eq!(git(&remote, &["rev-parse", "tavern"]), here);
         tavern(&a, &["check"]).ok();
+    }
+}
+
+/// A document is never in two places: archived on one clone while another changes it
+/// (an edit, a hand edit, a move back to a live state, a claim record followed, the same
+/// archive), in every interleaving with the exchanges, every clone ends with one copy,
+/// where the merged document says, with both sides' changes; the clones identical, `check`
+/// passing, and the log saying what happened.
+mod one_place {
+    use std::path::Path;
+
+    use super::{board_file, faulty_git, log_of, tavern_with_git};
+    use crate::sync_branch::two_clones;
+    use crate::util::BIN;
+    use crate::util::git::git;
+    use crate::worktrees::tavern;
+
+    /// Every clone syncs, in this order, round after round, until a whole round changes
+    /// nothing anywhere.
+    fn settle(clones: &[&Path]) {
+        for _ in 0..8 {
+            let mut quiet = true;
+            for c in clones {
+                let x = tavern(c, &["sync", "--json"]).ok().json();
+                quiet &= x["outcome"] == "up-to-date"
+                    && x["recorded"] == false
+                    && x["claims_followed"].as_array().is_none_or(|a| a.is_empty());
+            }
+            if quiet {
+                return;
+            }
+        }
+        panic!("the clones never stopped changing");
+    }
+
+    /// The task `id` is in one place on every clone (archived or live), the same there,
+    /// on the same board commit as the remote, nothing unrecorded, and `check` passes.
+    /// Returns the one copy's text.
+    #[track_caller]
+    fn one_copy(clones: &[&Path], remote: &Path, id: &str, archived: bool) -> String {
+        let (live, arch) = (format!("tasks/{id}.md"), format!("archive/tasks/{id}.md"));
+        let head = git(remote, &["rev-parse", "tavern"]);
+        let mut texts = Vec::new();
+        for c in clones {
+            assert_eq!(git(c, &["rev-parse", "tavern"]), head, "{}", c.display());
+            let here = (board_file(c, &live).exists(), board_file(c, &arch).exists());
+            assert_eq!(
+                here,
+                (!archived, archived),
+                "{id} in {}: (live, archived)",
+                c.display()
+            );
+            let on_branch: Vec<String> = git(c, &["ls-tree", "-r", "--name-only", "tavern"])
+                .lines()
+                .filter(|p| *p == live || *p == arch)
+                .map(str::to_string)
+                .collect();
+            assert_eq!(on_branch.len(), 1, "{on_branch:?}");
+            let x = tavern(c, &["status", "--json"]).ok().json();
+            assert_eq!(x["sync"]["unrecorded"], 0, "{x}");
+            tavern(c, &["check"]).ok();
+            let path = if archived { &arch } else { &live };
+            texts.push(std::fs::read_to_string(board_file(c, path)).unwrap());
+        }
+        assert!(texts.windows(2).all(|w| w[0] == w[1]), "{texts:?}");
+        texts.pop().unwrap()
+    }
+
+    /// The log says where the document went, and why: a `place` conflict, and the copy
+    /// dropped as a `delete` by tavern-sync.
+    #[track_caller]
+    fn logged_one_place(dir: &Path, id: &str, archived: bool) {
+        let (live, arch) = (format!("tasks/{id}.md"), format!("archive/tasks/{id}.md"));
+        let log = log_of(dir);
+        assert!(
+            log.iter().any(|e| e["op"] == "sync-conflict"
+                && e["doc"] == live.as_str()
+                && e["note"]
+                    .as_str()
+                    .unwrap_or("")
+                    .starts_with("place changed on both sides")),
+            "no place conflict for {id}"
+        );
+        let dropped = if archived { &live } else { &arch };
+        let deletes: Vec<_> = log
+            .iter()
+            .filter(|e| {
+                e["op"] == "delete" && e["actor"] == "tavern-sync" && e["doc"] == dropped.as_str()
+            })
+            .collect();
+        assert_eq!(deletes.len(), 1, "the dropped copy {dropped}, logged once");
+    }
+
+    /// A task done on `a` (claimed, started and finished by `coder`), on every clone.
+    fn done_task(a: &Path, b: &Path, title: &str) -> String {
+        let id = tavern(a, &["new", "task", "--title", title]).ok().text();
+        tavern(a, &["claim", &id, "--as", "coder"]).ok();
+        tavern(a, &["start", &id, "--as", "coder"]).ok();
+        tavern(a, &["done", &id, "--as", "coder"]).ok();
+        settle(&[a, b]);
+        id
+    }
+
+    fn field<'t>(text: &'t str, key: &str) -> &'t str {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}: ")))
+            .unwrap_or("")
+    }
+
+    /// Archive on one clone, an edit on the other: the archive stays, the edit applied to
+    /// the archived copy; whichever clone syncs first, whichever came later.
+    #[test]
+    fn archive_against_an_edit_keeps_the_archive_with_the_edit() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b, remote) = two_clones(tmp.path());
+        for (n, first) in [(0, &a), (1, &b)] {
+            let id = done_task(&a, &b, &format!("edited {n}"));
+            // Archived first on a, edited later on b (b's entry comes later in log order).
+            tavern(&a, &["archive", &format!("id={id}")]).ok();
+            tavern(&b, &["new", "task", "--title", "filler"]).ok();
+            tavern(&b, &["edit", &id, "--set", "note=edited on b"]).ok();
+            let second = if *first == a { &b } else { &a };
+            settle(&[first, second]);
+            let text = one_copy(&[&a, &b], &remote, &id, true);
+            assert_eq!(field(&text, "note"), "edited on b", "{text}");
+            assert_eq!(field(&text, "status"), "done");
+            logged_one_place(&a, &id, true);
+        }
+    }
+
+    /// Archive on one clone, a hand edit (no log entry) of the body on the other: the
+    /// archived copy holds the hand's line.
+    #[test]
+    fn archive_against_a_hand_edit_keeps_the_hand_edit_in_the_archive() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b, remote) = two_clones(tmp.path());
+        let id = done_task(&a, &b, "hand edited");
+        let path = board_file(&b, &format!("tasks/{id}.md"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, format!("{text}\nA line the human wrote.\n")).unwrap();
+        tavern(&a, &["archive", &format!("id={id}")]).ok();
+        settle(&[&b, &a]);
+        let text = one_copy(&[&a, &b], &remote, &id, true);
+        assert!(text.contains("A line the human wrote."), "{text}");
+        logged_one_place(&b, &id, true);
+    }
+
+    /// Archive on one clone, `reopen` on the other: the document moved back to a live
+    /// state, so the archive is undone (and logged), whichever came later.
+    #[test]
+    fn archive_against_a_reopen_undoes_the_archive() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b, remote) = two_clones(tmp.path());
+        for n in 0..2 {
+            let id = done_task(&a, &b, &format!("reopened {n}"));
+            if n == 0 {
+                tavern(&a, &["archive", &format!("id={id}")]).ok();
+                tavern(&b, &["reopen", &id]).ok();
+            } else {
+                tavern(&b, &["reopen", &id]).ok();
+                tavern(&b, &["new", "task", "--title", "filler"]).ok();
+                tavern(&a, &["new", "task", "--title", "filler"]).ok();
+                tavern(&a, &["new", "task", "--title", "filler"]).ok();
+                tavern(&a, &["archive", &format!("id={id}")]).ok();
+            }
+            settle(&[&a, &b]);
+            let text = one_copy(&[&a, &b], &remote, &id, false);
+            assert_eq!(field(&text, "status"), "pending", "{text}");
+            logged_one_place(&b, &id, false);
+            // And it can be claimed again, from either clone.
+            tavern(&b, &["claim", &id, "--as", "other"]).ok();
+        }
+    }
+
+    /// A reviewer's approval on one clone (confirmed by the remote's claim record) and the
+    /// archive right after; the other clone follows the record before it hears of the
+    /// archive: one copy, archived, done.
+    #[test]
+    fn archive_against_a_claim_record_followed_elsewhere_keeps_one_copy() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b, remote) = two_clones(tmp.path());
+        let id = tavern(&a, &["new", "task", "--title", "reviewed"])
+            .ok()
+            .text();
+        tavern(&a, &["claim", &id, "--as", "coder"]).ok();
+        tavern(&a, &["start", &id, "--as", "coder"]).ok();
+        tavern(&a, &["submit", &id, "--as", "coder"]).ok();
+        settle(&[&a, &b]);
+        tavern(&a, &["approve", &id, "--as", "reviewer"]).ok();
+        tavern(&a, &["archive", &format!("id={id}")]).ok();
+        // b follows the record (its copy goes to done), and pushes that first.
+        let x = tavern(&b, &["sync", "--json"]).ok().json();
+        assert_eq!(x["claims_followed"][0], id.as_str(), "{x}");
+        settle(&[&a, &b]);
+        let text = one_copy(&[&a, &b], &remote, &id, true);
+        assert_eq!(field(&text, "status"), "done", "{text}");
+    }
+
+    /// Both clones archive the same document: one copy, and no conflict to speak of.
+    #[test]
+    fn archive_on_both_clones_keeps_one_copy() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b, remote) = two_clones(tmp.path());
+        let id = done_task(&a, &b, "archived twice");
+        tavern(&a, &["archive", &format!("id={id}")]).ok();
+        tavern(&b, &["archive", &format!("id={id}")]).ok();
+        settle(&[&a, &b]);
+        one_copy(&[&a, &b], &remote, &id, true);
+        let moves = log_of(&a)
+            .iter()
+            .filter(|e| e["op"] == "move" && e["doc"] == format!("tasks/{id}.md").as_str())
+            .count();
+        assert_eq!(moves, 2, "both archives logged");
+    }
+
+    /// The document is archived on this clone while its sync runs (after the record,
+    /// while it fetches the remote's branch), and that branch brings another clone's edit
+    /// of it: the board takes nothing over a file written since the record, so it records
+    /// the archive and merges, one copy.
+    #[test]
+    fn an_archive_during_a_sync_that_brings_an_edit_leaves_one_copy() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b, remote) = two_clones(tmp.path());
+        let id = done_task(&a, &b, "archived mid-sync");
+        tavern(&b, &["edit", &id, "--set", "note=edited on b"]).ok();
+        tavern(&b, &["sync"]).ok();
+        let marker = tmp.path().join("archived");
+        let hook = faulty_git(
+            tmp.path(),
+            &format!(
+                "fetch) case \"$*\" in *refs/heads/tavern:*) if [ ! -e '{m}' ]; then : > '{m}'; (cd '{a}' && '{BIN}' archive 'id={id}' >/dev/null 2>&1); fi ;; esac ;;",
+                m = marker.display(),
+                a = a.display(),
+            ),
+        );
+        tavern_with_git(&a, &hook, &["sync"]).ok();
+        assert!(marker.exists(), "the archive ran inside the sync");
+        settle(&[&a, &b]);
+        let text = one_copy(&[&a, &b], &remote, &id, true);
+        assert_eq!(field(&text, "note"), "edited on b", "{text}");
+        logged_one_place(&a, &id, true);
+    }
+
+    /// The other way round: the remote's branch brings another clone's archive while this
+    /// clone edits the document during its sync.
+    #[test]
+    fn an_edit_during_a_sync_that_brings_an_archive_leaves_one_copy() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b, remote) = two_clones(tmp.path());
+        let id = done_task(&a, &b, "edited mid-sync");
+        tavern(&b, &["archive", &format!("id={id}")]).ok();
+        tavern(&b, &["sync"]).ok();
+        let marker = tmp.path().join("edited");
+        let hook = faulty_git(
+            tmp.path(),
+            &format!(
+                "fetch) case \"$*\" in *refs/heads/tavern:*) if [ ! -e '{m}' ]; then : > '{m}'; (cd '{a}' && '{BIN}' edit '{id}' --set 'note=edited on a' >/dev/null 2>&1); fi ;; esac ;;",
+                m = marker.display(),
+                a = a.display(),
+            ),
+        );
+        tavern_with_git(&a, &hook, &["sync"]).ok();
+        assert!(marker.exists(), "the edit ran inside the sync");
+        settle(&[&a, &b]);
+        let text = one_copy(&[&a, &b], &remote, &id, true);
+        assert_eq!(field(&text, "note"), "edited on a", "{text}");
+        logged_one_place(&a, &id, true);
+    }
+}
+
+mod one_place_watched {
+    use super::{board_file, log_of};
+    use crate::sync_branch::two_clones;
+    use crate::worktrees::tavern;
+
+    /// A connected watcher logs an `external-edit` of a hand edit that arrived by sync;
+    /// in log order that entry can come after another clone's archive of the document,
+    /// though it happened before the watcher's clone heard of the archive. The merge took
+    /// the archived copy and refused the removal of the live one ("no log entry says a
+    /// tavern command removed it"): the document was in two places on every clone. A move
+    /// explains the removal until something brings the document back (a create, an archive
+    /// undone), whatever else is logged about it meanwhile.
+    #[test]
+    fn an_archive_against_a_watchers_later_entry_leaves_one_copy() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b, remote) = two_clones(tmp.path());
+        let id = tavern(&a, &["new", "task", "--title", "hand edited, watched"])
+            .ok()
+            .text();
+        tavern(&a, &["claim", &id, "--as", "coder"]).ok();
+        tavern(&a, &["start", &id, "--as", "coder"]).ok();
+        tavern(&a, &["done", &id, "--as", "coder"]).ok();
+        tavern(&a, &["sync"]).ok();
+        tavern(&a, &["watch", "--once"]).ok();
+        tavern(&b, &["sync"]).ok();
+        // A hand edit on b reaches a, whose watcher logs it, later than b's archive in
+        // log order (a has written more).
+        let path = board_file(&b, &format!("tasks/{id}.md"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, format!("{text}\nA line the human wrote.\n")).unwrap();
+        tavern(&b, &["sync"]).ok();
+        for i in 0..5 {
+            tavern(&a, &["new", "task", "--title", &format!("filler {i}")]).ok();
+        }
+        tavern(&a, &["sync"]).ok();
+        tavern(&a, &["watch", "--once"]).ok();
+        let seq_of = |dir: &std::path::Path, op: &str| {
+            log_of(dir)
+                .iter()
+                .filter(|e| e["op"] == op && e["doc"] == format!("tasks/{id}.md").as_str())
+                .map(|e| e["seq"].as_u64().unwrap())
+                .max()
+        };
+        let watched = seq_of(&a, "external-edit").expect("the watcher logged the hand edit");
+        tavern(&b, &["archive", &format!("id={id}")]).ok();
+        let moved = seq_of(&b, "move").unwrap();
+        assert!(
+            watched > moved,
+            "the watcher's entry comes later in log order"
+        );
+        let x = tavern(&a, &["sync", "--json"]).ok().json();
+        assert!(x.get("refused").is_none(), "{x}");
+        for _ in 0..3 {
+            tavern(&b, &["sync"]).ok();
+            tavern(&a, &["sync"]).ok();
+        }
+        let head = crate::util::git::git(&remote, &["rev-parse", "tavern"]);
+        for dir in [&a, &b] {
+            assert_eq!(crate::util::git::git(dir, &["rev-parse", "tavern"]), head);
+            assert!(!board_file(dir, &format!("tasks/{id}.md")).exists());
+            let text = std::fs::read_to_string(board_file(dir, &format!("archive/tasks/{id}.md")))
+                .unwrap();
+            assert!(text.contains("A line the human wrote."), "{text}");
+            tavern(dir, &["check"]).ok();
+            assert!(
+                !log_of(dir).iter().any(|e| e["op"] == "alert"),
+                "nothing refused"
+            );
+        }
     }
 }

@@ -1,17 +1,17 @@
-//! The change feed front-ends use (`tavern::watch::feed`): real file changes, made by real
+//! The change feed front-ends use (`tavern::api::changes`): real file changes, made by real
 //! `tavern` processes and by hand, reported as typed batches; and a feed never writes,
 //! so a real `tavern watch` runs beside it as if it were alone.
 
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tavern::watch::feed::{Batch, BoardEvent, Feed};
+use tavern::api::changes::{Batch, BoardEvent, Feed};
 
 use crate::util::TestBoard;
 use crate::util::watcher::Watcher;
 
 fn open(b: &TestBoard) -> Feed {
-    let board = tavern::board::Board::open(&b.board()).unwrap();
+    let board = tavern::api::Board::open(&b.board()).unwrap();
     Feed::open(&board, Default::default()).unwrap()
 }
 

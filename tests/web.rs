@@ -335,6 +335,7 @@ fn every_api_call_needs_the_secret() {
         "/api/board",
         "/api/waiting",
         "/api/agents",
+        "/api/holds",
         "/api/findings",
         "/api/log",
         "/api/doc/x",
@@ -595,6 +596,20 @@ fn read_endpoints_render_library_results() {
     assert_eq!(agents[0]["status"], "active");
     assert_eq!(agents[0]["holds"], json!(["task-a"]));
     assert_eq!(agents[0]["capabilities"], json!(["rust"]));
+
+    // Holds, read-only: as `tavern holds --json` lists them.
+    b.run(&[
+        "hold",
+        "--as",
+        "coder-1",
+        "src/**",
+        "--reason",
+        "<b>refactor</b>",
+    ])
+    .ok();
+    let holds = s.get("/api/holds").json();
+    assert_eq!(holds, b.run(&["holds", "--json"]).ok().json());
+    assert_eq!(holds["holds"][0]["reason"], "<b>refactor</b>");
 
     let findings = s.get("/api/findings").json();
     assert_eq!(findings["findings"][0]["id"], "obs-1");

@@ -61,7 +61,7 @@ pub struct AgentRow {
 }
 
 pub(crate) fn stamp<S: serde::Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&crate::time::stamp(*t))
+    s.serialize_str(&crate::time::stamp_millis(*t))
 }
 
 #[derive(Debug, Serialize)]
@@ -144,6 +144,9 @@ pub fn register(
 ) -> Result<Registered> {
     crate::ops::validate_actor(actor)?;
     let (card, entry) = agents::register(board, actor, name, capabilities, pid)?;
+    // What concerns it from now on is delivered to it (a name registered before keeps
+    // its place: what happened while it was away still comes).
+    super::delivery::start(board, name)?;
     Ok(Registered {
         card,
         path: board.rel(&agents::card_path(board, name)),
@@ -151,6 +154,48 @@ pub fn register(
         pid,
         lease: board.config.lease.clone(),
     })
+}
+
+/// The name of the agent a client session acts as when nothing names it: the client's
+/// name and the process id of the client (`claude-4242`). Its hooks and its MCP server
+/// take the same name, so they act as one agent.
+pub fn session_name(client: &str, holder: u32) -> String {
+    format!("{client}-{holder}")
+}
+
+/// Registers agent `name` for a client session, acting as itself, with `holder` as the
+/// process that holds its claims, with these capabilities or else those its card already
+/// has. A card that already says this (the same live holder on this host, not gone, the
+/// same capabilities) is only a heartbeat: one client start is one `registered` in the
+/// log, however many of its hooks and servers register it.
+pub fn join(board: &Board, name: &str, capabilities: Option<&[String]>, holder: u32) -> Result<()> {
+    let card = agents::read(board, name)?;
+    let capabilities = match (capabilities, &card) {
+        (Some(c), _) => c.to_vec(),
+        (None, Some(a)) => a.capabilities(),
+        (None, None) => Vec::new(),
+    };
+    if let Some(a) = &card
+        && !a.gone()
+        && a.pid() == Some(holder)
+        && a.host() == Some(agents::host_name().as_str())
+        && a.capabilities() == capabilities
+    {
+        super::actor(board, name)?;
+        return Ok(());
+    }
+    register(board, name, name, &capabilities, holder)?;
+    Ok(())
+}
+
+/// A client session's end: deregisters agent `name` unless it is not registered or
+/// already gone (then nothing happens).
+pub fn leave(board: &Board, name: &str) -> Result<()> {
+    if agents::read(board, name)?.is_none_or(|a| a.gone()) {
+        return Ok(());
+    }
+    deregister(board, name)?;
+    Ok(())
 }
 
 fn not_registered(actor: &str) -> Error {
@@ -192,6 +237,8 @@ pub struct Deregistered {
     pub agent: String,
     /// The tasks it held, given back to the pool.
     pub released: Vec<String>,
+    /// The holds it had on resources, released.
+    pub holds: Vec<String>,
 }
 
 /// Deregisters a registered agent: what it holds goes back to the pool, its card says gone.
@@ -205,12 +252,21 @@ pub fn deregister(board: &Board, actor: &str) -> Result<Deregistered> {
         actor,
         &format!("{actor} deregistered"),
     )?;
+    let holds = super::holds::release_agent(board, actor, actor, &format!("{actor} deregistered"))?
+        .into_iter()
+        .map(|h| h.id)
+        .collect();
     agents::mark_gone(board, actor, actor)?;
     Ok(Deregistered {
         ok: true,
         agent: actor.to_string(),
         released,
+        holds,
     })
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// What a sweep did.
@@ -220,6 +276,9 @@ pub struct Swept {
     pub released: Vec<Released>,
     /// Session findings past their expiry, archived.
     pub expired: Vec<Entry>,
+    /// Holds on resources past their expiry, released.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub holds_expired: usize,
     /// Activation outputs in .state/runs/ older than the board keeps them, removed.
     pub runs_removed: usize,
     /// Temp files left by interrupted writes, removed (paths relative to the board).
@@ -240,6 +299,7 @@ impl Swept {
             && self.runs_removed == 0
             && self.temps_removed.is_empty()
             && self.placed.is_empty()
+            && self.holds_expired == 0
     }
 }
 
@@ -248,6 +308,7 @@ impl Swept {
 /// interrupted writes left.
 pub fn sweep(board: &Board) -> Result<Swept> {
     let released = crate::ops::sweep::sweep(board)?;
+    let holds_expired = crate::holds::expire(board)?.len();
     let expired = crate::ops::archive::expire_observations(board, crate::ops::sweep::SWEEPER)?;
     let keep = crate::runs::keep(board);
     let running = crate::watch::scheduler::running_outputs(board);
@@ -255,6 +316,7 @@ pub fn sweep(board: &Board) -> Result<Swept> {
     let temps_removed = crate::store::write::remove_stale_temps(board)?;
     let placed = crate::ops::archive::one_place_all(board, crate::ops::sweep::SWEEPER)?;
     Ok(Swept {
+        holds_expired,
         placed,
         released,
         expired,

@@ -26,6 +26,15 @@ pub fn open_as_found(explicit: Option<&Path>, cwd: &Path) -> Result<Board> {
     Board::discover(explicit, cwd)
 }
 
+/// Where `init` puts a board when told no place: here, or in a linked worktree the main
+/// worktree's same directory (every worktree shares the main worktree's board).
+pub fn default_dir(cwd: &Path) -> PathBuf {
+    crate::sync::repo::Repo::find(cwd)
+        .filter(|r| r.linked)
+        .and_then(|r| r.in_main(cwd))
+        .unwrap_or_else(|| cwd.to_path_buf())
+}
+
 /// A board created or completed.
 #[derive(Debug, Serialize)]
 pub struct Initialised {
@@ -240,7 +249,6 @@ pub fn reopen(root: &Path) -> Result<Board> {
     Board::open(root)
 }
 
-pub use crate::time::parse_duration;
 
 /// The regions a query reads: those it names, else every one.
 fn query_regions(query: &Query) -> Vec<crate::doc::Region> {
@@ -250,4 +258,9 @@ fn query_regions(query: &Query) -> Vec<crate::doc::Region> {
     } else {
         regions
     }
+}
+
+/// Where `setup` keeps the files it changed as they were before, for this board.
+pub fn setup_backups(board: &Board) -> PathBuf {
+    crate::layout::setup_backups(&board.root)
 }

@@ -69,7 +69,9 @@ impl Serialize for Changed {
         m.serialize_entry("status", &doc.status())?;
         m.serialize_entry("claimed_by", &doc.str("claimed_by"))?;
         m.serialize_entry("title", doc.title())?;
-        if let Some(e) = &self.outcome.entry {
+        // An entry not appended yet (its append failed after the change was written; the
+        // next command appends it) has no seq to give.
+        if let Some(e) = self.outcome.entry.as_ref().filter(|e| e.seq > 0) {
             m.serialize_entry("seq", &e.seq)?;
         }
         m.end()

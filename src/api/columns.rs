@@ -109,7 +109,7 @@ pub(crate) fn columns_of(board: &Board, query: &Query, paging: &Paging) -> Resul
     matching.sort_by(|a, b| {
         a.priority()
             .cmp(&b.priority())
-            .then_with(|| a.created_at().cmp(b.created_at()))
+            .then_with(|| crate::time::cmp_stamps(a.created_at(), b.created_at()))
             .then_with(|| a.id().cmp(b.id()))
     });
     let mut by_state: HashMap<String, Vec<&Document>> = HashMap::new();

@@ -157,3 +157,12 @@ pub fn ids(board: &Board) -> Vec<(Region, String)> {
 pub fn resolve(board: &Board, reference: &str, regions: &[Region]) -> Result<(Region, String)> {
     ops::resolve::resolve(board, reference, regions)
 }
+
+/// Whether `key` can name a field (letters, digits, `_`, `-`, `.`).
+pub use crate::query::is_field_name;
+
+/// A value typed on a command line (`--set key=VALUE`) as YAML reads it, within the board's
+/// limits: `3` a number, `[a, b]` a list, anything unreadable plain text.
+pub fn parse_value(board: &Board, raw: &str) -> serde_json::Value {
+    crate::yaml::parse_cli_value(raw, board.config.yaml_limits())
+}

@@ -12,8 +12,16 @@ use crate::log::{Entry, Marks, Unreadable};
 /// Where a read of the log starts: a seq, per-origin marks (`ORIGIN:SEQ,…`), or a time.
 pub use crate::log::Since;
 
+/// A unified diff of two texts, as the log records a change.
+pub use crate::log::diff as text_diff;
 /// An entry's id as shown: `ORIGIN:SEQ`.
 pub use crate::log::entry_id;
+/// An entry's name as this clone shows it (its own entries by seq alone).
+pub use crate::log::entry_name;
+/// This clone's origin, once it has written to its log.
+pub use crate::log::own_origin;
+/// One entry as the log file holds it.
+pub use crate::log::render as render_entry;
 
 /// Which entries a reader wants.
 #[derive(Clone, Debug, Default)]

@@ -1,5 +1,5 @@
 //! The use cases: one library call per thing a person or an agent does with the board,
-//! each returning a typed, serialisable result or a typed [`Error`](crate::Error).
+//! each returning a typed, serialisable result or a typed [`Error`].
 //!
 //! Front-ends (the command line, the MCP server, the web dashboard) parse their input,
 //! call these, and render what comes back; none of them reaches into `store`, `scan`,
@@ -12,19 +12,25 @@
 
 pub mod agents;
 pub mod board;
-pub mod change;
+pub(crate) mod change;
 pub mod columns;
+pub mod delivery;
 pub mod docs;
 pub mod errors;
 pub mod graph;
 pub mod history;
+pub mod holds;
 pub mod observations;
 pub mod questions;
+pub mod search;
 pub mod sources;
 pub mod summary;
+pub mod sync;
 pub mod tasks;
-pub mod view;
+pub mod time;
+pub(crate) mod view;
 pub mod waiting;
+pub mod watch;
 
 pub use change::{Changed, Created};
 pub use view::{Listing, Skipped};
@@ -32,9 +38,11 @@ pub use view::{Listing, Skipped};
 // What front-ends name in calls and results: the board, documents, log entries, errors and
 // the words of messages. Nothing else of the library is theirs to reach.
 pub use crate::board::Board;
+pub use crate::doc::decision::Decision;
 pub use crate::doc::{Document, Region};
 pub use crate::error::{Command, Error, Input, Kind, Message, Names, Result};
 pub use crate::log::Entry;
+pub use crate::notice::Notice;
 /// Changes to the board as they happen (what a live page or a subscribed client follows).
 pub use crate::watch::feed as changes;
 
@@ -42,6 +50,18 @@ pub use crate::watch::feed as changes;
 /// front-end (`mcp`, `dashboard`).
 pub fn via(front_end: &'static str) {
     crate::log::set_via(front_end);
+}
+
+/// Where the notices of this process go (what a call noticed and handled on the way): the
+/// front-end installs one sink, once; without one they are dropped.
+pub fn on_notice(sink: impl Fn(&Notice) + Send + Sync + 'static) {
+    crate::notice::set_sink(sink);
+}
+
+/// Writes a whole file as tavern writes its own (a temporary file synced, then renamed
+/// over the old one): a front-end's own files, such as a client's configuration.
+pub fn write_file(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
+    crate::file::write(path, bytes, crate::file::Durability::Durable)
 }
 
 /// Refuses a name no one can act as (empty, too long, control characters).

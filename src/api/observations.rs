@@ -124,7 +124,7 @@ pub fn findings(board: &Board, terms: &[String]) -> Result<Findings> {
             .then_with(|| {
                 status_rank(a.status().unwrap_or("")).cmp(&status_rank(b.status().unwrap_or("")))
             })
-            .then_with(|| b.created_at().cmp(a.created_at()))
+            .then_with(|| crate::time::cmp_stamps(b.created_at(), a.created_at()))
             .then_with(|| a.id().cmp(b.id()))
     });
     Ok(Findings {

@@ -116,7 +116,7 @@ pub fn summary(
         agents_out.push(AgentBrief {
             id: a.id().to_string(),
             status: Status::of(&a, board, now, !holds.is_empty()),
-            last_seen: crate::time::stamp(a.last_seen),
+            last_seen: crate::time::stamp_millis(a.last_seen),
             holds,
         });
     }
@@ -157,9 +157,7 @@ pub fn summary(
         .filter(|d| d.region == Region::Questions && crate::ops::decisions::is_open(d))
         .collect();
     questions.sort_by(|a, b| {
-        a.created_at()
-            .cmp(b.created_at())
-            .then_with(|| a.id().cmp(b.id()))
+        crate::time::cmp_stamps(a.created_at(), b.created_at()).then_with(|| a.id().cmp(b.id()))
     });
     let questions: Vec<OpenQuestion> = questions
         .iter()

@@ -12,13 +12,32 @@ pub use crate::ops::transition::Options;
 use crate::query::Query;
 use crate::workflow::CLAIM;
 
+/// What `ready` found: the tasks (as `list` gives them) and how many more are ready but
+/// need capabilities the agent lacks.
+#[derive(Debug, Serialize)]
+pub struct Ready {
+    #[serde(flatten)]
+    pub listing: Listing,
+    /// Ready tasks left out because their `needs` are not among the agent's capabilities.
+    pub lacking: usize,
+}
+
 /// Tasks claimable now (claimable state, no live claim, dependencies done) matching the
-/// query terms, best first. Expired leases are swept first, so their tasks count.
-pub fn ready(board: &Board, terms: &[String]) -> Result<Listing> {
+/// query terms, best first: with `for_actor`, only those that actor may claim (a
+/// registered agent: the tasks whose `needs` its capabilities cover, as `claim` and
+/// `claim --next` require; an actor that never registered is not held to capabilities);
+/// None: every ready task. Expired leases are swept first, so their tasks count.
+pub fn ready(board: &Board, terms: &[String], for_actor: Option<&str>) -> Result<Ready> {
     let query = Query::parse(terms)?;
     crate::schema::check_query(board, &query, &[Region::Tasks])?;
-    let (docs, skipped) = transition::ready(board, &query)?;
-    Ok(Listing { docs, skipped })
+    let r = transition::ready(board, &query, for_actor)?;
+    Ok(Ready {
+        listing: Listing {
+            docs: r.docs,
+            skipped: r.skipped,
+        },
+        lacking: r.lacking,
+    })
 }
 
 fn task_id(board: &Board, reference: &str) -> Result<String> {
@@ -46,7 +65,24 @@ pub fn transition(
     };
     let id = task_id(board, reference)
         .map_err(|e| super::questions::decision_attempt(board, actor, reference, verb, e))?;
-    Changed::new(transition::transition(board, actor, &id, name, opts)?).local(board, opts.local)
+    let changed = Changed::new(transition::transition(board, actor, &id, name, opts)?)
+        .local(board, opts.local)?;
+    release_holds_if_let_go(board, actor, &changed);
+    Ok(changed)
+}
+
+/// A task released or finished lets go of the holds made for it (README, "Holds").
+fn release_holds_if_let_go(board: &Board, actor: &str, changed: &Changed) {
+    let doc = &changed.outcome.doc;
+    if !changed.outcome.changed() {
+        return;
+    }
+    let Some(status) = doc.status() else { return };
+    let wf = &board.config.workflow;
+    if wf.is_terminal(status) || wf.is_claimable(status) {
+        let why = format!("task {} is {status}", doc.id());
+        let _ = super::holds::release_task(board, actor, doc.id(), &why);
+    }
 }
 
 /// Moves a task to `state` by whichever transition leads there.
@@ -64,7 +100,10 @@ pub fn move_to(
     };
     let id = task_id(board, reference)
         .map_err(|e| super::questions::decision_attempt(board, actor, reference, verb, e))?;
-    Changed::new(transition::move_to(board, actor, &id, state, opts)?).local(board, opts.local)
+    let changed = Changed::new(transition::move_to(board, actor, &id, state, opts)?)
+        .local(board, opts.local)?;
+    release_holds_if_let_go(board, actor, &changed);
+    Ok(changed)
 }
 
 /// Claims a task; claiming one already yours changes nothing.
@@ -147,4 +186,14 @@ pub fn moves(board: &Board, actor: &str, doc: &Document) -> Vec<Move> {
             }
         })
         .collect()
+}
+
+/// Whether these words are a query with a field term (`status:pending`, `tag:ui`), not
+/// plain words: `claim` takes one id, and a query only with `next`.
+pub fn is_query(args: &[String]) -> bool {
+    crate::query::Query::parse(args).is_ok_and(|q| {
+        q.terms
+            .iter()
+            .any(|t| !matches!(t, crate::query::Term::Text(_)))
+    })
 }

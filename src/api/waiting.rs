@@ -129,7 +129,12 @@ pub fn waiting(board: &Board) -> Result<Waiting> {
         for c in view.columns {
             in_review.extend(c.cards);
         }
-        in_review.sort_by(|a, b| a.updated_at.cmp(&b.updated_at));
+        in_review.sort_by(|a, b| {
+            crate::time::cmp_stamps(
+                a.updated_at.as_deref().unwrap_or(""),
+                b.updated_at.as_deref().unwrap_or(""),
+            )
+        });
         skipped.extend(view.skipped);
     }
     Ok(Waiting {

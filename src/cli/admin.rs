@@ -8,7 +8,7 @@ use clap::{Args, CommandFactory};
 use super::Ctx;
 use super::output;
 use tavern::api;
-use tavern::error::{Error, Result};
+use tavern::api::{Error, Result};
 
 #[derive(Debug, Args)]
 pub struct InitArgs {
@@ -24,11 +24,7 @@ pub fn init(ctx: &Ctx, a: InitArgs) -> Result<ExitCode> {
     let dir = match a.dir.or_else(|| ctx.global.board.clone()) {
         Some(d) if d.is_absolute() => d,
         Some(d) => ctx.cwd.join(d),
-        // In a linked worktree the board is the main worktree's: every worktree shares it.
-        None => tavern::sync::repo::Repo::find(&ctx.cwd)
-            .filter(|r| r.linked)
-            .and_then(|r| r.in_main(&ctx.cwd))
-            .unwrap_or_else(|| ctx.cwd.clone()),
+        None => api::board::default_dir(&ctx.cwd),
     };
     ctx.print(&api::board::init(&dir, a.nested)?)
 }
@@ -64,7 +60,7 @@ pub struct SummaryArgs {
 
 pub fn summary(ctx: &Ctx, a: SummaryArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
-    let stuck = tavern::time::parse_duration(&a.stuck_after).ok_or_else(|| {
+    let stuck = tavern::api::time::parse_duration(&a.stuck_after).ok_or_else(|| {
         Error::usage(format!(
             "--stuck-after '{}': expected a duration like 30m or 2h",
             a.stuck_after
@@ -95,7 +91,7 @@ pub fn archive(ctx: &Ctx, a: ArchiveArgs) -> Result<ExitCode> {
         .older_than
         .as_deref()
         .map(|d| {
-            tavern::time::parse_duration(d).ok_or_else(|| {
+            tavern::api::time::parse_duration(d).ok_or_else(|| {
                 Error::usage(format!("--older-than '{d}': expected a duration like 30d"))
             })
         })

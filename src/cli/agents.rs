@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 
 use super::Ctx;
+use tavern::api::Result;
 use tavern::api::agents;
-use tavern::error::Result;
 
 #[derive(Debug, Subcommand)]
 pub enum AgentCommand {
@@ -98,13 +98,34 @@ pub struct ReadyArgs {
     /// Query terms the tasks must match
     #[arg(value_name = "QUERY")]
     pub query: Vec<String>,
+    /// Every ready task, also those needing capabilities the acting agent lacks
+    #[arg(long)]
+    pub all: bool,
 }
 
 pub fn ready(ctx: &Ctx, a: ReadyArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
-    let listing = tavern::api::tasks::ready(&board, &a.query)?;
-    let code = ctx.print(&listing)?;
-    if listing.docs.is_empty() {
+    // A read: with nobody named it lists every ready task, as for an unregistered actor.
+    let actor = match ctx.named_actor() {
+        Some(_) => Some(ctx.actor(&board)?),
+        None => None,
+    };
+    let for_actor = actor.as_deref().filter(|_| !a.all);
+    let ready = tavern::api::tasks::ready(&board, &a.query, for_actor)?;
+    let actor = actor.unwrap_or_default();
+    let code = ctx.print(&ready)?;
+    if ready.lacking > 0 {
+        super::output::note(
+            ctx.global.json,
+            &format!(
+                "{} more ready {} {} capabilities {actor} lacks (`tavern ready --all` lists {})",
+                ready.lacking,
+                if ready.lacking == 1 { "task" } else { "tasks" },
+                if ready.lacking == 1 { "needs" } else { "need" },
+                if ready.lacking == 1 { "it" } else { "them" },
+            ),
+        );
+    } else if ready.listing.docs.is_empty() {
         super::output::note(
             ctx.global.json,
             "no claimable task matches (every task is claimed, finished, or waiting for its dependencies)",

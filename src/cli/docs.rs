@@ -8,12 +8,12 @@ use clap::{Args, ValueEnum};
 use serde_json::Value;
 
 use super::Ctx;
+use tavern::api::Region;
 use tavern::api::{
     self,
     docs::{EditSpec, NewDoc},
 };
-use tavern::doc::Region;
-use tavern::error::{Error, Result};
+use tavern::api::{Error, Result};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Kind {
@@ -111,21 +111,18 @@ pub struct NewArgs {
 }
 
 /// Splits `KEY=VALUE`, checking the key.
-fn key_value(arg: &str, flag: &str, board: &tavern::board::Board) -> Result<(String, Value)> {
+fn key_value(arg: &str, flag: &str, board: &tavern::api::Board) -> Result<(String, Value)> {
     let Some((k, v)) = arg.split_once('=') else {
         return Err(Error::usage(format!(
             "{flag} expects KEY=VALUE, got '{arg}'"
         )));
     };
     check_key(k, flag)?;
-    Ok((
-        k.to_string(),
-        tavern::yaml::parse_cli_value(v, board.config.yaml_limits()),
-    ))
+    Ok((k.to_string(), tavern::api::docs::parse_value(board, v)))
 }
 
 fn check_key(k: &str, flag: &str) -> Result<()> {
-    if tavern::query::is_field_name(k) {
+    if tavern::api::docs::is_field_name(k) {
         Ok(())
     } else {
         Err(Error::usage(format!(

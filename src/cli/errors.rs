@@ -3,7 +3,7 @@
 //! (the library's errors carry the data, never the CLI's words).
 
 use tavern::api::errors;
-use tavern::error::{Command, Error, Input, Names};
+use tavern::api::{Command, Error, Input, Names};
 
 /// How the command line names what a message names: inputs as flags, commands as the
 /// command to type.

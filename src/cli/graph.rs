@@ -6,7 +6,7 @@ use clap::Args;
 
 use super::Ctx;
 use tavern::api;
-use tavern::error::Result;
+use tavern::api::Result;
 
 #[derive(Debug, Args)]
 pub struct GraphArgs {

@@ -7,9 +7,9 @@ use clap::Args;
 use super::Ctx;
 use super::render::warn;
 use super::text::EntryView;
+use tavern::api::Entry;
 use tavern::api::history::{self, LogFilter, Since};
-use tavern::error::{Error, Result};
-use tavern::log::Entry;
+use tavern::api::{Error, Result};
 
 #[derive(Debug, Args)]
 pub struct LogArgs {
@@ -50,19 +50,42 @@ pub struct EventsArgs {
     /// agent's cursor
     #[arg(long, value_name = "SEQ|MARKS|TIME", allow_hyphen_values = true)]
     pub since: Option<String>,
-    /// Show each entry's diff
+    /// Show each entry's diff (in JSON too: `diff`)
     #[arg(long, short)]
     pub patch: bool,
+    /// At most N entries (the oldest new ones); run `events` again for the next N
+    #[arg(long, value_name = "N", default_value_t = EVENTS_PAGE, conflicts_with = "all")]
+    pub limit: usize,
+    /// Every new entry, however many
+    #[arg(long)]
+    pub all: bool,
+    /// Only what concerns you (answers, decisions, findings about your tasks, lost claims,
+    /// pauses, reviews), each once: what the client hooks deliver
+    #[arg(long, conflicts_with_all = ["since", "patch", "all", "limit"])]
+    pub for_me: bool,
 }
 
-/// `events`: what changed since the acting agent last looked. The cursor (the last seq
-/// shown) advances once they are printed.
+/// Entries per `events` call unless `--limit` or `--all` says otherwise.
+const EVENTS_PAGE: usize = 50;
+
+/// `events`: what changed since the acting agent last looked, at most `--limit` entries,
+/// oldest first. The cursor advances past what was printed, so the next call starts
+/// with the first entry not shown: paging through sees every entry once.
 pub fn events(ctx: &Ctx, a: EventsArgs) -> Result<ExitCode> {
+    if a.for_me {
+        return super::delivery::for_me(ctx);
+    }
     let board = ctx.board()?;
     super::text::set_own_origin(&board);
     let actor = ctx.actor(&board)?;
     let since = a.since.as_deref().map(parse_since).transpose()?;
-    let events = history::events(&board, &actor, since, None)?;
+    if a.limit == 0 {
+        return Err(Error::usage(
+            "--limit 0 would show nothing: give at least 1, or --all",
+        ));
+    }
+    let limit = (!a.all).then_some(a.limit);
+    let events = history::events(&board, &actor, since, limit)?;
     for e in &events.entries {
         print_entry(ctx, e, a.patch)?;
     }
@@ -76,7 +99,8 @@ pub fn events(ctx: &Ctx, a: EventsArgs) -> Result<ExitCode> {
             Since::Marks(m)
                 if m.base == 0
                     && m.by_origin.len() == 1
-                    && tavern::log::own_origin(&board).as_ref() == m.by_origin.keys().next() =>
+                    && tavern::api::history::own_origin(&board).as_ref()
+                        == m.by_origin.keys().next() =>
             {
                 format!(" since seq {}", m.by_origin.values().next().unwrap_or(&0))
             }
@@ -86,6 +110,15 @@ pub fn events(ctx: &Ctx, a: EventsArgs) -> Result<ExitCode> {
     }
     if !events.entries.is_empty() {
         history::seen(&board, &actor, &events.entries)?;
+    }
+    if events.more > 0 {
+        // On stderr in either format: stdout stays one entry per line.
+        super::output::err_line(&format!(
+            "{} more new {}: `tavern events` again shows the next {} (`--all`: every one)",
+            events.more,
+            if events.more == 1 { "entry" } else { "entries" },
+            a.limit.min(events.more),
+        ));
     }
     Ok(ExitCode::SUCCESS)
 }

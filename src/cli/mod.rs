@@ -3,14 +3,17 @@
 
 mod admin;
 mod agents;
+pub mod delivery;
 mod docs;
 pub mod errors;
 mod graph;
 mod history;
+mod holds;
 mod observations;
 mod output;
 mod questions;
 pub mod render;
+mod search;
 mod sources;
 mod style;
 mod sync;
@@ -23,8 +26,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use tavern::board::Board;
-use tavern::error::{Error, Result};
+use tavern::api::Board;
+use tavern::api::{Error, Result};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -91,6 +94,8 @@ pub enum Command {
     /// List documents matching a query, best first
     #[command(alias = "ls")]
     List(docs::ListArgs),
+    /// Search every document and solutions/ by relevance: words, "phrases", filters
+    Search(search::SearchArgs),
     /// Change fields or the body of a document
     Edit(docs::EditArgs),
     /// Claim a task, or the best claimable one with --next
@@ -151,6 +156,13 @@ pub enum Command {
     Deps(graph::GraphArgs),
     /// A task and its subtasks (tasks whose `parent` is it)
     Tree(graph::GraphArgs),
+    /// Hold paths, globs or named resources (exclusive, or --shared) for a while: exit 3 naming the holder when another agent holds them
+    Hold(holds::HoldArgs),
+    /// Give up holds: paths as held, --resource, --id, --task, or --all
+    #[command(alias = "unhold")]
+    ReleaseHold(holds::ReleaseHoldArgs),
+    /// Who holds what, since and until when, for which task; who waits on whom
+    Holds,
     /// Register, heartbeat, deregister and list agents
     #[command(subcommand)]
     Agent(agents::AgentCommand),
@@ -287,7 +299,7 @@ pub fn parse_error(e: clap::Error) -> ExitCode {
     let json = json_requested();
     if kind == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand && !json {
         let _ = e.print();
-        return ExitCode::from(tavern::Kind::Usage.exit_code());
+        return ExitCode::from(tavern::api::Kind::Usage.exit_code());
     }
     let text = e.render().to_string();
     let message = match kind {
@@ -336,6 +348,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Resolve(a) => observations::resolve(&ctx, a),
         Command::Show(a) => docs::show(&ctx, a),
         Command::List(a) => docs::list(&ctx, a),
+        Command::Search(a) => search::search(&ctx, a),
         Command::Edit(a) => docs::edit(&ctx, a),
         Command::Claim(a) => tasks::claim(&ctx, a),
         Command::Move(a) => tasks::move_cmd(&ctx, a),
@@ -368,6 +381,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Deps(a) => graph::deps(&ctx, a),
         Command::Tree(a) => graph::tree(&ctx, a),
         Command::Sweep => agents::sweep(&ctx),
+        Command::Hold(a) => holds::hold(&ctx, a),
+        Command::ReleaseHold(a) => holds::release(&ctx, a),
+        Command::Holds => holds::list(&ctx),
         Command::Watch(a) => watch::watch(&ctx, a),
         Command::Serve(a) => {
             // Refused before anything else: no board is opened, nothing listens.
@@ -383,7 +399,13 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Pause(a) => watch::pause(&ctx, a),
         Command::Resume => watch::resume(&ctx),
         Command::Sources(a) => sources::run(&ctx, a),
-        Command::Mcp(a) => crate::mcp::command(|| ctx.board(), ctx.global.actor.clone(), a),
+        Command::Mcp(a) => crate::mcp::command(
+            || ctx.board(),
+            ctx.global.actor.clone(),
+            actor_from_env(),
+            no_actor,
+            a,
+        ),
         Command::Setup(a) => {
             crate::setup::run(&ctx.cwd, ctx.global.board.as_deref(), ctx.global.json, a)
         }

@@ -6,8 +6,8 @@ use clap::Args;
 
 use super::docs::BodyArgs;
 use super::{Ctx, TransitionArgs};
+use tavern::api::Result;
 use tavern::api::observations::{self, Action, Post};
-use tavern::error::Result;
 
 #[derive(Debug, Args)]
 pub struct PostArgs {

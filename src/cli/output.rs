@@ -3,8 +3,8 @@
 
 use std::io::Write;
 
-use tavern::doc::Document;
-use tavern::error::{Error, Result};
+use tavern::api::Document;
+use tavern::api::{Error, Result};
 
 /// Where stdout goes instead while a pager runs (see `style::Pager`).
 static SINK: std::sync::Mutex<Option<std::process::ChildStdin>> = std::sync::Mutex::new(None);

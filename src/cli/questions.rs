@@ -9,7 +9,7 @@ use clap::Args;
 use super::docs::BodyArgs;
 use super::{Ctx, TransitionArgs};
 use tavern::api::questions::{self, Ask, Permission};
-use tavern::error::{Error, Result};
+use tavern::api::{Error, Result};
 
 #[derive(Debug, Args)]
 pub struct AskArgs {
@@ -97,7 +97,7 @@ pub fn ask(ctx: &Ctx, a: AskArgs) -> Result<ExitCode> {
         return Ok(code);
     }
     let id = asked.created.doc.id().to_string();
-    let mut forged = |d: &tavern::doc::decision::Decision| {
+    let mut forged = |d: &tavern::api::Decision| {
         super::render::warn(&super::output::cell(&format!(
             "{id}: {} (still waiting for a human)",
             d.describe()
@@ -107,7 +107,7 @@ pub fn ask(ctx: &Ctx, a: AskArgs) -> Result<ExitCode> {
     let code = ctx.print(&waited)?;
     match waited {
         questions::Waited::Decided {
-            decision: tavern::doc::decision::Decision::Denied { by, .. },
+            decision: tavern::api::Decision::Denied { by, .. },
             ..
         } => Err(Error::conflict(
             asked.created.doc.rel_path(),
@@ -181,7 +181,7 @@ impl super::render::Render for QuestionTable<'_> {
 
 /// The table of `questions`: who asked, what it blocks, and the answer once there is one
 /// (a question has no claimant, so no OWNER column).
-fn question_table(docs: &[tavern::doc::Document]) -> String {
+fn question_table(docs: &[tavern::api::Document]) -> String {
     let cell = super::output::cell;
     let or_dash = |s: String| if s.is_empty() { "-".to_string() } else { s };
     let rows: Vec<[String; 6]> = docs

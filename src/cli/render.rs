@@ -10,8 +10,8 @@ use serde::Serialize;
 // Writing to stderr is output's; rendering says it where a renderer does.
 use super::output::line;
 pub use super::output::{err_line, warn};
-use tavern::api::view::Skipped;
-use tavern::error::Result;
+use tavern::api::Result;
+use tavern::api::Skipped;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {

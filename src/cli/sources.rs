@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use clap::Subcommand;
 
 use super::Ctx;
+use tavern::api::Result;
 use tavern::api::sources;
-use tavern::error::Result;
 
 #[derive(Debug, Subcommand)]
 pub enum SourcesCommand {

@@ -4,12 +4,12 @@ use std::process::ExitCode;
 
 use super::Ctx;
 use super::output::line;
-use tavern::error::Result;
-use tavern::sync::status::Layout;
+use tavern::api::sync::{self, Exchange, KeepOptions, Layout, SyncState};
+use tavern::api::{self, Error, Result};
 
 pub fn status(ctx: &Ctx) -> Result<ExitCode> {
     let board = ctx.board()?;
-    let s = tavern::sync::status::status(&board)?;
+    let s = sync::status(&board)?;
     if ctx.global.json {
         super::render::json(&s)?;
         return Ok(ExitCode::SUCCESS);
@@ -79,11 +79,11 @@ pub struct SyncArgs {
 }
 
 fn duration(flag: &str, text: &str) -> Result<std::time::Duration> {
-    tavern::time::parse_duration(text)
+    api::time::parse_duration(text)
         .and_then(|d| d.to_std().ok())
         .filter(|d| !d.is_zero())
         .ok_or_else(|| {
-            tavern::Error::usage(format!(
+            Error::usage(format!(
                 "{flag} '{text}': expected a duration longer than 0, like 500ms, 2s or 1m"
             ))
         })
@@ -93,9 +93,9 @@ fn duration(flag: &str, text: &str) -> Result<std::time::Duration> {
 pub fn keep_options(
     interval: &str,
     poll: Option<&str>,
-    exchange: tavern::sync::Options,
-) -> Result<tavern::sync::KeepOptions> {
-    Ok(tavern::sync::KeepOptions {
+    exchange: sync::Options,
+) -> Result<KeepOptions> {
+    Ok(KeepOptions {
         interval: duration("--interval", interval)?,
         poll: poll.map(|p| duration("--poll", p)).transpose()?,
         exchange,
@@ -105,7 +105,7 @@ pub fn keep_options(
 
 /// Prints one exchange of a running loop: what it did when it did something, errors on
 /// stderr (the loop goes on).
-pub fn report_exchange(json: bool, r: &Result<tavern::sync::Exchange>) {
+pub fn report_exchange(json: bool, r: &Result<Exchange>) {
     match r {
         Ok(x) if x.outcome == "up-to-date" && x.claims_followed.is_empty() => {}
         Ok(x) => {
@@ -142,30 +142,15 @@ pub enum SyncCommand {
 pub fn sync(ctx: &Ctx, a: SyncArgs) -> Result<ExitCode> {
     match a.command {
         Some(SyncCommand::Init { remote }) => {
-            let repo = tavern::sync::repo::Repo::find(&ctx.cwd).ok_or_else(|| {
-                tavern::Error::input(format!(
-                    "{} is not in a git repository: sync needs one",
-                    ctx.cwd.display()
-                ))
-            })?;
-            let root = match ctx.board() {
-                Ok(b) => b.root,
-                Err(_) => repo
-                    .in_main(&ctx.cwd)
-                    .and(repo.main.clone())
-                    .unwrap_or_else(|| repo.worktree.clone())
-                    .join(tavern::layout::BOARD_DIR),
-            };
-            let had = tavern::sync::init(&repo, &root, &remote)?;
+            let c = sync::init(&ctx.cwd, ctx.board().ok().as_ref(), &remote)?;
             if ctx.global.json {
-                super::render::json(
-                    &serde_json::json!({"remote": remote, "board": root, "remote_had_board": had}),
-                )?;
+                super::render::json(&c)?;
             } else {
                 line(&format!(
-                    "connected {} to '{remote}'{}",
-                    root.display(),
-                    if had {
+                    "connected {} to '{}'{}",
+                    c.board.display(),
+                    c.remote,
+                    if c.remote_had_board {
                         " (fetched its board branch)"
                     } else {
                         ""
@@ -175,40 +160,36 @@ pub fn sync(ctx: &Ctx, a: SyncArgs) -> Result<ExitCode> {
         }
         None if a.watch => {
             let board = ctx.board()?;
-            let exchange = tavern::sync::Options {
+            let exchange = sync::Options {
                 actor: ctx.actor(&board)?,
                 allow_deletions: a.allow_deletions,
             };
             let opts = keep_options(&a.interval, a.poll.as_deref(), exchange)?;
-            // Refuse at once what a loop would refuse every turn.
-            if tavern::sync::remote(&board)?.is_none() {
-                tavern::sync::exchange(&board, &opts.exchange)?;
-            }
             let stop = std::sync::atomic::AtomicBool::new(false);
             let json = ctx.global.json;
-            tavern::sync::keep_exchanging(&board, &opts, &stop, |r| report_exchange(json, r))?;
+            sync::keep_exchanging(&board, &opts, &stop, |r| report_exchange(json, r))?;
         }
         None => {
             let board = ctx.board()?;
-            let opts = tavern::sync::Options {
+            let opts = sync::Options {
                 actor: ctx.actor(&board)?,
                 allow_deletions: a.allow_deletions,
             };
-            let x = tavern::sync::exchange(&board, &opts)?;
+            let x = sync::exchange(&board, &opts)?;
             render_exchange(ctx, &x)?;
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn render_exchange(ctx: &Ctx, x: &tavern::sync::Exchange) -> Result<()> {
+fn render_exchange(ctx: &Ctx, x: &Exchange) -> Result<()> {
     if ctx.global.json {
         return super::render::json(x);
     }
     render_exchange_text(x)
 }
 
-fn render_exchange_text(x: &tavern::sync::Exchange) -> Result<()> {
+fn render_exchange_text(x: &Exchange) -> Result<()> {
     line(&format!(
         "{}: {}{}",
         x.remote,
@@ -245,7 +226,7 @@ fn render_exchange_text(x: &tavern::sync::Exchange) -> Result<()> {
 }
 
 /// One line on how a connected board stands with its remote (check and status).
-pub fn sync_line(s: &tavern::sync::status::SyncState) -> String {
+pub fn sync_line(s: &SyncState) -> String {
     let mut parts = vec![format!(
         "{} board commit{} to send, {} to receive (as of the last fetch)",
         s.ahead,

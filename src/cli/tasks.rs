@@ -9,7 +9,7 @@ use super::text::Done;
 use super::{Ctx, TransitionArgs};
 use tavern::api::tasks::Options;
 use tavern::api::{self, Changed};
-use tavern::error::{Error, Result};
+use tavern::api::{Error, Result};
 
 /// Prints what a mutation did: `VERB ID (rev N, status)` or its JSON.
 pub fn report(ctx: &Ctx, changed: &Changed, verb: &str) -> Result<ExitCode> {
@@ -160,16 +160,10 @@ pub fn claim(ctx: &Ctx, a: ClaimArgs) -> Result<ExitCode> {
         ))
     };
     let [reference] = a.args.as_slice() else {
-        let terms = tavern::query::Query::parse(&a.args)
-            .map(|q| q.terms)
-            .unwrap_or_default();
-        let plain = terms
-            .iter()
-            .all(|t| matches!(t, tavern::query::Term::Text(_)));
-        return Err(if plain {
-            Error::usage("claim takes one task id, or --next [QUERY…]")
-        } else {
+        return Err(if api::tasks::is_query(&a.args) {
             by_query()
+        } else {
+            Error::usage("claim takes one task id, or --next [QUERY…]")
         });
     };
     let opts = Options {
@@ -179,13 +173,7 @@ pub fn claim(ctx: &Ctx, a: ClaimArgs) -> Result<ExitCode> {
     };
     let changed = match api::tasks::claim(&board, &actor, reference, &opts) {
         Ok(changed) => changed,
-        Err(Error::InvalidId { .. })
-            if tavern::query::Query::parse(std::slice::from_ref(reference)).is_ok_and(|q| {
-                q.terms
-                    .iter()
-                    .any(|t| !matches!(t, tavern::query::Term::Text(_)))
-            }) =>
-        {
+        Err(Error::InvalidId { .. }) if api::tasks::is_query(std::slice::from_ref(reference)) => {
             return Err(by_query());
         }
         Err(e) => return Err(e),

@@ -7,6 +7,9 @@ use serde::Serialize;
 
 use super::output::{self, cell, line, out};
 use super::render::{Render, err_line, skipped_warnings};
+use tavern::api::Entry;
+use tavern::api::Listing;
+use tavern::api::Result;
 use tavern::api::agents::{AgentList, Deregistered, Heartbeat, Registered, Swept};
 use tavern::api::board::{Archived, Checked, Initialised, PauseState, Problem, WouldArchive};
 use tavern::api::docs::Shown;
@@ -15,10 +18,7 @@ use tavern::api::history::DocHistory;
 use tavern::api::questions::{Answered, Asked};
 use tavern::api::sources::{SourceList, SourcesChecked};
 use tavern::api::summary::Summary;
-use tavern::api::view::Listing;
 use tavern::api::{Changed, Created};
-use tavern::error::Result;
-use tavern::log::Entry;
 
 impl Render for Listing {
     fn text(&self) -> Result<()> {
@@ -34,6 +34,20 @@ impl Render for Listing {
 
     fn warnings_after(&self) -> Vec<String> {
         output::forged_warnings(&self.docs)
+    }
+}
+
+impl Render for tavern::api::tasks::Ready {
+    fn text(&self) -> Result<()> {
+        self.listing.text()
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.listing.warnings()
+    }
+
+    fn warnings_after(&self) -> Vec<String> {
+        self.listing.warnings_after()
     }
 }
 
@@ -58,8 +72,8 @@ impl Render for Shown {
 /// entries are shown by seq, other clones' as `ORIGIN:SEQ`.
 static OWN_ORIGIN: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
 
-pub fn set_own_origin(board: &tavern::board::Board) {
-    let _ = OWN_ORIGIN.set(tavern::log::own_origin(board));
+pub fn set_own_origin(board: &tavern::api::Board) {
+    let _ = OWN_ORIGIN.set(tavern::api::history::own_origin(board));
 }
 
 /// A log entry on one line (control characters blanked), as `log` and `events` show it.
@@ -67,7 +81,7 @@ pub fn entry_line(e: &Entry) -> String {
     let own = OWN_ORIGIN.get().and_then(Option::as_deref);
     let mut s = format!(
         "{} {} {} {} {}",
-        tavern::log::entry_name(e, own),
+        tavern::api::history::entry_name(e, own),
         e.at,
         e.actor,
         e.op,
@@ -100,14 +114,22 @@ pub fn entry_line(e: &Entry) -> String {
     cell(&s)
 }
 
-/// A log entry as `log`, `events` and `diff` print it: one JSON line each, or its line
-/// and, with `patch`, its diff indented below.
-#[derive(Serialize)]
-#[serde(transparent)]
+/// A log entry as `log`, `events` and `diff` print it: one JSON line each, or its line;
+/// its diff (below the line, or as `diff` in JSON) only with `patch`.
 pub struct EntryView<'a> {
     pub entry: &'a Entry,
-    #[serde(skip)]
     pub patch: bool,
+}
+
+impl Serialize for EntryView<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        if self.patch || self.entry.diff.is_none() {
+            return self.entry.serialize(s);
+        }
+        let mut without = self.entry.clone();
+        without.diff = None;
+        without.serialize(s)
+    }
 }
 
 impl Render for EntryView<'_> {
@@ -155,7 +177,7 @@ impl Render for AgentList {
                     if a.last_seen == chrono::DateTime::<chrono::Utc>::UNIX_EPOCH {
                         "never".to_string()
                     } else {
-                        tavern::time::ago(a.last_seen, self.now)
+                        tavern::api::time::ago(a.last_seen, self.now)
                     },
                     or_dash(a.holds.join(",")),
                     cell(&or_dash(a.capabilities.join(","))),
@@ -283,8 +305,8 @@ impl Render for Asked {
 
 impl Render for tavern::api::questions::Waited {
     fn text(&self) -> Result<()> {
+        use tavern::api::Decision;
         use tavern::api::questions::Waited;
-        use tavern::doc::decision::Decision;
         let text = match self {
             Waited::Decided { id, decision } => match decision {
                 Decision::Approved { by, .. } => format!("approved {id} by {by}"),
@@ -372,6 +394,13 @@ impl Render for Swept {
         for r in &self.released {
             line(&format!("released {}: {}", r.task, r.reason))?;
         }
+        if self.holds_expired > 0 {
+            line(&format!(
+                "released {} expired hold{} on resources",
+                self.holds_expired,
+                plural(self.holds_expired)
+            ))?;
+        }
         for e in &self.expired {
             line(&format!("{}: {}", e.doc, e.note.as_deref().unwrap_or("")))?;
         }
@@ -428,7 +457,7 @@ fn clean_or_invalid(ok: bool) -> ExitCode {
     if ok {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(tavern::error::Kind::Invalid.exit_code())
+        ExitCode::from(tavern::api::Kind::Invalid.exit_code())
     }
 }
 

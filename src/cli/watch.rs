@@ -10,9 +10,8 @@ use std::time::Duration;
 use clap::Args;
 
 use super::Ctx;
-use tavern::error::{Error, Kind, Result};
-use tavern::watch::events::{Event, Skip, Warning, human_duration};
-use tavern::watch::fsevents::NativeFailure;
+use tavern::api::watch::{Event, NativeFailure, Skip, Warning, human_duration};
+use tavern::api::{self, Error, Kind, Result};
 
 #[derive(Debug, Args)]
 pub struct WatchArgs {
@@ -44,7 +43,7 @@ pub struct PauseArgs {
 }
 
 fn duration(flag: &str, text: &str) -> Result<Duration> {
-    let parsed = tavern::time::parse_duration(text).and_then(|d| d.to_std().ok());
+    let parsed = api::time::parse_duration(text).and_then(|d| d.to_std().ok());
     parsed.ok_or_else(|| {
         Error::usage(format!(
             "{flag} '{text}': expected a duration like 500ms, 2s or 1m"
@@ -65,39 +64,24 @@ pub fn watch(ctx: &Ctx, a: WatchArgs) -> Result<ExitCode> {
     if poll.is_some_and(|p| p.is_zero()) {
         return Err(Error::usage("--poll must be longer than 0"));
     }
-    let opts = tavern::watch::Options {
+    let opts = api::watch::Options {
         once: a.once,
         jobs: a.jobs,
         poll,
         grace: duration("--grace", &a.grace)?,
     };
-    // A board connected to a remote keeps exchanging while it is watched, on its own
-    // thread (a fetch or push never holds the watch loop up): what other machines change
-    // arrives as file changes, explained by the log entries that come with them.
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let keep = super::sync::keep_options(
         &a.sync_interval,
         a.poll.as_deref(),
-        tavern::sync::Options {
+        api::sync::Options {
             actor: ctx.actor(&board)?,
             allow_deletions: false,
         },
     )?;
     let json = ctx.global.json;
-    if !a.once && tavern::sync::remote(&board)?.is_some() {
-        let (board, stop) = (board.clone(), stop.clone());
-        std::thread::spawn(move || {
-            let r = tavern::sync::keep_exchanging(&board, &keep, &stop, |r| {
-                super::sync::report_exchange(json, r)
-            });
-            if let Err(e) = r {
-                super::sync::report_exchange(json, &Err(e));
-            }
-        });
-    }
-    let summary = tavern::watch::run(board, opts, &mut |e| show(&e, json));
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let summary = summary?;
+    let summary = api::watch::run(board, opts, keep, &mut |e| show(&e, json), move |r| {
+        super::sync::report_exchange(json, r)
+    })?;
     Ok(if !a.once {
         ExitCode::SUCCESS
     } else if summary.failed > 0 || summary.guarded > 0 {
@@ -122,7 +106,7 @@ fn show(e: &Event, json: bool) {
             let _ = writeln!(std::io::stderr(), "alert: {note} (log seq {seq})");
         }
         let mut j = serde_json::to_value(e).unwrap_or_default();
-        j["at"] = tavern::time::stamp_millis(now).into();
+        j["at"] = api::time::stamp_millis(now).into();
         format!("{j}\n")
     } else {
         let Some(text) = text(e) else {
@@ -295,23 +279,19 @@ fn native_hint(failure: &NativeFailure) -> &'static str {
 pub fn pause(ctx: &Ctx, a: PauseArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
     let actor = ctx.actor(&board)?;
-    ctx.print(&tavern::api::board::pause(
-        &board,
-        &actor,
-        &a.reason.join(" "),
-    )?)
+    ctx.print(&api::board::pause(&board, &actor, &a.reason.join(" "))?)
 }
 
 pub fn resume(ctx: &Ctx) -> Result<ExitCode> {
     let board = ctx.board()?;
     let actor = ctx.actor(&board)?;
-    ctx.print(&tavern::api::board::resume(&board, &actor)?)
+    ctx.print(&api::board::resume(&board, &actor)?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tavern::watch::events::{ActivationInfo, Mode};
+    use tavern::api::watch::{ActivationInfo, Mode};
 
     #[test]
     fn a_failed_native_watcher_says_what_to_do() {

@@ -19,6 +19,7 @@ pub struct Split<'a> {
 
 impl Split<'_> {
     /// Joins the pieces again; `split(t).unwrap().join() == t` for every `t` that splits.
+    #[cfg(test)]
     pub fn join(&self) -> String {
         [self.open, self.frontmatter, self.close, self.body].concat()
     }

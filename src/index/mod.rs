@@ -18,7 +18,7 @@
 //! the files; the manifest lists the id of each bucket it was written with, and a bucket
 //! with another id is checked against a listing of the directory.
 
-mod files;
+pub(crate) mod files;
 pub(crate) mod stat;
 
 use std::borrow::Cow;

@@ -51,7 +51,11 @@ impl Marks {
     /// Reads a cursor file: `ORIGIN SEQ` lines (`-` for no origin), or one seq (an older
     /// cursor). A missing or unreadable file is the start of the log.
     pub fn load(path: &Path) -> Marks {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
+        Marks::parse(&std::fs::read_to_string(path).unwrap_or_default())
+    }
+
+    /// Reads the text of a cursor file (see [`Marks::load`]).
+    pub fn parse(text: &str) -> Marks {
         let mut marks = Marks::default();
         for line in text.lines() {
             let mut words = line.split_whitespace();

@@ -169,13 +169,6 @@ pub fn parse_entry(text: &str) -> Option<Entry> {
     parse_chunk(text)
 }
 
-/// Does the log hold an entry about `doc` at `rev`? Reads the whole log (parsing only the
-/// entries that mention `doc`): only the recovery of an interrupted write asks.
-pub fn contains(board: &Board, doc: &str, rev: u64) -> Result<bool> {
-    let (entries, _, _) = read_matching(board, 0, Some(doc))?;
-    Ok(entries.iter().any(|e| e.doc == doc && e.rev == Some(rev)))
-}
-
 /// Parses one chunk of log.yaml's bytes. tavern writes only UTF-8, but a hand edit or a
 /// merge may not have: such bytes are read as U+FFFD, while every offset stays the file's
 /// own (the chunking works on bytes, so a cut or a resume point never drifts).

@@ -112,6 +112,7 @@ pub fn row(d: &Document) -> Value {
         "claimed_by",
         "tags",
         "depends_on",
+        "needs",
     ] {
         if let Some(x) = d.fields.get(key)
             && !x.is_null()

@@ -84,10 +84,13 @@ pub fn tools_list_json(selected: &[&'static tools::Def]) -> String {
 }
 
 /// `tavern mcp`: the acting agent from `as_actor` (--as), TAVERN_AGENT or (with --client)
-/// the client's process; the board, from `board`, once it is needed.
+/// the client's process, else the one the environment names (`from_env`), else the
+/// command line's `no_actor` error; the board, from `board`, once it is needed.
 pub fn command(
     board: impl FnOnce() -> Result<Board>,
     as_actor: Option<String>,
+    from_env: Option<String>,
+    no_actor: impl FnOnce() -> Error,
     a: McpArgs,
 ) -> Result<ExitCode> {
     let explicit = as_actor
@@ -95,14 +98,14 @@ pub fn command(
         .or_else(|| {
             a.client
                 .as_ref()
-                .map(|c| crate::setup::hook::agent_name(c, None, api::client_process()))
+                .map(|c| api::agents::session_name(c, api::client_process()))
         });
-    let named = explicit.clone().or_else(crate::cli::actor_from_env);
+    let named = explicit.clone().or(from_env);
     let actor = match named {
         Some(actor) => actor,
         // Listing the tools acts as nobody; serving them acts for someone, named.
         None if a.list_tools => String::new(),
-        None => return Err(crate::cli::no_actor()),
+        None => return Err(no_actor()),
     };
     if !actor.is_empty() {
         api::validate_actor(&actor)?;

@@ -90,8 +90,12 @@ fn one_place_locked(
     let to_path = layout::archived_doc(&board.root, region, id);
     let to = board.rel(&to_path);
     let archived = read_archived(board, region, id)?;
-    let key = |d: &Document| (d.rev(), d.str("updated_at").unwrap_or("").to_string());
-    let live_stays = key(live) > key(&archived);
+    let updated = |d: &Document| d.str("updated_at").unwrap_or("").to_string();
+    let live_stays = live
+        .rev()
+        .cmp(&archived.rev())
+        .then_with(|| crate::time::cmp_stamps(&updated(live), &updated(&archived)))
+        == std::cmp::Ordering::Greater;
     let note = |kept: &str, gone: &str| {
         format!(
             "a document is in one place: it was both in its region and in the archive; kept {kept} (rev {}), removed {gone} (rev {})",

@@ -97,15 +97,34 @@ impl Locked {
     pub fn write_then(
         self,
         board: &Board,
-        mut change: Change,
+        change: Change,
         after_write: impl FnOnce(&Outcome) -> Result<()>,
     ) -> Result<Outcome> {
+        self.write_checked(board, change, after_write)
+            .map_err(|failed| failed.error)
+    }
+
+    /// Writes `change` as [`Locked::write_then`] does, and when that fails says whether the
+    /// document was written all the same (its new content is in place: a failure after
+    /// that, in the log's append or in `after`, leaves a change that stands, whose log
+    /// entry the next command that takes the document's lock appends). For a change whose
+    /// effects elsewhere (a remote's record) must be given back only if it was not.
+    pub fn write_checked(
+        self,
+        board: &Board,
+        mut change: Change,
+        after_write: impl FnOnce(&Outcome) -> Result<()>,
+    ) -> std::result::Result<Outcome, WriteFailed> {
+        let unwritten = |error| WriteFailed {
+            error,
+            written: None,
+        };
         let before = self.doc;
         let now = crate::time::now();
         let rev = before.rev() + 1;
         change.edits.push(FieldEdit::Set(
             "updated_at".into(),
-            crate::time::stamp(now).into(),
+            crate::time::stamp_millis(now).into(),
         ));
         change.edits.push(FieldEdit::Set("rev".into(), rev.into()));
         let after = before
@@ -115,12 +134,12 @@ impl Locked {
                 board.config.yaml_limits(),
             )
             .map_err(|e| {
-                Error::input(format!(
+                unwritten(Error::input(format!(
                     "{}: the edit would make the document unreadable: {e}",
                     before.rel_path()
-                ))
+                )))
             })?;
-        check_size(board, &after)?;
+        check_size(board, &after).map_err(unwritten)?;
         let mut entry = change.entry;
         entry.doc = after.rel_path();
         entry.rev = Some(rev);
@@ -130,21 +149,52 @@ impl Locked {
             Some(before.raw.as_bytes()),
             after.raw.as_bytes().to_vec(),
         );
-        let entry = self.held.write(
+        let intended = entry.clone();
+        let entry = match self.held.write(
             board,
             Write {
                 steps: vec![step],
                 entry,
             },
-        )?;
+        ) {
+            Ok(entry) => entry,
+            Err(error) => {
+                // Under the lock still: nobody else wrote it since.
+                let path = board.root.join(after.rel_path());
+                let written = std::fs::read(&path).is_ok_and(|b| b == after.raw.as_bytes());
+                return Err(WriteFailed {
+                    error,
+                    written: written.then(|| {
+                        Box::new(Outcome {
+                            doc: after,
+                            entry: Some(intended),
+                        })
+                    }),
+                });
+            }
+        };
         let outcome = Outcome {
             doc: after,
             entry: Some(entry),
         };
-        after_write(&outcome)?;
+        if let Err(error) = after_write(&outcome) {
+            return Err(WriteFailed {
+                error,
+                written: Some(Box::new(outcome)),
+            });
+        }
         drop(self.held);
         Ok(outcome)
     }
+}
+
+/// Why [`Locked::write_checked`] failed, and whether the document was written all the same.
+#[derive(Debug)]
+pub struct WriteFailed {
+    pub error: Error,
+    /// The document as written, when its new content is in place (its entry's `seq` is 0
+    /// when the log's append is what failed: the next command appends it).
+    pub written: Option<Box<Outcome>>,
 }
 
 /// Refuses to write a document that every reader would skip as over the size limit.

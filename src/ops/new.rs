@@ -209,7 +209,7 @@ pub fn create(
         )
     })?;
 
-    let now = crate::time::stamp(crate::time::now());
+    let now = crate::time::stamp_millis(crate::time::now());
     let mut edits = vec![
         FieldEdit::Set("title".into(), spec.title.clone().into()),
         FieldEdit::Set("created_at".into(), now.clone().into()),

@@ -118,7 +118,7 @@ fn fields(board: &Board, p: &Post) -> Result<Vec<(String, Value)>> {
                     msg!(Input::Ttl, format!(" '{ttl}' is too long")),
                 )
             })?;
-            Some(crate::time::stamp(at))
+            Some(crate::time::stamp_millis(at))
         }
     };
     for id in &p.about {
@@ -259,7 +259,7 @@ pub fn act(
         edits.push(FieldEdit::Set(by.into(), actor.into()));
         edits.push(FieldEdit::Set(
             at.into(),
-            crate::time::stamp(crate::time::now()).into(),
+            crate::time::stamp_millis(crate::time::now()).into(),
         ));
         let note = match action {
             Action::Reject { note: Some(n) } => format!("reject: {n}"),

@@ -306,7 +306,7 @@ pub fn answer(
             FieldEdit::Set("answered_by".into(), actor.into()),
             FieldEdit::Set(
                 "answered_at".into(),
-                crate::time::stamp(crate::time::now()).into(),
+                crate::time::stamp_millis(crate::time::now()).into(),
             ),
             FieldEdit::Set("status".into(), "answered".into()),
         ];
@@ -402,9 +402,7 @@ pub fn questions(board: &Board, all: bool) -> Result<crate::scan::Scan> {
         scan.docs.retain(decisions::is_open);
     }
     scan.docs.sort_by(|a, b| {
-        a.created_at()
-            .cmp(b.created_at())
-            .then_with(|| a.id().cmp(b.id()))
+        crate::time::cmp_stamps(a.created_at(), b.created_at()).then_with(|| a.id().cmp(b.id()))
     });
     Ok(scan)
 }
@@ -468,7 +466,7 @@ pub fn decide(
             FieldEdit::Set("decided_by".into(), actor.into()),
             FieldEdit::Set(
                 "decided_at".into(),
-                crate::time::stamp(crate::time::now()).into(),
+                crate::time::stamp_millis(crate::time::now()).into(),
             ),
         ];
         Ok(Some(Change {

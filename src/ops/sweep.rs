@@ -69,29 +69,57 @@ pub fn release_claims_of(
     agent: &str,
     reason: &str,
 ) -> Result<Vec<String>> {
+    Ok(release_all(board, actor, agent, reason)?.released)
+}
+
+/// What [`release_all`] did with an agent's claims.
+struct Releases {
+    released: Vec<String>,
+    /// Claims the agent still holds: the remote did not confirm their release (offline, or
+    /// its answer lost), or its record of them is not expired. The next sweep looks again.
+    kept: Vec<String>,
+}
+
+fn release_all(board: &Board, actor: &str, agent: &str, reason: &str) -> Result<Releases> {
     let workflow = &board.config.workflow;
+    let mut out = Releases {
+        released: Vec::new(),
+        kept: Vec::new(),
+    };
     let Some(release) = workflow.transition("release") else {
-        return Ok(Vec::new());
+        return Ok(out);
     };
     let held = scan::scan_matching(board, &[Region::Tasks], |d| {
         d.str("claimed_by") == Some(agent)
             && d.status().is_some_and(|s| workflow.allows_from(release, s))
     })?;
-    let mut released = Vec::new();
     // On a connected board the remote confirms each release (DESIGN §12): an agent's own
     // release like any move; a sweep's only if the remote's record expired too.
     let remote = claims::remote(board)?;
     for doc in held.docs {
         let id = doc.file_id.clone();
-        if release_one(board, actor, agent, reason, &id, remote.as_deref())? {
-            released.push(id);
+        match release_one(board, actor, agent, reason, &id, remote.as_deref())? {
+            Release::Released => out.released.push(id),
+            Release::Kept => out.kept.push(id),
+            Release::NotHeld => {}
         }
     }
-    Ok(released)
+    Ok(out)
+}
+
+/// What became of one claim a release was asked of.
+#[derive(Debug, PartialEq)]
+enum Release {
+    Released,
+    /// The agent no longer held it (it came back and moved on, another clone's record
+    /// says someone else holds it).
+    NotHeld,
+    /// The agent holds it still (see [`Releases::kept`]).
+    Kept,
 }
 
 /// Releases `agent`'s claim of task `id` if it still holds it (re-checked under the lock:
-/// the agent may have come back or moved on); true if it did.
+/// the agent may have come back or moved on).
 fn release_one(
     board: &Board,
     actor: &str,
@@ -99,16 +127,16 @@ fn release_one(
     reason: &str,
     id: &str,
     remote: Option<&str>,
-) -> Result<bool> {
+) -> Result<Release> {
     let workflow = &board.config.workflow;
     let Some(release) = workflow.transition("release") else {
-        return Ok(false);
+        return Ok(Release::NotHeld);
     };
     let locked = Locked::take(board, Region::Tasks, id, None)?;
     let doc = &locked.doc;
     let status = doc.status().unwrap_or("").to_string();
     if doc.str("claimed_by") != Some(agent) || !workflow.allows_from(release, &status) {
-        return Ok(false);
+        return Ok(Release::NotHeld);
     }
     // What this copy took into account follows every write on a connected board.
     let settle = |_: &super::Outcome| match remote {
@@ -132,16 +160,21 @@ fn release_one(
         match claims::confirm(board, r, &step) {
             Ok(claims::Confirmed::Pushed(p)) => pushed = Some(p),
             Ok(claims::Confirmed::Lost { remote, record }) => {
+                let still = record.agent == agent && record.held(board);
                 if let Some(change) = claims::follow(board, doc, actor, &remote, &record) {
                     locked.write_then(board, change, settle)?;
                 }
-                return Ok(false);
+                return Ok(if still {
+                    Release::Kept
+                } else {
+                    Release::NotHeld
+                });
             }
-            Ok(claims::Confirmed::NoRecord) => return Ok(false),
+            Ok(claims::Confirmed::NoRecord) => return Ok(Release::Kept),
             // A sweep offline (or whose answer was lost) keeps the claim here; the next
             // sweep looks again. Its owner's own release does not.
             Err(e) if matches!(e.kind(), Kind::Unconfirmed | Kind::Unknown) && actor != agent => {
-                return Ok(false);
+                return Ok(Release::Kept);
             }
             Err(e) => return Err(e),
         }
@@ -164,15 +197,11 @@ fn release_one(
         body: None,
         entry,
     };
-    match locked.write_then(board, change, settle) {
-        Ok(_) => Ok(true),
-        Err(e) => {
-            if let Some(p) = &pushed {
-                claims::undo(board, p);
-            }
-            Err(e)
-        }
-    }
+    match &pushed {
+        Some(p) => super::transition::write_confirmed(board, locked, change, p)?,
+        None => locked.write_then(board, change, settle)?,
+    };
+    Ok(Release::Released)
 }
 
 /// Whether `agent` is gone (deregistered, or stale) and has been for longer than the board
@@ -197,13 +226,30 @@ pub fn sweep(board: &Board) -> Result<Vec<Released>> {
             continue; // Already swept for this silence.
         }
         let reason = why(agent, board);
-        for task in release_claims_of(board, SWEEPER, agent.id(), &reason)? {
+        // Its holds on resources are leases too.
+        if board.root.join(crate::holds::FILE).exists() {
+            crate::holds::release(
+                board,
+                SWEEPER,
+                agent.id(),
+                &crate::holds::Which::All,
+                false,
+                &reason,
+            )?;
+        }
+        let releases = release_all(board, SWEEPER, agent.id(), &reason)?;
+        for task in releases.released {
             out.push(Released {
                 task,
                 agent: agent.id().to_string(),
                 last_seen: seen.clone(),
                 reason: reason.clone(),
             });
+        }
+        if !releases.kept.is_empty() {
+            // A claim whose release the remote did not confirm stays a lease: the next
+            // sweep tries it again, so no marker says this silence was dealt with.
+            continue;
         }
         if let Some(dir) = marker.parent() {
             let _ = std::fs::create_dir_all(dir);

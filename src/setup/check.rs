@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::clients::{self, CLIENTS};
 use super::merge::HOOK_MARK;
-use tavern::error::Result;
+use tavern::api::Result;
 
 /// One finding: what was checked, whether it is fine, and what to do if not.
 struct Item {

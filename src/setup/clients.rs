@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::Plan;
 use super::merge::{self, Hook};
-use tavern::error::{Error, Result};
+use tavern::api::{Error, Result};
 
 /// The agent-loop section for AGENTS.md / CLAUDE.md.
 const NOTES: &str =
@@ -105,8 +105,10 @@ const OPENCODE_PLUGIN: &str = r#"// tavern: added by `tavern setup opencode`; `t
 // the board summary in a new session (a message; a request sent before that message is in
 // carries it in its system prompt) and again after a compaction; names the agent in the
 // system prompt of every request (so a resumed session learns its new name) and sets
-// TAVERN_AGENT in OpenCode's shell; heartbeats on tool use; deregisters once every session
-// it saw created has been deleted. Sessions of subagents (with a parent) are the same agent.
+// TAVERN_AGENT in OpenCode's shell; heartbeats on tool use, adding to the tool's output what
+// concerns the agent on the board (answers, decisions, findings, lost claims); deregisters once every session
+// it saw created has been deleted; refuses an edit of a path another agent holds. Sessions
+// of subagents (with a parent) are the same agent.
 // Each step runs `tavern hook opencode EVENT --pid PID [--session ID]`.
 export const TavernPlugin = async ({ $, client, directory }) => {
   const name = `opencode-${process.pid}`;
@@ -116,11 +118,13 @@ export const TavernPlugin = async ({ $, client, directory }) => {
   let starting = null;
   const live = new Set();
   const again = new Map();
+  // News from the board a tool's output could not carry, until the next request.
+  const news = new Map();
   // A new session's start text until it is in the session as a message: OpenCode may send
   // the session's first request to the model before that, and the request then carries it.
   const intro = new Map();
-  const hook = async (what, session) => {
-    const args = ["hook", "opencode", what, "--pid", String(process.pid)];
+  const hook = async (what, session, extra = []) => {
+    const args = ["hook", "opencode", what, "--pid", String(process.pid), ...extra];
     if (session) args.push("--session", String(session));
     try {
       const out = await $`tavern ${args}`.cwd(directory).quiet().nothrow().text();
@@ -168,13 +172,39 @@ export const TavernPlugin = async ({ $, client, directory }) => {
       if (text) output.system.push(text);
       const summary = again.get(input?.sessionID);
       if (summary) output.system.push(summary);
+      const held = news.get(input?.sessionID);
+      if (held) {
+        news.delete(input?.sessionID);
+        output.system.push(held);
+      }
     },
     "shell.env": async (input, output) => {
       if (board) output.env.TAVERN_AGENT = name;
     },
-    "tool.execute.after": async (input) => {
-      if (board) await hook("heartbeat", input?.sessionID);
-      else if (board === null) await start(input?.sessionID);
+    // Holds: an edit of a path another agent holds is refused (the error is what the
+    // model reads); everything else goes through.
+    "tool.execute.before": async (input, output) => {
+      if (!board) return;
+      const args = output?.args ?? {};
+      const extra = [];
+      for (const f of [args.filePath, args.file_path, args.path]) {
+        if (typeof f === "string" && f) extra.push("--file", f);
+      }
+      if (typeof args.patchText === "string") extra.push("--patch", args.patchText);
+      if (extra.length === 0) return;
+      const refused = await hook("pre-edit", input?.sessionID, extra);
+      if (refused) throw new Error(refused);
+    },
+    // After a tool use: a heartbeat, and what concerns this agent on the board (once,
+    // bounded, fenced as data) added to the tool's output, which the model reads next; an
+    // output it cannot be added to goes into the next request's system prompt.
+    "tool.execute.after": async (input, output) => {
+      if (board) {
+        const text = await hook("heartbeat", input?.sessionID);
+        if (!text) return;
+        if (output && typeof output.output === "string") output.output += `\n\n${text}`;
+        else news.set(input?.sessionID, [news.get(input?.sessionID), text].filter(Boolean).join("\n"));
+      } else if (board === null) await start(input?.sessionID);
     },
     "experimental.session.compacting": async (input, output) => {
       const text = board ? await hook("compact", input?.sessionID) : await start(input?.sessionID);
@@ -210,6 +240,34 @@ fn owned_file(path: PathBuf, content: &'static str) -> Plan {
         path,
         what: "plugin",
         merge: Box::new(move |text, add| owned_merge(&name, content, text, add)),
+        notes: false,
+    }
+}
+
+/// The git pre-commit hook: refuses a commit of paths another agent holds.
+const PRE_COMMIT: &str = "#!/bin/sh\n# tavern: added by `tavern setup --pre-commit`; `tavern setup --pre-commit --remove` takes it out.\n# Refuses a commit of a path another agent holds (`tavern holds`); `git commit --no-verify` skips it.\nexec tavern hook git pre-commit\n";
+
+/// The pre-commit hook in `hooks` (the repository's hooks directory): a whole file tavern
+/// owns, refused over a hook that is not tavern's.
+pub fn pre_commit(hooks: &Path) -> Plan {
+    let path = hooks.join("pre-commit");
+    let name = path.display().to_string();
+    Plan {
+        path,
+        what: "git pre-commit hook",
+        merge: Box::new(move |text, add| {
+            let ours = |t: &str| t.lines().nth(1).is_some_and(|l| l.starts_with("# tavern:"));
+            match (text, add) {
+                (None, true) => Ok(Some(PRE_COMMIT.to_string())),
+                (Some(t), true) if ours(t) => Ok(Some(PRE_COMMIT.to_string())),
+                (Some(_), true) => Err(Error::conflict(
+                    &name,
+                    "exists and is not tavern's; add `tavern hook git pre-commit` to it yourself, nothing changed",
+                )),
+                (Some(t), false) if ours(t) => Ok(None),
+                (text, false) => Ok(text.map(str::to_string)),
+            }
+        }),
         notes: false,
     }
 }
@@ -363,7 +421,13 @@ pub fn plans(client: &str, user: bool, base: &Path, home: &Path, mcp: bool) -> R
                     client,
                     &[
                         ("SessionStart", None, "session-start"),
+                        (
+                            "PreToolUse",
+                            Some("Edit|Write|MultiEdit|NotebookEdit"),
+                            "pre-edit",
+                        ),
                         ("PostToolUse", Some("*"), "heartbeat"),
+                        ("UserPromptSubmit", None, "turn"),
                         ("SessionEnd", None, "session-end"),
                     ],
                 ),
@@ -396,6 +460,9 @@ pub fn plans(client: &str, user: bool, base: &Path, home: &Path, mcp: bool) -> R
                     client,
                     &[
                         ("SessionStart", None, "session-start"),
+                        // Codex's edits are its apply_patch tool (the patch in the
+                        // event's tool_input.command).
+                        ("PreToolUse", Some("apply_patch|Edit|Write"), "pre-edit"),
                         ("PostToolUse", None, "heartbeat"),
                         ("SessionEnd", None, "session-end"),
                     ],

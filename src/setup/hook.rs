@@ -10,14 +10,15 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::{Value, json};
 
-use tavern::board::Board;
-use tavern::error::{Error, Result};
+use tavern::api::Board;
+use tavern::api::{Error, Result};
 
 #[derive(Debug, Args)]
 pub struct HookArgs {
     /// claude, codex or opencode
     pub client: String,
-    /// session-start, heartbeat, compact or session-end
+    /// session-start, heartbeat (after a tool use), turn (a prompt submitted), compact or
+    /// session-end
     pub event: String,
     /// The client's session id (when it does not come on stdin)
     #[arg(long)]
@@ -26,21 +27,27 @@ pub struct HookArgs {
     /// above this one that is not a shell]
     #[arg(long)]
     pub pid: Option<u32>,
+    /// pre-edit: a file the client is about to write (the OpenCode plugin passes them so)
+    #[arg(long = "file", value_name = "PATH")]
+    pub files: Vec<String>,
+    /// pre-edit: a patch the client is about to apply (`*** Update File: PATH` lines)
+    #[arg(long, value_name = "TEXT")]
+    pub patch: Option<String>,
 }
 
 /// Characters of the board summary given as context.
 const SUMMARY_CHARS: usize = 20_000;
 
-/// The agent's name: --as or TAVERN_AGENT, else the client's name and its process id (the
-/// same name `tavern mcp --client CLIENT` takes under that client).
+/// The agent's name: --as or TAVERN_AGENT, else the client session's own name (the same
+/// name `tavern mcp --client CLIENT` takes under that client).
 pub fn agent_name(client: &str, explicit: Option<String>, holder: u32) -> String {
     explicit
         .or_else(|| std::env::var("TAVERN_AGENT").ok().filter(|s| !s.is_empty()))
-        .unwrap_or_else(|| format!("{client}-{holder}"))
+        .unwrap_or_else(|| tavern::api::agents::session_name(client, holder))
 }
 
 /// The event the client sent on stdin, if any (an interactive run has none).
-fn input() -> Value {
+pub fn input() -> Value {
     let stdin = std::io::stdin();
     if stdin.is_terminal() {
         return Value::Null;
@@ -56,6 +63,9 @@ pub fn run(
     actor: Option<String>,
     a: HookArgs,
 ) -> Result<ExitCode> {
+    if a.event == "pre-edit" || a.event == "pre-commit" {
+        return crate::setup::guard::run(cwd, board_flag, actor, a);
+    }
     if !matches!(a.client.as_str(), "claude" | "codex" | "opencode") {
         return Err(Error::usage(format!(
             "hook: no client '{}'; the clients are claude, codex and opencode",
@@ -63,10 +73,15 @@ pub fn run(
         )));
     }
     // The OpenCode plugin passes --pid and nothing on stdin, which may be OpenCode's own.
+    // Only a session start reads what the client sent (after a tool use it holds the
+    // tool's whole output: read, not parsed).
     let event = if a.pid.is_some() {
         Value::Null
-    } else {
+    } else if a.event == "session-start" {
         input()
+    } else {
+        drain();
+        Value::Null
     };
     // Opened as every writing command opens it: interrupted changes are completed first.
     let board = match tavern::api::board::open(board_flag, cwd) {
@@ -75,9 +90,9 @@ pub fn run(
         Err(Error::NoBoard { .. }) => return Ok(ExitCode::SUCCESS),
         Err(e) => return Err(e),
     };
-    let holder = a.pid.unwrap_or_else(tavern::client::holder);
+    let holder = a.pid.unwrap_or_else(tavern::api::client_process);
     let name = agent_name(&a.client, actor, holder);
-    tavern::id::validate(&name)?;
+    tavern::api::validate_id(&name)?;
     // Every problem from here on goes to stderr with exit 1 (a usage error would be 2).
     let act = || -> Result<()> {
         match a.event.as_str() {
@@ -86,8 +101,10 @@ pub fn run(
                 if compacted {
                     tavern::api::actor(&board, &name)?;
                 } else {
-                    register(&board, &name, None, holder)?;
+                    tavern::api::agents::join(&board, &name, None, holder)?;
                     remember_name(&name);
+                    // What happened before is in the summary; news starts from here.
+                    tavern::api::delivery::start(&board, &name)?;
                 }
                 context(&board, &a.client, &name, compacted)
             }
@@ -95,10 +112,17 @@ pub fn run(
                 tavern::api::actor(&board, &name)?;
                 context(&board, &a.client, &name, true)
             }
-            "heartbeat" => tavern::api::actor(&board, &name).map(|_| ()),
-            "session-end" => deregister(&board, &name),
+            "heartbeat" => {
+                tavern::api::actor(&board, &name)?;
+                deliver(&board, &a.client, &name, "PostToolUse")
+            }
+            "turn" => {
+                tavern::api::actor(&board, &name)?;
+                deliver(&board, &a.client, &name, "UserPromptSubmit")
+            }
+            "session-end" => tavern::api::agents::leave(&board, &name),
             other => Err(Error::usage(format!(
-                "hook: no event '{other}'; the events are session-start, heartbeat, compact, session-end"
+                "hook: no event '{other}'; the events are session-start, heartbeat, turn, compact, session-end"
             ))),
         }
     };
@@ -115,34 +139,39 @@ pub fn run(
     }
 }
 
-/// Registers agent `name` with `holder` as the process that holds its claims, with these
-/// capabilities or else those its card already has. (The MCP server registers the same way.)
-/// A card that already says this: the same live holder on this host, not gone, the same
-/// capabilities, is only a heartbeat: one client start is one `registered` in the log,
-/// however many of its hooks and servers register it.
-pub fn register(
-    board: &Board,
-    name: &str,
-    capabilities: Option<&[String]>,
-    holder: u32,
-) -> Result<()> {
-    let card = tavern::agents::read(board, name)?;
-    let capabilities = match (capabilities, &card) {
-        (Some(c), _) => c.to_vec(),
-        (None, Some(a)) => a.capabilities(),
-        (None, None) => Vec::new(),
-    };
-    if let Some(a) = &card
-        && !a.gone()
-        && a.pid() == Some(holder)
-        && a.host() == Some(tavern::agents::host_name().as_str())
-        && a.capabilities() == capabilities
-    {
-        tavern::api::actor(board, name)?;
-        return Ok(());
+/// Reads and drops what the client sent on stdin, so that it never writes into a closed
+/// pipe.
+fn drain() {
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        let _ = std::io::copy(&mut stdin.lock(), &mut std::io::sink());
     }
-    tavern::api::agents::register(board, name, name, &capabilities, holder)?;
-    Ok(())
+}
+
+/// What ends a delivery that has more than it shows: the command the agent runs for the
+/// rest (as `events --for-me` words it too).
+const MORE: &str = "run `tavern events --for-me`";
+
+/// Gives the model what concerns agent `name` since it last got anything (nothing at all
+/// when there is nothing), as context of the client's `event`: JSON for Claude Code and
+/// Codex, text for the OpenCode plugin. The agent's cursor moves once it is written.
+fn deliver(board: &Board, client: &str, name: &str, event: &str) -> Result<()> {
+    use tavern::api::delivery::{self, Bounds};
+    let d = delivery::for_me(board, name, Bounds::HOOK)?;
+    let Some(text) = d.fenced(MORE) else {
+        return Ok(());
+    };
+    let out = match client {
+        "claude" | "codex" => format!(
+            "{}\n",
+            json!({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
+        ),
+        _ => text,
+    };
+    std::io::Write::write_all(&mut std::io::stdout(), out.as_bytes())
+        .and_then(|_| std::io::Write::flush(&mut std::io::stdout()))
+        .map_err(|e| Error::io("stdout", "write to", e))?;
+    delivery::delivered(board, d)
 }
 
 /// Claude Code lets a session-start hook set variables for the session's later commands.
@@ -160,14 +189,6 @@ fn remember_name(name: &str) {
         .append(true)
         .open(&file)
         .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
-}
-
-fn deregister(board: &Board, name: &str) -> Result<()> {
-    if tavern::agents::read(board, name)?.is_none_or(|a| a.gone()) {
-        return Ok(());
-    }
-    tavern::api::agents::deregister(board, name)?;
-    Ok(())
 }
 
 /// How the agent's name reaches its tavern commands in `client`: Claude Code takes

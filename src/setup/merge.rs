@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value};
 
-use tavern::error::{Error, Result};
+use tavern::api::{Error, Result};
 
 /// What marks a command as one tavern installed: every hook runs `tavern hook …`.
 pub const HOOK_MARK: &str = "tavern hook ";

@@ -7,6 +7,7 @@
 
 mod check;
 pub mod clients;
+pub mod guard;
 pub mod hook;
 mod merge;
 
@@ -16,13 +17,17 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::json;
 
-use tavern::error::{Error, Result};
+use tavern::api::{Error, Result};
 
 #[derive(Debug, Args)]
 pub struct SetupArgs {
     /// The client: claude (Claude Code), codex (Codex CLI) or opencode
-    #[arg(value_parser = ["claude", "codex", "opencode"], required_unless_present = "check")]
+    #[arg(value_parser = ["claude", "codex", "opencode"], required_unless_present_any = ["check", "pre_commit"])]
     pub client: Option<String>,
+    /// Instead of a client: a git pre-commit hook that refuses to commit a path another
+    /// agent holds (in this repository's hooks directory)
+    #[arg(long, conflicts_with_all = ["client", "check", "mcp", "user"])]
+    pub pre_commit: bool,
     /// Tell, per client (or for CLIENT), whether tavern's hooks, plugin and MCP server are
     /// installed, trusted by the client and reachable; change nothing
     #[arg(long, conflicts_with_all = ["dry_run", "remove", "mcp"])]
@@ -56,11 +61,33 @@ pub struct Plan {
     pub notes: bool,
 }
 
+/// The repository's hooks directory (`core.hooksPath` if set).
+fn git_hooks_dir(cwd: &Path) -> Result<PathBuf> {
+    let out = std::process::Command::new("git")
+        .args(["rev-parse", "--path-format=absolute", "--git-path", "hooks"])
+        .current_dir(cwd)
+        .output()
+        .map_err(|e| Error::io("git", "run", e))?;
+    if !out.status.success() {
+        return Err(Error::usage(format!(
+            "setup --pre-commit needs a git repository: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+}
+
+fn make_executable(path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| Error::io(path, "make executable", e))
+}
+
 /// Where backups of the files as they were before setup live, so that `--remove` can give
 /// back the very bytes.
-fn backup_dir(board: Option<&tavern::board::Board>, home: &Path, user: bool) -> PathBuf {
+fn backup_dir(board: Option<&tavern::api::Board>, home: &Path, user: bool) -> PathBuf {
     match (user, board) {
-        (false, Some(b)) => tavern::layout::setup_backups(&b.root),
+        (false, Some(b)) => tavern::api::board::setup_backups(b),
         _ => std::env::var_os("XDG_STATE_HOME")
             .map(PathBuf::from)
             .filter(|p| p.is_absolute())
@@ -103,7 +130,7 @@ fn write(path: &Path, text: Option<&str>) -> Result<()> {
                 std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
             }
             // The user's own configuration: whole, and on disk once setup says it is.
-            tavern::file::write(path, t.as_bytes(), tavern::file::Durability::Durable)
+            tavern::api::write_file(path, t.as_bytes())
         }
         None => match std::fs::remove_file(path) {
             Ok(()) => Ok(()),
@@ -173,7 +200,7 @@ pub fn run(
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
         .ok_or_else(|| Error::usage("setup needs HOME to find the client's configuration"))?;
-    let board = match tavern::board::Board::discover(board_flag, cwd) {
+    let board = match tavern::api::Board::discover(board_flag, cwd) {
         Ok(b) => Some(b),
         Err(e) if a.user => {
             let _ = e;
@@ -193,7 +220,11 @@ pub fn run(
         return check::run(a.client.as_deref(), a.user, &base, &home, json_out);
     }
     let client = a.client.clone().unwrap_or_default();
-    let plans = clients::plans(&client, a.user, &base, &home, a.mcp || a.remove)?;
+    let plans = if a.pre_commit {
+        vec![clients::pre_commit(&git_hooks_dir(cwd)?)]
+    } else {
+        clients::plans(&client, a.user, &base, &home, a.mcp || a.remove)?
+    };
     let backups = backup_dir(board.as_ref(), &home, a.user);
     let mut report = Vec::new();
     let mut diffs = String::new();
@@ -236,7 +267,7 @@ pub fn run(
         };
         if a.dry_run {
             diffs.push_str(&format!("--- {shown}\n+++ {shown}\n"));
-            diffs.push_str(&tavern::log::diff(
+            diffs.push_str(&tavern::api::history::text_diff(
                 current.as_deref().unwrap_or(""),
                 new.as_deref().unwrap_or(""),
             ));
@@ -264,6 +295,9 @@ pub fn run(
                     backup.forget();
                 }
             }
+        }
+        if a.pre_commit && new.is_some() && !a.dry_run {
+            make_executable(&plan.path)?;
         }
         report.push(json!({"path": shown, "action": action, "what": plan.what}));
     }
@@ -312,7 +346,7 @@ pub fn run(
 
 /// Removes the directories above a removed file that it leaves empty (`.claude/`,
 /// `.opencode/plugins/`), up to `base` and never the board's own directory.
-fn prune_empty_dirs(file: &Path, base: &Path, board: Option<&tavern::board::Board>) {
+fn prune_empty_dirs(file: &Path, base: &Path, board: Option<&tavern::api::Board>) {
     let mut dir = file.parent();
     while let Some(d) = dir {
         if d == base || !d.starts_with(base) || board.is_some_and(|b| d == b.root) {

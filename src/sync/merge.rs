@@ -237,7 +237,17 @@ pub fn merge(
         let _ = mode;
     }
 
-    one_place(git, tmp, &b, &o, &t, &stamps_o, &stamps_t, &mut merged)?;
+    one_place(
+        board,
+        git,
+        tmp,
+        &b,
+        &o,
+        &t,
+        &stamps_o,
+        &stamps_t,
+        &mut merged,
+    )?;
 
     if log_changed || !merged.conflicts.is_empty() || !merged.merged_docs.is_empty() {
         let mut log = union(&logs[0], &logs[1], &logs[2]);
@@ -322,11 +332,13 @@ pub fn merge(
 
 /// A document is never in two places: archived on one side (moved to
 /// `archive/<region>/<id>.md`) and changed on the other, the merge would hold it both in
-/// its region and in the archive. The rule decides where the one copy goes (the side whose
-/// latest entry about the document comes later: the archive's `move`, or the change),
-/// and its content is the field-by-field merge of both versions; the other copy goes.
+/// its region and in the archive. Its content is the field-by-field merge of both
+/// versions (conflicts by the rule), and that merged document decides where the one copy
+/// goes ([`stays_archived`]): in the archive, with the other side's change applied to it,
+/// unless the other side moved it back to a live state; the other copy goes.
 #[allow(clippy::too_many_arguments)]
 fn one_place(
+    board: &Board,
     git: &Git,
     tmp: &Path,
     b: &Tree,
@@ -382,7 +394,6 @@ fn one_place(
             (l_text.clone(), a_text.clone())
         };
         let (ours_win, _, _) = decide(&side_o, &side_t, &ov, &tv);
-        let archive_wins = ours_win == ours_archived;
         let mut field_conflicts = Vec::new();
         let text = merge_doc(
             tmp,
@@ -394,6 +405,7 @@ fn one_place(
             &mut field_conflicts,
         )?
         .unwrap_or(if ours_win { ov } else { tv });
+        let archive_wins = stays_archived(board, &live, &text, &a_text);
         let (keep, drop) = if archive_wins {
             (&archived, &live)
         } else {
@@ -421,6 +433,37 @@ fn one_place(
         merged.dropped_copies.push((drop.clone(), keep.clone()));
     }
     Ok(())
+}
+
+/// Where a document archived on one side and changed on the other stays, decided by its
+/// merged version alone (so every clone decides the same, whichever side it is on): in
+/// the archive when the merged document is finished (an edit, a hand edit, a review's
+/// approval or a claim record followed on the other side: the change is applied to the
+/// archived copy), or when its status is still the one it was archived with (a session
+/// finding that expired); in its region when the other side moved it back to a state that
+/// is not finished (`reopen`, `reject`): the archive is undone. A version that cannot be
+/// read as a document stays archived (the archive is a logged move).
+fn stays_archived(board: &Board, live: &str, merged: &[u8], archived: &[u8]) -> bool {
+    let Some((region, name)) = live.split_once('/') else {
+        return true;
+    };
+    let (Some(region), Some(id)) = (crate::doc::Region::parse(region), name.strip_suffix(".md"))
+    else {
+        return true;
+    };
+    let parse = |bytes: &[u8]| {
+        crate::doc::Document::parse(
+            region,
+            id,
+            String::from_utf8_lossy(bytes).into_owned(),
+            board.config.yaml_limits(),
+        )
+        .ok()
+    };
+    match (parse(merged), parse(archived)) {
+        (Some(m), Some(a)) => crate::scan::finished(board, &m) || m.status() == a.status(),
+        _ => true,
+    }
 }
 
 /// Keeps a value short enough for a log note.
@@ -453,9 +496,14 @@ fn decide_with<'a>(
     ov: &'a [u8],
     tv: &'a [u8],
 ) -> (bool, &'a [u8], &'a [u8]) {
-    let ko = (&o.stamp, o_updated, ov);
-    let kt = (&t.stamp, t_updated, tv);
-    if ko >= kt {
+    // `updated_at` as times, not text: `…:05Z` (seconds, an older document) is before
+    // `…:05.120Z`, which text comparison would put first.
+    let updated = match (o_updated, t_updated) {
+        (Some(a), Some(b)) => crate::time::cmp_stamps(a, b),
+        (a, b) => a.is_some().cmp(&b.is_some()),
+    };
+    let order = o.stamp.cmp(&t.stamp).then(updated).then_with(|| ov.cmp(tv));
+    if order.is_ge() {
         (true, ov, tv)
     } else {
         (false, tv, ov)
@@ -607,6 +655,20 @@ fn fields(fm: &str) -> (String, Vec<(String, String)>) {
     (prelude, out)
 }
 
+/// A timestamp field's value: its line without the key, the spaces and any quotes.
+fn stamp_text(chunk: &str) -> &str {
+    chunk
+        .split_once(':')
+        .map_or(chunk, |(_, v)| v)
+        .trim()
+        .trim_matches(|c| c == '"' || c == '\'')
+}
+
+/// Is timestamp `a` at or after `b`, as times (whatever the precision of either)?
+fn later(a: &str, b: &str) -> bool {
+    crate::time::cmp_stamps(a, b).is_ge()
+}
+
 /// A field's value as the log names it: its lines without the key.
 fn value_of(chunk: Option<&str>) -> String {
     match chunk {
@@ -657,8 +719,8 @@ fn merge_doc(
     let get = |fs: &[(String, String)], k: &str| {
         fs.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone())
     };
-    let upd_o = get(&fo, "updated_at");
-    let upd_t = get(&ft, "updated_at");
+    let upd_o = get(&fo, "updated_at").map(|c| stamp_text(&c).to_string());
+    let upd_t = get(&ft, "updated_at").map(|c| stamp_text(&c).to_string());
     let mut keys: Vec<String> = fo.iter().map(|(k, _)| k.clone()).collect();
     for (k, _) in &ft {
         if !keys.contains(k) {
@@ -675,7 +737,12 @@ fn merge_doc(
         } else if k == "rev" {
             None // set below
         } else if k == "updated_at" {
-            std::cmp::max(ov, tv)
+            // As times: a second-precision stamp and a millisecond one compare right.
+            match (&ov, &tv) {
+                (Some(a), Some(b)) if later(stamp_text(a), stamp_text(b)) => ov,
+                (Some(_), Some(_)) => tv,
+                _ => ov.or(tv),
+            }
         } else {
             let ob = ov.clone().unwrap_or_default();
             let tb = tv.clone().unwrap_or_default();
@@ -816,6 +883,40 @@ mod tests {
             ["1a", "2b", "3b", "2a"],
             "the remote's log, then ours"
         );
+    }
+
+    /// `updated_at` of mixed precision (an older document's seconds, a newer write's
+    /// milliseconds) compares as times: as text, `…:05Z` sorts after `…:05.120Z`.
+    #[test]
+    fn mixed_precision_updated_at_compares_as_times() {
+        assert!(later("2026-11-27T10:00:05.120Z", "2026-11-27T10:00:05Z"));
+        assert!(!later("2026-11-27T10:00:05Z", "2026-11-27T10:00:05.120Z"));
+        assert!(later("2026-11-27T10:00:06Z", "2026-11-27T10:00:05.999Z"));
+        assert_eq!(
+            stamp_text("updated_at: \"2026-11-27T10:00:05Z\"\n"),
+            "2026-11-27T10:00:05Z"
+        );
+        // The rule without log entries on either side: the later updated_at wins.
+        let side = || Side { stamp: None };
+        let (ours, kept, _) = decide_with(
+            &side(),
+            &side(),
+            Some("2026-11-27T10:00:05Z"),
+            Some("2026-11-27T10:00:05.120Z"),
+            b"a",
+            b"b",
+        );
+        assert!(!ours, "theirs is 120ms later");
+        assert_eq!(kept, b"b");
+        let (ours, _, _) = decide_with(
+            &side(),
+            &side(),
+            Some("2026-11-27T10:00:05.500Z"),
+            Some("2026-11-27T10:00:05Z"),
+            b"a",
+            b"b",
+        );
+        assert!(ours);
     }
 
     #[test]

@@ -17,7 +17,7 @@ pub mod repo;
 pub mod status;
 pub mod vet;
 
-pub use exchange::{Exchange, MAX_ATTEMPTS, Options, exchange};
+pub use exchange::{Exchange, Options, exchange};
 pub use keep::{KeepOptions, keep_exchanging};
 
 use crate::board::Board;

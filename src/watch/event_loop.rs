@@ -179,7 +179,7 @@ impl<'a> Watch<'a> {
                     self.rec.rescan();
                 }
             }
-            Msg::Signal(_) => match self.stopping {
+            Msg::Signal => match self.stopping {
                 None => {
                     (self.emit)(Event::Stopping {
                         running: self.acts.sched.running.len(),

@@ -11,9 +11,9 @@
 //! front-ends run it on a blocking thread and fan its batches out.
 //!
 //! ```no_run
-//! # fn main() -> tavern::Result<()> {
-//! let board = tavern::board::Board::open(std::path::Path::new(".tavern"))?;
-//! let mut feed = tavern::watch::feed::Feed::open(&board, Default::default())?;
+//! # fn main() -> tavern::api::Result<()> {
+//! let board = tavern::api::Board::open(std::path::Path::new(".tavern"))?;
+//! let mut feed = tavern::api::changes::Feed::open(&board, Default::default())?;
 //! loop {
 //!     if let Some(batch) = feed.next(std::time::Duration::from_secs(1)) {
 //!         for c in &batch.changes {
@@ -239,7 +239,7 @@ impl Feed {
             Msg::Rescan => self.rescan(),
             Msg::Failed(e) => self.fall_back(&e),
             // Not the feed's: it starts nothing and takes no signals.
-            Msg::Exited { .. } | Msg::Signal(_) => {}
+            Msg::Exited { .. } | Msg::Signal => {}
         }
     }
 

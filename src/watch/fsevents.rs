@@ -34,7 +34,7 @@ pub enum Msg {
         status: std::io::Result<std::process::ExitStatus>,
     },
     /// SIGINT or SIGTERM.
-    Signal(i32),
+    Signal,
 }
 
 /// Shared between the watcher's callback and the main loop.

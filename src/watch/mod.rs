@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use crate::board::Board;
 use crate::error::Result;
-pub use events::{Event, Mode, Warning};
+pub use events::Event;
 use fsevents::Msg;
 use lock::WatchLock;
 
@@ -79,8 +79,8 @@ fn listen_for_signals(tx: Sender<Msg>) {
         return;
     };
     std::thread::spawn(move || {
-        for sig in signals.forever() {
-            if tx.send(Msg::Signal(sig)).is_err() {
+        for _ in signals.forever() {
+            if tx.send(Msg::Signal).is_err() {
                 break;
             }
         }

@@ -45,6 +45,7 @@ pub fn router(app: Shared) -> Router {
         .route("/api/board", get(board_view))
         .route("/api/waiting", get(waiting))
         .route("/api/agents", get(agents))
+        .route("/api/holds", get(holds))
         .route("/api/findings", get(findings))
         .route("/api/log", get(log_page))
         .route("/api/doc/{id}", get(document))
@@ -371,6 +372,11 @@ async fn agents(State(app): State<Shared>) -> Response {
         to_json(&api::agents::list(&app.board()?)?.agents)
     })
     .await
+}
+
+/// Holds on resources, read-only: who holds what, until when, who waits on whom.
+async fn holds(State(app): State<Shared>) -> Response {
+    blocking(app, |app| to_json(&api::holds::list(&app.board()?)?)).await
 }
 
 #[derive(Deserialize)]

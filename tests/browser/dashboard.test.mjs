@@ -19,6 +19,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
+import { stop } from "./serve.mjs";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 const bin = process.env.TAVERN_BIN || path.join(repo, "target", "debug", "tavern");
@@ -132,7 +133,7 @@ before(async () => {
 
 after(async () => {
   if (context) await context.close();
-  if (server && server.exitCode === null) server.kill("SIGTERM");
+  await stop(server);
   if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
 });
 
@@ -359,6 +360,6 @@ test("a 10,000-task board shows 50 cards per column and more on request", async 
     await fresh.screenshot({ path: path.join(shots, "board-10k.png") });
     await fresh.close();
   } finally {
-    big_server.kill("SIGTERM");
+    await stop(big_server);
   }
 });

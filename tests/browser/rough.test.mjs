@@ -10,7 +10,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
-import { newBoard, serve, browser, shots, logEntries, WAIT } from "./serve.mjs";
+import { newBoard, serve, stop, browser, shots, logEntries, WAIT } from "./serve.mjs";
 
 let b, srv, br;
 
@@ -48,7 +48,7 @@ before(async () => {
 
 after(async () => {
   if (br) await br.close();
-  if (srv) srv.server.kill("SIGTERM");
+  if (srv) await stop(srv.server);
   if (b) fs.rmSync(b.tmp, { recursive: true, force: true });
 });
 

@@ -36,6 +36,15 @@ export function newBoard(humans) {
 }
 
 /// `tavern serve --as ACTOR` on the board; resolves to { server, url, origin }.
+/// Ends a server and waits until it has exited: a server still writing its read index
+/// while the test removes its board would make the removal fail.
+export async function stop(proc) {
+  if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+  const exited = new Promise((resolve) => proc.once("exit", resolve));
+  proc.kill("SIGTERM");
+  await exited;
+}
+
 export async function serve(board, actor) {
   const server = spawn(bin, ["serve", "--port", "0", "--board", board, "--as", actor], { stdio: ["ignore", "pipe", "pipe"] });
   let stderr = "";

@@ -212,3 +212,66 @@ fn claude_code_health_check_leaves_no_agent() {
         c.label
     );
 }
+
+/// The pre-edit hook in the released client: Claude Code's own Write tool, scripted to
+/// write a file another agent holds and one nobody holds. The held one is refused before
+/// the tool runs and the model is told who holds it; the free one is written.
+#[test]
+fn claude_code_cannot_write_a_path_another_agent_holds() {
+    let Some(c) = client("@anthropic-ai/claude-code", "claude", "Claude Code") else {
+        return;
+    };
+    let p = Project::new();
+    p.tavern(&["setup", "claude"]).ok();
+    p.tavern(&[
+        "hold",
+        "--as",
+        "coder-7",
+        "src/held.rs",
+        "--reason",
+        "mid-refactor",
+    ])
+    .ok();
+    std::fs::create_dir_all(p.root().join("src")).unwrap();
+    let held = p.root().join("src/held.rs");
+    let free = p.root().join("src/free.rs");
+    let model = StandIn::start(json!([
+        {"tool": "Write", "input": {"file_path": held, "content": "overwritten\n"}},
+        {"tool": "Write", "input": {"file_path": free, "content": "written\n"}},
+        {"text": "Done."}
+    ]));
+    let mut cmd = claude(&p, &c, model.port);
+    cmd.args([
+        "-p",
+        "Write the files.",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+    ])
+    .args(["--allowedTools", "Write", "Bash(tavern *)"]);
+    let out = finish(cmd, &c.label);
+    assert!(
+        out.code == 0,
+        "{}: `claude -p` failed:\n{}\n{}",
+        c.label,
+        out.stdout,
+        out.stderr
+    );
+    assert!(!held.exists(), "{}: the held file was written", c.label);
+    assert_eq!(
+        std::fs::read_to_string(&free).ok().as_deref(),
+        Some("written\n"),
+        "{}: the free file was not written:\n{}",
+        c.label,
+        out.stdout
+    );
+    let told = model
+        .requests()
+        .iter()
+        .any(|r| text(r).contains("coder-7 holds src/held.rs") && text(r).contains("mid-refactor"));
+    assert!(
+        told,
+        "{}: the model was not told who holds src/held.rs:\n{}",
+        c.label, out.stdout
+    );
+}

@@ -5,7 +5,10 @@
 // .quiet() .nothrow() .text(). `client.session.prompt` records what it is given.
 //
 // usage: node opencode.mjs PLUGIN.js BOARD_ROOT SCRIPT.json
-// SCRIPT is a list of steps: {"event": EVENT} | {"after": INPUT} | {"compact": INPUT}
+// SCRIPT is a list of steps: {"event": EVENT} | {"after": INPUT} (the tool's output text as
+//   the hook left it in "output"; with "output": false the tool has none) | {"compact": INPUT}
+//   | {"before": {"input": INPUT, "args": ARGS}} (tool.execute.before; "refused" is the
+//   error it threw, or null)
 //   | {"system": INPUT} (the system prompt transform) | {"env": INPUT} (the shell's env)
 //   | {"together": [STEP…]} (steps run at once, as OpenCode runs a session's first request
 //   while the plugin still handles session.created; their results in "together")
@@ -86,8 +89,21 @@ async function perform(step) {
   const result = {};
   if (step.together) result.together = await Promise.all(step.together.map(perform));
   else if (step.event) await hooks.event({ event: step.event });
-  else if (step.after)
-    await hooks["tool.execute.after"](step.after, { title: "", output: "", metadata: {} });
+  else if (step.after) {
+    // "output": false gives the hook an output without a text (as a tool with none).
+    const output = step.output === false ? { title: "", metadata: {} } : { title: "", output: "", metadata: {} };
+    await hooks["tool.execute.after"](step.after, output);
+    result.output = output.output ?? null;
+  }
+  else if (step.before) {
+    // OpenCode refuses the tool call when the hook throws; the message is what the model reads.
+    try {
+      await hooks["tool.execute.before"](step.before.input, { args: step.before.args });
+      result.refused = null;
+    } catch (e) {
+      result.refused = String(e.message);
+    }
+  }
   else if (step.compact) {
     const output = { context: [], prompt: undefined };
     await hooks["experimental.session.compacting"](step.compact, output);

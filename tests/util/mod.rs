@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod git;
+pub mod skip;
 pub mod watcher;
 
 #[path = "../../fixtures/fixtures.rs"]
@@ -311,11 +312,27 @@ pub fn problems_report<P: std::fmt::Display, Q: std::fmt::Display>(
     out
 }
 
+/// Whether `script` (util-linux), which gives a command a terminal, is here; when it is
+/// not, the test is skipped through [`skip::missing`] (a failure under CI).
+pub fn has_script() -> bool {
+    let here = Command::new("script")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !here {
+        skip::missing(
+            "`script` (util-linux)",
+            "apt-get install util-linux; the terminal path is not tested without it",
+        );
+    }
+    here
+}
+
 /// Runs `tavern ARGS` (one shell-quoted string) under `script`, so its standard input and
-/// output are a terminal, with `env` set. None when `script` (util-linux) is missing.
+/// output are a terminal, with `env` set. None (the test skipped, see [`has_script`]) when
+/// `script` is missing: the caller returns.
 pub fn at_terminal(b: &TestBoard, args: &str, env: &[(&str, &str)]) -> Option<Out> {
-    let script = Command::new("script").arg("--version").output().ok()?;
-    if !script.status.success() {
+    if !has_script() {
         return None;
     }
     let mut c = Command::new("script");

@@ -182,7 +182,7 @@ pub fn decide(workflow: &Workflow, doc: &Document, req: &Request) -> Result<Plan
         edits.push(FieldEdit::Set("claimed_by".into(), actor.into()));
         edits.push(FieldEdit::Set(
             "claimed_at".into(),
-            crate::time::stamp(req.now).into(),
+            crate::time::stamp_millis(req.now).into(),
         ));
     } else if workflow.is_claimable(&t.to) {
         // Back in the pool: the claim is gone.
@@ -356,11 +356,7 @@ fn refuse_own_review(path: &str, name: &str, why: &str, actor: &str) -> Error {
 
 /// A registered agent claims only what its capabilities cover.
 fn lacks_capabilities(doc: &Document, path: &str, actor: &str, caps: &[String]) -> Result<()> {
-    let missing: Vec<String> = doc
-        .list("needs")
-        .into_iter()
-        .filter(|n| !caps.contains(n))
-        .collect();
+    let missing = crate::agents::missing_needs(doc, Some(caps));
     if missing.is_empty() {
         return Ok(());
     }
@@ -444,7 +440,7 @@ mod tests {
             vec![
                 set("status", "claimed"),
                 set("claimed_by", "a1"),
-                set("claimed_at", "2026-11-25T10:00:00Z"),
+                set("claimed_at", "2026-11-25T10:00:00.000Z"),
             ]
         );
         assert_eq!((m.entry.op.as_str(), m.entry.transition), ("claim", None));

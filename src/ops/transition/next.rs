@@ -11,9 +11,37 @@ use crate::workflow::CLAIM;
 
 use super::{Options, Outcome, transition};
 
+/// What is ready: the tasks, best first, the files that could not be read, and how many
+/// ready tasks were left out because they need capabilities the agent lacks.
+pub struct Ready {
+    pub docs: Vec<Document>,
+    pub skipped: Vec<scan::Skipped>,
+    pub lacking: usize,
+}
+
 /// The tasks that are claimable now, best first: claimable state, no live claim, every
-/// dependency done, matching `query`.
-pub fn ready(board: &Board, query: &Query) -> Result<(Vec<Document>, Vec<scan::Skipped>)> {
+/// dependency done, matching `query`, and (`for_actor`) whose `needs` that actor's
+/// capabilities cover ([`crate::agents::missing_needs`], the rule `claim` applies). None:
+/// every ready task, whoever may claim it.
+pub fn ready(board: &Board, query: &Query, for_actor: Option<&str>) -> Result<Ready> {
+    let (docs, skipped) = ready_all(board, query)?;
+    let caps = match for_actor {
+        Some(actor) => crate::agents::held_to(board, actor)?,
+        None => None,
+    };
+    let total = docs.len();
+    let docs: Vec<Document> = docs
+        .into_iter()
+        .filter(|d| crate::agents::missing_needs(d, caps.as_deref()).is_empty())
+        .collect();
+    Ok(Ready {
+        lacking: total - docs.len(),
+        docs,
+        skipped,
+    })
+}
+
+fn ready_all(board: &Board, query: &Query) -> Result<(Vec<Document>, Vec<scan::Skipped>)> {
     crate::ops::sweep::sweep(board)?;
     let workflow = &board.config.workflow;
     let now = crate::time::now();
@@ -64,15 +92,13 @@ pub fn claim_next_with(
     if let Some(reason) = board.paused() {
         return Err(Error::Paused { reason });
     }
-    let (candidates, skipped) = ready(board, query)?;
-    // A registered agent only gets tasks whose `needs` its capabilities cover.
-    let capabilities = crate::agents::read(board, actor)?.map(|a| a.capabilities());
-    let capable = |doc: &Document| {
-        capabilities
-            .as_ref()
-            .is_none_or(|caps| doc.list("needs").iter().all(|n| caps.contains(n)))
-    };
-    let mut candidates: Vec<Document> = candidates.into_iter().filter(|d| capable(d)).collect();
+    // A registered agent only gets tasks whose `needs` its capabilities cover: what
+    // `ready` shows it.
+    let Ready {
+        docs: mut candidates,
+        skipped,
+        ..
+    } = ready(board, query, Some(actor))?;
     // On a connected board: first the tasks whose record this clone has is still the
     // remote's (one ls-remote says which), then, only if none of those could be claimed,
     // the others, once their records are fetched.

@@ -355,23 +355,34 @@ fn find_out(
 }
 
 /// Puts back the record a confirmed step replaced, when the local write of that step
-/// failed: the remote must not keep a claim this clone never recorded. Best effort; the
-/// lease makes sure only our own record is replaced. A record this call did not push (the
-/// remote had it already) is left.
-pub fn undo(board: &Board, pushed: &Pushed) {
+/// failed and left the task as it was: the remote must not keep a claim this clone never
+/// recorded (every other agent would be told someone won it, and nobody did). Only for a
+/// task file that was not written: a written one stands, and so does its record. The
+/// lease makes sure only our own record is replaced. Ok when the remote's record is what
+/// it was before the step; Err saying why it still holds the step's record (a record this
+/// call did not push, the remote had it already; or the push back failed), which the same
+/// command run again finds and finishes.
+pub fn undo(board: &Board, pushed: &Pushed) -> std::result::Result<(), String> {
     if !pushed.fresh {
-        return;
+        return Err("the remote had it before this command".into());
     }
     let g = git(board);
     let task = &pushed.record.task;
     let previous = pushed.previous.as_ref().map(|r| r.sha.as_str());
-    if let Ok(PushResult::Done) = push(&g, &pushed.remote, task, previous, Some(&pushed.record.sha))
-    {
-        let name = ref_name(task);
-        let _ = match previous {
-            Some(p) => g.output(&["update-ref", &name, p], None),
-            None => g.output(&["update-ref", "-d", &name], None),
-        };
+    match push(&g, &pushed.remote, task, previous, Some(&pushed.record.sha)) {
+        Ok(PushResult::Done) => {
+            let name = ref_name(task);
+            let _ = match previous {
+                Some(p) => g.output(&["update-ref", &name, p], None),
+                None => g.output(&["update-ref", "-d", &name], None),
+            };
+            Ok(())
+        }
+        Ok(PushResult::Stale) => Err("the remote's record changed since".into()),
+        Ok(PushResult::Busy { why, .. } | PushResult::Failed(why) | PushResult::Unknown(why)) => {
+            Err(format!("giving it back failed: {why}"))
+        }
+        Err(e) => Err(format!("giving it back failed: {e}")),
     }
 }
 

@@ -43,7 +43,7 @@ pub fn follow(
         ));
         edits.push(FieldEdit::Set(
             "claimed_at".into(),
-            crate::time::stamp(record.at).into(),
+            crate::time::stamp_millis(record.at).into(),
         ));
     }
     let entry = crate::log::Entry {

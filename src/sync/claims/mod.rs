@@ -31,12 +31,10 @@ pub mod record;
 pub mod refname;
 mod wording;
 
-pub use confirm::{Confirmed, Pushed, Renewed, Step, confirm, renew, undo};
-pub use exchange::{Survey, all_known, fetch_all, fetch_for_next, known, survey};
-pub use follow::{SYNC_ACTOR, follow, reconcile, settle, unconfirmed};
-pub use next::{SPREAD, spread, worth_trying};
-pub use record::Record;
-pub use refname::{REF_PREFIX, ref_name};
+pub use confirm::{Confirmed, Pushed, Step, confirm, renew, undo};
+pub use exchange::{fetch_all, fetch_for_next, survey};
+pub use follow::{follow, reconcile, settle, unconfirmed};
+pub use next::{spread, worth_trying};
 pub use wording::Failure;
 
 use crate::board::Board;

@@ -54,7 +54,8 @@ impl Patterns {
 }
 
 /// Does `pattern` match `rel`? (One entry; [`Patterns`] matches many at once.)
-pub fn pattern_matches(pattern: &str, rel: &str) -> bool {
+#[cfg(test)]
+fn pattern_matches(pattern: &str, rel: &str) -> bool {
     Patterns::new(&[pattern.to_string()]).matches(rel)
 }
 

@@ -19,7 +19,6 @@ use crate::error::Error;
 use crate::log::Entry;
 use crate::query::Query;
 pub use command::shell_word;
-pub use globs::pattern_matches;
 pub use parse::parse;
 
 /// One thing wrong with a source file (or with `control/sources/`), naming the file.
@@ -168,7 +167,8 @@ pub fn rel_path(name: &str) -> String {
 }
 
 /// Reads and validates source `name`; the problems are as [`parse`] reports them.
-pub fn load(board: &Board, name: &str) -> Result<Source, Vec<String>> {
+#[cfg(test)]
+fn load(board: &Board, name: &str) -> Result<Source, Vec<String>> {
     // Checked before any path is built from it: `../x` must not reach the file system.
     if crate::id::validate(name).is_err() {
         return Err(vec![BAD_FILE_NAME.into()]);

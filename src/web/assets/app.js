@@ -374,9 +374,30 @@
     };
   }
 
+  // Holds on files and resources (read-only): who holds what, until when, who waits.
+  function holdsSection(list) {
+    if (!list.holds.length && !list.waiting.length) return h("p", { class: "muted" }, "Nothing is held (tavern hold).");
+    return h("section", { class: "holds" },
+      h("h2", {}, "Holds ", h("span", { class: "count" }, String(list.holds.length))),
+      h("table", { class: "grid" },
+        h("thead", {}, h("tr", {}, ["hold", "resource", "holder", "mode", "until", "task", "reason"].map((t) => h("th", {}, t)))),
+        h("tbody", {}, list.holds.map((x) =>
+          h("tr", { dataset: { id: x.id } },
+            h("td", {}, x.owner_rule ? "owner rule" : x.id),
+            h("td", {}, x.resource.kind === "named" ? "resource " + x.resource.name : x.resource.name),
+            h("td", {}, x.agent),
+            h("td", {}, x.owner_rule ? "exclusive" : x.shared ? "shared" : "exclusive"),
+            h("td", {}, x.until || "never"),
+            h("td", {}, x.task ? docLink(x.task) : ""),
+            h("td", {}, x.reason || ""))))),
+      list.waits_on.length
+        ? h("ul", { class: "waits" }, list.waits_on.map((w) => h("li", {}, w.waiter + " waits on " + w.holder + " (" + w.resource + ")")))
+        : null);
+  }
+
   async function viewAgents() {
-    const rows = await api("/api/agents");
-    if (!rows.length) return { frag: [h("p", { class: "muted" }, "No agent has registered (tavern agent register).")] };
+    const [rows, held] = await Promise.all([api("/api/agents"), api("/api/holds")]);
+    if (!rows.length) return { frag: [h("p", { class: "muted" }, "No agent has registered (tavern agent register)."), holdsSection(held)] };
     return {
       frag: [
         h("table", { class: "grid" },
@@ -388,6 +409,7 @@
               h("td", {}, a.holds.map((t, i) => [i ? ", " : "", docLink(t)])),
               h("td", { title: a.last_seen }, ago(a.last_seen) + " ago"),
               h("td", {}, a.capabilities.join(", ")))))),
+        holdsSection(held),
       ],
     };
   }

@@ -1,0 +1,248 @@
+//! Holds on resources: hold, release, list, and the pre-edit question "may this agent edit
+//! this file?" (README, "Holds").
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::board::Board;
+use crate::error::{Error, Result};
+use crate::holds::{self, Which};
+
+pub use crate::holds::{Conflict, Granted, Hold, Resource, Waiter};
+
+/// How long a hold lasts when the request does not say.
+pub const DEFAULT_FOR: &str = "30m";
+/// How often a waiting request looks again.
+pub const WAIT_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// What to hold, as given: paths and globs relative to `cwd`, named resources.
+#[derive(Clone, Debug, Default)]
+pub struct Spec {
+    pub paths: Vec<String>,
+    pub resources: Vec<String>,
+    pub shared: bool,
+    /// A duration (`30m`, `2h`); None is [`DEFAULT_FOR`].
+    pub duration: Option<String>,
+    pub reason: Option<String>,
+    pub task: Option<String>,
+}
+
+fn resources(
+    board: &Board,
+    cwd: &Path,
+    paths: &[String],
+    named: &[String],
+) -> Result<Vec<Resource>> {
+    let top = holds::work_tree(board, cwd);
+    let mut out = Vec::new();
+    for p in paths {
+        let r = holds::path_resource(&top, cwd, p)?;
+        if !out.contains(&r) {
+            out.push(r);
+        }
+    }
+    for n in named {
+        let r = Resource::Named(n.trim().to_string());
+        if !out.contains(&r) {
+            out.push(r);
+        }
+    }
+    Ok(out)
+}
+
+fn request(board: &Board, cwd: &Path, spec: &Spec) -> Result<holds::Request> {
+    let text = spec.duration.as_deref().unwrap_or(DEFAULT_FOR);
+    let duration = crate::time::parse_duration(text).ok_or_else(|| {
+        Error::input(format!(
+            "{} is not a duration like 30m, 2h or 1d",
+            crate::log::quote(&text.chars().take(40).collect::<String>())
+        ))
+    })?;
+    Ok(holds::Request {
+        resources: resources(board, cwd, &spec.paths, &spec.resources)?,
+        shared: spec.shared,
+        duration,
+        reason: spec.reason.clone().filter(|r| !r.trim().is_empty()),
+        task: spec.task.clone(),
+    })
+}
+
+/// Holds what `spec` names for `actor`, all or none; with `wait`, queues first come, first
+/// served for at most that long. Exit 3 naming each holder when refused.
+pub fn hold(
+    board: &Board,
+    actor: &str,
+    cwd: &Path,
+    spec: &Spec,
+    wait: Option<std::time::Duration>,
+) -> Result<Granted> {
+    let req = request(board, cwd, spec)?;
+    holds::hold(board, actor, &req, wait, WAIT_POLL)
+}
+
+/// What to release: resources as held (paths relative to `cwd`), hold ids, every hold of
+/// the actor, or the holds made for a task.
+#[derive(Clone, Debug, Default)]
+pub struct ReleaseSpec {
+    pub paths: Vec<String>,
+    pub resources: Vec<String>,
+    pub ids: Vec<String>,
+    pub all: bool,
+    pub task: Option<String>,
+    /// Release another agent's holds (a human's override; logged as theirs).
+    pub force: bool,
+}
+
+/// What a release gave up.
+#[derive(Debug, Serialize)]
+pub struct Released {
+    pub ok: bool,
+    pub released: Vec<Hold>,
+}
+
+pub fn release(board: &Board, actor: &str, cwd: &Path, spec: &ReleaseSpec) -> Result<Released> {
+    let which = if spec.all {
+        Which::All
+    } else if let Some(t) = &spec.task {
+        Which::Task(t.clone())
+    } else if !spec.ids.is_empty() {
+        Which::Ids(spec.ids.clone())
+    } else {
+        let rs = resources(board, cwd, &spec.paths, &spec.resources)?;
+        if rs.is_empty() {
+            return Err(Error::usage(
+                "nothing to release: name what you hold, a hold id, a task, or all of it",
+            ));
+        }
+        Which::Resources(rs)
+    };
+    let why = if spec.force {
+        format!("by {actor}, forced")
+    } else {
+        format!("by {actor}")
+    };
+    let released = holds::release(board, actor, actor, &which, spec.force, &why)?;
+    Ok(Released { ok: true, released })
+}
+
+/// Releases every hold of `agent` (deregistered, swept, its session ended), logged by
+/// `actor` with `why`.
+pub(crate) fn release_agent(
+    board: &Board,
+    actor: &str,
+    agent: &str,
+    why: &str,
+) -> Result<Vec<Hold>> {
+    if !board.root.join(holds::FILE).exists() {
+        return Ok(Vec::new());
+    }
+    holds::release(board, actor, agent, &Which::All, false, why)
+}
+
+/// Releases the holds made for `task` (the task was released or finished).
+pub(crate) fn release_task(board: &Board, actor: &str, task: &str, why: &str) -> Result<Vec<Hold>> {
+    if !board.root.join(holds::FILE).exists() {
+        return Ok(Vec::new());
+    }
+    holds::release(
+        board,
+        actor,
+        actor,
+        &Which::Task(task.to_string()),
+        false,
+        why,
+    )
+}
+
+/// Every hold in force (ownership rules first), and who waits for what.
+#[derive(Debug, Serialize)]
+pub struct HoldList {
+    pub holds: Vec<Hold>,
+    pub waiting: Vec<Waiter>,
+    /// Pairs (waiter, holder): who waits on whom.
+    pub waits_on: Vec<WaitsOn>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WaitsOn {
+    pub waiter: String,
+    pub holder: String,
+    pub resource: String,
+}
+
+pub fn list(board: &Board) -> Result<HoldList> {
+    let reg = holds::current(board)?;
+    let mut waits_on = Vec::new();
+    for w in &reg.queue {
+        for h in &reg.holds {
+            if h.agent != w.agent
+                && !(h.shared && w.shared)
+                && w.resources.iter().any(|r| r.overlaps(&h.resource))
+            {
+                waits_on.push(WaitsOn {
+                    waiter: w.agent.clone(),
+                    holder: h.agent.clone(),
+                    resource: h.resource.describe(),
+                });
+            }
+        }
+    }
+    Ok(HoldList {
+        holds: reg.holds,
+        waiting: reg.queue,
+        waits_on,
+    })
+}
+
+/// May `actor` edit `file`? The holds of others (and ownership rules) on it.
+#[derive(Debug, Serialize)]
+pub struct EditCheck {
+    /// The file relative to the top of the working tree (None: outside it, never held).
+    pub path: Option<String>,
+    pub held_by: Vec<Hold>,
+}
+
+impl EditCheck {
+    pub fn allowed(&self) -> bool {
+        self.held_by.is_empty()
+    }
+}
+
+/// Checks an edit of `file` (absolute, or relative to `cwd`) by `actor`: cheap when nothing
+/// is held (no registry file, no ownership rules: no read at all).
+pub fn check_edit(board: &Board, actor: &str, cwd: &Path, file: &str) -> Result<EditCheck> {
+    let registry = board.root.join(holds::FILE);
+    if board.config.owners.is_empty() && !registry.exists() {
+        return Ok(EditCheck {
+            path: None,
+            held_by: Vec::new(),
+        });
+    }
+    let top = holds::work_tree(board, cwd);
+    let path = match holds::relative(&top, cwd, file) {
+        Some(p) => p,
+        // Outside the working tree: nothing there is held.
+        None => {
+            return Ok(EditCheck {
+                path: None,
+                held_by: Vec::new(),
+            });
+        }
+    };
+    let held_by = holds::holders_of(board, actor, &path)?;
+    Ok(EditCheck {
+        path: Some(path),
+        held_by,
+    })
+}
+
+/// Drops expired holds now (each logged as an expiry); how many.
+pub fn expire(board: &Board) -> Result<usize> {
+    Ok(holds::expire(board)?.len())
+}
+
+/// Ownership rules of board.yaml that overlap with different owners, or do not parse.
+pub fn owner_rule_problems(board: &Board) -> Vec<String> {
+    holds::overlapping_owner_rules(board)
+}

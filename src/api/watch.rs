@@ -1,0 +1,45 @@
+//! Watch mode: every change to the board noticed (hand edits included) and explained, the
+//! knowledge sources started for what they registered for, each step reported as an
+//! [`Event`]; on a board connected to a remote, exchanges with it alongside.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::board::Board;
+use crate::error::Result;
+
+use super::sync::{Exchange, KeepOptions};
+
+pub use crate::watch::events::{ActivationInfo, Event, Mode, Skip, Warning, human_duration};
+pub use crate::watch::fsevents::NativeFailure;
+pub use crate::watch::{Options, Summary};
+
+/// Runs the watcher until SIGINT/SIGTERM (or, with `once`, until nothing is pending),
+/// handing each [`Event`] to `emit` as it happens.
+///
+/// A board connected to a remote keeps exchanging with it while it is watched (unless
+/// `once`), by `sync`, on a thread of its own: a fetch or push never holds the watch loop
+/// up, and what other machines change arrives as file changes, explained by the log
+/// entries that come with them. Each exchange's result goes to `exchanged`; the exchanges
+/// stop when the watcher does.
+pub fn run(
+    board: Board,
+    opts: Options,
+    sync: KeepOptions,
+    emit: &mut dyn FnMut(Event),
+    exchanged: impl Fn(&Result<Exchange>) + Send + 'static,
+) -> Result<Summary> {
+    let stop = Arc::new(AtomicBool::new(false));
+    if !opts.once && crate::sync::remote(&board)?.is_some() {
+        let (board, stop) = (board.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let r = crate::sync::keep_exchanging(&board, &sync, &stop, &exchanged);
+            if let Err(e) = r {
+                exchanged(&Err(e));
+            }
+        });
+    }
+    let summary = crate::watch::run(board, opts, emit);
+    stop.store(true, Ordering::Relaxed);
+    summary
+}

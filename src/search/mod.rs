@@ -1,0 +1,908 @@
+//! Search (`.state/search/`): every document (each region, the archive) and every text
+//! file under `solutions/`, ranked by BM25 over English stems, with typo tolerance for
+//! single words, phrases, and the query language's filters.
+//!
+//! The index is derived state, as the read index is, and kept true the same way: per
+//! directory a manifest and buckets of about a thousand files hashed by name, each file's
+//! stat data beside what it gave, checked on every search (one `statat` per file) under
+//! git's racy-timestamp rule, the directory's own stat data telling whether it must be
+//! listed again, and the wall clock checked against the boot clock. A file whose stat data
+//! changed is read and analysed again; a bucket holding one is rewritten whole (temp file,
+//! rename, CRC-32), so a search killed mid-update leaves old or new files, never a wrong
+//! one. Each bucket holds its own inverted index (terms, sorted, with their postings), so
+//! a search reads only the postings of its words; BM25's statistics (document count,
+//! average length, document frequencies) are summed over the buckets at search time.
+//!
+//! The hits are then read from their files (the text of a hit is never taken from the
+//! index): filters are matched against the document as it is, phrases are checked word
+//! by word, and the snippets are its lines holding a word searched for.
+
+mod store;
+pub mod text;
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::CString;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use chrono::{DateTime, Utc};
+use rustix::fs::FileType;
+use serde::Serialize;
+
+use crate::board::Board;
+use crate::doc::{Document, Region};
+use crate::error::{Error, Result};
+use crate::index::files::{self as ixfiles, Manifest};
+use crate::index::stat::{self, Clocks, StatKey};
+use crate::query::{Query, Term};
+use crate::scan::{DocFile, Skipped};
+use store::{Bucket, Entry, Kind};
+pub use text::Snippet;
+
+/// Bumped whenever what the index stores, or how a file is analysed, changes.
+const FORMAT: u32 = 1;
+
+/// Files per bucket the index aims at.
+const PER_BUCKET: usize = 1024;
+
+/// BM25's parameters (the usual ones).
+const K1: f64 = 1.2;
+const B: f64 = 0.75;
+
+/// A word of at least this many characters also matches the words one edit away (a
+/// letter added, removed, changed, or two swapped), at this fraction of the weight.
+pub const FUZZY_MIN_CHARS: usize = 5;
+pub const FUZZY_WEIGHT: f64 = 0.5;
+
+/// What to search for: query arguments (words, `"phrases"`, and filters).
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub terms: Vec<String>,
+    pub limit: usize,
+}
+
+/// One hit: a document, or a file under `solutions/`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Hit {
+    /// The document's id; for a file under `solutions/`, its path.
+    pub id: String,
+    /// The file's path under the board.
+    pub path: String,
+    /// `tasks`, `observations`, `questions`, or `solutions`.
+    pub region: &'static str,
+    pub archived: bool,
+    pub title: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// BM25, rounded to three decimals: comparable within one search.
+    pub score: f64,
+    pub snippets: Vec<Snippet>,
+}
+
+/// What a search found, best first.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Found {
+    pub hits: Vec<Hit>,
+    /// Document files the search skipped (as `list` skips them), with why.
+    pub skipped: Vec<Skipped>,
+}
+
+/// A word of the query, as searched.
+#[derive(Debug)]
+struct Want {
+    /// Its term (stem).
+    term: String,
+    /// It may match terms one edit away.
+    fuzzy: bool,
+}
+
+/// The query taken apart: what is ranked, what must hold.
+struct Parsed {
+    wants: Vec<Want>,
+    /// Each phrase's terms, in order: a hit holds every one as consecutive words.
+    phrases: Vec<Vec<String>>,
+    /// Every other term: matched against each hit.
+    filter: Query,
+}
+
+fn parse(terms: &[String]) -> Result<Parsed> {
+    let query = Query::parse(terms)?;
+    let mut wants: Vec<Want> = Vec::new();
+    let mut phrases = Vec::new();
+    let mut filter = Query::default();
+    let mut want = |term: String, fuzzy: bool| {
+        if let Some(w) = wants.iter_mut().find(|w| w.term == term) {
+            w.fuzzy &= fuzzy;
+        } else {
+            wants.push(Want { term, fuzzy });
+        }
+    };
+    for t in query.terms {
+        match t {
+            Term::Text(w) => {
+                let words = text::words(&w);
+                let single = words.len() == 1;
+                for (word, term) in words {
+                    want(term, single && word.chars().count() >= FUZZY_MIN_CHARS);
+                }
+            }
+            Term::Phrase(p) => {
+                let terms = text::terms(&p);
+                for t in &terms {
+                    want(t.clone(), false);
+                }
+                if !terms.is_empty() {
+                    phrases.push(terms);
+                }
+            }
+            other => filter.terms.push(other),
+        }
+    }
+    if wants.is_empty() {
+        return Err(Error::usage(
+            "search needs words to look for: filters alone select documents (as list does), they rank nothing",
+        ));
+    }
+    Ok(Parsed {
+        wants,
+        phrases,
+        filter,
+    })
+}
+
+/// Searches the board.
+pub fn search(board: &Board, req: &Request) -> Result<Found> {
+    let parsed = parse(&req.terms)?;
+    let regions = {
+        let mut r = parsed.filter.regions();
+        if r.is_empty() {
+            r = Region::ALL.to_vec();
+        }
+        r
+    };
+    let mut areas = Vec::new();
+    if !parsed.filter.archived() {
+        areas.extend(regions.iter().map(|&r| Place::Region(r, false)));
+    }
+    areas.extend(regions.iter().map(|&r| Place::Region(r, true)));
+    if parsed.filter.regions().is_empty() && !parsed.filter.archived() {
+        areas.push(Place::Solutions);
+    }
+    let ctx = Ctx::new(board);
+    let mut found = Found::default();
+    let mut loaded = Vec::new();
+    for place in areas {
+        let buckets = Area::open(&ctx, place)?.refresh()?;
+        for b in &buckets {
+            for e in &b.entries {
+                if let Kind::Skipped(problem) = &e.kind {
+                    found.skipped.push(Skipped {
+                        path: place.rel(&e.name),
+                        problem: problem.clone(),
+                    });
+                }
+            }
+        }
+        loaded.push((place, buckets));
+    }
+    let ranked = rank(&loaded, &parsed);
+    let now = crate::time::now();
+    let wanted: HashSet<String> = ranked.matched_terms;
+    for (score, a, b, e) in ranked.docs {
+        if found.hits.len() >= req.limit {
+            break;
+        }
+        let (place, buckets) = &loaded[a];
+        let name = &buckets[b].entries[e].name;
+        if let Some(hit) = verify(board, *place, name, score, &parsed, &wanted, now) {
+            found.hits.push(hit);
+        }
+    }
+    Ok(found)
+}
+
+/// The documents holding a word searched for, best first: (score, area, bucket, entry).
+struct Ranked {
+    docs: Vec<(f64, usize, usize, usize)>,
+    /// Every term that matched somewhere (the words and their near misses), for snippets.
+    matched_terms: HashSet<String>,
+}
+
+fn rank(loaded: &[(Place, Vec<Bucket>)], parsed: &Parsed) -> Ranked {
+    // The collection's statistics, summed over every bucket searched.
+    let mut n_docs = 0u64;
+    let mut total_len = 0u64;
+    for (_, buckets) in loaded {
+        for b in buckets {
+            for e in &b.entries {
+                if e.kind == Kind::Indexed {
+                    n_docs += 1;
+                    total_len += e.len as u64;
+                }
+            }
+        }
+    }
+    let avg_len = (total_len as f64 / n_docs.max(1) as f64).max(1.0);
+    // Per word: (area, bucket, entry, tf, weight) for each term it matched.
+    type Match = (usize, usize, usize, u32, f64);
+    let mut per_term: HashMap<String, Vec<Match>> = HashMap::new();
+    let mut want_terms: Vec<Vec<(String, f64)>> = vec![Vec::new(); parsed.wants.len()];
+    for (a, (_, buckets)) in loaded.iter().enumerate() {
+        for (bi, b) in buckets.iter().enumerate() {
+            for (wi, want) in parsed.wants.iter().enumerate() {
+                let mut hits: Vec<(usize, f64)> = Vec::new();
+                if let Some(i) = b.find(&want.term) {
+                    hits.push((i, 1.0));
+                }
+                if want.fuzzy {
+                    let len = want.term.chars().count();
+                    for i in 0..b.terms() {
+                        let t = b.term(i);
+                        if t == want.term || t.chars().count().abs_diff(len) > 1 {
+                            continue;
+                        }
+                        if strsim::osa_distance(t, &want.term) == 1 {
+                            hits.push((i, FUZZY_WEIGHT));
+                        }
+                    }
+                }
+                for (i, weight) in hits {
+                    let term = b.term(i).to_string();
+                    if !want_terms[wi].iter().any(|(t, _)| *t == term) {
+                        want_terms[wi].push((term.clone(), weight));
+                    }
+                    let list = per_term.entry(term).or_default();
+                    for (e, tf) in b.postings(i) {
+                        list.push((a, bi, e as usize, tf, weight));
+                    }
+                }
+            }
+        }
+    }
+    let mut scores: HashMap<(usize, usize, usize), (f64, usize)> = HashMap::new();
+    let mut matched_terms = HashSet::new();
+    let required: HashSet<&str> = parsed
+        .phrases
+        .iter()
+        .flatten()
+        .map(String::as_str)
+        .collect();
+    // Per document, per word: the best of its terms (an exact match over a near miss).
+    for terms in want_terms.iter() {
+        let mut best: HashMap<(usize, usize, usize), f64> = HashMap::new();
+        for (term, _) in terms {
+            let Some(list) = per_term.get(term) else {
+                continue;
+            };
+            matched_terms.insert(term.clone());
+            let df = list.len() as f64;
+            let idf = (1.0 + (n_docs as f64 - df + 0.5) / (df + 0.5)).ln();
+            for &(a, b, e, tf, weight) in list {
+                let len = loaded[a].1[b].entries[e].len as f64;
+                let tf = tf as f64;
+                let s = weight * idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / avg_len));
+                let slot = best.entry((a, b, e)).or_insert(0.0);
+                *slot = slot.max(s);
+            }
+        }
+        for (doc, s) in best {
+            let slot = scores.entry(doc).or_insert((0.0, 0));
+            slot.0 += s;
+        }
+    }
+    // A phrase's words are required, exactly.
+    if !required.is_empty() {
+        for term in &required {
+            let Some(list) = per_term.get(*term) else {
+                return Ranked {
+                    docs: Vec::new(),
+                    matched_terms,
+                };
+            };
+            let mut seen = HashSet::new();
+            for &(a, b, e, _, weight) in list {
+                if weight == 1.0
+                    && seen.insert((a, b, e))
+                    && let Some(slot) = scores.get_mut(&(a, b, e))
+                {
+                    slot.1 += 1;
+                }
+            }
+        }
+    }
+    let mut docs: Vec<(f64, usize, usize, usize)> = scores
+        .into_iter()
+        .filter(|(_, (_, req))| *req == required.len())
+        .map(|((a, b, e), (s, _))| (s, a, b, e))
+        .collect();
+    docs.sort_by(|x, y| {
+        y.0.total_cmp(&x.0).then_with(|| {
+            let name = |d: &(f64, usize, usize, usize)| {
+                (
+                    loaded[d.1].0.rel(&loaded[d.1].1[d.2].entries[d.3].name),
+                    d.1,
+                )
+            };
+            name(x).cmp(&name(y))
+        })
+    });
+    Ranked {
+        docs,
+        matched_terms,
+    }
+}
+
+/// Reads a ranked file as it is now: it must still match the filters and phrases; its
+/// snippets are its lines holding a word searched for.
+fn verify(
+    board: &Board,
+    place: Place,
+    name: &str,
+    score: f64,
+    parsed: &Parsed,
+    wanted: &HashSet<String>,
+    now: DateTime<Utc>,
+) -> Option<Hit> {
+    let (doc, region) = match place {
+        Place::Region(region, archived) => {
+            let dir = place.dir(board);
+            let path = dir.join(format!("{name}.md"));
+            let meta = std::fs::symlink_metadata(&path).ok()?;
+            let file = DocFile {
+                id: name.to_string(),
+                path,
+                is_symlink: meta.file_type().is_symlink(),
+                is_special: !meta.file_type().is_symlink() && !meta.is_file(),
+            };
+            let mut doc = crate::scan::read_one(board, region, &file).ok()?;
+            doc.archived = archived;
+            (doc, Some(region))
+        }
+        Place::Solutions => {
+            let rel = format!("{}/{name}", crate::layout::SOLUTIONS_DIR);
+            let text = crate::ops::resolve::read_solution(board, &rel).ok()?;
+            let doc = Document::loose(Region::Tasks, name, text, board.config.yaml_limits());
+            (doc, None)
+        }
+    };
+    if !parsed.filter.matches_in(&doc, region, now) {
+        return None;
+    }
+    let (title, body) = match place {
+        Place::Region(..) => (doc.title().to_string(), doc.body()),
+        Place::Solutions => (solution_title(name, &doc.raw), doc.raw.as_str()),
+    };
+    if !parsed.phrases.is_empty() {
+        let mut seq = text::terms(&title);
+        seq.push(String::new()); // no phrase spans the title and the body
+        seq.extend(text::terms(body));
+        if !parsed.phrases.iter().all(|p| text::holds_phrase(&seq, p)) {
+            return None;
+        }
+    }
+    let first_line = doc.raw[..doc.raw.len() - body.len()].lines().count() + 1;
+    let snippets = text::snippets(body, first_line, wanted);
+    Some(match place {
+        Place::Region(region, archived) => Hit {
+            id: doc.id().to_string(),
+            path: doc.rel_path(),
+            region: region.dir(),
+            archived,
+            title,
+            status: doc.status().map(str::to_string),
+            score: (score * 1000.0).round() / 1000.0,
+            snippets,
+        },
+        Place::Solutions => {
+            let path = place.rel(name);
+            Hit {
+                id: path.clone(),
+                path,
+                region: "solutions",
+                archived: false,
+                title,
+                status: None,
+                score: (score * 1000.0).round() / 1000.0,
+                snippets,
+            }
+        }
+    })
+}
+
+/// A solution file's title: its first markdown heading, else its file name.
+fn solution_title(name: &str, text: &str) -> String {
+    text.lines()
+        .find_map(|l| {
+            let h = l.trim_start_matches('#');
+            (h.len() < l.len() && h.starts_with(' ')).then(|| h.trim().to_string())
+        })
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| name.rsplit('/').next().unwrap_or(name).to_string())
+}
+
+/// The text a document is found by: its id, its title (twice: a word there weighs more),
+/// its body.
+fn doc_terms(doc: &Document) -> Vec<String> {
+    let mut t = text::terms(doc.id());
+    let title = text::terms(doc.title());
+    t.extend(title.iter().cloned());
+    t.extend(title);
+    t.extend(text::terms(doc.body()));
+    t
+}
+
+/// A solution file's: its path under `solutions/` and its text.
+fn solution_terms(name: &str, text: &str) -> Vec<String> {
+    let mut t = text::terms(name);
+    t.extend(text::terms(text));
+    t
+}
+
+/// Terms with their frequencies, sorted.
+fn counted(terms: Vec<String>) -> (Vec<(String, u32)>, u32) {
+    let len = terms.len() as u32;
+    let mut counts: HashMap<String, u32> = HashMap::new();
+    for t in terms {
+        *counts.entry(t).or_default() += 1;
+    }
+    let mut v: Vec<(String, u32)> = counts.into_iter().collect();
+    v.sort();
+    (v, len)
+}
+
+/// A directory searched: a region's, its archive's, or the tree under `solutions/`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    Region(Region, bool),
+    Solutions,
+}
+
+impl Place {
+    fn dir(self, board: &Board) -> PathBuf {
+        match self {
+            Place::Region(r, false) => board.region_dir(r),
+            Place::Region(r, true) => board.archive_dir(r),
+            Place::Solutions => board.root.join(crate::layout::SOLUTIONS_DIR),
+        }
+    }
+
+    fn index_name(self) -> String {
+        match self {
+            Place::Region(r, false) => r.dir().to_string(),
+            Place::Region(r, true) => format!("archive-{}", r.dir()),
+            Place::Solutions => "solutions".into(),
+        }
+    }
+
+    /// A file's path under the board.
+    fn rel(self, name: &str) -> String {
+        match self {
+            Place::Region(r, false) => format!("{}/{name}.md", r.dir()),
+            Place::Region(r, true) => format!("archive/{}/{name}.md", r.dir()),
+            Place::Solutions => format!("{}/{name}", crate::layout::SOLUTIONS_DIR),
+        }
+    }
+}
+
+/// What every area of one search shares.
+struct Ctx<'a> {
+    board: &'a Board,
+    now: Clocks,
+    fingerprint: u64,
+}
+
+impl<'a> Ctx<'a> {
+    fn new(board: &'a Board) -> Self {
+        let text = format!(
+            "search {FORMAT}\0{}\0{}\0{:?}",
+            env!("CARGO_PKG_VERSION"),
+            board.root.display(),
+            board.config
+        );
+        Ctx {
+            board,
+            now: Clocks::now(),
+            fingerprint: ixfiles::fnv(text.as_bytes()),
+        }
+    }
+}
+
+/// One directory being brought up to date.
+struct Area<'a> {
+    ctx: &'a Ctx<'a>,
+    place: Place,
+    dir: PathBuf,
+    dir_fd: Option<OwnedFd>,
+    index_dir: PathBuf,
+    listing: OnceLock<std::result::Result<Vec<String>, String>>,
+    shares: OnceLock<Vec<Vec<usize>>>,
+}
+
+impl<'a> Area<'a> {
+    fn open(ctx: &'a Ctx<'a>, place: Place) -> Result<Area<'a>> {
+        let dir = place.dir(ctx.board);
+        let dir_fd = match rustix::fs::open(
+            &dir,
+            rustix::fs::OFlags::RDONLY
+                | rustix::fs::OFlags::DIRECTORY
+                | rustix::fs::OFlags::CLOEXEC
+                | rustix::fs::OFlags::NOFOLLOW,
+            rustix::fs::Mode::empty(),
+        ) {
+            Ok(fd) => Some(fd),
+            Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR | rustix::io::Errno::LOOP) => {
+                None
+            }
+            Err(e) => return Err(Error::io(&dir, "list", e.into())),
+        };
+        Ok(Area {
+            ctx,
+            place,
+            index_dir: crate::layout::search_dir(&ctx.board.root).join(place.index_name()),
+            dir,
+            dir_fd,
+            listing: OnceLock::new(),
+            shares: OnceLock::new(),
+        })
+    }
+
+    /// The area's buckets, each brought up to date with the files.
+    fn refresh(&self) -> Result<Vec<Bucket>> {
+        let Some(dir_fd) = &self.dir_fd else {
+            return Ok(Vec::new());
+        };
+        // Taken before the listing: a change during it makes the next search list again.
+        // The tree under solutions/ is walked every time (its subdirectories change
+        // without the top one's stat data changing).
+        let dir_key = match self.place {
+            Place::Solutions => None,
+            _ => Some(stat::fstat(dir_fd).map_err(|e| Error::io(&self.dir, "list", e))?),
+        };
+        let manifest = ixfiles::load(&ixfiles::manifest_path(&self.index_dir))
+            .and_then(|b| ixfiles::decode_manifest(&b))
+            .filter(|m| {
+                m.fingerprint == self.ctx.fingerprint && !self.ctx.now.jumped_since(&m.clocks)
+            });
+        let names_known = dir_key.is_some()
+            && manifest
+                .as_ref()
+                .is_some_and(|m| m.dir.is_some() && m.dir == dir_key);
+        let (manifest, fresh) = match manifest {
+            Some(m) if names_known || !self.rebucket(m.buckets.len())? => (m, false),
+            _ => (
+                Manifest {
+                    fingerprint: self.ctx.fingerprint,
+                    generation: ixfiles::unique(),
+                    dir: None,
+                    clocks: self.ctx.now,
+                    buckets: vec![0; self.ideal_buckets()?],
+                },
+                true,
+            ),
+        };
+        if fresh {
+            let _ = std::fs::create_dir_all(&self.index_dir);
+        }
+        let count = manifest.buckets.len();
+        let next = AtomicUsize::new(0);
+        let work = || {
+            let mut parts = Vec::new();
+            loop {
+                let b = next.fetch_add(1, Ordering::Relaxed);
+                if b >= count {
+                    return parts;
+                }
+                parts.push((b, self.refresh_bucket(dir_fd, &manifest, b, names_known)));
+            }
+        };
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(8)
+            .min(count);
+        let mut parts: Vec<(usize, Result<(Bucket, bool)>)> = if threads <= 1 {
+            work()
+        } else {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
+                handles
+                    .into_iter()
+                    .flat_map(|h| h.join().unwrap_or_default())
+                    .collect()
+            })
+        };
+        parts.sort_by_key(|(b, _)| *b);
+        let mut buckets = Vec::with_capacity(count);
+        let mut changed = fresh;
+        for (_, part) in parts {
+            let (bucket, rewritten) = part?;
+            changed |= rewritten;
+            buckets.push(bucket);
+        }
+        let ids: Vec<u64> = buckets.iter().map(|b| b.id).collect();
+        let dir = dir_key.filter(|k| !k.is_racy(self.ctx.now.wall));
+        if changed || manifest.dir != dir || ids != manifest.buckets {
+            let written = Manifest {
+                dir,
+                clocks: self.ctx.now,
+                buckets: ids,
+                ..manifest
+            };
+            ixfiles::save(
+                &ixfiles::manifest_path(&self.index_dir),
+                &ixfiles::encode_manifest(&written),
+            );
+            if fresh {
+                self.remove_other_generations(written.generation);
+            }
+        }
+        Ok(buckets)
+    }
+
+    fn ideal_buckets(&self) -> Result<usize> {
+        let n = self.listing()?.len();
+        Ok(n.div_ceil(PER_BUCKET).next_power_of_two().clamp(1, 4096))
+    }
+
+    fn rebucket(&self, count: usize) -> Result<bool> {
+        let ideal = self.ideal_buckets()?;
+        Ok(ideal > count * 4 || ideal * 4 < count)
+    }
+
+    fn listing(&self) -> Result<&[String]> {
+        let listed = self.listing.get_or_init(|| match self.place {
+            Place::Solutions => walk(&self.dir),
+            _ => list(&self.dir),
+        });
+        match listed {
+            Ok(names) => Ok(names),
+            Err(e) => Err(Error::io(
+                &self.dir,
+                "list",
+                std::io::Error::other(e.clone()),
+            )),
+        }
+    }
+
+    fn shares(&self, all: &[String], count: usize) -> &[Vec<usize>] {
+        self.shares.get_or_init(|| {
+            let mut shares = vec![Vec::new(); count];
+            for (i, name) in all.iter().enumerate() {
+                shares[bucket_of(name, count)].push(i);
+            }
+            shares
+        })
+    }
+
+    /// One bucket brought up to date; whether it was rewritten.
+    fn refresh_bucket(
+        &self,
+        dir_fd: &OwnedFd,
+        manifest: &Manifest,
+        b: usize,
+        names_known: bool,
+    ) -> Result<(Bucket, bool)> {
+        let count = manifest.buckets.len();
+        let path = ixfiles::bucket_path(&self.index_dir, manifest.generation, b);
+        let cached = ixfiles::load(&path)
+            .and_then(|bytes| store::decode(&bytes))
+            .filter(|bk| bk.fingerprint == self.ctx.fingerprint)
+            .unwrap_or_default();
+        let mut rewrite = false;
+        let names: Vec<String> = if names_known && cached.id == manifest.buckets[b] {
+            cached.entries.iter().map(|e| e.name.clone()).collect()
+        } else {
+            rewrite = true;
+            let all = self.listing()?;
+            self.shares(all, count)[b]
+                .iter()
+                .map(|&i| all[i].clone())
+                .collect()
+        };
+        let by_name: HashMap<&str, usize> = cached
+            .entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.name.as_str(), i))
+            .collect();
+        let mut fresh: Vec<(usize, Option<Analysed>)> = Vec::new();
+        let mut kept = vec![false; cached.entries.len()];
+        for name in &names {
+            let old = by_name.get(name.as_str()).copied();
+            let key = self.stat(dir_fd, name);
+            match (old, key) {
+                (_, None) => {
+                    // Gone since it was listed (or never a file): not in the bucket.
+                    rewrite |= old.is_some();
+                }
+                (Some(i), Some(key))
+                    if !cached.entries[i].racy
+                        && cached.entries[i].key == key
+                        && key != StatKey::default() =>
+                {
+                    kept[i] = true;
+                    fresh.push((i, None));
+                }
+                (_, Some(key)) => {
+                    let read = self.read(dir_fd, name, key);
+                    let same = old.is_some_and(|i| {
+                        let e = &cached.entries[i];
+                        *e == read.0 && !read.0.racy
+                    });
+                    rewrite |= !same;
+                    if let Some(i) = old {
+                        kept[i] = same;
+                    }
+                    fresh.push((usize::MAX, Some(read)));
+                }
+            }
+        }
+        rewrite |= kept.iter().filter(|k| **k).count() != cached.entries.len();
+        if !rewrite {
+            return Ok((cached, false));
+        }
+        let mut old_terms = cached.per_entry();
+        let mut entries: Vec<Analysed> = fresh
+            .into_iter()
+            .map(|(i, read)| match read {
+                Some(r) => r,
+                None => (cached.entries[i].clone(), std::mem::take(&mut old_terms[i])),
+            })
+            .collect();
+        entries.sort_by(|x, y| x.0.name.cmp(&y.0.name));
+        let bytes = store::encode(ixfiles::unique(), self.ctx.fingerprint, &entries);
+        ixfiles::save(&path, &bytes);
+        let bucket = store::decode(&bytes).unwrap_or_default();
+        Ok((bucket, true))
+    }
+
+    /// A file's stat data; None when it is gone.
+    fn stat(&self, dir_fd: &OwnedFd, name: &str) -> Option<StatKey> {
+        let file = match self.place {
+            Place::Solutions => name.to_string(),
+            _ => format!("{name}.md"),
+        };
+        let c_name = CString::new(file).ok()?;
+        match stat::stat_at(dir_fd, &c_name) {
+            Ok(k) => Some(k),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(_) => Some(StatKey::default()),
+        }
+    }
+
+    /// Reads and analyses one file, between two looks at its stat data.
+    fn read(&self, dir_fd: &OwnedFd, name: &str, key: StatKey) -> Analysed {
+        let board = self.ctx.board;
+        let (kind, terms) = match self.place {
+            Place::Region(region, _) => {
+                let file = DocFile {
+                    id: name.to_string(),
+                    path: self.dir.join(format!("{name}.md")),
+                    is_symlink: key.file_type() == FileType::Symlink,
+                    is_special: !matches!(
+                        key.file_type(),
+                        FileType::RegularFile | FileType::Symlink
+                    ),
+                };
+                match crate::scan::read_one(board, region, &file) {
+                    Ok(doc) => (Kind::Indexed, doc_terms(&doc)),
+                    Err(s) => (Kind::Skipped(s.problem), Vec::new()),
+                }
+            }
+            Place::Solutions => {
+                let path = self.dir.join(name);
+                let text = (key.file_type() == FileType::RegularFile)
+                    .then(|| {
+                        crate::store::read_regular(&path, board.config.limits.max_doc_bytes).ok()
+                    })
+                    .flatten()
+                    .filter(|t| !t.contains('\0'));
+                match text {
+                    Some(t) => (Kind::Indexed, solution_terms(name, &t)),
+                    None => (Kind::Ignored, Vec::new()),
+                }
+            }
+        };
+        let after = self.stat(dir_fd, name);
+        let (terms, len) = counted(terms);
+        let entry = Entry {
+            name: name.to_string(),
+            key,
+            racy: after != Some(key) || key == StatKey::default() || key.is_racy(self.ctx.now.wall),
+            kind,
+            len,
+        };
+        (entry, terms)
+    }
+
+    /// Removes the files of other generations and old temp files (of writers that died).
+    fn remove_other_generations(&self, generation: u64) {
+        let Ok(entries) = std::fs::read_dir(&self.index_dir) else {
+            return;
+        };
+        let ours = format!("{generation}-");
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            let old_temp = name.starts_with('.')
+                && entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age.as_secs() > 600);
+            let other = !name.starts_with('.') && name != "manifest" && !name.starts_with(&ours);
+            if old_temp || other {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
+/// A file's entry with its terms and their frequencies.
+type Analysed = (Entry, Vec<(String, u32)>);
+
+fn bucket_of(name: &str, count: usize) -> usize {
+    (ixfiles::fnv(name.as_bytes()) % count as u64) as usize
+}
+
+/// The `*.md` names of a directory less `.md`, without dot files (as the read index lists
+/// them).
+fn list(dir: &Path) -> std::result::Result<Vec<String>, String> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e.to_string()),
+    };
+    let mut names = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| e.to_string())?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') {
+            continue;
+        }
+        if let Some(stem) = name.strip_suffix(".md") {
+            names.push(stem.to_string());
+        }
+    }
+    names.sort();
+    names.dedup();
+    Ok(names)
+}
+
+/// The files under `solutions/` (paths relative to it), without dot files or anything
+/// under a dot directory, not following symlinks; names that are not UTF-8 are left out
+/// (`show` could not name them).
+fn walk(dir: &Path) -> std::result::Result<Vec<String>, String> {
+    let mut names = Vec::new();
+    let walker = walkdir::WalkDir::new(dir)
+        .follow_links(false)
+        .min_depth(1)
+        .into_iter()
+        .filter_entry(|e| !e.file_name().to_string_lossy().starts_with('.'));
+    for entry in walker {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e)
+                if e.io_error()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::NotFound) =>
+            {
+                continue;
+            }
+            Err(e) => return Err(e.to_string()),
+        };
+        if entry.file_type().is_dir() {
+            continue;
+        }
+        let Ok(rel) = entry.path().strip_prefix(dir) else {
+            continue;
+        };
+        if let Some(rel) = rel.to_str() {
+            names.push(rel.to_string());
+        }
+    }
+    names.sort();
+    Ok(names)
+}

@@ -1,0 +1,596 @@
+//! `tavern search`: ranking, phrases, filters, typos, snippets, solutions and the archive;
+//! and its index (`.state/search/`), which is never wrong: files are changed behind its
+//! back in every way a user can (in place at the same size within one second, with the
+//! old mtime put back, by an editor's rename, created, deleted, made odd, `git checkout`,
+//! `git pull`, a tavern killed while it wrote the index, torn and garbage index files),
+//! and every search must then print what it prints after the index is deleted.
+
+#![cfg(unix)]
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, SystemTime};
+
+use crate::concurrency::Rng;
+use crate::util::git::{self, git};
+use crate::util::{BIN, Out, TestBoard, output};
+
+fn tavern(dir: &Path, args: &[&str]) -> Out {
+    let mut c = Command::new(BIN);
+    c.args(args)
+        .current_dir(dir)
+        .env_remove("TAVERN_BOARD")
+        .env("TAVERN_AGENT", "tester")
+        .env("USER", "tester")
+        .stdin(Stdio::null());
+    git::env(&mut c);
+    output(c)
+}
+
+/// The words the boards below are made of, and the searches run over them.
+const WORDS: [&str; 8] = [
+    "lock", "timeout", "parser", "crash", "deadlock", "cache", "network", "widget",
+];
+
+fn searches(dir: &Path) -> Vec<String> {
+    let asks: Vec<Vec<&str>> = vec![
+        vec!["search", "lock", "--json", "--limit", "1000"],
+        vec!["search", "timeout", "parser", "--limit", "1000"],
+        vec!["search", "\"lock timeout\"", "--json", "--limit", "1000"],
+        vec!["search", "deadlok", "--json", "--limit", "1000"],
+        vec![
+            "search",
+            "cache",
+            "status=pending",
+            "--json",
+            "--limit",
+            "1000",
+        ],
+        vec!["search", "network", "region:tasks", "archive", "--json"],
+        vec!["search", "widget", "--json", "--limit", "5"],
+        vec!["search", "needle", "--json"],
+    ];
+    asks.iter()
+        .map(|args| {
+            let out = tavern(dir, args);
+            format!(
+                "$ tavern {}\nexit {}\n{}\n{}",
+                args.join(" "),
+                out.code,
+                out.stdout,
+                out.stderr
+            )
+        })
+        .collect()
+}
+
+fn search_dir(board: &Path) -> PathBuf {
+    board.join(".state/search")
+}
+
+/// Searches through the index as it is, then again with the index deleted: they must
+/// agree, and the second run must have rebuilt it.
+fn same_as_fresh(dir: &Path, board: &Path, what: &str) {
+    let indexed = searches(dir);
+    std::fs::remove_dir_all(search_dir(board)).unwrap();
+    let fresh = searches(dir);
+    for (a, b) in indexed.iter().zip(&fresh) {
+        assert_eq!(
+            a, b,
+            "{what}: the index answered differently from the files"
+        );
+    }
+    assert!(
+        search_dir(board).join("tasks/manifest").exists(),
+        "{what}: the searches rebuilt no index"
+    );
+}
+
+/// A task file as tavern writes them, its title and body made of some of WORDS.
+fn task_text(id: &str, status: &str, seed: usize) -> String {
+    let w = |k: usize| WORDS[(seed * 7 + k * 3) % WORDS.len()];
+    format!(
+        "---\nid: {id}\ntitle: {} {} in {id}\nstatus: {status}\npriority: 1\ntags: []\ndepends_on: []\ncreated_at: 2026-11-01T10:00:00Z\ncreated_by: planner\nupdated_at: 2026-11-01T10:00:00Z\nrev: 1\n---\n\nThe {} {} again.\nNothing here.\n{} {} {}\n",
+        w(0),
+        w(1),
+        w(2),
+        w(3),
+        w(seed % 3),
+        w(4),
+        w(0)
+    )
+}
+
+fn board_with_tasks(n: usize) -> TestBoard {
+    let b = TestBoard::new();
+    for i in 0..n {
+        b.write(
+            &format!("tasks/t-{i:04}.md"),
+            task_text(&format!("t-{i:04}"), "pending", i),
+        );
+    }
+    b
+}
+
+fn ids(v: &serde_json::Value) -> Vec<String> {
+    v["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn ranks_every_region_the_archive_and_solutions_with_snippets() {
+    let b = TestBoard::new();
+    let obs = b
+        .run(&[
+            "post",
+            "Lock timeout in sync",
+            "--topic",
+            "sync",
+            "--severity",
+            "high",
+            "--body",
+            "The lock timed out after 30s.\nUnrelated line.\nAnother lock timeout here.",
+        ])
+        .text();
+    let task = b.task("Fix the lock timeouts", &["--body", "see the finding"]);
+    let other = b.task("Parser crash on empty input", &[]);
+    let q = b.run(&["ask", "Is a lock timeout of 30s enough?"]).text();
+    b.write(
+        "solutions/t/notes.md",
+        "# Notes on locking\n\nthe lock timeout is 30s\n",
+    );
+    b.write("solutions/t/picture.png", b"\x89PNG\0\0binary lock timeout");
+    let old = b.task("An old lock timeout", &[]);
+    b.run(&["cancel", &old, "--force"]).ok();
+    b.run(&["archive", "status=cancelled"]).ok();
+
+    let out = b.run(&["search", "lock", "timeout", "--json"]);
+    out.ok();
+    let found = out.json();
+    let hits = ids(&found);
+    for want in [&obs, &task, &q, &old, &"solutions/t/notes.md".to_string()] {
+        assert!(hits.contains(want), "{want} missing from {hits:?}");
+    }
+    assert!(!hits.contains(&other), "{hits:?}");
+    assert!(
+        !hits.iter().any(|h| h.contains("picture")),
+        "binary files are not text"
+    );
+    // Scores go down; the archived one says so; snippets name lines of the file.
+    let scores: Vec<f64> = found["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["score"].as_f64().unwrap())
+        .collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+    let hit = |id: &str| {
+        found["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["id"] == id)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(hit(&old)["archived"], true);
+    assert_eq!(hit(&old)["path"], format!("archive/tasks/{old}.md"));
+    assert_eq!(hit(&obs)["region"], "observations");
+    assert_eq!(hit(&obs)["status"], "open");
+    let snippet = &hit(&obs)["snippets"][0];
+    let line = snippet["line"].as_u64().unwrap() as usize;
+    let file = b.read(&format!("observations/{obs}.md"));
+    assert_eq!(
+        file.lines().nth(line - 1).unwrap(),
+        "The lock timed out after 30s."
+    );
+    assert_eq!(snippet["text"], "The lock timed out after 30s.");
+    assert_eq!(hit("solutions/t/notes.md")["title"], "Notes on locking");
+
+    // The text form: id, score, status, title, then the lines.
+    let text = b.run(&["search", "lock", "timeout"]);
+    text.ok();
+    assert!(
+        text.stdout
+            .lines()
+            .any(|l| l.starts_with(&obs) && l.ends_with("open  Lock timeout in sync")),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout
+            .contains(&format!("    {line}: The lock timed out after 30s."))
+    );
+
+    // --limit
+    let one = b
+        .run(&["search", "lock", "timeout", "--json", "--limit", "1"])
+        .json();
+    assert_eq!(ids(&one).len(), 1);
+    assert_eq!(ids(&one)[0], hits[0]);
+}
+
+#[test]
+fn phrases_filters_and_typos() {
+    let b = TestBoard::new();
+    let a = b.task("The lock timed out", &["--body", "a timeout of the lock"]);
+    let c = b.task("Timeout while taking the lock", &["--body", "lock timeout"]);
+    let obs = b
+        .run(&[
+            "post",
+            "Lock timeout seen",
+            "--topic",
+            "t",
+            "--severity",
+            "low",
+            "--body",
+            "lock timeout",
+        ])
+        .text();
+    b.run(&["ack", &obs]).ok();
+    // A phrase: its words in this order (stemmed: "lock timeouts" is the same phrase).
+    let p = b.run(&["search", "\"lock timeout\"", "--json"]).json();
+    let mut got = ids(&p);
+    got.sort();
+    let mut want = vec![c.clone(), obs.clone()];
+    want.sort();
+    assert_eq!(got, want, "{p}");
+    assert!(!ids(&p).contains(&a));
+    // Filters from the query language: a region, a status.
+    let tasks = b.run(&["search", "lock", "region:tasks", "--json"]).json();
+    assert!(
+        ids(&tasks).iter().all(|id| id.starts_with("task-")),
+        "{tasks}"
+    );
+    assert_eq!(ids(&tasks).len(), 2);
+    let open = b
+        .run(&["search", "lock", "observations", "status=open", "--json"])
+        .json();
+    assert!(ids(&open).is_empty(), "{open}");
+    let acked = b
+        .run(&[
+            "search",
+            "lock",
+            "observations",
+            "status=acknowledged",
+            "--json",
+        ])
+        .json();
+    assert_eq!(ids(&acked), std::slice::from_ref(&obs));
+    // A typo in a single word of five letters or more: one edit away still finds it.
+    let typo = b.run(&["search", "timout", "--json"]).json();
+    assert_eq!(ids(&typo).len(), 3, "{typo}");
+    let swapped = b.run(&["search", "tiemout", "--json"]).json();
+    assert_eq!(ids(&swapped).len(), 3, "{swapped}");
+    // An exact match outranks a near miss; short words get no typo tolerance.
+    let short = b.run(&["search", "lokc", "--json"]).json();
+    assert!(ids(&short).is_empty(), "{short}");
+    // Nothing found: exit 0, an empty list, a note on stderr in text mode.
+    let none = b.run(&["search", "zebra"]);
+    none.ok().stdout_is("").stderr_is("nothing matches\n");
+    assert_eq!(
+        b.run(&["search", "zebra", "--json"]).json()["hits"],
+        serde_json::json!([])
+    );
+}
+
+#[test]
+fn bad_queries_are_usage_errors() {
+    let b = TestBoard::new();
+    b.task("a task", &[]);
+    b.run(&["search", "status=open"])
+        .code(2)
+        .stderr_has("search needs words");
+    b.run(&["search", "lock", "priority<high"])
+        .code(2)
+        .stderr_has("malformed query term 'priority<high'");
+    b.run(&["search", "\"unclosed"]).code(2);
+    b.run(&["search"]).code(2);
+    let json = b.run(&["search", "status=open", "--json"]);
+    json.code(2);
+    let error: serde_json::Value = serde_json::from_str(&json.stderr).unwrap();
+    assert!(error.to_string().contains("search needs words"), "{error}");
+    b.run(&["search", "lock", "--limit", "x"]).code(2);
+}
+
+#[test]
+fn a_broken_document_is_skipped_with_a_warning_as_list_skips_it() {
+    let b = TestBoard::new();
+    b.task("lock one", &[]);
+    b.write("tasks/t-bad.md", "---\nid: t-bad\ntitle: [lock\n---\n");
+    let out = b.run(&["search", "lock", "--json"]);
+    out.ok().stderr_has("warning: skipped tasks/t-bad.md");
+    assert_eq!(out.json()["skipped"][0]["path"], "tasks/t-bad.md");
+    assert_eq!(ids(&out.json()).len(), 1);
+}
+
+#[test]
+fn agent_written_text_reaches_the_terminal_without_control_characters() {
+    let b = TestBoard::new();
+    b.write(
+        "tasks/t-evil.md",
+        "---\nid: t-evil\ntitle: \"lock \\e[31mred\"\nstatus: pending\n---\n\nlock \u{1b}]0;owned\u{7} here\n",
+    );
+    let out = b.run(&["search", "lock"]);
+    out.ok();
+    assert!(!out.stdout.contains('\u{1b}'), "{:?}", out.stdout);
+    assert!(!out.stdout.contains('\u{7}'), "{:?}", out.stdout);
+    assert!(out.stdout.contains("t-evil"));
+}
+
+#[test]
+fn same_size_edits_in_place_within_one_second_are_seen() {
+    let b = board_with_tasks(30);
+    let path = b.board().join("tasks/t-0007.md");
+    searches(b.root());
+    for (round, seed) in [1, 2, 3, 4, 5].iter().enumerate() {
+        let before = std::fs::metadata(&path).unwrap();
+        let text = task_text("t-0007", "pending", *seed);
+        std::fs::write(&path, &text).unwrap();
+        let after = std::fs::metadata(&path).unwrap();
+        assert_eq!(before.ino(), after.ino(), "written in place");
+        let title = text.lines().nth(2).unwrap().trim_start_matches("title: ");
+        let first = title.split(' ').next().unwrap();
+        let found = tavern(b.root(), &["search", first, "--json", "--limit", "1000"]).json();
+        assert!(
+            ids(&found).contains(&"t-0007".to_string()),
+            "round {round}: {first} not found in t-0007"
+        );
+        same_as_fresh(b.root(), &b.board(), &format!("in-place edit {round}"));
+    }
+}
+
+#[test]
+fn an_edit_that_puts_back_the_old_mtime_is_seen() {
+    let b = board_with_tasks(20);
+    let path = b.board().join("tasks/t-0003.md");
+    let old = SystemTime::now() - Duration::from_secs(3600);
+    let set_old = || {
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(old)
+            .unwrap()
+    };
+    set_old();
+    // Old enough to be trusted, so the index keeps it.
+    std::thread::sleep(Duration::from_millis(3100));
+    searches(b.root());
+    searches(b.root());
+    let text = std::fs::read_to_string(&path).unwrap();
+    let edited = text.replacen("Nothing here.", "Zappers here.", 1);
+    assert_eq!(text.len(), edited.len());
+    std::fs::write(&path, edited).unwrap();
+    set_old();
+    let found = tavern(b.root(), &["search", "zapper", "--json"]).json();
+    assert_eq!(ids(&found), ["t-0003"], "{found}");
+    same_as_fresh(b.root(), &b.board(), "an edit with its mtime put back");
+}
+
+#[test]
+fn editors_renames_creations_deletions_odd_files_and_solutions_are_seen() {
+    let b = board_with_tasks(40);
+    b.write(
+        "solutions/t-0001/notes.md",
+        "# lock notes\n\ncache network\n",
+    );
+    searches(b.root());
+    let tasks = b.board().join("tasks");
+    std::fs::write(tasks.join(".t-0001.md.swp"), task_text("t-0001", "done", 9)).unwrap();
+    std::fs::rename(tasks.join(".t-0001.md.swp"), tasks.join("t-0001.md")).unwrap();
+    same_as_fresh(b.root(), &b.board(), "an editor's rename");
+    b.write(
+        "tasks/t-new.md",
+        task_text("t-new", "pending", 3).replace("Nothing", "needle"),
+    );
+    std::fs::remove_file(tasks.join("t-0002.md")).unwrap();
+    b.write(
+        "tasks/t-0003.md",
+        "---\nid: t-0003\ntitle: [unclosed lock\n---\n",
+    );
+    b.write(
+        "tasks/t-0004.md",
+        b"---\nid: t-0004\ntitle: \xff lock\n---\n",
+    );
+    std::os::unix::fs::symlink(tasks.join("t-0005.md"), tasks.join("t-link.md")).unwrap();
+    std::fs::create_dir(tasks.join("t-dir.md")).unwrap();
+    b.write("tasks/Not An Id.md", task_text("x", "pending", 1));
+    b.write("solutions/t-0001/more/deep.md", "lock lock needle\n");
+    b.write("solutions/t-0001/notes.md", "# lock notes\n\nwidget now\n");
+    std::os::unix::fs::symlink(b.board().join("tasks"), b.board().join("solutions/linked"))
+        .unwrap();
+    same_as_fresh(b.root(), &b.board(), "created, deleted and odd files");
+    let needle = tavern(b.root(), &["search", "needle", "--json"]).json();
+    let mut got = ids(&needle);
+    got.sort();
+    assert_eq!(got, ["solutions/t-0001/more/deep.md", "t-new"], "{needle}");
+    std::fs::remove_dir(tasks.join("t-dir.md")).unwrap();
+    std::fs::remove_file(tasks.join("t-link.md")).unwrap();
+    b.write("tasks/t-0003.md", task_text("t-0003", "pending", 2));
+    b.write("tasks/t-0004.md", task_text("t-0004", "pending", 2));
+    std::fs::remove_dir_all(b.board().join("solutions/t-0001/more")).unwrap();
+    same_as_fresh(b.root(), &b.board(), "odd files fixed");
+}
+
+#[test]
+fn a_torn_or_garbage_index_is_rebuilt_from_the_files() {
+    let b = board_with_tasks(50);
+    searches(b.root());
+    let tasks_index = search_dir(&b.board()).join("tasks");
+    let files: Vec<PathBuf> = std::fs::read_dir(&tasks_index)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| !p.ends_with("manifest"))
+        .collect();
+    assert!(!files.is_empty());
+    b.write("tasks/t-0010.md", task_text("t-0010", "done", 4));
+    let bytes = std::fs::read(&files[0]).unwrap();
+    std::fs::write(&files[0], &bytes[..bytes.len() / 2]).unwrap();
+    same_as_fresh(b.root(), &b.board(), "a bucket cut in half");
+    searches(b.root());
+    b.write("tasks/t-0011.md", task_text("t-0011", "done", 5));
+    std::fs::write(tasks_index.join("manifest"), b"not an index").unwrap();
+    same_as_fresh(b.root(), &b.board(), "a garbage manifest");
+    searches(b.root());
+    b.write("tasks/t-0012.md", task_text("t-0012", "done", 6));
+    for p in std::fs::read_dir(&tasks_index).unwrap() {
+        let p = p.unwrap().path();
+        let len = std::fs::metadata(&p).unwrap().len() as usize;
+        std::fs::write(&p, vec![0u8; len]).unwrap();
+    }
+    same_as_fresh(b.root(), &b.board(), "zeroed index files");
+    // The index's directory replaced by a file: searches still work from the files.
+    std::fs::remove_dir_all(search_dir(&b.board())).unwrap();
+    std::fs::write(search_dir(&b.board()), b"in the way").unwrap();
+    let found = tavern(b.root(), &["search", "lock", "--json", "--limit", "1000"]);
+    found.ok();
+    assert!(!ids(&found.json()).is_empty());
+    std::fs::remove_file(search_dir(&b.board())).unwrap();
+}
+
+#[test]
+fn a_tavern_killed_while_it_writes_the_index_leaves_nothing_wrong() {
+    let b = board_with_tasks(1500);
+    searches(b.root());
+    b.write("tasks/t-0000.md", task_text("t-0000", "done", 1));
+    let started = std::time::Instant::now();
+    tavern(b.root(), &["search", "lock", "--json"]).ok();
+    let span = started.elapsed().as_micros().max(1000) as u64;
+    let mut rng = Rng::new(23);
+    for round in 0..6 {
+        for _ in 0..20 {
+            let i = rng.below(1500) as usize;
+            let status = ["pending", "claimed", "done"][rng.below(3) as usize];
+            b.write(
+                &format!("tasks/t-{i:04}.md"),
+                task_text(&format!("t-{i:04}"), status, i + round + 1),
+            );
+        }
+        if round % 3 == 0 {
+            // A new bucket count now and then: the directory grows past what it was.
+            for j in 0..300 {
+                let id = format!("t-r{round}-{j}");
+                b.write(&format!("tasks/{id}.md"), task_text(&id, "pending", j));
+            }
+        }
+        let mut child = Command::new(BIN)
+            .args(["search", "lock", "--json"])
+            .current_dir(b.root())
+            .env_remove("TAVERN_BOARD")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_micros(rng.below(span)));
+        let _ = child.kill();
+        let _ = child.wait();
+        let indexed = searches(b.root());
+        let copy = tempfile::tempdir().unwrap();
+        copy_tree(&b.board(), &copy.path().join(".tavern"));
+        std::fs::remove_dir_all(copy.path().join(".tavern/.state")).ok();
+        let fresh = searches(copy.path());
+        assert_eq!(indexed, fresh, "round {round}");
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let ty = entry.file_type().unwrap();
+        let dest = to.join(entry.file_name());
+        if ty.is_dir() {
+            copy_tree(&entry.path(), &dest);
+        } else if ty.is_file() {
+            std::fs::copy(entry.path(), dest).unwrap();
+        }
+    }
+}
+
+#[test]
+fn git_checkout_of_an_old_board_and_git_pull_are_seen() {
+    let tmp = tempfile::tempdir().unwrap();
+    let main = tmp.path().join("main");
+    git::init_repo(&main);
+    tavern(&main, &["init"]).ok();
+    let mut ids = Vec::new();
+    for i in 0..8 {
+        let out = tavern(
+            &main,
+            &[
+                "new",
+                "task",
+                &format!("{} {} {i}", WORDS[i % 8], WORDS[(i + 3) % 8]),
+            ],
+        );
+        out.ok();
+        ids.push(out.text());
+    }
+    git(&main, &["add", "-A"]);
+    git(&main, &["commit", "-q", "-m", "old board"]);
+    let board = main.join(".tavern");
+    searches(&main);
+    tavern(&main, &["new", "task", "lock after the commit"]).ok();
+    edit(&board, &ids[1], "title: timeout", "title: needle");
+    searches(&main);
+    git(&main, &["checkout", "-q", "HEAD", "--", ".tavern/tasks"]);
+    same_as_fresh(&main, &board, "git checkout of the old board");
+
+    let remote = git::bare(&tmp.path().join("remote.git"));
+    git(
+        &main,
+        &["remote", "add", "origin", remote.to_str().unwrap()],
+    );
+    git(&main, &["add", "-A"]);
+    git(&main, &["commit", "-q", "-m", "now"]);
+    git(&main, &["push", "-q", "origin", "HEAD:main"]);
+    let other = tmp.path().join("other");
+    git(
+        tmp.path(),
+        &[
+            "clone",
+            "-q",
+            "-b",
+            "main",
+            remote.to_str().unwrap(),
+            "other",
+        ],
+    );
+    edit(
+        &other.join(".tavern"),
+        &ids[2],
+        "status: pending",
+        "status: done",
+    );
+    edit(
+        &other.join(".tavern"),
+        &ids[4],
+        "title: deadlock",
+        "title: needle",
+    );
+    std::fs::remove_file(other.join(format!(".tavern/tasks/{}.md", ids[3]))).unwrap();
+    std::fs::create_dir_all(other.join(".tavern/solutions/x")).unwrap();
+    std::fs::write(other.join(".tavern/solutions/x/n.md"), "needle lock\n").unwrap();
+    git(&other, &["add", "-A"]);
+    git(&other, &["commit", "-q", "-m", "elsewhere"]);
+    git(&other, &["push", "-q", "origin", "HEAD:main"]);
+    searches(&main);
+    git(&main, &["pull", "-q", "--ff-only", "origin", "main"]);
+    let needle = tavern(&main, &["search", "needle", "--json"]).json();
+    assert_eq!(needle["hits"].as_array().unwrap().len(), 2, "{needle}");
+    same_as_fresh(&main, &board, "git pull");
+}
+
+/// Edits a task file in place, as an editor that writes in place would.
+fn edit(board: &Path, id: &str, from: &str, to: &str) {
+    let path = board.join(format!("tasks/{id}.md"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(from), "{id} holds no '{from}'");
+    std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+}
