@@ -249,7 +249,6 @@ pub fn reopen(root: &Path) -> Result<Board> {
     Board::open(root)
 }
 
-
 /// The regions a query reads: those it names, else every one.
 fn query_regions(query: &Query) -> Vec<crate::doc::Region> {
     let regions = query.regions();

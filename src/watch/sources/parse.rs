@@ -673,7 +673,9 @@ mod tests {
         );
         assert_eq!(
             problems(&fm("when: has:estimate\nrun: x\n")),
-            ["when: unknown field 'estimate' in query term 'has:estimate'; it is not declared under fields: in board.yaml"]
+            [
+                "when: unknown field 'estimate' in query term 'has:estimate'; it is not declared under fields: in board.yaml"
+            ]
         );
     }
 
