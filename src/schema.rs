@@ -494,6 +494,42 @@ pub fn check_value(board: &Board, region: Region, path: &str, key: &str, v: &Val
     }
 }
 
+/// What is wrong with the value of `key` in a document of `region` at `path` as it is on
+/// disk, in `check`'s words (`priority must be a whole number from 0 (critical) to 4
+/// (backlog), not high`); None when the schema takes it. A reference to a document that
+/// does not exist is said as such.
+pub fn value_problem(
+    board: &Board,
+    region: Region,
+    path: &str,
+    key: &str,
+    v: &Value,
+) -> Option<String> {
+    match check_value(board, region, path, key, v) {
+        Ok(()) => None,
+        Err(Error::NotFound { .. }) => {
+            let tasks_only = matches!(rule(region, key), Some(Rule::Task | Rule::Tasks));
+            let ids: Vec<&str> = match v {
+                Value::String(s) => vec![s.as_str()],
+                Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
+                _ => Vec::new(),
+            };
+            let missing = ids.into_iter().find(|id| !exists(board, id, tasks_only))?;
+            Some(format!(
+                "{key} names '{missing}', which is not a {} on this board",
+                if tasks_only { "task" } else { "document" }
+            ))
+        }
+        Err(e) => {
+            let message = e.to_string();
+            let message = message
+                .strip_prefix(&format!("{path}: "))
+                .unwrap_or(&message);
+            Some(message.trim_end_matches("; nothing written").to_string())
+        }
+    }
+}
+
 /// Checks that `key` may be removed from a document of `region`.
 pub fn check_unset(region: Region, path: &str, key: &str) -> Result<()> {
     if required(region, key) {

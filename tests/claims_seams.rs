@@ -475,8 +475,10 @@ fn an_outcome_that_cannot_be_known_is_said_so_and_the_next_command_resolves_it()
     });
     out.code(8);
     assert!(
-        out.stderr.starts_with("error: the remote 'origin' (")
-            && out.stderr.contains(") may have taken the claim of t00 (")
+        out.stderr.starts_with(&format!(
+            "error: the remote 'origin' at {} may have taken the claim of t00 (",
+            net.remote().display()
+        )) && !out.stderr.contains(&net.dir(0).display().to_string())
             && out.stderr.contains("the outcome is unknown"),
         "{}",
         out.stderr

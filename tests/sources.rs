@@ -374,7 +374,10 @@ fn broken_problems() -> Vec<(String, String)> {
             "when: unknown field 'stauts' in query term 'stauts=review'; did you mean 'status'?"
                 .into(),
         ),
-        p("yaml.md", "line 2: unclosed bracket '['".into()),
+        p(
+            "yaml.md",
+            "line 2: unclosed bracket '[' (a value starting with [ { * & ! | > ' \" % @ or ` is read as YAML syntax: quote it, as in run: \"[unclosed\")".into(),
+        ),
     ]
 }
 

@@ -435,8 +435,11 @@ fn offline_everything_but_claims_works_and_is_sent_at_the_next_sync() {
     assert_eq!(err["error"]["kind"], "unconfirmed", "{err}");
     let msg = err["error"]["message"].as_str().unwrap();
     assert!(
-        msg.contains("cannot fetch the board branch from the remote 'origin'")
-            && msg.contains("the board here is intact"),
+        // The remote is named by its URL (the clone's own path only as the board's).
+        msg.contains(&format!(
+            "cannot fetch the board branch from the remote 'origin' at {} (",
+            remote.display()
+        )) && msg.contains("the board here is intact"),
         "{msg}"
     );
     assert_eq!(
