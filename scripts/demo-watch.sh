@@ -16,6 +16,9 @@ cleanup() { [ -n "$watcher" ] && kill "$watcher" 2>/dev/null; rm -rf "$demo"; }
 trap cleanup EXIT
 cp -R "$repo/.tavern-example" "$demo/.tavern"
 cd "$demo"
+# tavern names whoever acts; a container may have no $USER, and then the watcher (which
+# writes the log) would refuse to start. The demo's human is "demo" unless named.
+export TAVERN_AGENT="${TAVERN_AGENT:-${USER:-demo}}"
 
 # The source runs ./agents/reviewer.sh {id} in the project. A real reviewer would start an
 # agent with the source's prompt on stdin; this stand-in approves, as the reviewer agent.

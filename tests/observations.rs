@@ -71,7 +71,10 @@ fn post_writes_an_open_observation_with_every_field() {
     let v = b.run(&["show", "obs-tabs", "--json"]).ok().json();
     let f = &v["fields"];
     let at = |k: &str| chrono::DateTime::parse_from_rfc3339(f[k].as_str().unwrap()).unwrap();
-    assert_eq!((at("expires_at") - at("created_at")).num_seconds(), 3600);
+    assert_eq!(
+        (at("expires_at") - at("created_at")).num_milliseconds(),
+        3_600_000
+    );
     let e = b.log().last().unwrap().clone();
     assert_eq!(e["op"], "create");
     assert_eq!(e["doc"], "observations/obs-tabs.md");

@@ -157,6 +157,7 @@ pub fn new(ctx: &Ctx, a: NewArgs) -> Result<ExitCode> {
         depends_on: a.depends_on,
         sets,
         extra: a.extra_fields,
+        at: None,
     };
     ctx.print(&api::docs::create(&board, &actor, a.kind.region(), &spec)?)
 }

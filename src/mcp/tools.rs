@@ -703,6 +703,7 @@ fn create_task(ctx: &Ctx, args: Value) -> Result<Value> {
         depends_on: a.depends_on.unwrap_or_default(),
         sets,
         extra: Vec::new(),
+        at: None,
     };
     let created = api::docs::create(&ctx.board, &ctx.actor, Region::Tasks, &spec)?;
     Ok(bound::created(&created.doc, &created.entry, &[]))

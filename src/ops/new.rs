@@ -27,6 +27,9 @@ pub struct NewDoc {
     /// Fields `sets` may hold although the board does not know them (the caller says so
     /// explicitly): any other unknown field is refused as a typo.
     pub extra: Vec<String>,
+    /// When it is created (`created_at`); now if unset. A caller that derives another time
+    /// from the creation (an observation's `expires_at`) passes the instant it used.
+    pub at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// Fields that tavern owns: setting them by hand would break the file name or the rev.
@@ -209,7 +212,7 @@ pub fn create(
         )
     })?;
 
-    let now = crate::time::stamp_millis(crate::time::now());
+    let now = crate::time::stamp_millis(spec.at.unwrap_or_else(crate::time::now));
     let mut edits = vec![
         FieldEdit::Set("title".into(), spec.title.clone().into()),
         FieldEdit::Set("created_at".into(), now.clone().into()),

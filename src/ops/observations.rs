@@ -67,7 +67,11 @@ fn parse_confidence(s: &str) -> Result<f64> {
 }
 
 /// Checks a post and turns it into the fields of the new document.
-fn fields(board: &Board, p: &Post) -> Result<Vec<(String, Value)>> {
+fn fields(
+    board: &Board,
+    p: &Post,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Vec<(String, Value)>> {
     if p.topic.trim().is_empty() {
         return Err(Error::request(
             Kind::Usage,
@@ -112,7 +116,7 @@ fn fields(board: &Board, p: &Post) -> Result<Vec<(String, Value)>> {
                     ),
                 )
             })?;
-            let at = crate::time::now().checked_add_signed(d).ok_or_else(|| {
+            let at = now.checked_add_signed(d).ok_or_else(|| {
                 Error::request(
                     Kind::Usage,
                     msg!(Input::Ttl, format!(" '{ttl}' is too long")),
@@ -154,8 +158,11 @@ fn fields(board: &Board, p: &Post) -> Result<Vec<(String, Value)>> {
 
 /// `tavern post`: a new open observation.
 pub fn post(board: &Board, actor: &str, p: &Post) -> Result<(Document, Entry)> {
-    let sets = fields(board, p)?;
+    // One instant for created_at and expires_at: expires_at is exactly created_at + ttl.
+    let now = crate::time::now();
+    let sets = fields(board, p, now)?;
     let spec = NewDoc {
+        at: Some(now),
         id: p.id.clone(),
         title: p.title.clone(),
         body: p.body.clone(),

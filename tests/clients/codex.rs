@@ -151,7 +151,7 @@ fn codex_runs_the_agent_loop_on_the_board() {
     before.code(6).stdout_has("codex: needs attention\n");
     before.stdout_has("FIX  folder trusted: Codex does not trust");
     before.stdout_has(
-        "FIX  hooks trusted: Codex has not trusted SessionStart, PostToolUse, SessionEnd",
+        "FIX  hooks trusted: Codex has not trusted SessionStart, PreToolUse, PostToolUse, SessionEnd",
     );
     review(&p, &c);
     let after = p.tavern(&["setup", "--check", "codex"]);

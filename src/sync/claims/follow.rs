@@ -147,7 +147,13 @@ pub fn reconcile(board: &Board) -> Result<Vec<String>> {
         if !board.doc_path(Region::Tasks, &task).exists() {
             continue;
         }
-        let locked = Locked::take(board, Region::Tasks, &task, None)?;
+        let locked = match Locked::take(board, Region::Tasks, &task, None) {
+            Ok(locked) => locked,
+            // Archived (or removed) since it was looked at: nothing left here to follow
+            // the record, and the rest of the exchange goes on.
+            Err(crate::error::Error::NotFound { .. }) => continue,
+            Err(e) => return Err(e),
+        };
         let Some(sha) = local_sha(board, &task)? else {
             continue;
         };
