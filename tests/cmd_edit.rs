@@ -475,7 +475,7 @@ fn set_then_unset_gives_back_every_byte_but_rev_and_updated_at() {
         ("r4", "---\nid: r4\n---\n"),
         (
             "r5",
-            "---\nid: r5   # id comment\nrev: 3\nupdated_at: 2020-01-01T00:00:00Z\nstatus: \"pending\"\n---\nno newline",
+            "---\nid: r5   # id comment\nrev: 3\nupdated_at: 2020-01-01T00:00:00Z\nstatus: \"open\"\n---\nno newline",
         ),
     ];
     let strip = |t: &str| -> String {

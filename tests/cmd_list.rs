@@ -408,7 +408,7 @@ fn broken_files_are_skipped_with_a_warning() {
     let out = b.run(&["list", "status=pending"]);
     out.ok().stderr_is(
         "warning: skipped tasks/Bad Name.md: file name is not a valid id ([a-z0-9][a-z0-9._-]{0,63}.md)\n\
-         warning: skipped tasks/t-broken.md: line 3: unclosed bracket '['\n\
+         warning: skipped tasks/t-broken.md: line 3: unclosed bracket '[' (a value starting with [ { * & ! | > ' \" % @ or ` is read as YAML syntax: quote it, as in title: \"[unclosed\")\n\
          warning: skipped tasks/t-wrong.md: its id t-other does not match its file name (expected 't-wrong')\n\
          warning: skipped observations/o-bin.md: is not valid UTF-8 (invalid byte at offset 21)\n",
     );

@@ -424,7 +424,9 @@ fn a_broken_template_is_refused() {
     b.run(&["new", "task", "--title", "x"])
         .code(6)
         .stdout_is("")
-        .stderr_is("error: templates/task.md: template is broken: line 2: unclosed bracket '['\n");
+        .stderr_is(
+            "error: templates/task.md: template is broken: line 2: unclosed bracket '[' (a value starting with [ { * & ! | > ' \" % @ or ` is read as YAML syntax: quote it, as in title: \"[broken\")\n",
+        );
     b.write("templates/task.md", "no frontmatter\n");
     b.run(&["new", "task", "--title", "x"])
         .code(6)

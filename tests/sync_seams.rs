@@ -1155,7 +1155,18 @@ mod one_place {
             // Archived first on a, edited later on b (b's entry comes later in log order).
             tavern(&a, &["archive", &format!("id={id}")]).ok();
             tavern(&b, &["new", "task", "--title", "filler"]).ok();
-            tavern(&b, &["edit", &id, "--set", "note=edited on b"]).ok();
+            tavern(
+                &b,
+                &[
+                    "edit",
+                    &id,
+                    "--set",
+                    "note=edited on b",
+                    "--extra-field",
+                    "note",
+                ],
+            )
+            .ok();
             let second = if *first == a { &b } else { &a };
             settle(&[first, second]);
             let text = one_copy(&[&a, &b], &remote, &id, true);
@@ -1259,7 +1270,18 @@ mod one_place {
         let tmp = tempfile::tempdir().unwrap();
         let (a, b, remote) = two_clones(tmp.path());
         let id = done_task(&a, &b, "archived mid-sync");
-        tavern(&b, &["edit", &id, "--set", "note=edited on b"]).ok();
+        tavern(
+            &b,
+            &[
+                "edit",
+                &id,
+                "--set",
+                "note=edited on b",
+                "--extra-field",
+                "note",
+            ],
+        )
+        .ok();
         tavern(&b, &["sync"]).ok();
         let marker = tmp.path().join("archived");
         let hook = faulty_git(
@@ -1291,7 +1313,7 @@ mod one_place {
         let hook = faulty_git(
             tmp.path(),
             &format!(
-                "fetch) case \"$*\" in *refs/heads/tavern:*) if [ ! -e '{m}' ]; then : > '{m}'; (cd '{a}' && '{BIN}' edit '{id}' --set 'note=edited on a' >/dev/null 2>&1); fi ;; esac ;;",
+                "fetch) case \"$*\" in *refs/heads/tavern:*) if [ ! -e '{m}' ]; then : > '{m}'; (cd '{a}' && '{BIN}' edit '{id}' --set 'note=edited on a' --extra-field note >/dev/null 2>&1); fi ;; esac ;;",
                 m = marker.display(),
                 a = a.display(),
             ),

@@ -332,7 +332,7 @@ impl Action {
 struct MoveArgs {
     /// The task (id or unique prefix)
     id: String,
-    /// start (claimed -> working), submit (-> review), block, unblock, release (give it back), done (no review needed), fail; approve / reject another agent's task in review (as its reviewer; never your own)
+    /// start (claimed -> working), submit (-> review), block, unblock, release (give it back), done (no review needed), fail; approve / reject (as its reviewer)
     action: Action,
     /// A note for the log entry
     note: Option<String>,
@@ -726,8 +726,7 @@ struct EditArgs {
     body: Option<String>,
     /// Only if its rev is still this (compare-and-swap)
     if_rev: Option<u64>,
-    /// Fields to write although the board does not know them (otherwise an unknown field
-    /// is refused as a typo)
+    /// Unknown fields to write anyway (not typos)
     extra_fields: Option<Vec<String>>,
 }
 
@@ -883,7 +882,7 @@ pub const ALL: &[Def] = &[
         false,
         MoveArgs,
         move_task,
-        "Move a task along the workflow: start, submit for review, block, unblock, release, done or fail a task you hold; approve or reject another agent's task in review, as its reviewer (review means someone else: never your own, nor one you submitted)."
+        "Move a task along the workflow: start, submit for review, block, unblock, release, done or fail a task you hold; approve or reject another agent's task in review (never your own, nor one you submitted)."
     ),
     def!(
         "show",
@@ -915,7 +914,7 @@ pub const ALL: &[Def] = &[
         false,
         AskArgs,
         ask,
-        "Ask a human a question (optionally blocking your tasks until answered), or request a permission. Humans answer outside this server; check status for the answer."
+        "Ask a human a question (optionally blocking your tasks until answered), or request a permission; a human answers, and status shows it."
     ),
     def!(
         "agents",
