@@ -349,6 +349,13 @@ pub enum Error {
         path: PathBuf,
         message: String,
     },
+    /// A hold refused (exit 3, like [`Error::Conflict`]): `message` names each holder,
+    /// `conflicts` are the holds in the way, for a program to read.
+    Held {
+        path: PathBuf,
+        message: String,
+        conflicts: Vec<crate::holds::Conflict>,
+    },
     Paused {
         reason: String,
     },
@@ -443,7 +450,7 @@ impl Error {
             Error::InvalidId { .. } | Error::InvalidDoc { .. } | Error::InvalidInput { .. } => {
                 Kind::Invalid
             }
-            Error::Conflict { .. } => Kind::Conflict,
+            Error::Conflict { .. } | Error::Held { .. } => Kind::Conflict,
             Error::Paused { .. } => Kind::Paused,
             Error::Unconfirmed { .. } => Kind::Unconfirmed,
             Error::Request { kind, .. } => *kind,
@@ -455,6 +462,14 @@ impl Error {
         self.kind().exit_code()
     }
 
+    /// The holds in the way of a refused hold (empty for any other error).
+    pub fn conflicts(&self) -> &[crate::holds::Conflict] {
+        match self {
+            Error::Held { conflicts, .. } => conflicts,
+            _ => &[],
+        }
+    }
+
     /// The file the error is about, when there is one (for `--json` output).
     pub fn path(&self) -> Option<&std::path::Path> {
         match self {
@@ -463,6 +478,7 @@ impl Error {
             | Error::NoSuchBoardDir { path }
             | Error::InvalidDoc { path, .. }
             | Error::Conflict { path, .. }
+            | Error::Held { path, .. }
             | Error::Git { dir: path, .. }
             | Error::Request {
                 path: Some(path), ..
@@ -524,7 +540,9 @@ impl fmt::Display for Error {
             }
             Error::InvalidDoc { path, problem } => write!(f, "{}: {problem}", path.display()),
             Error::InvalidInput { message } | Error::Usage { message } => f.write_str(message),
-            Error::Conflict { path, message } => write!(f, "{}: {message}", path.display()),
+            Error::Conflict { path, message } | Error::Held { path, message, .. } => {
+                write!(f, "{}: {message}", path.display())
+            }
             Error::Git {
                 command,
                 dir,

@@ -773,14 +773,26 @@ fn git_wrapper(net: &Net, name: &str, before: &str) -> String {
     .unwrap()
     .trim()
     .to_string();
+    // Written by a child process: a file this test process held open for writing could be
+    // inherited by a process another test thread forks meanwhile, and executing it would
+    // then fail ("Text file busy").
     let script = dir.join("git");
-    std::fs::write(
-        &script,
-        format!("#!/bin/sh\nreal='{real}'\n{before}\nexec \"$real\" \"$@\"\n"),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut sh = Command::new("sh")
+        .args(["-c", "cat >\"$1\" && chmod 755 \"$1\"", "sh"])
+        .arg(&script)
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write as _;
+        let mut stdin = sh.stdin.take().unwrap();
+        write!(
+            stdin,
+            "#!/bin/sh\nreal='{real}'\n{before}\nexec \"$real\" \"$@\"\n"
+        )
+        .unwrap();
+    }
+    assert!(sh.wait().unwrap().success());
     format!("{}:{}", dir.display(), std::env::var("PATH").unwrap())
 }
 
@@ -965,4 +977,141 @@ fn a_sweep_whose_release_outcome_is_unknown_looks_again() {
     assert_eq!(net.state(0, "t00"), ("pending".into(), None));
     net.run(0, &["check"]).ok();
     net.run(0, &["claim", "t00", "--as", "y"]).ok();
+}
+
+/// Whether process `pid` waits for a file lock (a blocked request in /proc/locks).
+fn waits_for_a_lock(pid: u32) -> bool {
+    std::fs::read_to_string("/proc/locks")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.contains("->") && l.split_whitespace().any(|w| w == pid.to_string()))
+}
+
+/// `tavern sync` replaces a task another clone changed the way git does (it removes the
+/// file, then writes the new one) while it holds the board's log lock. A `submit` that
+/// looks for the task in that moment used to exit 4 ("document 't00' not found"); it waits
+/// for the sync and finds the task. The sync is played by `flock` holding the log lock
+/// with the task file away; it puts it back only once `submit` waits (or has ended).
+#[test]
+fn a_task_that_sync_is_replacing_is_found_once_the_sync_is_over() {
+    let net = Net::new(1, 1);
+    net.run(0, &["claim", "t00", "--as", "a"]).ok();
+    net.run(0, &["start", "t00", "--as", "a"]).ok();
+    let board = net.dir(0).join(".tavern");
+    let task = board.join("tasks/t00.md");
+    let away = net.path("t00.away");
+    let (held, go) = (net.path("held"), net.path("go"));
+    let mut sync = Command::new("flock")
+        .arg(board.join(".state/locks/log.lock"))
+        .args([
+            "sh",
+            "-c",
+            &format!(
+                "mv '{t}' '{a}' && touch '{h}' && while [ ! -e '{g}' ]; do sleep 0.02; done; mv '{a}' '{t}'",
+                t = task.display(),
+                a = away.display(),
+                h = held.display(),
+                g = go.display()
+            ),
+        ])
+        .spawn()
+        .unwrap();
+    while !held.exists() {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let mut submit = net
+        .cmd(0, &["submit", "t00", "--as", "a"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    while !waits_for_a_lock(submit.id()) && submit.try_wait().unwrap().is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::fs::write(&go, "").unwrap();
+    assert!(sync.wait().unwrap().success());
+    let o = submit.wait_with_output().unwrap();
+    let out = Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into(),
+        stderr: String::from_utf8_lossy(&o.stderr).into(),
+    };
+    out.ok();
+    assert_eq!(net.state(0, "t00"), ("review".into(), Some("a".into())));
+    assert_eq!(net.record("t00"), Some(("a".into(), "review".into())));
+}
+
+/// A `git` that SIGKILLs itself when its arguments include any of `subcommands`.
+fn killing_git(net: &Net, name: &str, subcommands: &[&str]) -> String {
+    let tests: Vec<String> = subcommands
+        .iter()
+        .map(|s| format!("[ \"$a\" = {s} ]"))
+        .collect();
+    git_wrapper(
+        net,
+        name,
+        &format!(
+            "for a in \"$@\"; do if {}; then kill -KILL $$; fi; done",
+            tests.join(" || ")
+        ),
+    )
+}
+
+/// tavern's own git is killed in a claim or a move: the error names the command and the
+/// signal, says whether anything changed and what to do; exit 7 when nothing was sent (the
+/// record's commit, the read of the record), and when the push died but the remote could
+/// be asked (it holds what it had); exit 8 when the push died and the remote cannot be
+/// asked either. Each time the same command, run again, goes through.
+#[test]
+fn a_claim_whose_own_git_is_killed_names_it_and_uses_the_documented_exit_code() {
+    let net = Net::new(3, 1);
+    let unchanged = |id: &str| {
+        assert_eq!(net.record(id), None, "{id}");
+        assert_eq!(net.state(0, id), ("pending".into(), None), "{id}");
+    };
+
+    let path = killing_git(&net, "bin-kill-commit", &["commit-tree"]);
+    let out = run_with_path(&net, 0, &["claim", "t00", "--as", "a"], &path);
+    out.code(7).stderr_is(
+        "error: cannot confirm the claim of t00: this clone's `git commit-tree` failed before anything was sent to the remote (killed by signal 9 (SIGKILL)); nothing was changed: run the same command again\n",
+    );
+    unchanged("t00");
+    net.run(0, &["claim", "t00", "--as", "a"]).ok();
+
+    // The record exists now: a move reads it with git first.
+    let path = killing_git(&net, "bin-kill-read", &["for-each-ref"]);
+    let out = run_with_path(&net, 0, &["start", "t00", "--as", "a"], &path);
+    out.code(7).stderr_is(
+        "error: cannot confirm moving t00 to working: this clone's `git for-each-ref` failed before anything was sent to the remote (killed by signal 9 (SIGKILL)); nothing was changed: run the same command again\n",
+    );
+    assert_eq!(net.record("t00"), Some(("a".into(), "claimed".into())));
+    assert_eq!(net.state(0, "t00"), ("claimed".into(), Some("a".into())));
+    net.run(0, &["start", "t00", "--as", "a"]).ok();
+
+    // The push dies before it reaches the remote; the remote, asked, holds what it had.
+    let path = killing_git(&net, "bin-kill-push", &["push"]);
+    let out = run_with_path(&net, 0, &["claim", "t01", "--as", "a"], &path);
+    out.code(7);
+    assert!(
+        out.stderr.starts_with("error: cannot confirm the claim of t01 with the remote 'origin' (")
+            && out.stderr.contains("): git push was killed by signal 9 (SIGKILL) before the remote's answer; the remote still holds the record it had; nothing was changed\n"),
+        "{}",
+        out.stderr
+    );
+    unchanged("t01");
+    net.run(0, &["claim", "t01", "--as", "a"]).ok();
+
+    // The push dies and so does every `git ls-remote` that would ask the remote: unknown.
+    let path = killing_git(&net, "bin-kill-ask", &["push", "ls-remote"]);
+    let out = run_with_path(&net, 0, &["claim", "t02", "--as", "a"], &path);
+    out.code(8);
+    assert!(
+        out.stderr.contains(") may have taken the claim of t02 (git push was killed by signal 9 (SIGKILL) before the remote's answer), and it cannot be asked now (git ls-remote: killed by signal 9 (SIGKILL)): the outcome is unknown"),
+        "{}",
+        out.stderr
+    );
+    unchanged("t02");
+    net.run(0, &["claim", "t02", "--as", "a"]).ok();
+    assert_eq!(net.record("t02"), Some(("a".into(), "claimed".into())));
+    net.run(0, &["check"]).ok();
 }

@@ -556,3 +556,31 @@ fn events_for_me_refuses_since_and_patch() {
         .code(2)
         .stderr_has("--for-me");
 }
+
+/// A hold that stood in the way of an agent's (it was refused) reaches it once when it is
+/// released: the agent can try again. Its own refusal is not news to it; the holder hears
+/// nothing.
+#[test]
+fn a_hold_an_agent_was_refused_reaches_it_once_when_freed() {
+    let b = board();
+    crate::util::git::init_repo(b.root());
+    once(&b, "a1", &[]);
+    run(&b, "a2", &["hold", "src/**", "--reason", "refactor"]);
+    b.run(&["--as", "a1", "hold", "src/a.rs"]).code(3);
+    once(&b, "a1", &[]);
+    run(&b, "a2", &["release-hold", "src/**"]);
+    let got = after_tool(&b, "a1");
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(
+        got[0].starts_with(
+            "- a hold you were refused is free now: h-1, released (by a2): a2 holds src/** (exclusive, h-1 since "
+        ) && got[0].ends_with(", reason: \"refactor\")"),
+        "{got:?}"
+    );
+    once(&b, "a1", &[]);
+    once(&b, "a2", &[]);
+    // A hold granted and released later, which nobody was refused, is no news.
+    run(&b, "a2", &["hold", "docs/**"]);
+    run(&b, "a2", &["release-hold", "docs/**"]);
+    once(&b, "a1", &[]);
+}

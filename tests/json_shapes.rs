@@ -178,3 +178,142 @@ fn every_command_in_help_is_in_the_readme_table() {
         );
     }
 }
+
+/// The quoted keys of the table row whose first cell starts with `start`.
+fn documented_row(start: &str) -> BTreeSet<String> {
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/json.md")).unwrap();
+    let row = doc
+        .lines()
+        .find(|l| l.starts_with(&format!("| {start}")))
+        .unwrap_or_else(|| panic!("docs/json.md has no row starting {start}"));
+    let cell = row.splitn(3, '|').nth(2).unwrap();
+    cell.split('"')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+/// A refused hold names each hold in the way as docs/json.md says, the same object from
+/// `hold --json` and from the pre-edit hook run with `--json`: holder, resource, reason,
+/// expiry and task, as `holds --json` lists that hold.
+#[test]
+fn a_refused_hold_names_each_conflict_as_documented() {
+    let b = TestBoard::new();
+    let t = b.task("Refactor", &[]);
+    b.run(&[
+        "hold",
+        "--as",
+        "a",
+        "src/**",
+        "--reason",
+        "<b>refactor</b>",
+        "--task",
+        &t,
+        "--for",
+        "1h",
+    ])
+    .ok();
+    b.run(&["hold", "--as", "c", "--resource", "db:test", "--shared"])
+        .ok();
+    let listed = b.run(&["holds", "--json"]).ok().json();
+    let hold_of = |agent: &str| {
+        listed["holds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["agent"] == agent)
+            .unwrap()
+            .clone()
+    };
+    let before = b.read(".state/holds.json");
+    let out = b.run(&[
+        "--json",
+        "hold",
+        "--as",
+        "b",
+        "src/a.rs",
+        "--resource",
+        "db:test",
+    ]);
+    out.code(3);
+    assert_eq!(out.stdout, "", "nothing on stdout");
+    let e: Value = serde_json::from_str(out.stderr.trim())
+        .unwrap_or_else(|x| panic!("not one JSON object ({x}): {}", out.stderr));
+    let err = &e["error"];
+    assert_eq!(err["kind"], "conflict");
+    assert_eq!(err["code"], 3);
+    assert_eq!(err["path"], ".state/holds.json");
+    let conflicts = err["conflicts"].as_array().unwrap();
+    assert_eq!(conflicts.len(), 2, "{e}");
+    assert_eq!(
+        conflicts[0]["wanted"],
+        serde_json::json!({"kind": "path", "name": "src/a.rs"})
+    );
+    assert_eq!(conflicts[0]["hold"], hold_of("a"));
+    assert_eq!(conflicts[0]["hold"]["agent"], "a");
+    assert_eq!(conflicts[0]["hold"]["reason"], "<b>refactor</b>");
+    assert_eq!(conflicts[0]["hold"]["task"], t.as_str());
+    assert!(conflicts[0]["hold"]["until"].is_string());
+    assert_eq!(
+        conflicts[1]["wanted"],
+        serde_json::json!({"kind": "named", "name": "db:test"})
+    );
+    assert_eq!(conflicts[1]["hold"], hold_of("c"));
+    assert_eq!(conflicts[1]["hold"]["shared"], true);
+    // The keys are the documented ones, no more and no fewer (`queued` and
+    // `more_conflicts` only when there are such).
+    let doc = documented_row("refused `hold`");
+    let mut seen = keys(err, false);
+    seen.extend(keys(&conflicts[0], false));
+    seen.extend(keys(&conflicts[0]["wanted"], false));
+    for base in ["kind", "code", "message", "path"] {
+        assert!(seen.remove(base), "the error object has {base}: {e}");
+    }
+    let mut doc_seen = doc.clone();
+    doc_seen.remove("queued");
+    doc_seen.remove("more_conflicts");
+    doc_seen.remove("kind");
+    doc_seen.remove("name");
+    seen.remove("kind");
+    seen.remove("name");
+    assert_eq!(seen, doc_seen, "{e}");
+    let hold_doc = documented("hold` / `release-hold");
+    for k in keys(&conflicts[0]["hold"], false) {
+        assert!(
+            hold_doc.contains(&k),
+            "a hold's {k} is documented: {hold_doc:?}"
+        );
+    }
+    // The refusal changed no hold.
+    assert_eq!(
+        b.read(".state/holds.json"),
+        before,
+        "a refusal leaves the registry as it was"
+    );
+
+    // The pre-edit hook, run with --json: the same object for the file.
+    let event = serde_json::json!({"cwd": b.root().to_str().unwrap(), "hook_event_name": "PreToolUse",
+        "tool_name": "Edit", "tool_input": {"file_path": "src/a.rs"}});
+    let hook = b.run_stdin(
+        &["--json", "hook", "claude", "pre-edit", "--as", "b"],
+        &event.to_string(),
+    );
+    hook.code(3);
+    assert_eq!(hook.stdout, "");
+    let h: Value = serde_json::from_str(hook.stderr.trim()).unwrap();
+    assert_eq!(h["error"]["kind"], "conflict");
+    assert_eq!(h["error"]["conflicts"][0]["hold"], hold_of("a"));
+    assert_eq!(h["error"]["conflicts"][0]["wanted"]["name"], "src/a.rs");
+    assert_eq!(h["error"]["conflicts"].as_array().unwrap().len(), 1);
+    // A free file: nothing at all, exit 0.
+    let free = serde_json::json!({"cwd": b.root().to_str().unwrap(), "hook_event_name": "PreToolUse",
+        "tool_name": "Edit", "tool_input": {"file_path": "docs/x.md"}});
+    b.run_stdin(
+        &["--json", "hook", "claude", "pre-edit", "--as", "b"],
+        &free.to_string(),
+    )
+    .ok()
+    .stdout_is("");
+}

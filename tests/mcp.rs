@@ -1609,6 +1609,17 @@ fn holds_over_mcp_are_the_clis_holds() {
         "{}",
         r[0]
     );
+    // The tool error names the hold in the way as `holds --json` lists it (docs/json.md).
+    let err = &r[0]["value"]["error"];
+    assert_eq!(err["code"], 3, "{}", r[0]);
+    assert_eq!(
+        err["conflicts"][0]["wanted"],
+        json!({"kind": "path", "name": "src/a.rs"})
+    );
+    let theirs = b.run(&["holds", "--json"]).ok().json()["holds"][0].clone();
+    assert_eq!(theirs["agent"], "coder-7");
+    assert_eq!(err["conflicts"][0]["hold"], theirs);
+    assert_eq!(err["conflicts"][0]["hold"]["reason"], "refactor");
     let granted = ok(&r[1]);
     assert_eq!(granted["holds"].as_array().unwrap().len(), 2);
     assert_eq!(granted["holds"][0]["agent"], "coder-1");

@@ -656,7 +656,8 @@ fn deregister_and_sweeps_release_claims_on_the_remote() {
     net.run(1, &["claim", "t00", "--as", "y"]).ok();
     assert_eq!(net.records()["t00"], ("y".into(), "claimed".into(), 2));
 
-    // z runs on this machine under a pid that is gone; its claims are leases of 3s on c1.
+    // z runs on this machine under a pid that is gone; its claims are leases of 10s on c1
+    // (long enough that the renewal below is still fresh at the sweep on a loaded machine).
     let dead = {
         let mut c = Command::new("true").spawn().unwrap();
         let pid = c.id();
@@ -664,7 +665,7 @@ fn deregister_and_sweeps_release_claims_on_the_remote() {
         pid.to_string()
     };
     for c in 0..2 {
-        set_lease(&net, c, "3s");
+        set_lease(&net, c, "10s");
     }
     net.run(0, &["agent", "register", "--name", "z", "--pid", &dead])
         .ok();
@@ -679,7 +680,7 @@ fn deregister_and_sweeps_release_claims_on_the_remote() {
         net.clone_dir(1).join(".tavern/control/agents/z.md"),
     )
     .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(3200));
+    std::thread::sleep(std::time::Duration::from_millis(10_200));
     // z renews t02 on the remote from c0 (a heartbeat renews every record it holds, so
     // move t01's record out of the way first: c0 forgets it and the renewal skips it).
     git(

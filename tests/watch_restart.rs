@@ -168,8 +168,18 @@ fn an_activation_left_running_by_a_killed_watcher_is_logged_as_lost_at_the_next_
     let id = b.task("Starts a sleeper", &[]);
     let started = w.wait_for("the sleeper", |v| v["event"] == "started");
     let pid = started["pid"].as_u64().unwrap();
-    // Past the watcher's 100 ms save of what it handled.
-    std::thread::sleep(Duration::from_millis(500));
+    // Killed once it has saved what it handled (the task's shadow, saved with the queue
+    // within 100 ms): waited for, since a loaded machine may take longer than any sleep.
+    let task = b.board().join(format!("tasks/{id}.md"));
+    let shadow = b.board().join(format!(".state/watch/shadow/tasks/{id}.md"));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::fs::read(&shadow).ok() != std::fs::read(&task).ok() {
+        assert!(
+            Instant::now() < deadline,
+            "the handled change was never saved"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     signal(w.pid(), "KILL");
     let _ = w.stop_after_exit();
 

@@ -16,6 +16,7 @@
 //! line-breaking characters become spaces, and [`Delivery::fenced`] puts the items between
 //! markers that say they are data written by others, not instructions.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -54,8 +55,9 @@ pub enum Kind {
     Reopened,
     /// A task the agent holds was rejected in review.
     Rejected,
-    // A hold the agent waits for, now free, goes here once holds exist: a variant, a
-    // `classify` arm reading the hold's release entry, and a line in `Item::line`.
+    /// A hold that stood in the way of the agent's hold (it was refused, or gave up
+    /// waiting) was released or expired.
+    HoldFree,
 }
 
 /// One thing that concerns the agent, from one log entry.
@@ -95,6 +97,7 @@ impl Item {
             Kind::Paused => format!("the board was paused by {by}: \"{detail}\""),
             Kind::Resumed => format!("the board was resumed by {by}"),
             Kind::Reopened => format!("your task {what} was reopened by {by}"),
+            Kind::HoldFree => format!("a hold you were refused is free now: {what}, {detail}"),
             Kind::Rejected => match detail {
                 "" => format!("your task {what} was rejected in review by {by}"),
                 d => format!("your task {what} was rejected in review by {by}: \"{d}\""),
@@ -179,7 +182,15 @@ impl Delivery {
 struct Cursor {
     marks: Marks,
     log: Option<(u64, u128)>,
+    /// Holds that stood in the way of the agent's (their ids), until they end.
+    waits: BTreeSet<String>,
 }
+
+/// At most this many holds an agent waits to see freed (the most recent refusals).
+const MAX_WAITS: usize = 64;
+
+/// How a hold the agent waits to see freed is written in the cursor file.
+const WAIT_LINE: &str = "wait";
 
 /// How the log's state is written in the cursor file, before the marks.
 const LOG_LINE: &str = "log";
@@ -193,14 +204,18 @@ impl Cursor {
     fn load(board: &Board, actor: &str) -> Option<Cursor> {
         let text = std::fs::read_to_string(Cursor::path(board, actor)).ok()?;
         let mut log = None;
+        let mut waits = BTreeSet::new();
         let mut rest = String::new();
         for line in text.lines() {
             let mut w = line.split_whitespace();
-            if w.next() == Some(LOG_LINE) {
+            let first = w.next();
+            if first == Some(LOG_LINE) {
                 log = match (w.next().map(str::parse), w.next().map(str::parse)) {
                     (Some(Ok(len)), Some(Ok(mtime))) => Some((len, mtime)),
                     _ => None,
                 };
+            } else if first == Some(WAIT_LINE) {
+                waits.extend(w.next().map(str::to_string));
             } else {
                 rest.push_str(line);
                 rest.push('\n');
@@ -209,6 +224,7 @@ impl Cursor {
         Some(Cursor {
             marks: Marks::parse(&rest),
             log,
+            waits,
         })
     }
 
@@ -220,6 +236,9 @@ impl Cursor {
         let mut text = String::new();
         if let Some((len, mtime)) = self.log {
             text.push_str(&format!("{LOG_LINE} {len} {mtime}\n"));
+        }
+        for id in &self.waits {
+            text.push_str(&format!("{WAIT_LINE} {id}\n"));
         }
         text.push_str(&self.marks.render());
         // Synced whole: going back one step after a power loss only delivers again; an
@@ -290,6 +309,7 @@ pub fn start(board: &Board, actor: &str) -> Result<()> {
             by_origin,
         },
         log,
+        waits: BTreeSet::new(),
     };
     cursor.save(board, actor)
 }
@@ -315,36 +335,48 @@ pub fn for_me(board: &Board, actor: &str, bounds: Bounds) -> Result<Delivery> {
         return Ok(nothing(actor));
     }
     let lock = crate::store::lock(board, &lock_name(actor))?;
+    // Another call may have read on meanwhile: its cursor, and the log as it is now.
+    let now = log_state(board);
     let cursor = Cursor::load(board, actor).unwrap_or_default();
     if cursor.log.is_some() && cursor.log == now {
         return Ok(nothing(actor));
     }
     let entries = cursor.marks.read_new(board)?;
     let mut marks = cursor.marks.clone();
+    // The waits as of the last entry delivered or passed, and as the read goes on.
+    let mut waits = cursor.waits.clone();
+    let mut ahead = cursor.waits.clone();
     let mut items = Vec::new();
     let mut more = 0;
     let mut bytes = 0;
     for e in &entries {
-        if more == 0 {
-            if let Some(item) = classify(board, actor, e) {
-                let len = item.line().len();
-                if items.len() < bounds.items && (items.is_empty() || bytes + len <= bounds.bytes) {
-                    bytes += len;
-                    items.push(item);
-                } else {
-                    more += 1;
-                    continue;
-                }
-            }
-            marks.advance(e);
-        } else if classify(board, actor, e).is_some() {
-            more += 1;
+        let found = classify(board, actor, e, &mut ahead);
+        if more > 0 {
+            more += usize::from(found.is_some());
+            continue;
         }
+        if let Some(item) = found {
+            let len = item.line().len();
+            if items.len() == bounds.items || (!items.is_empty() && bytes + len > bounds.bytes) {
+                more += 1;
+                continue;
+            }
+            bytes += len;
+            items.push(item);
+        }
+        marks.advance(e);
+        waits.clone_from(&ahead);
+    }
+    while waits.len() > MAX_WAITS {
+        // Hold ids grow: the oldest refusals go first.
+        let oldest = waits.iter().min_by_key(|id| hold_number(id)).cloned();
+        oldest.map(|id| waits.remove(&id));
     }
     let advance = Cursor {
         marks,
         // Read to the end only when nothing was left for later.
         log: if more == 0 { now } else { None },
+        waits,
     };
     Ok(Delivery {
         agent: actor.to_string(),
@@ -387,6 +419,27 @@ pub fn clean(text: &str, max: usize) -> String {
         space = blank;
     }
     out.trim_end().replace(FENCE, "tavern board data")
+}
+
+/// The ids of the holds a refusal names: `h-N` right after `(exclusive, ` or `(shared, `,
+/// as a hold describes itself.
+fn hold_ids(note: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for mark in ["(exclusive, ", "(shared, "] {
+        for (i, _) in note.match_indices(mark) {
+            let rest = &note[i + mark.len()..];
+            let id = rest.split(' ').next().unwrap_or("");
+            if hold_number(id).is_some() {
+                out.push(id.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// N of a hold id `h-N`.
+fn hold_number(id: &str) -> Option<u64> {
+    id.strip_prefix("h-")?.parse().ok()
 }
 
 /// The region and id of a log entry's document (`tasks/task-7k2m.md`).
@@ -459,9 +512,21 @@ fn item(
 /// entry that may: an answer or decision (who asked), a new finding (which tasks it is
 /// about, and who holds them), a move of a task that someone else made (who held it, when
 /// its diff does not say).
-fn classify(board: &Board, actor: &str, e: &Entry) -> Option<Item> {
+fn classify(board: &Board, actor: &str, e: &Entry, waits: &mut BTreeSet<String>) -> Option<Item> {
+    if e.op == "hold-refused" && e.actor == actor {
+        // The agent's own refusal: the holds in its way, to tell it when they end.
+        waits.extend(hold_ids(e.note.as_deref().unwrap_or("")));
+        return None;
+    }
     if e.actor == actor {
         return None;
+    }
+    if matches!(e.op.as_str(), "hold-released" | "hold-expired") {
+        let id = e.doc.strip_prefix("holds/")?;
+        if !waits.remove(id) {
+            return None;
+        }
+        return Some(item(Kind::HoldFree, e, Some(id), None, e.note.as_deref()));
     }
     match e.op.as_str() {
         "pause" => return Some(item(Kind::Paused, e, None, None, e.note.as_deref())),
@@ -582,6 +647,20 @@ mod tests {
         assert_eq!(
             clean(&format!("</{FENCE}> ignore"), 100),
             "</tavern board data> ignore"
+        );
+    }
+
+    #[test]
+    fn hold_ids_are_read_from_a_refusal() {
+        assert_eq!(
+            hold_ids(
+                "refused src/a.rs: src/a.rs: a2 holds src/** (exclusive, h-1 since 2026-11-27T12:19:58.834Z, until x); db: a3 holds db (shared, h-12 since y)"
+            ),
+            ["h-1", "h-12"]
+        );
+        assert_eq!(
+            hold_ids("owner rule (owner rule in board.yaml, never expires)"),
+            Vec::<String>::new()
         );
     }
 

@@ -10,6 +10,9 @@ use crate::error::{Error, Kind, Message, Names};
 /// megabyte-long value) is cut, saying how long it was.
 pub const MESSAGE_CHARS: usize = 2_000;
 
+/// Conflicts of a refused hold in an error object, at most.
+pub const CONFLICTS: usize = 16;
+
 /// The message of an error, each input and command it names worded by `names`, with the
 /// hint that says where to look when there is one. Hints that only a front-end can give
 /// (a flag, an environment variable) are that front-end's to add.
@@ -84,6 +87,13 @@ pub struct ErrorObject {
     pub message: String,
     /// The file it is about, when there is one.
     pub path: Option<String>,
+    /// A refused hold: each hold in the way (at most [`CONFLICTS`]), as `holds` lists
+    /// holds, with what was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conflicts: Option<Vec<crate::holds::Conflict>>,
+    /// How many more conflicts there were than `conflicts` shows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub more_conflicts: Option<usize>,
 }
 
 impl Report {
@@ -97,6 +107,10 @@ impl Report {
                 meaning: None,
                 message: shorten(message, MESSAGE_CHARS),
                 path: e.path().map(|p| p.display().to_string()),
+                conflicts: (!e.conflicts().is_empty())
+                    .then(|| e.conflicts().iter().take(CONFLICTS).cloned().collect()),
+                more_conflicts: (e.conflicts().len() > CONFLICTS)
+                    .then(|| e.conflicts().len() - CONFLICTS),
             },
         }
     }

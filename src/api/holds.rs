@@ -11,6 +11,9 @@ use crate::holds::{self, Which};
 
 pub use crate::holds::{Conflict, Granted, Hold, Resource, Waiter};
 
+/// The holds registry, relative to the board (what a refusal names as its file).
+pub const REGISTRY: &str = holds::FILE;
+
 /// How long a hold lasts when the request does not say.
 pub const DEFAULT_FOR: &str = "30m";
 /// How often a waiting request looks again.

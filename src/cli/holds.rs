@@ -63,15 +63,20 @@ pub struct ReleaseHoldArgs {
 
 fn refusal_hint(e: Error, wait: bool) -> Error {
     match e {
-        Error::Conflict { path, message } if message.starts_with("held by another") => {
+        Error::Held {
+            path,
+            message,
+            conflicts,
+        } => {
             let todo = if wait {
                 "still held when the wait ran out: ask the holder (`tavern hold … --ask`), or pick other work"
             } else {
                 "wait for it (`tavern hold … --wait 10m`), ask the holder (`tavern hold … --ask`), or pick other work"
             };
-            Error::Conflict {
+            Error::Held {
                 path,
                 message: format!("{message}\nhint: {todo}"),
+                conflicts,
             }
         }
         e => e,
@@ -101,7 +106,7 @@ pub fn hold(ctx: &Ctx, a: HoldArgs) -> Result<ExitCode> {
     };
     match holds::hold(&board, &actor, &ctx.cwd, &spec, wait) {
         Ok(granted) => ctx.print(&granted),
-        Err(e @ Error::Conflict { .. }) if a.ask.is_some() => {
+        Err(e @ Error::Held { .. }) if a.ask.is_some() => {
             let what: Vec<String> = a
                 .paths
                 .iter()

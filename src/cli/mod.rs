@@ -413,6 +413,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             &ctx.cwd,
             ctx.global.board.as_deref(),
             ctx.global.actor.clone(),
+            ctx.global.json,
             a,
         ),
         Command::Custom(args) => tasks::custom(&ctx, args),

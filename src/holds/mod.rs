@@ -438,10 +438,11 @@ pub fn refused(board: &Board, conflicts: &[Conflict]) -> Error {
     } else {
         FILE
     };
-    Error::conflict(
-        board.rel(&board.root.join(file)),
-        format!("held by another: {}", lines.join("; ")),
-    )
+    Error::Held {
+        path: board.rel(&board.root.join(file)).into(),
+        message: format!("held by another: {}", lines.join("; ")),
+        conflicts: conflicts.to_vec(),
+    }
 }
 
 fn check_request(board: &Board, req: &Request) -> Result<()> {

@@ -285,20 +285,14 @@ pub fn load(path: &Path) -> Option<Vec<u8>> {
     std::fs::read(path).ok()
 }
 
-/// Writes a file of the index whole: a temp file, then rename. No fsync (derived data).
-/// A failure is ignored: the index is a cache, and the next read reads the documents.
+/// Writes a file of the index whole, through the one file helper, without sync (derived
+/// data). A failure is ignored: the index is a cache, and the next read reads the documents.
 pub fn save(path: &Path, bytes: &[u8]) {
-    let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
-        return;
-    };
-    let tmp = path.with_file_name(format!(".{name}.{}.{}.tmp", std::process::id(), unique()));
-    if std::fs::write(&tmp, bytes).is_err() || std::fs::rename(&tmp, path).is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
+    let _ = crate::file::write(path, bytes, crate::file::Durability::Cache);
 }
 
 /// A number no other write of this process uses, and unlikely any other's: bucket ids and
-/// temp names.
+/// generations.
 pub fn unique() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);

@@ -10,6 +10,20 @@ use crate::scan::region_files;
 /// reference that names another region (`questions/q-1` where tasks are wanted) is the
 /// wrong kind of document, never a way around what the caller allows.
 pub fn resolve(board: &Board, reference: &str, regions: &[Region]) -> Result<(Region, String)> {
+    let found = resolve_now(board, reference, regions);
+    if !matches!(found, Err(Error::NotFound { .. })) {
+        return found;
+    }
+    // Not there, or not there this instant: `tavern sync` writing the board replaces a
+    // changed document the way git does (it removes the file, then writes the new one), and
+    // holds the log's lock while it does. Once that is over, look again.
+    match crate::store::lock(board, crate::layout::LOG_LOCK) {
+        Ok(_settled) => resolve_now(board, reference, regions),
+        Err(_) => found,
+    }
+}
+
+fn resolve_now(board: &Board, reference: &str, regions: &[Region]) -> Result<(Region, String)> {
     let in_board = in_board(board, reference);
     let reference = in_board.as_deref().unwrap_or(reference);
     let (regions, wanted): (Vec<Region>, &str) = match reference.split_once('/') {

@@ -20,6 +20,7 @@ pub fn run(
     cwd: &Path,
     board_flag: Option<&Path>,
     actor: Option<String>,
+    json: bool,
     a: HookArgs,
 ) -> Result<ExitCode> {
     let valid = match a.event.as_str() {
@@ -88,6 +89,25 @@ pub fn run(
         return Ok(ExitCode::SUCCESS);
     }
     let text = refusal(&name, &refused, a.event == "pre-commit");
+    if json {
+        // For a program (never what setup installs): the error object every refused hold
+        // gives, with each hold in the way, on stderr, exit 3.
+        let conflicts = refused
+            .iter()
+            .flat_map(|(path, by)| {
+                by.iter().map(|h| holds::Conflict {
+                    wanted: holds::Resource::Path(path.clone()),
+                    hold: h.clone(),
+                    queued: false,
+                })
+            })
+            .collect();
+        return Err(Error::Held {
+            path: refused_file(&refused).into(),
+            message: text,
+            conflicts,
+        });
+    }
     match a.client.as_str() {
         "claude" | "codex" => {
             let out = json!({"hookSpecificOutput": {
@@ -108,6 +128,19 @@ pub fn run(
                 std::io::Write::write_all(&mut std::io::stderr(), format!("{text}\n").as_bytes());
             Ok(ExitCode::FAILURE)
         }
+    }
+}
+
+/// The file a refusal is about: board.yaml when only ownership rules refuse, else the
+/// holds registry (as a refused `tavern hold` names them).
+fn refused_file(refused: &[(String, Vec<Hold>)]) -> &'static str {
+    if refused
+        .iter()
+        .all(|(_, by)| by.iter().all(|h| h.owner_rule))
+    {
+        "board.yaml"
+    } else {
+        holds::REGISTRY
     }
 }
 

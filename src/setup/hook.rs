@@ -61,10 +61,11 @@ pub fn run(
     cwd: &Path,
     board_flag: Option<&Path>,
     actor: Option<String>,
+    json: bool,
     a: HookArgs,
 ) -> Result<ExitCode> {
     if a.event == "pre-edit" || a.event == "pre-commit" {
-        return crate::setup::guard::run(cwd, board_flag, actor, a);
+        return crate::setup::guard::run(cwd, board_flag, actor, json, a);
     }
     if !matches!(a.client.as_str(), "claude" | "codex" | "opencode") {
         return Err(Error::usage(format!(

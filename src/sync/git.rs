@@ -11,8 +11,39 @@ use crate::error::{Error, Result};
 pub struct Output {
     pub success: bool,
     pub code: Option<i32>,
+    /// The signal that killed it, if one did.
+    pub signal: Option<i32>,
     pub stdout: String,
     pub stderr: String,
+}
+
+impl Output {
+    /// Why it failed, in a few words: the first line of git's message that says something,
+    /// or the signal that killed it, or its exit code when it said nothing.
+    pub fn why(&self) -> String {
+        if let Some(line) = self.stderr.lines().map(str::trim).find(|l| !l.is_empty()) {
+            return line.to_string();
+        }
+        match (self.signal, self.code) {
+            (Some(n), _) => format!("killed by signal {n}{}", signal_name(n)),
+            (None, Some(c)) => format!("exit code {c}, no message"),
+            (None, None) => "ended without an exit code".to_string(),
+        }
+    }
+}
+
+/// ` (SIGKILL)` for 9, and so on for the signals a process is usually ended by.
+fn signal_name(n: i32) -> &'static str {
+    match n {
+        1 => " (SIGHUP)",
+        2 => " (SIGINT)",
+        6 => " (SIGABRT)",
+        9 => " (SIGKILL)",
+        11 => " (SIGSEGV)",
+        13 => " (SIGPIPE)",
+        15 => " (SIGTERM)",
+        _ => "",
+    }
 }
 
 /// A git repository (or a directory inside one) to run commands in.
@@ -64,16 +95,29 @@ impl Git {
         if let Some(bytes) = stdin {
             use std::io::Write as _;
             if let Some(mut pipe) = child.stdin.take() {
-                pipe.write_all(bytes)
-                    .map_err(|e| Error::io(&self.dir, "write to git in", e))?;
+                // A git that died before reading all of it (killed) closed the pipe: not an
+                // error of ours, and not one to report as such (a broken pipe is what a
+                // closed standard output says, which the CLI takes for success). Its exit
+                // status, below, says what happened.
+                match pipe.write_all(bytes) {
+                    Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                        return Err(Error::io(&self.dir, "write to git in", e));
+                    }
+                    _ => {}
+                }
             }
         }
         let out = child
             .wait_with_output()
             .map_err(|e| Error::io(&self.dir, "run git in", e))?;
+        #[cfg(unix)]
+        let signal = std::os::unix::process::ExitStatusExt::signal(&out.status);
+        #[cfg(not(unix))]
+        let signal = None;
         Ok(Output {
             success: out.status.success(),
             code: out.status.code(),
+            signal,
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         })
@@ -84,10 +128,14 @@ impl Git {
     pub fn run(&self, args: &[&str]) -> Result<String> {
         let out = self.output(args, None)?;
         if !out.success {
+            let message = match out.stderr.trim() {
+                "" => out.why(),
+                said => said.to_string(),
+            };
             return Err(Error::Git {
                 command: format!("git {}", args.join(" ")),
                 dir: self.dir.clone(),
-                message: out.stderr.trim().to_string(),
+                message,
             });
         }
         Ok(out.stdout.trim_end().to_string())

@@ -566,12 +566,123 @@ mod tests {
     }
 
     #[test]
-    fn a_by_any_transition_needs_no_claim() {
+    fn a_reviewer_moves_a_task_it_neither_holds_nor_submitted() {
         let opts = Options::default();
         let doc = task("status: review\nclaimed_by: a2\n");
-        let m = plan(&doc, &request("approve", "rev", &opts));
+        let mut req = request("approve", "rev", &opts);
+        req.moved_in_by = Some("a2".into());
+        let m = plan(&doc, &req);
         assert!(!m.entry.force);
+        assert_eq!(m.entry.note, None);
         assert_eq!(m.edits, vec![set("status", "done")]);
+        assert_eq!(m.entry.transition.as_deref(), Some("approve"));
+    }
+
+    #[test]
+    fn review_means_someone_else_unless_a_listed_human_forces_it() {
+        let opts = Options::default();
+        let doc = task("status: review\nclaimed_by: a1\n");
+        let rule = "review means someone else (`approve` is by: reviewer in board.yaml); another agent or a human may approve it, a human listed under humans: may override with force, and a board may allow self-review with by: any";
+        // The claimant, whoever submitted it, or both.
+        let mut req = request("approve", "a1", &opts);
+        assert_eq!(
+            refusal(&doc, &req),
+            (
+                Kind::Conflict,
+                format!("tasks/t1.md: a1 cannot approve its own task (a1 claimed it): {rule}")
+            )
+        );
+        req.moved_in_by = Some("a1".into());
+        assert_eq!(
+            refusal(&doc, &req).1,
+            format!(
+                "tasks/t1.md: a1 cannot approve its own task (a1 claimed it and submitted it): {rule}"
+            )
+        );
+        let mut req = request("approve", "a2", &opts);
+        req.moved_in_by = Some("a2".into());
+        assert_eq!(
+            refusal(&doc, &req).1,
+            format!("tasks/t1.md: a2 cannot approve its own task (a2 submitted it): {rule}")
+        );
+        // --force overrides the rule for a human listed in board.yaml, and for nobody else.
+        let forced = Options {
+            force: true,
+            note: Some("solo project".into()),
+            ..Options::default()
+        };
+        let mut req = request("approve", "a1", &forced);
+        assert_eq!(refusal(&doc, &req).0, Kind::Conflict);
+        req.human = true;
+        let m = plan(&doc, &req);
+        assert!(m.entry.force);
+        assert_eq!(
+            m.entry.note.as_deref(),
+            Some("forced over the review rule: a1 reviews its own task; solo project")
+        );
+        // Other transitions are not review: the claimant moves its own task.
+        plan(&doc, &request("block", "a1", &opts));
+    }
+
+    #[test]
+    fn a_by_any_transition_needs_no_claim_and_the_remote_confirms_it_open() {
+        let opts = Options::default();
+        let doc = task("status: done\nclaimed_by: a2\nclaimed_at: x\n");
+        let mut req = request("reopen", "a1", &opts);
+        let m = plan(&doc, &req);
+        assert!(!m.entry.force);
+        assert_eq!(m.entry.note, None);
+        assert_eq!(
+            m.edits,
+            vec![
+                set("status", "pending"),
+                FieldEdit::Unset("claimed_by".into()),
+                FieldEdit::Unset("claimed_at".into()),
+            ]
+        );
+        // On a connected board the remote confirms it while a2's record still holds.
+        req.remote = Some("origin");
+        assert_eq!(
+            plan(&doc, &req).confirm,
+            Some(Confirm {
+                claim: false,
+                from: "done".into(),
+                to: "pending".into(),
+                force: false,
+                open: true,
+                holder: Some("a2".into()),
+                local_holder: None,
+            })
+        );
+    }
+
+    #[test]
+    fn completion_checks_run_only_for_a_move_the_decision_could_allow() {
+        let wf = workflow();
+        let worth = |name: &str, fields: &str, actor: &str, opts: &Options, human: bool| {
+            let t = lookup(&wf, name).unwrap();
+            let mut req = request(name, actor, opts);
+            req.human = human;
+            worth_checking(&wf, t, &task(fields), &req)
+        };
+        let plain = Options::default();
+        let forced = Options {
+            force: true,
+            ..Options::default()
+        };
+        let working = "status: working\nclaimed_by: a1\n";
+        let review = "status: review\nclaimed_by: a1\n";
+        assert!(worth("done", working, "a1", &plain, false));
+        // The workflow refuses it from this state.
+        assert!(!worth("done", "status: pending\n", "a1", &plain, false));
+        // Someone else's task: only with --force.
+        assert!(!worth("done", working, "a2", &plain, false));
+        assert!(worth("done", working, "a2", &forced, false));
+        // One's own review: only a listed human's --force.
+        assert!(worth("approve", review, "a2", &plain, false));
+        assert!(!worth("approve", review, "a1", &plain, false));
+        assert!(!worth("approve", review, "a1", &forced, false));
+        assert!(worth("approve", review, "a1", &forced, true));
     }
 
     #[test]

@@ -97,6 +97,20 @@ fn swept_claim(board: &Board, doc: &Document, actor: &str) -> Result<Option<Swep
     }))
 }
 
+/// Reads task `id` without its lock (to decide what to do before taking it). `tavern sync`
+/// writing the board replaces a changed task the way git does, removing the file before it
+/// writes the new one, and holds the log's lock while it does: a task not found, or not
+/// whole, is read again once that is over.
+fn read_unlocked(board: &Board, id: &str) -> Result<Document> {
+    match store::read_doc(board, Region::Tasks, id) {
+        Err(Error::NotFound { .. } | Error::InvalidDoc { .. }) => {
+            let _settled = store::lock(board, crate::layout::LOG_LOCK)?;
+            store::read_doc(board, Region::Tasks, id)
+        }
+        read => read,
+    }
+}
+
 /// Runs transition `name` on task `id` as `actor`: gathers what the decision needs
 /// (completion checks, capabilities, the remote), then under the task's lock decides
 /// ([`decide::decide`]) and applies the plan ([`apply`]).
@@ -132,7 +146,7 @@ pub fn transition(
     // Completion checks may run commands for minutes: they run before the lock, and the
     // write happens only if the task is still the version that was checked.
     if workflow.is_success(&t.to) {
-        let doc = store::read_doc(board, Region::Tasks, id)?;
+        let doc = read_unlocked(board, id)?;
         if t.by == By::Reviewer {
             req.moved_in_by = moved_in_by(board, &doc)?;
         }
@@ -318,7 +332,7 @@ pub fn move_to(
             workflow.states.join(", ")
         )));
     }
-    let doc = store::read_doc(board, Region::Tasks, id)?;
+    let doc = read_unlocked(board, id)?;
     let status = doc.status().unwrap_or("");
     match workflow.transition_to(status, target) {
         Some(name) => transition(board, actor, id, name, opts),

@@ -72,6 +72,22 @@ impl Step<'_> {
         }
     }
 
+    /// A git command of this clone failed before the push (`e`, as [`exchange::git_error`]
+    /// makes it): nothing was sent, nothing changed (exit 7, naming the command and why).
+    fn local(&self, e: crate::error::Error) -> crate::error::Error {
+        match e {
+            crate::error::Error::Git {
+                command, message, ..
+            } => Failure::LocalGit {
+                asked: self.asked(),
+                command,
+                why: message,
+            }
+            .into(),
+            e => e,
+        }
+    }
+
     /// The agent a new record of this step names as the holder.
     fn holder(&self, board: &Board, known: Option<&Record>) -> String {
         if board.config.workflow.is_claimable(self.to) {
@@ -214,8 +230,8 @@ fn decide(
 pub fn confirm(board: &Board, remote: &str, step: &Step) -> Result<Confirmed> {
     let g = git(board);
     let asked = step.asked();
-    let fetch = || refresh(board, step.task, remote, &asked);
-    let mut known = known(board, step.task)?;
+    let fetch = || refresh(board, step.task, remote, &asked).map_err(|e| step.local(e));
+    let mut known = known(board, step.task).map_err(|e| step.local(e))?;
     let mut fresh = false;
     // A takeover decides on the remote's word only.
     if step.local_holder.is_some() {
@@ -265,7 +281,7 @@ pub fn confirm(board: &Board, remote: &str, step: &Step) -> Result<Confirmed> {
             at: now,
         };
         let expected = known.as_ref().map(|r| r.sha.clone());
-        record.sha = commit(board, &record, expected.as_deref())?;
+        record.sha = commit(board, &record, expected.as_deref()).map_err(|e| step.local(e))?;
         let mut result = push(
             &g,
             remote,

@@ -9,7 +9,7 @@ use crate::sync::git::{self, Git, Output};
 
 use super::record::Record;
 use super::refname::{REF_PREFIX, ref_name};
-use super::wording::{Asked, Failure, first_line};
+use super::wording::{Asked, Failure};
 
 pub(super) fn git(board: &Board) -> Git {
     Git::new(board.project())
@@ -64,7 +64,12 @@ pub(super) fn local_sha(board: &Board, task: &str) -> Result<Option<String>> {
             git::RefLookup::Unsure => {}
         }
     }
-    let out = git(board).output(&["rev-parse", "--verify", "--quiet", &name], None)?;
+    let g = git(board);
+    let out = g.output(&["rev-parse", "--verify", "--quiet", &name], None)?;
+    if out.code.is_none() {
+        // Killed: it said nothing about the ref.
+        return Err(git_error(&g, "rev-parse", &out));
+    }
     Ok(out
         .success
         .then(|| out.stdout.trim().to_string())
@@ -121,11 +126,16 @@ pub fn all_known(board: &Board) -> Result<Vec<Record>> {
     list(&git(board), REF_PREFIX)
 }
 
+/// A git command of this clone that failed: its command, and why (git's message, or the
+/// signal that killed it).
 pub(super) fn git_error(g: &Git, what: &str, out: &Output) -> Error {
     Error::Git {
         command: format!("git {what}"),
         dir: g.dir().to_path_buf(),
-        message: out.stderr.trim().to_string(),
+        message: match out.stderr.trim() {
+            "" => out.why(),
+            said => said.to_string(),
+        },
     }
 }
 
@@ -275,7 +285,7 @@ pub(super) fn refresh(
             return Err(Failure::LocalLock {
                 asked: asked.clone(),
                 locks: lock_files(&out.stderr),
-                why: first_line(&out.stderr),
+                why: out.why(),
             }
             .into());
         }
@@ -283,7 +293,7 @@ pub(super) fn refresh(
             asked: asked.clone(),
             remote: remote.to_string(),
             project: board.project().to_path_buf(),
-            why: super::wording::fetch_failed(&out.stderr),
+            why: super::wording::fetch_failed(&out.why()),
         }
         .into());
     }
@@ -421,7 +431,7 @@ pub(super) fn push_result(out: &Output, name: &str) -> PushResult {
                 PushResult::Unknown(format!(
                     "the push reported {} but failed: {}",
                     summary(l),
-                    first_line(&out.stderr)
+                    out.why()
                 ))
             }
         }
@@ -434,12 +444,10 @@ pub(super) fn push_result(out: &Output, name: &str) -> PushResult {
         }
         Some(l) => PushResult::Failed(summary(l)),
         None if out.success => PushResult::Done,
-        None if out.code.is_some() && never_sent(&out.stderr) => {
-            PushResult::Failed(first_line(&out.stderr))
-        }
+        None if out.code.is_some() && never_sent(&out.stderr) => PushResult::Failed(out.why()),
         None => PushResult::Unknown(match out.code {
-            Some(_) => first_line(&out.stderr),
-            None => "git push was killed before the remote's answer".to_string(),
+            Some(_) => out.why(),
+            None => format!("git push was {} before the remote's answer", out.why()),
         }),
     }
 }
@@ -493,9 +501,16 @@ pub(super) fn remote_sha(
     task: &str,
 ) -> Result<std::result::Result<Option<String>, String>> {
     let name = ref_name(task);
-    let out = g.output(&["ls-remote", "--refs", remote, &name], None)?;
+    // A killed `git ls-remote` (a local accident, not the remote's answer) is asked again.
+    let mut out = g.output(&["ls-remote", "--refs", remote, &name], None)?;
+    for _ in 0..2 {
+        if out.success || out.signal.is_none() {
+            break;
+        }
+        out = g.output(&["ls-remote", "--refs", remote, &name], None)?;
+    }
     if !out.success {
-        return Ok(Err(first_line(&out.stderr)));
+        return Ok(Err(format!("git ls-remote: {}", out.why())));
     }
     Ok(Ok(out.stdout.lines().find_map(|l| {
         let (sha, n) = l.split_once('\t')?;
@@ -516,7 +531,7 @@ pub fn fetch_for_next(
         return Err(Failure::Unsurveyed {
             remote: remote.to_string(),
             project: board.project().to_path_buf(),
-            why: first_line(&out.stderr),
+            why: out.why(),
         }
         .into());
     }
@@ -570,7 +585,7 @@ pub fn survey(board: &Board, remote: &str) -> Result<Survey> {
         return Err(Failure::Unsurveyed {
             remote: remote.to_string(),
             project: board.project().to_path_buf(),
-            why: first_line(&out.stderr),
+            why: out.why(),
         }
         .into());
     }
@@ -605,6 +620,7 @@ mod tests {
         Output {
             success,
             code: Some(if success { 0 } else { 1 }),
+            signal: None,
             stdout: stdout.into(),
             stderr: stderr.into(),
         }
@@ -707,6 +723,7 @@ mod tests {
         // Killed: no exit code at all.
         let mut killed = out(false, "", "");
         killed.code = None;
+        killed.signal = Some(9);
         assert!(matches!(push_result(&killed, name), PushResult::Unknown(_)));
     }
 

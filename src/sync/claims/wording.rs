@@ -72,6 +72,14 @@ pub enum Failure {
         locks: Vec<PathBuf>,
         why: String,
     },
+    /// A git command of this clone failed before anything was sent to the remote (killed,
+    /// or refused by this clone's repository): nothing changed (exit 7).
+    LocalGit {
+        asked: Asked,
+        /// The command, as `git commit-tree`.
+        command: String,
+        why: String,
+    },
     /// `claim --next` could not learn the remote's records (exit 7).
     Unsurveyed {
         remote: String,
@@ -113,17 +121,8 @@ fn remote_url(project: &std::path::Path, remote: &str) -> String {
 }
 
 /// Why a step is unconfirmed when fetching its record failed.
-pub fn fetch_failed(stderr: &str) -> String {
-    format!("fetching its record failed: {}", first_line(stderr))
-}
-
-/// The first line of a git message that says something.
-pub fn first_line(s: &str) -> String {
-    s.lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("no message")
-        .to_string()
+pub fn fetch_failed(why: &str) -> String {
+    format!("fetching its record failed: {why}")
 }
 
 impl From<Failure> for Error {
@@ -196,6 +195,18 @@ impl From<Failure> for Error {
                             .collect::<Vec<_>>()
                             .join(", ")
                     }
+                )),
+            },
+            Failure::LocalGit {
+                asked,
+                command,
+                why,
+            } => Error::Request {
+                kind: Kind::Unconfirmed,
+                path: None,
+                message: crate::msg!(format!(
+                    "cannot confirm {}: this clone's `{command}` failed before anything was sent to the remote ({why}); nothing was changed: run the same command again",
+                    asked.what()
                 )),
             },
             Failure::Unsurveyed {
