@@ -423,7 +423,7 @@ fn broken_files_are_skipped_with_a_warning() {
         v["skipped"],
         serde_json::json!([
             {"path": "tasks/Bad Name.md", "problem": "file name is not a valid id ([a-z0-9][a-z0-9._-]{0,63}.md)"},
-            {"path": "tasks/t-broken.md", "problem": "line 3: unclosed bracket '['"},
+            {"path": "tasks/t-broken.md", "problem": "line 3: unclosed bracket '[' (a value starting with [ { * & ! | > ' \" % @ or ` is read as YAML syntax: quote it, as in title: \"[unclosed\")"},
             {"path": "tasks/t-wrong.md", "problem": "its id t-other does not match its file name (expected 't-wrong')"},
         ])
     );
