@@ -377,6 +377,9 @@ pub enum Error {
     NotRegistered {
         agent: String,
     },
+    /// A call that acts, and nothing names who is acting (exit 2): each front-end says how
+    /// to name one.
+    NoActor,
     /// A git command that tavern ran failed; `message` is git's own.
     Git {
         command: String,
@@ -446,7 +449,7 @@ impl Error {
             | Error::NoSuchBoardDir { .. }
             | Error::NotFound { .. }
             | Error::Nothing { .. } => Kind::NotFound,
-            Error::Ambiguous { .. } | Error::Usage { .. } => Kind::Usage,
+            Error::Ambiguous { .. } | Error::Usage { .. } | Error::NoActor => Kind::Usage,
             Error::InvalidId { .. } | Error::InvalidDoc { .. } | Error::InvalidInput { .. } => {
                 Kind::Invalid
             }
@@ -567,6 +570,10 @@ impl fmt::Display for Error {
             } => write!(f, "{}: {message}", path.display()),
             Error::Request { message, .. } => write!(f, "{message}"),
             Error::NotRegistered { agent } => write!(f, "agent '{agent}' not found"),
+            Error::NoActor => write!(
+                f,
+                "nobody is named as the actor (TAVERN_AGENT, USER and LOGNAME are all unset); nothing written"
+            ),
         }
     }
 }

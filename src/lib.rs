@@ -12,9 +12,10 @@
 //! `file` (how a file is written: temp, sync, rename); `layout` (every path and lock
 //! name under the board), `store` (reading files and the one write protocol,
 //! `store::write`) and `log` (the audit log); `board`,
-//! `workflow`, `schema` and `query` (the model); `scan`, `agents`, `check`,
-//! `runs`, `process` and `client` (reading the board, agent cards, validation,
-//! activation outputs, processes); `ops` (the operations); `watch` (watch mode and the
+//! `workflow`, `schema` and `query` (the model); `scan` and `index` (reading the board,
+//! through the read cache), `search`, `holds`, `agents`, `check`, `runs`, `process` and
+//! `client` (relevance, holds on resources, agent cards, validation, activation outputs,
+//! processes); `ops` (the operations); `watch` (watch mode and the
 //! change feed) and `sync` (git); [`api`] (one call per use case, typed results, the
 //! dashboard's read models among them), with `error` and `notice` (what goes
 //! wrong, naming inputs and commands as data; what was noticed on the way) as typed values

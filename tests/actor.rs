@@ -55,6 +55,12 @@ fn a_write_with_nobody_named_is_refused_and_leaves_the_board_as_it_was() {
     let err: serde_json::Value = serde_json::from_str(&out.stderr).unwrap();
     assert_eq!(err["error"]["kind"], "usage");
     assert_eq!(err["error"]["code"], 2);
+    assert_eq!(
+        err["error"]["message"]
+            .as_str()
+            .map(|m| format!("error: {m}\n")),
+        Some(NO_ACTOR.to_string())
+    );
     assert_eq!(snapshot(&b), before, "a refused command changed the board");
     assert_eq!(b.log().len(), log_before);
     let log = b.read("log.yaml");

@@ -31,6 +31,7 @@ mod delivery;
 mod events;
 mod graph;
 mod holds;
+mod holds_remote;
 mod hostile_input;
 mod index;
 mod json_shapes;

@@ -29,6 +29,8 @@ pub struct Spec {
     pub duration: Option<String>,
     pub reason: Option<String>,
     pub task: Option<String>,
+    /// On a connected board: hold on this clone alone, without the remote's word.
+    pub local: bool,
 }
 
 fn resources(
@@ -68,6 +70,7 @@ fn request(board: &Board, cwd: &Path, spec: &Spec) -> Result<holds::Request> {
         duration,
         reason: spec.reason.clone().filter(|r| !r.trim().is_empty()),
         task: spec.task.clone(),
+        local: spec.local,
     })
 }
 
@@ -84,6 +87,11 @@ pub fn hold(
     holds::hold(board, actor, &req, wait, WAIT_POLL)
 }
 
+/// The remote a connected board confirms holds with, if any.
+pub fn connected(board: &Board) -> Result<Option<String>> {
+    crate::sync::remote(board)
+}
+
 /// What to release: resources as held (paths relative to `cwd`), hold ids, every hold of
 /// the actor, or the holds made for a task.
 #[derive(Clone, Debug, Default)]
@@ -95,6 +103,8 @@ pub struct ReleaseSpec {
     pub task: Option<String>,
     /// Release another agent's holds (a human's override; logged as theirs).
     pub force: bool,
+    /// On a connected board: release on this clone alone, without the remote's word.
+    pub local: bool,
 }
 
 /// What a release gave up.
@@ -125,7 +135,7 @@ pub fn release(board: &Board, actor: &str, cwd: &Path, spec: &ReleaseSpec) -> Re
     } else {
         format!("by {actor}")
     };
-    let released = holds::release(board, actor, actor, &which, spec.force, &why)?;
+    let released = holds::release(board, actor, actor, &which, spec.force, &why, spec.local)?;
     Ok(Released { ok: true, released })
 }
 
@@ -140,7 +150,7 @@ pub(crate) fn release_agent(
     if !board.root.join(holds::FILE).exists() {
         return Ok(Vec::new());
     }
-    holds::release(board, actor, agent, &Which::All, false, why)
+    holds::release(board, actor, agent, &Which::All, false, why, false)
 }
 
 /// Releases the holds made for `task` (the task was released or finished).
@@ -155,6 +165,7 @@ pub(crate) fn release_task(board: &Board, actor: &str, task: &str, why: &str) ->
         &Which::Task(task.to_string()),
         false,
         why,
+        false,
     )
 }
 

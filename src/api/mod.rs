@@ -8,7 +8,10 @@
 //! document's raw text, a time to show as "5m ago") are kept but not serialised.
 //!
 //! Calls that act take the acting agent's name; [`actor`] checks it and counts the call
-//! as the agent's heartbeat, as every command run as a registered agent does.
+//! as the agent's heartbeat, as every command run as a registered agent does. Every
+//! front-end finds that name the same way: [`named_actor`] (its own input, else
+//! `TAVERN_AGENT`, `USER`, `LOGNAME`), and [`acting_name`] refuses a call that acts with
+//! nobody named.
 
 pub mod agents;
 pub mod board;
@@ -78,6 +81,33 @@ pub fn validate_id(id: &str) -> Result<()> {
 /// that started it (its parent, past any shell).
 pub fn client_process() -> u32 {
     crate::client::holder()
+}
+
+/// The agent named on purpose: the front-end's own input (`given`, such as the command
+/// line's `--as`), else `TAVERN_AGENT`. An empty variable names nobody.
+pub fn named_agent(given: Option<String>) -> Option<String> {
+    given.or_else(|| from_env("TAVERN_AGENT"))
+}
+
+/// Who is acting, as every front-end finds it: [`named_agent`], else the user the
+/// environment names (`USER`, else `LOGNAME`); None when nothing names anyone (a
+/// container's environment may have neither).
+pub fn named_actor(given: Option<String>) -> Option<String> {
+    named_agent(given)
+        .or_else(|| from_env("USER"))
+        .or_else(|| from_env("LOGNAME"))
+}
+
+/// The name a call that acts is made as: `named` (what [`named_actor`] found), checked.
+/// Nobody named is [`Error::NoActor`] (exit 2), never a change logged as someone unknown.
+pub fn acting_name(named: Option<String>) -> Result<String> {
+    let name = named.ok_or(Error::NoActor)?;
+    validate_actor(&name)?;
+    Ok(name)
+}
+
+fn from_env(var: &str) -> Option<String> {
+    std::env::var(var).ok().filter(|s| !s.is_empty())
 }
 
 /// Checks the acting agent's name and, when it is a registered agent, touches its

@@ -75,9 +75,14 @@ pub fn message(e: &Error) -> String {
             format!("{e}\nhint: check the path given with --board or TAVERN_BOARD")
         }
         Error::Paused { .. } => format!("{e}\nhint: `tavern resume` lifts the pause"),
+        Error::NoActor => "nobody is named as the actor (no --as, and TAVERN_AGENT, USER and LOGNAME are all unset); nothing written\nhint: name who is acting with --as NAME, or export TAVERN_AGENT=NAME".to_string(),
         Error::NotRegistered { agent } => {
             format!("{e}\nhint: register it with `tavern agent register --as {agent}`")
         }
+        Error::Unconfirmed { task, remote, .. } if task.starts_with("hold:") => format!(
+            "{e}\nhint: retry when the remote '{remote}' is reachable (`git ls-remote {remote}` tells); \
+             or act on this clone alone with --local, at the risk that an agent of another machine holds the same resources meanwhile"
+        ),
         Error::Unconfirmed { task, remote, .. } => format!(
             "{e}\nhint: retry when the remote '{remote}' is reachable (`git ls-remote {remote}` tells); \
              or act on this clone alone with --local, at the risk that another machine claims {task} too \

@@ -37,6 +37,10 @@ pub struct HoldArgs {
     /// When refused, ask a question with the conflict attached (the text is the question)
     #[arg(long, value_name = "QUESTION", num_args = 0..=1, default_missing_value = "")]
     pub ask: Option<String>,
+    /// On a board connected to a remote: hold on this clone alone, unconfirmed (an agent
+    /// of another machine may hold the same resources)
+    #[arg(long)]
+    pub local: bool,
 }
 
 #[derive(Debug, Args)]
@@ -59,6 +63,10 @@ pub struct ReleaseHoldArgs {
     /// Release another agent's hold (by --id; the log says you did)
     #[arg(long)]
     pub force: bool,
+    /// On a board connected to a remote: release on this clone alone, unconfirmed (the
+    /// remote's record keeps the hold until it expires)
+    #[arg(long)]
+    pub local: bool,
 }
 
 fn refusal_hint(e: Error, wait: bool) -> Error {
@@ -103,9 +111,19 @@ pub fn hold(ctx: &Ctx, a: HoldArgs) -> Result<ExitCode> {
         duration: Some(a.duration.clone()),
         reason: a.reason.clone(),
         task: a.task.clone(),
+        local: a.local,
     };
     match holds::hold(&board, &actor, &ctx.cwd, &spec, wait) {
-        Ok(granted) => ctx.print(&granted),
+        Ok(granted) => {
+            if a.local
+                && let Some(remote) = tavern::api::holds::connected(&board)?
+            {
+                super::render::warn(&format!(
+                    "held on this clone only; the remote '{remote}' was not asked, so an agent of another machine may hold the same resources (the remote hears of them when they are held again without --local)"
+                ));
+            }
+            ctx.print(&granted)
+        }
         Err(e @ Error::Held { .. }) if a.ask.is_some() => {
             let what: Vec<String> = a
                 .paths
@@ -150,6 +168,7 @@ pub fn release(ctx: &Ctx, a: ReleaseHoldArgs) -> Result<ExitCode> {
         all: a.all,
         task: a.task,
         force: a.force,
+        local: a.local,
     };
     let released = holds::release(&board, &actor, &ctx.cwd, &spec)?;
     let code = ctx.print(&released)?;

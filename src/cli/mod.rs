@@ -227,34 +227,17 @@ impl Ctx {
         tavern::api::actor(board, &self.actor_name()?)
     }
 
-    /// The acting agent's name, for a command that acts: --as, else TAVERN_AGENT, else
-    /// USER, else LOGNAME. With none of them (a container) nobody is named: a usage error
-    /// saying how to name one, never an entry logged as `unknown`.
+    /// The acting agent's name, for a command that acts (`api::acting_name`): with nothing
+    /// naming it (a container) a usage error saying how to name one.
     fn actor_name(&self) -> Result<String> {
-        let actor = self.named_actor().ok_or_else(no_actor)?;
-        tavern::api::validate_actor(&actor)?;
-        Ok(actor)
+        tavern::api::acting_name(self.named_actor())
     }
 
-    /// The acting agent's name if anything names it (reads that only show who acts).
+    /// The acting agent's name if anything names it (reads that only show who acts): --as,
+    /// else what the environment names (`api::named_actor`).
     pub fn named_actor(&self) -> Option<String> {
-        self.global.actor.clone().or_else(actor_from_env)
+        tavern::api::named_actor(self.global.actor.clone())
     }
-}
-
-/// The actor the environment names: TAVERN_AGENT, else USER, else LOGNAME (empty ones
-/// name nobody).
-pub fn actor_from_env() -> Option<String> {
-    ["TAVERN_AGENT", "USER", "LOGNAME"]
-        .iter()
-        .find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()))
-}
-
-/// The error of a command that acts while nothing names the actor (exit 2).
-pub fn no_actor() -> Error {
-    Error::usage(
-        "nobody is named as the actor (no --as, and TAVERN_AGENT, USER and LOGNAME are all unset); nothing written\nhint: name who is acting with --as NAME, or export TAVERN_AGENT=NAME",
-    )
 }
 
 /// Prints an error once, as text or (with `--json`) as one JSON object on stderr, and
@@ -399,13 +382,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Pause(a) => watch::pause(&ctx, a),
         Command::Resume => watch::resume(&ctx),
         Command::Sources(a) => sources::run(&ctx, a),
-        Command::Mcp(a) => crate::mcp::command(
-            || ctx.board(),
-            ctx.global.actor.clone(),
-            actor_from_env(),
-            no_actor,
-            a,
-        ),
+        Command::Mcp(a) => crate::mcp::command(|| ctx.board(), ctx.global.actor.clone(), a),
         Command::Setup(a) => {
             crate::setup::run(&ctx.cwd, ctx.global.board.as_deref(), ctx.global.json, a)
         }

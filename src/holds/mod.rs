@@ -285,6 +285,25 @@ pub struct Request {
     pub duration: chrono::Duration,
     pub reason: Option<String>,
     pub task: Option<String>,
+    /// On a connected board: hold on this clone alone, without the remote's word.
+    pub local: bool,
+}
+
+/// The remote a change of holds is confirmed with: None when the board is not connected,
+/// or when the change is for this clone alone (`local`).
+fn remote_for(board: &Board, local: bool) -> Result<Option<String>> {
+    if local {
+        return Ok(None);
+    }
+    crate::sync::remote(board)
+}
+
+fn described(resources: &[Resource]) -> String {
+    resources
+        .iter()
+        .map(Resource::describe)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The conflicts of a request against the registry and the rules (for `agent`).
@@ -505,9 +524,9 @@ fn try_grant(
     ticket: Option<u64>,
     log_refusal: bool,
 ) -> Result<std::result::Result<Vec<Hold>, Vec<Conflict>>> {
-    let (out, _) = update(board, |reg, now| {
-        let found = conflicts(board, reg, agent, req, ticket, now);
-        if !found.is_empty() {
+    let remote = remote_for(board, req.local)?;
+    let (out, _) = update(board, |current, now| {
+        let refuse = |found: Vec<Conflict>| {
             let mut entries = Vec::new();
             if log_refusal {
                 entries.push(entry(
@@ -516,11 +535,7 @@ fn try_grant(
                     "holds",
                     format!(
                         "refused {}: {}",
-                        req.resources
-                            .iter()
-                            .map(Resource::describe)
-                            .collect::<Vec<_>>()
-                            .join(", "),
+                        described(&req.resources),
                         found
                             .iter()
                             .take(4)
@@ -530,8 +545,15 @@ fn try_grant(
                     ),
                 ));
             }
-            return Ok((Err(found), entries));
+            Ok((Err(found), entries))
+        };
+        let found = conflicts(board, current, agent, req, ticket, now);
+        if !found.is_empty() {
+            return refuse(found);
         }
+        // Decided on a copy: the registry changes only once the remote (if any) agrees.
+        let mut next = current.clone();
+        let reg = &mut next;
         if let Some(t) = ticket {
             reg.queue.retain(|w| w.ticket != t);
         }
@@ -570,14 +592,32 @@ fn try_grant(
                     (h, "hold")
                 }
             };
+            let unconfirmed = match (&remote, req.local) {
+                (None, true) => crate::sync::remote(board)?
+                    .map(|r| format!(" (local only: not confirmed by the remote '{r}')"))
+                    .unwrap_or_default(),
+                _ => String::new(),
+            };
             entries.push(entry(
                 agent,
                 op,
                 &hold_doc(&hold.id),
-                format!("granted: {}", hold.describe()),
+                format!("granted: {}{unconfirmed}", hold.describe()),
             ));
             granted.push(hold);
         }
+        if let Some(remote) = &remote {
+            let change = crate::sync::claims::holds::Change {
+                add: &granted,
+                drop: &[],
+                what: format!("holding {}", described(&req.resources)),
+            };
+            match crate::sync::claims::holds::confirm(board, remote, agent, &change)? {
+                crate::sync::claims::holds::Outcome::Done => {}
+                crate::sync::claims::holds::Outcome::Refused(found) => return refuse(found),
+            }
+        }
+        *current = next;
         Ok((Ok(granted), entries))
     })?;
     Ok(out)
@@ -698,6 +738,8 @@ pub enum Which {
 
 /// Releases holds of `agent` (or anyone's with `force`); the released, each logged with
 /// `why`. Not found (exit 4) when a named resource or id is not held by it.
+/// On a connected board (unless `local`) the remote's records drop them first: exit 7,
+/// nothing changed, when it cannot be told.
 pub fn release(
     board: &Board,
     actor: &str,
@@ -705,7 +747,9 @@ pub fn release(
     which: &Which,
     force: bool,
     why: &str,
+    local: bool,
 ) -> Result<Vec<Hold>> {
+    let remote = remote_for(board, local)?;
     let (released, _) = update(board, |reg, _now| {
         let mut missing = Vec::new();
         let mine = |h: &Hold| force || h.agent == agent;
@@ -750,6 +794,23 @@ pub fn release(
         let (gone, kept): (Vec<Hold>, Vec<Hold>) = std::mem::take(&mut reg.holds)
             .into_iter()
             .partition(|h| pick(h) && (mine(h) || matches!(which, Which::Task(_))));
+        if let Some(remote) = &remote
+            && !gone.is_empty()
+        {
+            let drop: Vec<(String, Resource)> = gone
+                .iter()
+                .map(|h| (h.agent.clone(), h.resource.clone()))
+                .collect();
+            let change = crate::sync::claims::holds::Change {
+                add: &[],
+                drop: &drop,
+                what: format!(
+                    "releasing {}",
+                    described(&gone.iter().map(|h| h.resource.clone()).collect::<Vec<_>>())
+                ),
+            };
+            crate::sync::claims::holds::confirm(board, remote, actor, &change)?;
+        }
         reg.holds = kept;
         let entries = gone
             .iter()

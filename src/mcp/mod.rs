@@ -83,33 +83,26 @@ pub fn tools_list_json(selected: &[&'static tools::Def]) -> String {
     serde_json::json!({ "tools": tools }).to_string()
 }
 
-/// `tavern mcp`: the acting agent from `as_actor` (--as), TAVERN_AGENT or (with --client)
-/// the client's process, else the one the environment names (`from_env`), else the
-/// command line's `no_actor` error; the board, from `board`, once it is needed.
+/// `tavern mcp`: the acting agent from `as_actor` (--as) or TAVERN_AGENT, else (with
+/// --client) the client's process, else the user the environment names, as every
+/// front-end finds them (`api::named_agent`, `api::named_actor`); the board, from `board`,
+/// once it is needed.
 pub fn command(
     board: impl FnOnce() -> Result<Board>,
     as_actor: Option<String>,
-    from_env: Option<String>,
-    no_actor: impl FnOnce() -> Error,
     a: McpArgs,
 ) -> Result<ExitCode> {
-    let explicit = as_actor
-        .or_else(|| std::env::var("TAVERN_AGENT").ok().filter(|s| !s.is_empty()))
-        .or_else(|| {
-            a.client
-                .as_ref()
-                .map(|c| api::agents::session_name(c, api::client_process()))
-        });
-    let named = explicit.clone().or(from_env);
+    let explicit = api::named_agent(as_actor).or_else(|| {
+        a.client
+            .as_ref()
+            .map(|c| api::agents::session_name(c, api::client_process()))
+    });
+    let named = explicit.clone().or_else(|| api::named_actor(None));
     let actor = match named {
-        Some(actor) => actor,
         // Listing the tools acts as nobody; serving them acts for someone, named.
         None if a.list_tools => String::new(),
-        None => return Err(no_actor()),
+        named => api::acting_name(named)?,
     };
-    if !actor.is_empty() {
-        api::validate_actor(&actor)?;
-    }
     run(board, actor, explicit.is_some(), a)
 }
 

@@ -801,6 +801,7 @@ fn hold(ctx: &Ctx, args: Value) -> Result<Value> {
         duration: a.duration,
         reason: a.reason,
         task: a.task,
+        local: false,
     };
     let wait = a
         .wait_seconds
@@ -831,6 +832,7 @@ fn release_hold(ctx: &Ctx, args: Value) -> Result<Value> {
         all: a.all.unwrap_or(false),
         task: a.task,
         force: false,
+        local: false,
     };
     Ok(value(api::holds::release(
         &ctx.board, &ctx.actor, &cwd, &spec,

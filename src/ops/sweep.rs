@@ -227,15 +227,25 @@ pub fn sweep(board: &Board) -> Result<Vec<Released>> {
         }
         let reason = why(agent, board);
         // Its holds on resources are leases too.
+        // On a connected board the remote's records drop them first; one that cannot be
+        // told keeps them (until they expire), and the next sweep tries again.
+        let mut holds_kept = false;
         if board.root.join(crate::holds::FILE).exists() {
-            crate::holds::release(
+            match crate::holds::release(
                 board,
                 SWEEPER,
                 agent.id(),
                 &crate::holds::Which::All,
                 false,
                 &reason,
-            )?;
+                false,
+            ) {
+                Ok(_) => {}
+                Err(e) if matches!(e.kind(), Kind::Unconfirmed | Kind::Unknown) => {
+                    holds_kept = true;
+                }
+                Err(e) => return Err(e),
+            }
         }
         let releases = release_all(board, SWEEPER, agent.id(), &reason)?;
         for task in releases.released {
@@ -246,7 +256,7 @@ pub fn sweep(board: &Board) -> Result<Vec<Released>> {
                 reason: reason.clone(),
             });
         }
-        if !releases.kept.is_empty() {
+        if !releases.kept.is_empty() || holds_kept {
             // A claim whose release the remote did not confirm stays a lease: the next
             // sweep tries it again, so no marker says this silence was dealt with.
             continue;

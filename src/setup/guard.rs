@@ -67,12 +67,9 @@ pub fn run(
         return Ok(ExitCode::SUCCESS);
     }
     // The agent: --as or TAVERN_AGENT, else (a client) the client's name and process, as
-    // its session was registered; for git, the user.
+    // its session was registered; for git, the user (as every front-end finds who acts).
     let name = if a.client == "git" {
-        actor
-            .or_else(|| std::env::var("TAVERN_AGENT").ok().filter(|s| !s.is_empty()))
-            .or_else(|| std::env::var("USER").ok().filter(|s| !s.is_empty()))
-            .unwrap_or_default()
+        tavern::api::named_actor(actor).unwrap_or_default()
     } else {
         let holder = a.pid.unwrap_or_else(tavern::api::client_process);
         super::hook::agent_name(&a.client, actor, holder)

@@ -41,8 +41,7 @@ const SUMMARY_CHARS: usize = 20_000;
 /// The agent's name: --as or TAVERN_AGENT, else the client session's own name (the same
 /// name `tavern mcp --client CLIENT` takes under that client).
 pub fn agent_name(client: &str, explicit: Option<String>, holder: u32) -> String {
-    explicit
-        .or_else(|| std::env::var("TAVERN_AGENT").ok().filter(|s| !s.is_empty()))
+    tavern::api::named_agent(explicit)
         .unwrap_or_else(|| tavern::api::agents::session_name(client, holder))
 }
 

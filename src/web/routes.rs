@@ -422,9 +422,11 @@ async fn log_page(State(app): State<Shared>, Query(q): Query<LogQuery>) -> Respo
 async fn document(State(app): State<Shared>, Path(id): Path<String>) -> Response {
     blocking(app, move |app| {
         let board = app.board()?;
-        let mut v = to_json(&api::docs::show(&board, &id)?)?;
+        // Read once: the moves offered are those of the revision shown.
+        let shown = api::docs::show(&board, &id)?;
+        let mut v = to_json(&shown)?;
         rendered(&mut v, true);
-        if let api::docs::Shown::Doc(doc) = api::docs::show(&board, &id)? {
+        if let api::docs::Shown::Doc(doc) = shown {
             let moves = api::tasks::moves(&board, &app.actor, &doc);
             v["transitions"] = moves
                 .iter()

@@ -455,7 +455,7 @@ pub fn renew(board: &Board, agent: &str) -> Result<Renewed> {
             )
         })
         .collect();
-    let out = push_many(&g, &remote, &refs)?;
+    let out = push_many(&g, &remote, false, &refs)?;
     for (old, r) in held.iter().zip(renewals) {
         let name = ref_name(&r.task);
         match push_result(&out, &name) {

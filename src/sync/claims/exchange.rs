@@ -221,7 +221,7 @@ fn pause(attempt: u32) {
 /// submodules; `prune` removes the copies of records the remote no longer has. A race for
 /// a local ref's lock with another tavern process is tried again, and a stale lock in the
 /// way is removed (`guarded`: the caller holds the task's lock that guards the ref).
-fn fetch(
+pub(super) fn fetch(
     g: &Git,
     board: &Board,
     remote: &str,
@@ -317,6 +317,11 @@ fn empty_tree(board: &Board) -> &'static str {
 /// Writes a record's commit object locally and returns its sha: one `git commit-tree`,
 /// the message on its standard input.
 pub(super) fn commit(board: &Board, record: &Record, parent: Option<&str>) -> Result<String> {
+    commit_message(board, &record.message(), parent)
+}
+
+/// Writes a commit of the empty tree with `message` (and `parent`) and returns its sha.
+pub(super) fn commit_message(board: &Board, message: &str, parent: Option<&str>) -> Result<String> {
     let g = git(board);
     let tree = empty_tree(board);
     let mut args = vec![
@@ -332,7 +337,6 @@ pub(super) fn commit(board: &Board, record: &Record, parent: Option<&str>) -> Re
         args.push("-p");
         args.push(p);
     }
-    let message = record.message();
     let out = g.output(&args, Some(message.as_bytes()))?;
     if !out.success {
         return Err(git_error(&g, "commit-tree", &out));
@@ -375,6 +379,7 @@ pub(super) fn push(
     let out = push_many(
         g,
         remote,
+        false,
         &[(
             name.clone(),
             sha.map(str::to_string),
@@ -385,10 +390,12 @@ pub(super) fn push(
 }
 
 /// One `git push` of several refs, each under its own lease: `(ref, new sha or None to
-/// delete, expected sha or None for absent)`. Read each ref's result with [`push_result`].
+/// delete, expected sha or None for absent)`; `atomic`: all of them or none (`--atomic`).
+/// Read each ref's result with [`push_result`].
 pub(super) fn push_many(
     g: &Git,
     remote: &str,
+    atomic: bool,
     refs: &[(String, Option<String>, Option<String>)],
 ) -> Result<Output> {
     let mut args: Vec<String> = [
@@ -399,6 +406,9 @@ pub(super) fn push_many(
     ]
     .map(String::from)
     .to_vec();
+    if atomic {
+        args.push("--atomic".into());
+    }
     for (name, _, expected) in refs {
         args.push(format!(
             "--force-with-lease={name}:{}",

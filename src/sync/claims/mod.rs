@@ -26,6 +26,7 @@
 mod confirm;
 mod exchange;
 mod follow;
+pub mod holds;
 mod next;
 pub mod record;
 pub mod refname;

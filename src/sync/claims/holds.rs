@@ -1,0 +1,571 @@
+//! Holds across clones (DESIGN §14): on a connected board, a hold, a renewal and a release
+//! are confirmed by the remote before they count, through the same compare-and-swap as
+//! claims (a push under `--force-with-lease`), on refs sharded by where a hold can meet
+//! another.
+//!
+//! Two holds can only meet when their patterns can match one path, so a hold lives in the
+//! shard of its pattern's first segment: `refs/tavern/holds/paths/<top>` for patterns
+//! starting with the literal name `<top>` (`src/**`, `src/*.rs`), `refs/tavern/holds/globs`
+//! for those whose first segment is a glob (`**/*.md`, `*.rs`: they may meet anything), and
+//! `refs/tavern/holds/named/<name>` for a named resource. A glob-first hold is written into
+//! `globs` and into every path shard, so a hold under `src` is decided by `paths/src` alone;
+//! `globs` lists the path shards, and creating one (its first hold ever) rewrites `globs`
+//! too, copying its glob holds, so a glob hold and a new shard never miss each other. Every
+//! change is one `git push --atomic` of the shards it touches, each under a lease on the
+//! record this clone last saw: all of them or none.
+//!
+//! A shard's record is a commit (the empty tree, the record it replaced as parent) whose
+//! message is a title and a JSON body: `{"holds": [...], "shards": [...]}`. Expired holds
+//! count for nothing and are dropped by whoever writes the shard next.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::board::Board;
+use crate::error::{Error, Kind, Result};
+use crate::holds::{Conflict, Hold, Resource};
+use crate::sync::git::Git;
+
+use super::exchange::{
+    PushResult, commit_message, fetch, git, git_error, origin, push_many, push_result,
+};
+use super::refname::component;
+
+/// Where hold records live, on the remote and in every clone.
+pub const REF_PREFIX: &str = "refs/tavern/holds/";
+/// The shard of glob-first holds, which lists every path shard.
+pub const GLOBS: &str = "refs/tavern/holds/globs";
+const PATHS: &str = "refs/tavern/holds/paths/";
+const NAMED: &str = "refs/tavern/holds/named/";
+
+/// How often a change is tried again after losing a race it can still build on (another
+/// hold landed in the same shard), before it gives up as a conflict.
+const MAX_ATTEMPTS: usize = 12;
+/// A shard key is at most this many characters of the name (longer ones share a shard:
+/// sharding is about contention, the overlap check within a shard is exact).
+const MAX_KEY: usize = 60;
+/// A record over this size, or with more holds, is not one tavern wrote.
+const MAX_RECORD: usize = 1 << 20;
+const MAX_HOLDS: usize = 4096;
+
+/// Which shard a resource's holds live in.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Shard {
+    /// Patterns whose first segment is this literal name.
+    Path(String),
+    /// Patterns whose first segment is a glob.
+    Globs,
+    Named(String),
+}
+
+fn key(name: &str) -> String {
+    name.chars().take(MAX_KEY).collect()
+}
+
+fn shard_of(r: &Resource) -> Shard {
+    match r {
+        Resource::Named(n) => Shard::Named(key(n)),
+        Resource::Path(p) => {
+            let first = p.split('/').next().unwrap_or("");
+            if first.is_empty() || first.contains(['*', '?', '[', '\\']) {
+                Shard::Globs
+            } else {
+                Shard::Path(key(first))
+            }
+        }
+    }
+}
+
+impl Shard {
+    fn ref_name(&self) -> String {
+        match self {
+            Shard::Path(top) => format!("{PATHS}{}", component(top)),
+            Shard::Globs => GLOBS.to_string(),
+            Shard::Named(n) => format!("{NAMED}{}", component(n)),
+        }
+    }
+
+    /// Does a hold of `r` belong in this shard's record?
+    fn keeps(&self, r: &Resource) -> bool {
+        let home = shard_of(r);
+        home == *self || (matches!(self, Shard::Path(_)) && home == Shard::Globs)
+    }
+}
+
+/// One hold as a shard's record keeps it: the hold and the clone it was made on.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Held {
+    #[serde(flatten)]
+    pub hold: Hold,
+    pub origin: String,
+}
+
+/// A shard's record.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Record {
+    #[serde(default)]
+    holds: Vec<Held>,
+    /// In `globs` only: the keys of every path shard.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    shards: BTreeSet<String>,
+}
+
+impl Record {
+    fn message(&self, name: &str) -> String {
+        let body = serde_json::to_string(self).unwrap_or_default();
+        format!(
+            "hold records of {}\n\n{body}\n",
+            name.strip_prefix(REF_PREFIX).unwrap_or(name)
+        )
+    }
+
+    /// A record another clone pushed is input: bounded, and every hold checked.
+    fn parse(name: &str, message: &str) -> Result<Record> {
+        let bad = |why: String| {
+            Error::input(format!(
+                "the hold record {name} (on the remote and in this clone) is not one tavern wrote: {why}; remove the ref on the remote (`git push REMOTE :{name}`) to drop the holds it keeps"
+            ))
+        };
+        if message.len() > MAX_RECORD {
+            return Err(bad(format!("over {MAX_RECORD} bytes")));
+        }
+        let body = message.split_once("\n\n").map_or("", |(_, b)| b).trim();
+        let rec: Record = serde_json::from_str(body).map_err(|e| bad(e.to_string()))?;
+        if rec.holds.len() > MAX_HOLDS {
+            return Err(bad(format!("over {MAX_HOLDS} holds")));
+        }
+        for h in &rec.holds {
+            let h = &h.hold;
+            let long = [h.agent.as_str(), &h.id, &h.since, h.resource.text()]
+                .into_iter()
+                .chain(h.until.as_deref())
+                .chain(h.reason.as_deref())
+                .chain(h.task.as_deref())
+                .any(|t| t.len() > crate::holds::MAX_TEXT);
+            if h.agent.is_empty() || long || h.owner_rule {
+                return Err(bad(format!("a hold of '{}' is malformed", key(&h.agent))));
+            }
+        }
+        Ok(rec)
+    }
+
+    fn live(&mut self, now: DateTime<Utc>) {
+        self.holds.retain(|h| !expired(&h.hold, now));
+    }
+}
+
+fn expired(h: &Hold, now: DateTime<Utc>) -> bool {
+    h.until
+        .as_deref()
+        .and_then(|u| DateTime::parse_from_rfc3339(u).ok())
+        .is_some_and(|u| u.with_timezone(&Utc) <= now)
+}
+
+/// This clone's copies of the shard records: ref -> (sha, record).
+fn copies(board: &Board, g: &Git) -> Result<BTreeMap<String, (String, Record)>> {
+    let out = g.output(
+        &[
+            "for-each-ref",
+            "--format=%(refname)%00%(objectname)%00%(contents)%00",
+            REF_PREFIX,
+        ],
+        None,
+    )?;
+    if !out.success {
+        return Err(git_error(g, "for-each-ref", &out));
+    }
+    let _ = board;
+    let mut map = BTreeMap::new();
+    let mut parts = out.stdout.split('\0');
+    while let (Some(name), Some(sha), Some(message)) = (parts.next(), parts.next(), parts.next()) {
+        let name = name.trim_start_matches('\n').to_string();
+        if name.is_empty() {
+            break;
+        }
+        let rec = Record::parse(&name, message)?;
+        map.insert(name, (sha.to_string(), rec));
+    }
+    Ok(map)
+}
+
+/// Fetches every shard record of the remote into this clone's copies.
+fn fetch_all(board: &Board, g: &Git, remote: &str) -> Result<std::result::Result<(), String>> {
+    let out = fetch(
+        g,
+        board,
+        remote,
+        &format!("+{REF_PREFIX}*:{REF_PREFIX}*"),
+        true,
+        true,
+    )?;
+    Ok(if out.success {
+        Ok(())
+    } else {
+        Err(format!("fetching the hold records failed: {}", out.why()))
+    })
+}
+
+/// What a change asks the remote to record for holds.
+pub struct Change<'a> {
+    /// Holds to add (or renew: they replace the same agent's hold of the same resource).
+    pub add: &'a [Hold],
+    /// Holds to drop: (agent, resource).
+    pub drop: &'a [(String, Resource)],
+    /// How messages name it: "holding src/a.rs", "releasing h-3".
+    pub what: String,
+}
+
+/// What the remote said.
+#[derive(Debug)]
+pub enum Outcome {
+    /// The remote holds the change (or had nothing to change).
+    Done,
+    /// Holds of other agents on the remote overlap what was asked.
+    Refused(Vec<Conflict>),
+}
+
+fn unconfirmed(board: &Board, remote: &str, what: &str, why: &str) -> Error {
+    Error::Unconfirmed {
+        task: format!("hold:{what}"),
+        remote: remote.to_string(),
+        message: format!(
+            "cannot confirm {what} with the remote '{remote}' ({}): {why}; nothing was changed",
+            board.project().display()
+        ),
+    }
+}
+
+/// Confirms `change` with `remote`: decides from this clone's copies first, and from the
+/// remote's records (one fetch) when a copy is stale or shows a conflict; pushes every
+/// shard it touches in one atomic push under leases. Called under the holds' lock, before
+/// the local registry is written. Unreachable: exit 7, nothing changed; a push whose
+/// answer was lost is resolved by fetching the records (ours there: done; else decided
+/// again), and exit 8 when the remote cannot be asked.
+pub fn confirm(board: &Board, remote: &str, agent: &str, change: &Change) -> Result<Outcome> {
+    let g = git(board);
+    let mine = origin(board);
+    let mut fresh = false;
+    let mut busy: Option<(String, Option<String>)> = None;
+    let refetch = || -> Result<()> {
+        fetch_all(board, &g, remote)?.map_err(|why| unconfirmed(board, remote, &change.what, &why))
+    };
+    // What to drop is decided on the remote's records: a copy may lack a shard.
+    if !change.drop.is_empty() {
+        refetch()?;
+        fresh = true;
+    }
+    for attempt in 0..MAX_ATTEMPTS {
+        let copies = copies(board, &g)?;
+        let now = crate::time::now();
+        let globs = copies
+            .get(GLOBS)
+            .map(|(_, r)| r.clone())
+            .unwrap_or_default();
+        let mut glob_holds = globs.clone();
+        glob_holds.live(now);
+
+        // The shards this change touches.
+        let resources = change
+            .add
+            .iter()
+            .map(|h| h.resource.clone())
+            .chain(change.drop.iter().map(|(_, r)| r.clone()));
+        let mut targets: BTreeSet<Shard> = BTreeSet::new();
+        let mut new_tops: BTreeSet<String> = BTreeSet::new();
+        for r in resources {
+            let s = shard_of(&r);
+            if s == Shard::Globs {
+                targets.insert(Shard::Globs);
+                targets.extend(globs.shards.iter().cloned().map(Shard::Path));
+            }
+            targets.insert(s);
+        }
+        for h in change.add {
+            if let Shard::Path(top) = shard_of(&h.resource)
+                && !copies.contains_key(&Shard::Path(top.clone()).ref_name())
+            {
+                new_tops.insert(top);
+                targets.insert(Shard::Globs);
+            }
+        }
+        // Dropping from a shard that does not exist changes nothing there.
+        targets.retain(|s| {
+            copies.contains_key(&s.ref_name())
+                || matches!(s, Shard::Path(t) if new_tops.contains(t))
+                || (*s == Shard::Globs && !new_tops.is_empty())
+                || change.add.iter().any(|h| shard_of(&h.resource) == *s)
+        });
+
+        // What stands in the way: holds of others in the touched shards (a new path shard
+        // starts with the glob holds).
+        let mut conflicts: Vec<Conflict> = Vec::new();
+        for s in &targets {
+            let mut rec = match copies.get(&s.ref_name()) {
+                Some((_, r)) => r.clone(),
+                None => glob_holds.clone(),
+            };
+            rec.live(now);
+            for h in change.add {
+                for other in &rec.holds {
+                    let o = &other.hold;
+                    let blocks = o.agent != agent
+                        && !(o.shared && h.shared)
+                        && o.resource.overlaps(&h.resource);
+                    let seen = conflicts.iter().any(|c| {
+                        c.wanted == h.resource
+                            && c.hold.agent == o.agent
+                            && c.hold.resource == o.resource
+                    });
+                    if blocks && !seen {
+                        let mut hold = o.clone();
+                        if other.origin != mine {
+                            hold.id = format!("{} on {}", o.id, other.origin);
+                        }
+                        conflicts.push(Conflict {
+                            wanted: h.resource.clone(),
+                            hold,
+                            queued: false,
+                        });
+                    }
+                }
+            }
+        }
+        if !conflicts.is_empty() {
+            if fresh {
+                return Ok(Outcome::Refused(conflicts));
+            }
+            refetch()?;
+            fresh = true;
+            continue;
+        }
+
+        // The new records.
+        let replaced = |h: &Held| {
+            change
+                .drop
+                .iter()
+                .any(|(a, r)| *a == h.hold.agent && *r == h.hold.resource)
+                || change
+                    .add
+                    .iter()
+                    .any(|n| n.agent == h.hold.agent && n.resource == h.hold.resource)
+        };
+        let mut refs = Vec::new();
+        let mut ours = Vec::new();
+        for s in &targets {
+            let name = s.ref_name();
+            let old = copies.get(&name);
+            let mut rec = match old {
+                Some((_, r)) => r.clone(),
+                None if matches!(s, Shard::Path(_)) => Record {
+                    holds: glob_holds.holds.clone(),
+                    shards: BTreeSet::new(),
+                },
+                None => Record::default(),
+            };
+            let before = old.map(|(_, r)| serde_json::to_string(r).unwrap_or_default());
+            rec.live(now);
+            rec.holds.retain(|h| !replaced(h));
+            for h in change.add.iter().filter(|h| s.keeps(&h.resource)) {
+                rec.holds.push(Held {
+                    hold: h.clone(),
+                    origin: mine.clone(),
+                });
+            }
+            if *s == Shard::Globs {
+                rec.shards.extend(new_tops.iter().cloned());
+            }
+            if before.as_deref() == Some(serde_json::to_string(&rec).unwrap_or_default().as_str()) {
+                continue;
+            }
+            let parent = old.map(|(sha, _)| sha.as_str());
+            let sha = commit_message(board, &rec.message(&name), parent)?;
+            ours.push((name.clone(), sha.clone()));
+            refs.push((name, Some(sha), old.map(|(sha, _)| sha.clone())));
+        }
+        if refs.is_empty() {
+            return Ok(Outcome::Done);
+        }
+        let out = push_many(&g, remote, true, &refs)?;
+        // Under --atomic, the refs that did not fail themselves say "atomic push failed"
+        // (refused by this side) or "atomic transaction failed" (by the remote, which may
+        // not say why: a lease that no longer held under its lock, a ref another push
+        // locked): decided again from the remote's records.
+        let results: Vec<PushResult> = refs
+            .iter()
+            .map(|(n, _, _)| match push_result(&out, n) {
+                PushResult::Failed(why) if why.contains("(atomic ") => {
+                    PushResult::Busy { why, lock: None }
+                }
+                r => r,
+            })
+            .collect();
+        let result = if results.iter().all(|r| *r == PushResult::Done) {
+            PushResult::Done
+        } else if results.contains(&PushResult::Stale) {
+            PushResult::Stale
+        } else if let Some(b) = results
+            .iter()
+            .find(|r| matches!(r, PushResult::Busy { .. }))
+        {
+            match b {
+                PushResult::Busy { why, lock } => PushResult::Busy {
+                    why: why.clone(),
+                    lock: lock.clone(),
+                },
+                _ => unreachable!(),
+            }
+        } else if let Some(PushResult::Unknown(lost)) =
+            results.iter().find(|r| matches!(r, PushResult::Unknown(_)))
+        {
+            PushResult::Unknown(lost.clone())
+        } else {
+            match results
+                .into_iter()
+                .find(|r| matches!(r, PushResult::Failed(_)))
+            {
+                Some(PushResult::Failed(why)) => PushResult::Failed(why),
+                _ => PushResult::Unknown("git push failed without a word".into()),
+            }
+        };
+        match result {
+            PushResult::Done => {
+                for (name, sha) in &ours {
+                    set_copy(&g, name, sha);
+                }
+                return Ok(Outcome::Done);
+            }
+            PushResult::Stale => {
+                refetch()?;
+                fresh = true;
+                busy = None;
+            }
+            PushResult::Busy { why, lock } => {
+                std::thread::sleep(std::time::Duration::from_millis(20 << attempt.min(5)));
+                refetch()?;
+                fresh = true;
+                busy = Some((why, lock));
+            }
+            PushResult::Failed(why) => {
+                return Err(unconfirmed(board, remote, &change.what, &why));
+            }
+            PushResult::Unknown(lost) => {
+                // Only the remote can say: its records, fetched; ours among them (or built
+                // on) means the push took, all of it (it was atomic).
+                if let Err(why) = fetch_all(board, &g, remote)? {
+                    return Err(Error::Request {
+                        kind: Kind::Unknown,
+                        path: None,
+                        message: crate::msg!(format!(
+                            "the remote '{remote}' ({}) may have taken {} ({lost}), and it cannot be asked now ({why}): the outcome is unknown, and this clone's holds are as they were; the same command run again asks the remote and finishes or reports it",
+                            board.project().display(),
+                            change.what
+                        )),
+                    });
+                }
+                let (name, sha) = &ours[0];
+                let now_there = copies_sha(&g, name);
+                let took = match now_there {
+                    Some(there) => {
+                        there == *sha
+                            || g.output(&["merge-base", "--is-ancestor", sha, &there], None)?
+                                .success
+                    }
+                    None => false,
+                };
+                if took {
+                    return Ok(Outcome::Done);
+                }
+                fresh = true;
+            }
+        }
+    }
+    if let Some((why, lock)) = busy {
+        let lock = match lock {
+            Some(l) => format!("its lock file {l} exists"),
+            None => "it could not lock the record".to_string(),
+        };
+        return Err(unconfirmed(
+            board,
+            remote,
+            &change.what,
+            &format!(
+                "{lock} ({why}, {MAX_ATTEMPTS} attempts): a push there still runs, or a git killed on the remote left the lock behind (stale); if no push is running on the remote, remove that file there"
+            ),
+        ));
+    }
+    Err(Error::conflict(
+        board.rel(&board.root.join(crate::holds::FILE)),
+        format!(
+            "the remote '{remote}' hold records kept changing ({MAX_ATTEMPTS} attempts) while {}; retry",
+            change.what
+        ),
+    ))
+}
+
+/// This clone's copy of `name` now points at `sha` (best effort: the next exchange
+/// fetches it anyway, and a stale copy only costs a retry).
+fn set_copy(g: &Git, name: &str, sha: &str) {
+    let _ = g.output(&["update-ref", name, sha], None);
+}
+
+fn copies_sha(g: &Git, name: &str) -> Option<String> {
+    let out = g
+        .output(&["rev-parse", "--verify", "--quiet", name], None)
+        .ok()?;
+    out.success
+        .then(|| out.stdout.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn path(p: &str) -> Resource {
+        Resource::Path(p.into())
+    }
+
+    #[test]
+    fn a_pattern_lives_in_the_shard_of_its_first_segment() {
+        assert_eq!(shard_of(&path("src/**")), Shard::Path("src".into()));
+        assert_eq!(shard_of(&path("src/*.rs")), Shard::Path("src".into()));
+        assert_eq!(
+            shard_of(&path("README.md")),
+            Shard::Path("README.md".into())
+        );
+        assert_eq!(shard_of(&path("**/*.md")), Shard::Globs);
+        assert_eq!(shard_of(&path("s*/a.rs")), Shard::Globs);
+        assert_eq!(shard_of(&path("**")), Shard::Globs);
+        assert_eq!(
+            shard_of(&Resource::Named("db:test".into())),
+            Shard::Named("db:test".into())
+        );
+        assert_eq!(
+            Shard::Path("Src".into()).ref_name(),
+            "refs/tavern/holds/paths/%53rc"
+        );
+        assert_eq!(
+            Shard::Named("db:test".into()).ref_name(),
+            "refs/tavern/holds/named/db%3Atest"
+        );
+        // A path shard keeps the glob holds too; the glob shard only its own.
+        assert!(Shard::Path("src".into()).keeps(&path("**/*.rs")));
+        assert!(!Shard::Globs.keeps(&path("src/a.rs")));
+        assert!(!Shard::Path("docs".into()).keeps(&path("src/a.rs")));
+    }
+
+    #[test]
+    fn a_record_from_elsewhere_is_checked() {
+        let name = "refs/tavern/holds/paths/src";
+        assert!(Record::parse(name, "t\n\n{\"holds\": []}\n").is_ok());
+        assert!(Record::parse(name, "t\n\nnot json\n").is_err());
+        let long = format!(
+            "t\n\n{{\"holds\": [{{\"id\": \"h-1\", \"resource\": {{\"kind\": \"path\", \"name\": \"src/a\"}}, \"agent\": \"{}\", \"since\": \"x\", \"origin\": \"o\"}}]}}\n",
+            "a".repeat(600)
+        );
+        assert!(Record::parse(name, &long).is_err());
+    }
+}

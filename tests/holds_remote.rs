@@ -1,0 +1,280 @@
+//! Holds across clones: clones of one project connected to a local bare repository as their
+//! remote, real `tavern` processes holding and releasing in each. The remote's hold refs
+//! (`refs/tavern/holds/…`, sharded by a pattern's first segment) are the compare-and-swap.
+
+#![cfg(unix)]
+
+use std::process::Stdio;
+use std::sync::{Arc, Barrier};
+
+use crate::sync_claims::{Net, git};
+use crate::util::Out;
+
+/// The hold refs on the remote, by name (`paths/src`, `globs`, `named/db%3Atest`).
+fn shards(net: &Net) -> Vec<String> {
+    git(
+        &net.remote(),
+        &[
+            "for-each-ref",
+            "--format=%(refname:lstrip=3)",
+            "refs/tavern/holds/",
+        ],
+    )
+    .lines()
+    .map(str::to_string)
+    .collect()
+}
+
+/// The (agent, resource) of every hold a shard's record on the remote keeps.
+fn shard_holds(net: &Net, shard: &str) -> Vec<(String, String)> {
+    let msg = git(
+        &net.remote(),
+        &[
+            "log",
+            "-1",
+            "--format=%B",
+            &format!("refs/tavern/holds/{shard}"),
+        ],
+    );
+    let body = msg.split_once("\n\n").unwrap().1;
+    let rec: serde_json::Value = serde_json::from_str(body.trim()).unwrap();
+    rec["holds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["agent"].as_str().unwrap().to_string(),
+                h["resource"]["name"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn hold(net: &Net, c: usize, agent: &str, args: &[&str]) -> Out {
+    let mut all = vec!["hold", "--as", agent];
+    all.extend_from_slice(args);
+    net.run(c, &all)
+}
+
+/// Exclusive against exclusive across clones: the same path, a directory against a file
+/// under it, a glob against a path, a glob-first pattern against a path in any shard, and
+/// a path in a shard created after a glob hold; refused with exit 3 naming the holder, its
+/// clone, reason and expiry. What does not overlap is granted, and a release lets the
+/// other clone take it.
+#[test]
+fn exclusive_holds_are_exclusive_across_clones() {
+    let net = Net::new(0, 2);
+    hold(&net, 0, "a", &["src/a.rs", "--reason", "new grammar"]).ok();
+    assert_eq!(shards(&net), vec!["globs", "paths/src"]);
+    assert_eq!(
+        shard_holds(&net, "paths/src"),
+        vec![("a".to_string(), "src/a.rs".to_string())]
+    );
+    for wanted in ["src/a.rs", "src/", "src/*.rs", "**/*.rs", "*/a.rs", "."] {
+        let out = hold(&net, 1, "b", &[wanted]);
+        out.code(3);
+        out.stderr_has(": a holds src/a.rs (exclusive, h-1 on ");
+        out.stderr_has(", reason: \"new grammar\")");
+        out.stderr_has(", until 20");
+    }
+    // The refusal names the clone the hold was made on.
+    hold(&net, 1, "b", &["src/a.rs"]).stderr_has(&format!(
+        "h-1 on {}:{}",
+        hostname(),
+        net.clone_dir(0).display()
+    ));
+    // No overlap: granted, in the same shard or another.
+    hold(&net, 1, "b", &["src/b.rs", "docs/x.md"]).ok();
+    assert_eq!(shards(&net), vec!["globs", "paths/docs", "paths/src"]);
+    // A glob-first hold meets b's docs/x.md (in the docs shard).
+    hold(&net, 0, "a", &["**/*.md"])
+        .code(3)
+        .stderr_has(": b holds docs/x.md (exclusive");
+    // One that meets nothing is written into every shard, and a shard created later
+    // starts with it.
+    hold(&net, 0, "a", &["**/*.txt"]).ok();
+    for shard in ["globs", "paths/docs", "paths/src"] {
+        assert!(
+            shard_holds(&net, shard).contains(&("a".into(), "**/*.txt".into())),
+            "{shard}"
+        );
+    }
+    hold(&net, 1, "b", &["notes/n.txt"])
+        .code(3)
+        .stderr_has(": a holds **/*.txt (exclusive");
+    hold(&net, 1, "b", &["notes/n.md"]).ok();
+    assert!(
+        shard_holds(&net, "paths/notes").contains(&("a".into(), "**/*.txt".into())),
+        "a new shard copies the glob holds"
+    );
+    // Releasing a glob hold drops it from every shard.
+    net.run(0, &["release-hold", "**/*.txt", "--as", "a"]).ok();
+    for shard in ["globs", "paths/docs", "paths/notes", "paths/src"] {
+        assert!(
+            !shard_holds(&net, shard).contains(&("a".into(), "**/*.txt".into())),
+            "{shard}"
+        );
+    }
+    hold(&net, 1, "b", &["notes/n.txt"]).ok();
+    // Released on c0: c1 takes it.
+    net.run(0, &["release-hold", "src/a.rs", "--as", "a"]).ok();
+    assert!(!shard_holds(&net, "paths/src").contains(&("a".into(), "src/a.rs".into())));
+    hold(&net, 1, "b", &["src/"]).ok();
+    hold(&net, 0, "a", &["src/a.rs"])
+        .code(3)
+        .stderr_has(": b holds src/** (exclusive");
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// Shared holds coexist across clones; an exclusive one against them is refused, naming
+/// every shared holder; named resources meet only by equal names.
+#[test]
+fn shared_holds_coexist_across_clones_and_exclusive_ones_are_refused() {
+    let net = Net::new(0, 3);
+    hold(&net, 0, "a", &["--resource", "db:test", "--shared"]).ok();
+    hold(&net, 1, "b", &["--resource", "db:test", "--shared"]).ok();
+    // Asked on a third clone, the refusal names both (the remote's records).
+    let out = hold(&net, 2, "c", &["--resource", "db:test"]);
+    out.code(3);
+    out.stderr_has("resource db:test: a holds resource db:test (shared");
+    out.stderr_has("resource db:test: b holds resource db:test (shared");
+    hold(&net, 0, "c", &["--resource", "db:prod"]).ok();
+    hold(&net, 0, "a", &["lib/", "--shared"]).ok();
+    hold(&net, 1, "b", &["lib/x.rs", "--shared"]).ok();
+    hold(&net, 2, "c", &["lib/x.rs"])
+        .code(3)
+        .stderr_has("lib/x.rs: a holds lib/** (shared");
+    // Shared against an exclusive one is refused too.
+    hold(&net, 1, "d", &["--resource", "db:prod", "--shared"])
+        .code(3)
+        .stderr_has("c holds resource db:prod (exclusive");
+    let mut names = shards(&net);
+    names.sort();
+    assert_eq!(
+        names,
+        vec!["globs", "named/db%3Aprod", "named/db%3Atest", "paths/lib"]
+    );
+}
+
+/// Six agents on three clones race for overlapping spellings of one path (a file, its
+/// directory, globs): exactly one is granted, every other exits 3 naming the winner.
+#[test]
+fn agents_on_three_clones_racing_for_one_path_get_exactly_one_grant() {
+    let net = Arc::new(Net::new(0, 3));
+    let wants = [
+        "src/main.rs",
+        "src/",
+        "**/main.rs",
+        "src/*.rs",
+        "*/main.rs",
+        "src/m*.rs",
+    ];
+    let barrier = Arc::new(Barrier::new(wants.len()));
+    let handles: Vec<_> = wants
+        .iter()
+        .enumerate()
+        .map(|(i, want)| {
+            let net = Arc::clone(&net);
+            let barrier = Arc::clone(&barrier);
+            let want = want.to_string();
+            std::thread::spawn(move || {
+                let agent = format!("agent-{i}");
+                let mut cmd = net.cmd_in(&net.clone_dir(i % 3), &["hold", &want, "--as", &agent]);
+                cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+                barrier.wait();
+                let o = cmd.output().unwrap();
+                (
+                    agent,
+                    o.status.code(),
+                    String::from_utf8_lossy(&o.stderr).to_string(),
+                )
+            })
+        })
+        .collect();
+    let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let winners: Vec<_> = results.iter().filter(|r| r.1 == Some(0)).collect();
+    assert_eq!(winners.len(), 1, "{results:#?}");
+    let winner = &winners[0].0;
+    for (agent, code, stderr) in &results {
+        if agent != winner {
+            assert_eq!(*code, Some(3), "{agent}: {stderr}");
+            assert!(
+                stderr.contains(&format!(": {winner} holds ")),
+                "{agent}: {stderr}"
+            );
+        }
+    }
+    // The remote keeps exactly the winner's hold.
+    let mut held: Vec<(String, String)> = Vec::new();
+    for shard in shards(&net) {
+        for h in shard_holds(&net, &shard) {
+            if !held.contains(&h) {
+                held.push(h);
+            }
+        }
+    }
+    assert_eq!(held.len(), 1, "{held:?}");
+    assert_eq!(&held[0].0, winner);
+}
+
+/// Offline: a hold exits 7 and changes nothing (no registry entry, no log entry); with
+/// --local it is held on this clone alone, with a warning and a log note; back online, a
+/// release is confirmed.
+#[test]
+fn offline_holds_exit_7_unless_local() {
+    let net = Net::new(0, 2);
+    git(
+        &net.clone_dir(0),
+        &[
+            "remote",
+            "set-url",
+            "origin",
+            &net.path("nowhere.git").display().to_string(),
+        ],
+    );
+    let log_before = net.read(0, "log.yaml");
+    let out = hold(&net, 0, "a", &["src/a.rs"]);
+    out.code(7);
+    out.stderr_has(&format!(
+        "error: cannot confirm holding src/a.rs with the remote 'origin' ({}): ",
+        net.clone_dir(0).display()
+    ));
+    out.stderr_has("; nothing was changed\nhint: retry when the remote 'origin' is reachable (`git ls-remote origin` tells); or act on this clone alone with --local, at the risk that an agent of another machine holds the same resources meanwhile\n");
+    assert_eq!(net.read(0, "log.yaml"), log_before);
+    let holds = net.run(0, &["holds", "--json"]);
+    assert_eq!(holds.json()["holds"], serde_json::json!([]));
+    let out = hold(&net, 0, "a", &["src/a.rs", "--local"]);
+    out.ok()
+        .stderr_has("warning: held on this clone only; the remote 'origin' was not asked");
+    assert!(
+        net.read(0, "log.yaml")
+            .contains("(local only: not confirmed by the remote 'origin')")
+    );
+    // The other clone does not know of it.
+    hold(&net, 1, "b", &["src/a.rs"]).ok();
+    // A release offline is refused the same way and keeps the hold.
+    net.run(0, &["release-hold", "src/a.rs", "--as", "a"])
+        .code(7);
+    assert_eq!(
+        net.run(0, &["holds", "--json"]).json()["holds"][0]["agent"],
+        "a"
+    );
+    git(
+        &net.clone_dir(0),
+        &["remote", "set-url", "origin", "../remote.git"],
+    );
+    net.run(0, &["release-hold", "src/a.rs", "--as", "a"]).ok();
+    // b's hold on the remote is untouched by a's release.
+    assert_eq!(
+        shard_holds(&net, "paths/src"),
+        vec![("b".to_string(), "src/a.rs".to_string())]
+    );
+}
