@@ -278,3 +278,218 @@ fn offline_holds_exit_7_unless_local() {
         vec![("b".to_string(), "src/a.rs".to_string())]
     );
 }
+
+/// Waits (polling, with a generous deadline) until `done` says so; panics naming `what`.
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !done() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "gave up waiting: {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// A hold expired on the remote is taken from another clone; until it expires every try
+/// is refused naming its holder, and the grant comes only after its `until`.
+#[test]
+fn a_hold_expired_on_the_remote_is_taken_from_another_clone() {
+    let net = Net::new(0, 2);
+    let out = hold(&net, 0, "a", &["src/a.rs", "--for", "2s", "--json"]);
+    out.ok();
+    let until = out.json()["holds"][0]["until"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let until = chrono::DateTime::parse_from_rfc3339(&until).unwrap();
+    wait_for("b gets src/ once a's hold expired", || {
+        let out = hold(&net, 1, "b", &["src/"]);
+        if out.code == 0 {
+            return true;
+        }
+        out.code(3).stderr_has(": a holds src/a.rs (exclusive");
+        false
+    });
+    assert!(
+        chrono::Utc::now() >= until,
+        "granted before a's hold expired"
+    );
+    // The expired hold is gone from the shard b wrote.
+    assert_eq!(
+        shard_holds(&net, "paths/src"),
+        vec![("b".to_string(), "src/**".to_string())]
+    );
+    // a, back, is refused naming b.
+    hold(&net, 0, "a", &["src/a.rs"])
+        .code(3)
+        .stderr_has(": b holds src/** (exclusive");
+}
+
+/// `agent deregister` releases the agent's holds on the remote, and so does the sweep of
+/// a stale agent (its lease over, its process gone).
+#[test]
+fn deregister_and_sweep_release_holds_on_the_remote() {
+    let net = Net::new(0, 2);
+    net.run(0, &["agent", "register", "--name", "x"]).ok();
+    hold(&net, 0, "x", &["src/", "--resource", "db:test"]).ok();
+    hold(&net, 1, "y", &["src/a.rs"]).code(3);
+    net.run(0, &["agent", "deregister", "--as", "x"]).ok();
+    assert_eq!(shard_holds(&net, "paths/src"), vec![]);
+    assert_eq!(shard_holds(&net, "named/db%3Atest"), vec![]);
+    hold(&net, 1, "y", &["src/a.rs", "--resource", "db:test"]).ok();
+    net.run(1, &["release-hold", "--all", "--as", "y"]).ok();
+
+    // z runs under a pid that is gone, with a lease of 1s on c0.
+    let dead = {
+        let mut c = std::process::Command::new("true").spawn().unwrap();
+        let pid = c.id();
+        c.wait().unwrap();
+        pid.to_string()
+    };
+    crate::sync_claims::set_lease(&net, 0, "1s");
+    net.run(0, &["agent", "register", "--name", "z", "--pid", &dead])
+        .ok();
+    hold(&net, 0, "z", &["docs/", "--for", "1h"]).ok();
+    assert_eq!(
+        shard_holds(&net, "paths/docs"),
+        vec![("z".to_string(), "docs/**".to_string())]
+    );
+    wait_for("the sweep releases z's hold", || {
+        net.run(0, &["sweep"]).ok();
+        shard_holds(&net, "paths/docs").is_empty()
+    });
+    let holds = net.run(0, &["holds", "--json"]).json();
+    assert_eq!(holds["holds"], serde_json::json!([]));
+    assert!(net.read(0, "log.yaml").contains("op: \"hold-released\""));
+    hold(&net, 1, "y", &["docs/x.md"]).ok();
+}
+
+/// A post-receive hook on the remote that writes `marker` and sleeps: the remote has
+/// taken the refs, and the client waits for an answer that a kill cuts off.
+fn sleepy_remote(net: &Net, marker: &std::path::Path) {
+    let hook = net.remote().join("hooks/post-receive");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\ncat >/dev/null\nexec >/dev/null 2>&1\ntouch '{}'\nsleep 30\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// The pids of a hold's push: the client's `git push` (its command line has a hold ref's
+/// lease) and the `git-receive-pack` serving it on `remote`.
+fn hold_pushes(remote: &std::path::Path) -> Vec<u32> {
+    let remote = remote.to_string_lossy();
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<String> = cmdline
+            .split(|&b| b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let push = args.iter().any(|a| a == "push")
+            && args
+                .iter()
+                .any(|a| a.starts_with("--force-with-lease=refs/tavern/holds/"));
+        let receive = args.iter().any(|a| a.contains("receive-pack"))
+            && args.iter().any(|a| a.contains(remote.as_ref()));
+        if push || receive {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// Runs `args` in clone 0 while the remote's hook sleeps after taking the refs; once it
+/// has, `meanwhile` runs and the push is killed. Returns what the command said.
+fn lose_the_answer(net: &Net, args: &[&str], meanwhile: impl FnOnce()) -> Out {
+    let marker = net.path("taken");
+    let _ = std::fs::remove_file(&marker);
+    sleepy_remote(net, &marker);
+    let child = net
+        .cmd_in(&net.clone_dir(0), args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the remote took the push", || marker.exists());
+    let pushes = hold_pushes(&net.remote());
+    assert!(!pushes.is_empty(), "no git push to kill");
+    std::fs::remove_file(net.remote().join("hooks/post-receive")).unwrap();
+    meanwhile();
+    for pid in pushes {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    let o = child.wait_with_output().unwrap();
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into(),
+        stderr: String::from_utf8_lossy(&o.stderr).into(),
+    }
+}
+
+/// A hold's push reaches the remote and its answer is lost: tavern asks the remote (fetches
+/// the records), finds its own, and the hold is granted; the other clone is refused. When
+/// the remote cannot be asked afterwards: exit 8, unknown, nothing written here; once it
+/// is back, the same command finds out and finishes.
+#[test]
+fn a_lost_answer_to_a_hold_is_found_out_from_the_remote() {
+    let net = Net::new(0, 2);
+    lose_the_answer(&net, &["hold", "src/a.rs", "--as", "a"], || {}).ok();
+    assert_eq!(
+        shard_holds(&net, "paths/src"),
+        vec![("a".to_string(), "src/a.rs".to_string())]
+    );
+    assert_eq!(
+        net.run(0, &["holds", "--json"]).json()["holds"][0]["agent"],
+        "a"
+    );
+    hold(&net, 1, "b", &["src/"])
+        .code(3)
+        .stderr_has(": a holds src/a.rs (exclusive");
+
+    let gone = net.path("remote.gone");
+    let log_before = net.read(0, "log.yaml");
+    let out = lose_the_answer(&net, &["hold", "docs/", "--as", "a"], || {
+        std::fs::rename(net.remote(), &gone).unwrap();
+    });
+    out.code(8);
+    out.stderr_has(") may have taken holding docs/** (");
+    out.stderr_has("the outcome is unknown, and this clone's holds are as they were");
+    assert!(
+        !out.stderr.contains("nothing was changed"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(net.read(0, "log.yaml"), log_before);
+    std::fs::rename(&gone, net.remote()).unwrap();
+    // The remote took it.
+    assert_eq!(
+        shard_holds(&net, "paths/docs"),
+        vec![("a".to_string(), "docs/**".to_string())]
+    );
+    // The same command again: a's own hold is no conflict; it is renewed and recorded.
+    hold(&net, 0, "a", &["docs/"]).ok();
+    assert_eq!(
+        net.run(0, &["holds", "--json"]).json()["holds"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    hold(&net, 1, "b", &["docs/x.md"])
+        .code(3)
+        .stderr_has(": a holds docs/** (exclusive");
+}

@@ -441,7 +441,7 @@ fn a_remote_that_vanishes_mid_claim_leaves_no_half_claim() {
     assert_eq!(net.records()["t00"], ("a".into(), "working".into(), 2));
 }
 
-fn set_lease(net: &Net, c: usize, lease: &str) {
+pub fn set_lease(net: &Net, c: usize, lease: &str) {
     let path = net.clone_dir(c).join(".tavern/board.yaml");
     let text = std::fs::read_to_string(&path).unwrap();
     let mut out = String::new();
