@@ -84,6 +84,14 @@ fn exclusive_holds_are_exclusive_across_clones() {
         hostname(),
         net.clone_dir(0).display()
     ));
+    // `holds` on c1 lists a's hold (fetched from the remote), saying where it was made.
+    let listed = net.run(1, &["holds", "--json"]);
+    listed.ok();
+    assert_eq!(listed.json()["holds"][0]["agent"], "a");
+    assert_eq!(
+        listed.json()["holds"][0]["id"],
+        format!("h-1 on {}:{}", hostname(), net.clone_dir(0).display())
+    );
     // No overlap: granted, in the same shard or another.
     hold(&net, 1, "b", &["src/b.rs", "docs/x.md"]).ok();
     assert_eq!(shards(&net), vec!["globs", "paths/docs", "paths/src"]);
@@ -250,6 +258,10 @@ fn offline_holds_exit_7_unless_local() {
     out.stderr_has("; nothing was changed\nhint: retry when the remote 'origin' is reachable (`git ls-remote origin` tells); or act on this clone alone with --local, at the risk that an agent of another machine holds the same resources meanwhile\n");
     assert_eq!(net.read(0, "log.yaml"), log_before);
     let holds = net.run(0, &["holds", "--json"]);
+    holds
+        .ok()
+        .stderr_has("warning: fetching the hold records failed: ");
+    holds.stderr_has(": other clones' holds are shown as this clone last saw them");
     assert_eq!(holds.json()["holds"], serde_json::json!([]));
     let out = hold(&net, 0, "a", &["src/a.rs", "--local"]);
     out.ok()
@@ -492,4 +504,42 @@ fn a_lost_answer_to_a_hold_is_found_out_from_the_remote() {
     hold(&net, 1, "b", &["docs/x.md"])
         .code(3)
         .stderr_has(": a holds docs/** (exclusive");
+}
+
+/// `--wait` across clones: the waiter on one clone is granted once the holder on another
+/// releases (no timing: the release comes once the waiter is in line).
+#[test]
+fn a_waiter_on_one_clone_gets_what_another_clone_releases() {
+    let net = Net::new(0, 2);
+    hold(&net, 0, "a", &["src/"]).ok();
+    let waiter = net
+        .cmd_in(
+            &net.clone_dir(1),
+            &["hold", "src/a.rs", "--wait", "10m", "--as", "b", "--json"],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("b waits in line on c1", || {
+        std::fs::read_to_string(net.clone_dir(1).join(".tavern/.state/holds.json"))
+            .is_ok_and(|t| t.contains("\"ticket\""))
+    });
+    net.run(0, &["release-hold", "src/", "--as", "a"]).ok();
+    let o = waiter.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let granted: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(granted["holds"][0]["agent"], "b");
+    assert_eq!(
+        shard_holds(&net, "paths/src"),
+        vec![("b".to_string(), "src/a.rs".to_string())]
+    );
+    hold(&net, 0, "a", &["src/a.rs"])
+        .code(3)
+        .stderr_has(": b holds src/a.rs (exclusive");
 }

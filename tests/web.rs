@@ -607,9 +607,22 @@ fn read_endpoints_render_library_results() {
         "<b>refactor</b>",
     ])
     .ok();
-    let holds = s.get("/api/holds").json();
+    // Another agent refused: the conflict, with the hold in its way, under `refused`.
+    b.run(&["hold", "--as", "coder-2", "src/a.rs"]).code(3);
+    let mut holds = s.get("/api/holds").json();
+    let refused = holds.as_object_mut().unwrap().remove("refused").unwrap();
     assert_eq!(holds, b.run(&["holds", "--json"]).ok().json());
     assert_eq!(holds["holds"][0]["reason"], "<b>refactor</b>");
+    assert_eq!(refused.as_array().unwrap().len(), 1, "{refused}");
+    assert_eq!(refused[0]["agent"], "coder-2");
+    assert_eq!(refused[0]["holds"], json!([holds["holds"][0]["id"]]));
+    assert!(
+        refused[0]["note"]
+            .as_str()
+            .unwrap()
+            .contains("coder-1 holds src/**"),
+        "{refused}"
+    );
 
     let findings = s.get("/api/findings").json();
     assert_eq!(findings["findings"][0]["id"], "obs-1");

@@ -423,7 +423,7 @@ pub fn clean(text: &str, max: usize) -> String {
 
 /// The ids of the holds a refusal names: `h-N` right after `(exclusive, ` or `(shared, `,
 /// as a hold describes itself.
-fn hold_ids(note: &str) -> Vec<String> {
+pub(crate) fn hold_ids(note: &str) -> Vec<String> {
     let mut out = Vec::new();
     for mark in ["(exclusive, ", "(shared, "] {
         for (i, _) in note.match_indices(mark) {

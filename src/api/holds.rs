@@ -182,11 +182,40 @@ pub struct HoldList {
 pub struct WaitsOn {
     pub waiter: String,
     pub holder: String,
+    /// The id of the hold waited on (`owner:PATTERN` for an ownership rule).
+    pub hold: String,
     pub resource: String,
 }
 
+/// Every hold in force: this clone's registry and, on a connected board, the holds of
+/// other clones as this clone last fetched them (no network).
 pub fn list(board: &Board) -> Result<HoldList> {
-    let reg = holds::current(board)?;
+    Ok(listed(board, false)?.0)
+}
+
+/// [`list`], after fetching the remote's hold records on a connected board; the second
+/// value says why the fetch failed, if it did (the list is then as last fetched).
+pub fn list_fetched(board: &Board) -> Result<(HoldList, Option<String>)> {
+    listed(board, true)
+}
+
+fn listed(board: &Board, fetch: bool) -> Result<(HoldList, Option<String>)> {
+    let mut reg = holds::current(board)?;
+    let mut unfetched = None;
+    if let Some(remote) = crate::sync::remote(board)? {
+        let (others, why) =
+            crate::sync::claims::holds::elsewhere(board, fetch.then_some(remote.as_str()))?;
+        unfetched = why;
+        for h in others {
+            if !reg
+                .holds
+                .iter()
+                .any(|o| o.agent == h.agent && o.resource == h.resource)
+            {
+                reg.holds.push(h);
+            }
+        }
+    }
     let mut waits_on = Vec::new();
     for w in &reg.queue {
         for h in &reg.holds {
@@ -197,16 +226,71 @@ pub fn list(board: &Board) -> Result<HoldList> {
                 waits_on.push(WaitsOn {
                     waiter: w.agent.clone(),
                     holder: h.agent.clone(),
+                    hold: h.id.clone(),
                     resource: h.resource.describe(),
                 });
             }
         }
     }
-    Ok(HoldList {
-        holds: reg.holds,
-        waiting: reg.queue,
-        waits_on,
-    })
+    Ok((
+        HoldList {
+            holds: reg.holds,
+            waiting: reg.queue,
+            waits_on,
+        },
+        unfetched,
+    ))
+}
+
+/// A recent refusal of a hold, as the log recorded it.
+#[derive(Debug, Serialize)]
+pub struct Refusal {
+    pub seq: u64,
+    pub at: String,
+    /// Who was refused.
+    pub agent: String,
+    /// The holds that stood in its way, by id (an ownership rule or a waiter has none).
+    pub holds: Vec<String>,
+    /// The log's words: what was asked for and who holds it (others' reasons quoted
+    /// inside; data, not instructions).
+    pub note: String,
+}
+
+/// The holds with their conflicts: who holds what, who waits on whom, and the most recent
+/// refusals (the dashboard's view).
+#[derive(Debug, Serialize)]
+pub struct Overview {
+    #[serde(flatten)]
+    pub list: HoldList,
+    /// The newest refusals first, at most [`REFUSALS`].
+    pub refused: Vec<Refusal>,
+}
+
+/// Refusals an overview gives, at most.
+pub const REFUSALS: usize = 10;
+
+pub fn overview(board: &Board) -> Result<Overview> {
+    let list = list(board)?;
+    let filter = crate::api::history::LogFilter {
+        op: Some("hold-refused".into()),
+        ..Default::default()
+    };
+    let page = crate::api::history::page(board, &filter, None, REFUSALS)?;
+    let refused = page
+        .entries
+        .into_iter()
+        .map(|e| {
+            let note = e.note.unwrap_or_default();
+            Refusal {
+                seq: e.seq,
+                at: e.at,
+                agent: e.actor,
+                holds: crate::api::delivery::hold_ids(&note),
+                note,
+            }
+        })
+        .collect();
+    Ok(Overview { list, refused })
 }
 
 /// May `actor` edit `file`? The holds of others (and ownership rules) on it.

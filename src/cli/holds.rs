@@ -180,7 +180,12 @@ pub fn release(ctx: &Ctx, a: ReleaseHoldArgs) -> Result<ExitCode> {
 
 pub fn list(ctx: &Ctx) -> Result<ExitCode> {
     let board = ctx.board()?;
-    let list = holds::list(&board)?;
+    let (list, unfetched) = holds::list_fetched(&board)?;
+    if let Some(why) = unfetched {
+        super::render::warn(&format!(
+            "{why}: other clones' holds are shown as this clone last saw them"
+        ));
+    }
     let code = ctx.print(&list)?;
     if list.holds.is_empty() && list.waiting.is_empty() {
         super::output::note(ctx.global.json, "nothing is held");

@@ -36,6 +36,8 @@ pub const EXPIRER: &str = "tavern-sweep";
 /// At most this many resources in one request, and this long a resource or a reason.
 pub const MAX_RESOURCES: usize = 64;
 pub const MAX_TEXT: usize = 500;
+/// How often a waiting request looks again on a connected board (each look may fetch).
+pub const REMOTE_POLL: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What is held: a path pattern of the working tree, or a named resource.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -646,6 +648,13 @@ pub fn hold(
         };
     };
     let started = std::time::Instant::now();
+    // On a connected board each look asks the remote (a fetch when it refuses): once a
+    // second is often enough there.
+    let poll = if !req.local && crate::sync::remote(board)?.is_some() {
+        poll.max(REMOTE_POLL)
+    } else {
+        poll
+    };
     // First try: as a newcomer (any live waiter is ahead of it). Else take a ticket.
     if let Ok(holds) = try_grant(board, agent, req, None, false)? {
         return Ok(Granted {

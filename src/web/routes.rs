@@ -374,9 +374,10 @@ async fn agents(State(app): State<Shared>) -> Response {
     .await
 }
 
-/// Holds on resources, read-only: who holds what, until when, who waits on whom.
+/// Holds on resources, read-only: who holds what, until when, who waits on whom, and the
+/// recent refusals (conflicts).
 async fn holds(State(app): State<Shared>) -> Response {
-    blocking(app, |app| to_json(&api::holds::list(&app.board()?)?)).await
+    blocking(app, |app| to_json(&api::holds::overview(&app.board()?)?)).await
 }
 
 #[derive(Deserialize)]

@@ -520,6 +520,35 @@ fn copies_sha(g: &Git, name: &str) -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
+/// The live holds made on other clones, as this clone's copies of the records say them
+/// (each once; its id says where it was made: `h-3 on box:/path`). With `remote`, the
+/// records are fetched first; a fetch that fails leaves the copies as they were and says
+/// why (the second value).
+pub fn elsewhere(board: &Board, remote: Option<&str>) -> Result<(Vec<Hold>, Option<String>)> {
+    let g = git(board);
+    let unfetched = match remote {
+        Some(r) => fetch_all(board, &g, r)?.err(),
+        None => None,
+    };
+    let mine = origin(board);
+    let now = crate::time::now();
+    let mut out: Vec<Hold> = Vec::new();
+    for (_, (_, mut rec)) in copies(board, &g)? {
+        rec.live(now);
+        for h in rec.holds.into_iter().filter(|h| h.origin != mine) {
+            let seen = out
+                .iter()
+                .any(|o| o.agent == h.hold.agent && o.resource == h.hold.resource);
+            if !seen {
+                let mut hold = h.hold;
+                hold.id = format!("{} on {}", hold.id, h.origin);
+                out.push(hold);
+            }
+        }
+    }
+    Ok((out, unfetched))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

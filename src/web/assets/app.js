@@ -374,24 +374,54 @@
     };
   }
 
-  // Holds on files and resources (read-only): who holds what, until when, who waits.
+  // Holds on files and resources (read-only): who holds what, until when, what stands in
+  // whose way (waiters and recent refusals), and the line of those waiting (--wait).
+  // Everything here is text other agents wrote: text nodes only.
   function holdsSection(list) {
-    if (!list.holds.length && !list.waiting.length) return h("p", { class: "muted" }, "Nothing is held (tavern hold).");
+    const refused = list.refused || [];
+    if (!list.holds.length && !list.waiting.length && !refused.length) return h("p", { class: "muted" }, "Nothing is held (tavern hold).");
+    const describe = (r) => (r.kind === "named" ? "resource " + r.name : r.name || ".");
+    const conflicts = (x) => {
+      const out = [];
+      for (const w of list.waits_on) if (w.hold === x.id) out.push(w.waiter + " waits for it");
+      for (const r of refused) if (r.holds.includes(x.id)) out.push(r.agent + " refused " + r.at);
+      return out.join("; ");
+    };
     return h("section", { class: "holds" },
       h("h2", {}, "Holds ", h("span", { class: "count" }, String(list.holds.length))),
-      h("table", { class: "grid" },
-        h("thead", {}, h("tr", {}, ["hold", "resource", "holder", "mode", "until", "task", "reason"].map((t) => h("th", {}, t)))),
+      h("table", { class: "grid holds-table" },
+        h("thead", {}, h("tr", {}, ["hold", "resource", "holder", "mode", "until", "task", "reason", "conflicts"].map((t) => h("th", {}, t)))),
         h("tbody", {}, list.holds.map((x) =>
           h("tr", { dataset: { id: x.id } },
             h("td", {}, x.owner_rule ? "owner rule" : x.id),
-            h("td", {}, x.resource.kind === "named" ? "resource " + x.resource.name : x.resource.name),
+            h("td", {}, describe(x.resource)),
             h("td", {}, x.agent),
             h("td", {}, x.owner_rule ? "exclusive" : x.shared ? "shared" : "exclusive"),
             h("td", {}, x.until || "never"),
             h("td", {}, x.task ? docLink(x.task) : ""),
-            h("td", {}, x.reason || ""))))),
+            h("td", { class: "reason" }, x.reason || ""),
+            h("td", { class: "conflicts" }, conflicts(x)))))),
+      list.waiting.length
+        ? [h("h3", {}, "Waiting in line ", h("span", { class: "count" }, String(list.waiting.length))),
+           h("table", { class: "grid waiting-table" },
+             h("thead", {}, h("tr", {}, ["ticket", "agent", "wants", "mode", "since", "gives up", "waits on"].map((t) => h("th", {}, t)))),
+             h("tbody", {}, list.waiting.map((w) =>
+               h("tr", { dataset: { ticket: String(w.ticket) } },
+                 h("td", {}, String(w.ticket)),
+                 h("td", {}, w.agent),
+                 h("td", {}, w.resources.map(describe).join(", ")),
+                 h("td", {}, w.shared ? "shared" : "exclusive"),
+                 h("td", {}, w.since),
+                 h("td", {}, w.until),
+                 h("td", {}, list.waits_on.filter((o) => o.waiter === w.agent).map((o) => o.holder + " (" + o.resource + ")").join(", "))))))]
+        : null,
       list.waits_on.length
         ? h("ul", { class: "waits" }, list.waits_on.map((w) => h("li", {}, w.waiter + " waits on " + w.holder + " (" + w.resource + ")")))
+        : null,
+      refused.length
+        ? [h("h3", {}, "Recent refusals"),
+           h("ul", { class: "refusals" }, refused.map((r) =>
+             h("li", { dataset: { seq: String(r.seq) } }, h("span", { class: "when" }, r.at), " ", h("b", {}, r.agent), ": ", r.note)))]
         : null);
   }
 
