@@ -37,10 +37,7 @@ pub struct Asked {
 pub fn ask(board: &Board, actor: &str, spec: &Ask) -> Result<Asked> {
     let asked = questions::ask(board, actor, spec)?;
     Ok(Asked {
-        created: Created {
-            doc: asked.doc,
-            entry: asked.entry,
-        },
+        created: Created::new(asked.doc, asked.entry),
         warnings: asked.warnings,
     })
 }
