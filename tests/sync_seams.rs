@@ -1160,6 +1160,32 @@ mod one_place {
         logged_one_place(&b, &id, true);
     }
 
+    /// Archive on one clone; the other's sync takes it (the task file goes from there),
+    /// and then a human's editor, open on the task all along, writes it back with a line
+    /// of theirs: the next sync finds the document both in its region and in the archive
+    /// on this clone alone. It is put in one place by the same rule as a merge: the
+    /// archived copy, holding the hand's line; every clone the same, `check` passing.
+    #[test]
+    fn a_hand_edit_written_back_after_sync_archived_the_task_leaves_one_copy() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b, remote) = two_clones(tmp.path());
+        let id = done_task(&a, &b, "written back");
+        let path = board_file(&b, &format!("tasks/{id}.md"));
+        let open_in_editor = std::fs::read_to_string(&path).unwrap();
+        tavern(&a, &["archive", &format!("id={id}")]).ok();
+        settle(&[&a, &b]);
+        assert!(!path.exists(), "b's sync took the archive");
+        std::fs::write(
+            &path,
+            format!("{open_in_editor}\nA line the human wrote.\n"),
+        )
+        .unwrap();
+        settle(&[&b, &a]);
+        let text = one_copy(&[&a, &b], &remote, &id, true);
+        assert!(text.contains("A line the human wrote."), "{text}");
+        assert_eq!(field(&text, "status"), "done", "{text}");
+    }
+
     /// Archive on one clone, `reopen` on the other: the document moved back to a live
     /// state, so the archive is undone (and logged), whichever came later.
     #[test]

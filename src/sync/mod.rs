@@ -13,6 +13,7 @@ pub mod health;
 pub mod keep;
 pub mod locks;
 pub mod merge;
+pub mod rejoin;
 pub mod repo;
 pub mod status;
 pub mod vet;
