@@ -70,6 +70,8 @@ const KNOWN: &str =
 
 fn with_sources() -> TestBoard {
     let b = TestBoard::new();
+    // The architect waits for a field of the board's own, which the board declares.
+    b.declare_fields("tasks", &["design"]);
     b.write("control/sources/architect.md", ARCHITECT);
     b.write("control/sources/notify.md", NOTIFY);
     b
@@ -278,6 +280,7 @@ typo: 1
         "---\ndescription: forgot the command\n---\nprompt\n",
     ),
     ("notclosed.md", "---\nrun: x\n"),
+    ("typo.md", "---\nwhen: stauts=review\nrun: x\n---\n"),
     ("yaml.md", "---\nrun: [unclosed\n---\n"),
     ("list.md", "---\n- run: x\n---\n"),
     ("Upper.md", "---\nrun: x\n---\n"),
@@ -366,7 +369,15 @@ fn broken_problems() -> Vec<(String, String)> {
             "notclosed.md",
             "line 1: frontmatter is not closed: no line is exactly `---` after the first".into(),
         ),
-        p("yaml.md", "line 2: unclosed bracket '['".into()),
+        p(
+            "typo.md",
+            "when: unknown field 'stauts' in query term 'stauts=review'; did you mean 'status'?"
+                .into(),
+        ),
+        p(
+            "yaml.md",
+            "line 2: unclosed bracket '[' (a value starting with [ { * & ! | > ' \" % @ or ` is read as YAML syntax: quote it, as in run: \"[unclosed\")".into(),
+        ),
     ]
 }
 
@@ -396,7 +407,7 @@ fn check_lists_every_problem_of_every_file_and_exits_6() {
         .collect();
     assert_eq!(
         v,
-        serde_json::json!({"ok": false, "sources": 9, "problems": listed})
+        serde_json::json!({"ok": false, "sources": 10, "problems": listed})
     );
     assert_eq!(snapshot(&b), before, "sources check changed the board");
 }
