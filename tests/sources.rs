@@ -519,6 +519,27 @@ fn the_example_board_passes_and_lists_its_reviewer() {
         );
 }
 
+/// The example board is as tavern writes a board today: its log has one line per entry
+/// (the form `git pull`'s union merge keeps whole; scripts grep it as `op: "activation"`),
+/// and the README's first command, `tavern --board .tavern-example list`, lists it with
+/// nothing skipped.
+#[test]
+fn the_example_boards_log_is_one_line_per_entry_and_it_lists() {
+    let log = std::fs::read_to_string(format!("{EXAMPLE}/log.yaml")).unwrap();
+    assert!(log.lines().count() > 10, "{log}");
+    for (n, line) in log.lines().enumerate() {
+        assert!(
+            line.starts_with("- {seq: ") && line.ends_with('}') && line.contains(" op: \""),
+            "log.yaml line {}: {line}",
+            n + 1
+        );
+    }
+    let b = TestBoard::empty();
+    let out = b.run(&["--board", EXAMPLE, "list"]);
+    out.ok().stderr_is("");
+    assert!(out.stdout.contains("task-csv1"), "{}", out.stdout);
+}
+
 #[test]
 fn outside_a_board_is_not_found() {
     let b = TestBoard::empty();
