@@ -544,8 +544,10 @@ fn an_outcome_that_cannot_be_known_is_said_so_and_the_next_command_resolves_it()
     });
     out.code(8);
     assert!(
-        out.stderr.starts_with("error: the remote 'origin' (")
-            && out.stderr.contains(") may have taken the claim of t00 (")
+        out.stderr.starts_with(&format!(
+            "error: the remote 'origin' at {} may have taken the claim of t00 (",
+            net.remote().display()
+        )) && !out.stderr.contains(&net.dir(0).display().to_string())
             && out.stderr.contains("the outcome is unknown"),
         "{}",
         out.stderr
@@ -1160,8 +1162,11 @@ fn a_claim_whose_own_git_is_killed_names_it_and_uses_the_documented_exit_code() 
     let out = run_with_path(&net, 0, &["claim", "t01", "--as", "a"], &path);
     out.code(7);
     assert!(
-        out.stderr.starts_with("error: cannot confirm the claim of t01 with the remote 'origin' (")
-            && out.stderr.contains("): git push was killed by signal 9 (SIGKILL) before the remote's answer; the remote still holds the record it had; nothing was changed\n"),
+        out.stderr.starts_with(&format!(
+            "error: cannot confirm the claim of t01 with the remote 'origin' at {}: git push was killed",
+            net.remote().display()
+        ))
+            && out.stderr.contains(": git push was killed by signal 9 (SIGKILL) before the remote's answer; the remote still holds the record it had; nothing was changed\n"),
         "{}",
         out.stderr
     );
@@ -1173,7 +1178,8 @@ fn a_claim_whose_own_git_is_killed_names_it_and_uses_the_documented_exit_code() 
     let out = run_with_path(&net, 0, &["claim", "t02", "--as", "a"], &path);
     out.code(8);
     assert!(
-        out.stderr.contains(") may have taken the claim of t02 (git push was killed by signal 9 (SIGKILL) before the remote's answer), and it cannot be asked now (git ls-remote: killed by signal 9 (SIGKILL)): the outcome is unknown"),
+        out.stderr.contains(&format!("the remote 'origin' at {} may have taken the claim of t02", net.remote().display()))
+            && out.stderr.contains(" may have taken the claim of t02 (git push was killed by signal 9 (SIGKILL) before the remote's answer), and it cannot be asked now (git ls-remote: killed by signal 9 (SIGKILL)): the outcome is unknown"),
         "{}",
         out.stderr
     );
