@@ -108,7 +108,7 @@ fn tools_list_per_profile_is_small_and_written_for_a_model() {
     let bytes = core["bytes"].as_u64().unwrap();
     assert!(bytes <= 12 * 1024, "core tools/list is {bytes} bytes");
     let full = &session(&py, &b, &["--profile", "full"], json!([{"op": "tools"}]))[0];
-    assert_eq!(full["names"].as_array().unwrap().len(), 19);
+    assert_eq!(full["names"].as_array().unwrap().len(), 20);
     let full_bytes = full["bytes"].as_u64().unwrap();
     assert!(
         full_bytes <= 12 * 1024,
@@ -1172,8 +1172,16 @@ fn the_full_profile_gives_what_the_cli_gives() {
             call("move", json!({"id": "task-base", "action": "done"})),
             call("agents", json!({})),
             call("archive", json!({"query": "region:observations"})),
+            call("search", json!({"query": "\"slow scan\" archive"})),
         ]),
     );
+    // search: what the CLI finds, the same JSON.
+    let cli = b
+        .run(&["--json", "search", "\"slow scan\"", "archive"])
+        .ok()
+        .json();
+    assert_eq!(ok(&r[11]), &cli);
+    assert_eq!(cli["hits"][0]["id"], json!(obs));
     let created = ok(&r[0]);
     let top = created["id"].as_str().unwrap().to_string();
     assert_eq!(created["status"], json!("pending"));

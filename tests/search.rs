@@ -594,3 +594,81 @@ fn edit(board: &Path, id: &str, from: &str, to: &str) {
     assert!(text.contains(from), "{id} holds no '{from}'");
     std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
 }
+
+#[test]
+fn a_new_finding_like_an_open_one_is_named_as_a_likely_duplicate() {
+    let b = TestBoard::new();
+    let post = |title: &str| b.run(&["post", title, "--topic", "t", "--severity", "low", "--json"]);
+    let first = post("Parser crash on empty input").json()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let other = post("Widget colours are off").json();
+    assert!(other.get("similar").is_none(), "{other}");
+    let dup = post("parser crash");
+    dup.ok()
+        .stderr_has(&format!("looks like open finding {first} (similarity"));
+    let similar = &dup.json()["similar"];
+    assert_eq!(similar[0]["id"], first.as_str(), "{similar}");
+    assert_eq!(similar[0]["title"], "Parser crash on empty input");
+    assert!(similar[0]["similarity"].as_f64().unwrap() >= 0.5);
+    // `new observation` says the same; a resolved finding is no longer named.
+    let again = b.run(&[
+        "new",
+        "observation",
+        "Parser crash",
+        "--set",
+        "topic=t",
+        "--set",
+        "severity=low",
+    ]);
+    again.ok().stderr_has(&first);
+    b.run(&["resolve", &first, "--resolution", "fixed"]).ok();
+    let late = post("Empty input parser crash").json();
+    let named: Vec<&str> = late["similar"]
+        .as_array()
+        .map(|a| a.iter().map(|s| s["id"].as_str().unwrap()).collect())
+        .unwrap_or_default();
+    assert!(!named.contains(&first.as_str()), "{late}");
+}
+
+#[test]
+fn a_new_finding_sharing_only_a_word_or_two_with_an_open_one_is_not_named() {
+    let b = TestBoard::new();
+    let post = |title: &str| b.run(&["post", title, "--topic", "t", "--severity", "low", "--json"]);
+    for title in [
+        "Login page is slow to load",
+        "Flaky test in the sync module",
+        "Parser crash on empty input",
+        "Disk fills up with logs",
+        "Lock timeout in sync",
+        "Test suite is slow",
+        "Test names are unclear",
+        "Test fixtures leak temp files",
+    ] {
+        let v = post(title).json();
+        assert!(v.get("similar").is_none(), "{title}: {v}");
+    }
+    // One distinctive word in common, and words every title holds: not a duplicate.
+    for title in [
+        "Login button is misaligned on mobile",
+        "Crash reporter uploads are too big",
+        "The sync of a big board is slow",
+        "Test timeout",
+    ] {
+        let out = post(title);
+        let v = out.ok().json();
+        assert!(v.get("similar").is_none(), "{title}: {v}");
+        assert!(
+            !out.stderr.contains("looks like"),
+            "{title}: {}",
+            out.stderr
+        );
+    }
+    // The same finding in other words still is.
+    let dup = post("Crash in the parser when the input is empty").json();
+    assert_eq!(
+        dup["similar"][0]["title"], "Parser crash on empty input",
+        "{dup}"
+    );
+}

@@ -15,11 +15,42 @@ use crate::ops::Outcome;
 pub struct Created {
     pub doc: Document,
     pub entry: Entry,
+    /// For a new finding: open findings that look like it (likely duplicates), as JSON's
+    /// `similar` when there are any.
+    pub similar: Vec<crate::search::Similar>,
+}
+
+impl Created {
+    pub(crate) fn new(doc: Document, entry: Entry) -> Created {
+        Created {
+            doc,
+            entry,
+            similar: Vec::new(),
+        }
+    }
+
+    /// Notes the open findings that look like this new one. A search that fails costs
+    /// only the note: the finding is posted.
+    pub(crate) fn with_similar(mut self, board: &Board) -> Created {
+        self.similar = crate::search::similar(board, &self.doc).unwrap_or_default();
+        self
+    }
 }
 
 impl Serialize for Created {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        super::view::write_doc(&self.doc, false, Some(self.entry.seq), s)
+        if self.similar.is_empty() {
+            return super::view::write_doc(&self.doc, false, Some(self.entry.seq), s);
+        }
+        let mut v = serde_json::to_value(Created::new(self.doc.clone(), self.entry.clone()))
+            .map_err(serde::ser::Error::custom)?;
+        if let Some(o) = v.as_object_mut() {
+            o.insert(
+                "similar".into(),
+                serde_json::to_value(&self.similar).map_err(serde::ser::Error::custom)?,
+            );
+        }
+        v.serialize(s)
     }
 }
 

@@ -103,7 +103,12 @@ pub use crate::ops::new::NewDoc;
 /// a command writes are refused, as `edit` refuses them.
 pub fn create(board: &Board, actor: &str, region: Region, spec: &NewDoc) -> Result<Created> {
     let (doc, entry) = ops::new::new_document(board, actor, region, spec)?;
-    Ok(Created { doc, entry })
+    let created = Created::new(doc, entry);
+    Ok(if region == Region::Observations {
+        created.with_similar(board)
+    } else {
+        created
+    })
 }
 
 /// Changes fields or the body of a document given by id, prefix or REGION/ID.

@@ -15,7 +15,7 @@ use crate::query::Query;
 /// Posts an observation.
 pub fn post(board: &Board, actor: &str, spec: &Post) -> Result<Created> {
     let (doc, entry) = observations::post(board, actor, spec)?;
-    Ok(Created { doc, entry })
+    Ok(Created::new(doc, entry).with_similar(board))
 }
 
 /// Acknowledges, resolves or rejects an observation given by id or unique prefix.

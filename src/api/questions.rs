@@ -37,10 +37,7 @@ pub struct Asked {
 pub fn ask(board: &Board, actor: &str, spec: &Ask) -> Result<Asked> {
     let asked = questions::ask(board, actor, spec)?;
     Ok(Asked {
-        created: Created {
-            doc: asked.doc,
-            entry: asked.entry,
-        },
+        created: Created::new(asked.doc, asked.entry),
         warnings: asked.warnings,
     })
 }
@@ -125,34 +122,6 @@ pub fn approve(
         return super::tasks::transition(board, actor, reference, "approve", opts);
     }
     decide(board, actor, &id, true, opts.if_rev, confirm)
-}
-
-/// A task command (a transition, a move) given a permission request: approving (`Some(true)`)
-/// or rejecting (`Some(false)`) one is an attempt at a human's decision, refused as `approve`
-/// and `deny` refuse it without a terminal (exit 3, an alert in the log). Anything else
-/// keeps `err`, the task command's own refusal.
-pub(crate) fn decision_attempt(
-    board: &Board,
-    actor: &str,
-    reference: &str,
-    approve: Option<bool>,
-    err: crate::error::Error,
-) -> crate::error::Error {
-    let Some(approve) = approve else {
-        return err;
-    };
-    let Ok((_, id)) = crate::ops::resolve::resolve(board, reference, &[Region::Questions]) else {
-        return err;
-    };
-    match crate::store::read_doc(board, Region::Questions, &id) {
-        Ok(doc) if crate::ops::decisions::is_permission(&doc) => {
-            match questions::decide(board, actor, &id, approve, None, None) {
-                Err(refused) => refused,
-                Ok(_) => err,
-            }
-        }
-        _ => err,
-    }
 }
 
 /// What a wait for a question ended with.

@@ -4,7 +4,7 @@
 use crate::board::Board;
 use crate::error::Result;
 
-pub use crate::search::{FUZZY_MIN_CHARS, FUZZY_WEIGHT, Found, Hit, Snippet};
+pub use crate::search::{FUZZY_MIN_CHARS, FUZZY_WEIGHT, Found, Hit, SIMILAR_MIN, Similar, Snippet};
 
 /// How many hits a search returns unless told.
 pub const DEFAULT_LIMIT: usize = 10;

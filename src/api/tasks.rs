@@ -63,11 +63,39 @@ pub fn transition(
         _ => None,
     };
     let id = task_id(board, reference)
-        .map_err(|e| super::questions::decision_attempt(board, actor, reference, verb, e))?;
+        .map_err(|e| decision_attempt(board, actor, reference, verb, e))?;
     let changed = Changed::new(transition::transition(board, actor, &id, name, opts)?)
         .local(board, opts.local)?;
     release_holds_if_let_go(board, actor, &changed);
     Ok(changed)
+}
+
+/// A task command (a transition, a move) given a permission request: approving (`Some(true)`)
+/// or rejecting (`Some(false)`) one is an attempt at a human's decision, refused as `approve`
+/// and `deny` refuse it without a terminal (exit 3, an alert in the log). Anything else
+/// keeps `err`, the task command's own refusal.
+fn decision_attempt(
+    board: &Board,
+    actor: &str,
+    reference: &str,
+    approve: Option<bool>,
+    err: crate::error::Error,
+) -> crate::error::Error {
+    let Some(approve) = approve else {
+        return err;
+    };
+    let Ok((_, id)) = crate::ops::resolve::resolve(board, reference, &[Region::Questions]) else {
+        return err;
+    };
+    match crate::store::read_doc(board, Region::Questions, &id) {
+        Ok(doc) if crate::ops::decisions::is_permission(&doc) => {
+            match crate::ops::questions::decide(board, actor, &id, approve, None, None) {
+                Err(refused) => refused,
+                Ok(_) => err,
+            }
+        }
+        _ => err,
+    }
 }
 
 /// A task released or finished lets go of the holds made for it (README, "Holds").
@@ -98,7 +126,7 @@ pub fn move_to(
         _ => None,
     };
     let id = task_id(board, reference)
-        .map_err(|e| super::questions::decision_attempt(board, actor, reference, verb, e))?;
+        .map_err(|e| decision_attempt(board, actor, reference, verb, e))?;
     let changed = Changed::new(transition::move_to(board, actor, &id, state, opts)?)
         .local(board, opts.local)?;
     release_holds_if_let_go(board, actor, &changed);

@@ -259,6 +259,22 @@ impl Render for Created {
     fn text(&self) -> Result<()> {
         line(self.doc.id())
     }
+
+    /// Open findings that look like a new one, named on stderr (JSON: `similar`).
+    fn warnings_after(&self) -> Vec<String> {
+        self.similar
+            .iter()
+            .map(|s| {
+                output::cell(&format!(
+                    "{} looks like open finding {} (similarity {:.2}): {}",
+                    self.doc.id(),
+                    s.id,
+                    s.similarity,
+                    s.title
+                ))
+            })
+            .collect()
+    }
 }
 
 /// A changed document as `VERB ID (rev N, status)`; the verb is the command's.

@@ -62,7 +62,8 @@ pub struct Def {
 impl Def {
     pub fn tool(&self) -> Tool {
         let mut annotations = ToolAnnotations::default();
-        annotations.read_only_hint = Some(self.read_only);
+        // Left out when false, as the protocol's default is (a full tools/list stays small).
+        annotations.read_only_hint = self.read_only.then_some(true);
         if !self.read_only {
             annotations.destructive_hint = Some(false);
         }
@@ -75,8 +76,8 @@ impl Def {
 }
 
 /// The schema of an argument struct, without what only costs a client's context: the
-/// `$schema` and `title` keys, and `null` alternatives of optional fields (an optional
-/// field is simply left out).
+/// `$schema` and `title` keys, `null` alternatives of optional fields (an optional field
+/// is simply left out), and the `minimum: 0` of counts.
 fn schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
     let mut v = Value::Object((*rmcp::handler::server::common::schema_for_type::<T>()).clone());
     let defs = v
@@ -142,6 +143,9 @@ fn compact(v: &mut Value) {
             }
             if o.get("default") == Some(&Value::Null) {
                 o.remove("default");
+            }
+            if o.get("type") == Some(&json!("integer")) && o.get("minimum") == Some(&json!(0)) {
+                o.remove("minimum");
             }
             for (_, child) in o.iter_mut() {
                 compact(child);
@@ -441,7 +445,14 @@ fn observe(ctx: &Ctx, args: Value) -> Result<Value> {
         context: None,
     };
     let posted = api::observations::post(&ctx.board, &ctx.actor, &post)?;
-    Ok(bound::created(&posted.doc, &posted.entry, &[]))
+    let mut v = bound::created(&posted.doc, &posted.entry, &[]);
+    if !posted.similar.is_empty() {
+        v["similar"] = value(&posted.similar);
+        v["hint"] = json!(
+            "open findings that look like this one: if it is the same, say so with edit or triage rather than posting twice"
+        );
+    }
+    Ok(v)
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -758,6 +769,22 @@ fn edit(ctx: &Ctx, args: Value) -> Result<Value> {
     Ok(value(&edited))
 }
 
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SearchArgs {
+    /// Words, "phrases", filters (status=open)
+    query: String,
+}
+
+fn search(ctx: &Ctx, args: Value) -> Result<Value> {
+    let a: SearchArgs = parse("search", args)?;
+    let req = api::search::SearchRequest {
+        terms: vec![a.query],
+        limit: api::search::DEFAULT_LIMIT,
+    };
+    Ok(value(api::search::search(&ctx.board, &req)?))
+}
+
 macro_rules! def {
     ($name:literal, $core:expr, $ro:expr, $args:ty, $run:path, $desc:expr) => {
         Def {
@@ -913,6 +940,14 @@ pub const ALL: &[Def] = &[
         AskArgs,
         ask,
         "Ask a human a question (optionally blocking your tasks until answered), or request a permission. Humans answer outside this server; check status for the answer."
+    ),
+    def!(
+        "search",
+        false,
+        true,
+        SearchArgs,
+        search,
+        "Rank documents, archive and solutions/ by relevance. Look here before posting a finding."
     ),
     def!(
         "agents",

@@ -197,6 +197,64 @@ pub struct WriteFailed {
     pub written: Option<Box<Outcome>>,
 }
 
+/// Writes a change whose record the remote took (`pushed`), under the task's lock, and
+/// notes what this clone's copy took into account ([`claims::settle`]). A write that fails
+/// before the task file holds the change gives the remote's record back (else every other
+/// agent is told someone won, and nobody did); if that fails too, the error says the remote
+/// holds it (exit 8: the same command again finishes it). Once the task file holds the
+/// change, it stands, as on the remote: a failure after that (the log's append, noting
+/// what was taken into account) is reported as a notice, with what finishes it.
+pub(crate) fn write_confirmed(
+    board: &Board,
+    locked: Locked,
+    change: Change,
+    pushed: &crate::sync::claims::Pushed,
+) -> Result<Outcome> {
+    let id = locked.doc.id().to_string();
+    let path = locked.doc.rel_path();
+    match locked.write_checked(board, change, |_| crate::sync::claims::settle(board, &id)) {
+        Ok(outcome) => Ok(outcome),
+        Err(WriteFailed {
+            error,
+            written: Some(outcome),
+        }) => {
+            let logged = outcome.entry.as_ref().is_some_and(|e| e.seq > 0);
+            let next = if logged {
+                format!(
+                    "noting which record of the remote's this clone's copy took into account failed ({error}); the next sync or move of {id} notes it again"
+                )
+            } else {
+                format!(
+                    "its log entry was not appended ({error}); the next command that touches the board appends it"
+                )
+            };
+            crate::notice::report(crate::notice::Notice::ChangeUnfinished {
+                path,
+                problem: next,
+            });
+            Ok(*outcome)
+        }
+        Err(WriteFailed {
+            error,
+            written: None,
+        }) => Err(match crate::sync::claims::undo(board, pushed) {
+            Ok(()) => Error::request(
+                error.kind(),
+                crate::msg!(format!(
+                    "{error}; the remote's record of {id} was given back: nothing was changed"
+                )),
+            ),
+            Err(why) => Error::request(
+                crate::error::Kind::Unknown,
+                crate::msg!(format!(
+                    "{error}; the remote '{}' holds the record of this change ({why}), and this clone's copy is as it was: the same command run again finishes it",
+                    pushed.remote
+                )),
+            ),
+        }),
+    }
+}
+
 /// Refuses to write a document that every reader would skip as over the size limit.
 pub fn check_size(board: &Board, doc: &Document) -> Result<()> {
     let max = board.config.limits.max_doc_bytes;

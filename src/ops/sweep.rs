@@ -198,7 +198,7 @@ fn release_one(
         entry,
     };
     match &pushed {
-        Some(p) => super::transition::write_confirmed(board, locked, change, p)?,
+        Some(p) => super::write_confirmed(board, locked, change, p)?,
         None => locked.write_then(board, change, settle)?,
     };
     Ok(Release::Released)

@@ -79,6 +79,9 @@ pub struct Hit {
     /// BM25, rounded to three decimals: comparable within one search.
     pub score: f64,
     pub snippets: Vec<Snippet>,
+    /// How many of the words searched for it holds.
+    #[serde(skip)]
+    pub words: usize,
 }
 
 /// What a search found, best first.
@@ -154,7 +157,67 @@ fn parse(terms: &[String]) -> Result<Parsed> {
 
 /// Searches the board.
 pub fn search(board: &Board, req: &Request) -> Result<Found> {
-    let parsed = parse(&req.terms)?;
+    run(board, &parse(&req.terms)?, req.limit)
+}
+
+/// An open finding that looks like another one: its id, title, and how close (its score
+/// for the other's title words over the other's own score: 1 is as close as it gets).
+#[derive(Clone, Debug, Serialize)]
+pub struct Similar {
+    pub id: String,
+    pub title: String,
+    pub similarity: f64,
+}
+
+/// From this similarity on, an open finding is named as a likely duplicate.
+pub const SIMILAR_MIN: f64 = 0.5;
+
+/// The open (or acknowledged) findings that look like `doc` (just posted): ranked by the
+/// words of its title (less the words any English text holds: `the`, `is`, `on`), each
+/// scored against `doc`'s own score for them; one that holds fewer than two of those
+/// words (or, for a title of one word, that one) is not named, however rare the word it
+/// shares; at most three.
+pub fn similar(board: &Board, doc: &Document) -> Result<Vec<Similar>> {
+    let mut wants: Vec<Want> = Vec::new();
+    for (_, term) in text::words(doc.title()) {
+        if !text::is_stopword(&term) && !wants.iter().any(|w| w.term == term) {
+            wants.push(Want { term, fuzzy: false });
+        }
+    }
+    let min_words = wants.len().min(2);
+    if wants.is_empty() {
+        return Ok(Vec::new());
+    }
+    let parsed = Parsed {
+        wants,
+        phrases: Vec::new(),
+        filter: Query::parse(&["observations", "status=open,acknowledged"])?,
+    };
+    let found = run(board, &parsed, 50)?;
+    let Some(own) = found
+        .hits
+        .iter()
+        .find(|h| h.id == doc.id())
+        .map(|h| h.score)
+        .filter(|s| *s > 0.0)
+    else {
+        return Ok(Vec::new());
+    };
+    Ok(found
+        .hits
+        .iter()
+        .filter(|h| h.id != doc.id() && h.words >= min_words)
+        .map(|h| Similar {
+            id: h.id.clone(),
+            title: h.title.clone(),
+            similarity: (h.score / own * 100.0).round() / 100.0,
+        })
+        .filter(|s| s.similarity >= SIMILAR_MIN)
+        .take(3)
+        .collect())
+}
+
+fn run(board: &Board, parsed: &Parsed, limit: usize) -> Result<Found> {
     let regions = {
         let mut r = parsed.filter.regions();
         if r.is_empty() {
@@ -187,17 +250,17 @@ pub fn search(board: &Board, req: &Request) -> Result<Found> {
         }
         loaded.push((place, buckets));
     }
-    let ranked = rank(&loaded, &parsed);
+    let ranked = rank(&loaded, parsed);
     let now = crate::time::now();
     let wanted: HashSet<String> = ranked.matched_terms;
-    for (score, a, b, e) in ranked.docs {
-        if found.hits.len() >= req.limit {
+    for (score, a, b, e, words) in ranked.docs {
+        if found.hits.len() >= limit {
             break;
         }
         let (place, buckets) = &loaded[a];
         let name = &buckets[b].entries[e].name;
-        if let Some(hit) = verify(board, *place, name, score, &parsed, &wanted, now) {
-            found.hits.push(hit);
+        if let Some(hit) = verify(board, *place, name, score, parsed, &wanted, now) {
+            found.hits.push(Hit { words, ..hit });
         }
     }
     Ok(found)
@@ -205,7 +268,7 @@ pub fn search(board: &Board, req: &Request) -> Result<Found> {
 
 /// The documents holding a word searched for, best first: (score, area, bucket, entry).
 struct Ranked {
-    docs: Vec<(f64, usize, usize, usize)>,
+    docs: Vec<(f64, usize, usize, usize, usize)>,
     /// Every term that matched somewhere (the words and their near misses), for snippets.
     matched_terms: HashSet<String>,
 }
@@ -261,7 +324,8 @@ fn rank(loaded: &[(Place, Vec<Bucket>)], parsed: &Parsed) -> Ranked {
             }
         }
     }
-    let mut scores: HashMap<(usize, usize, usize), (f64, usize)> = HashMap::new();
+    // Per document: its score, the phrase words it holds, the words it holds.
+    let mut scores: HashMap<(usize, usize, usize), (f64, usize, usize)> = HashMap::new();
     let mut matched_terms = HashSet::new();
     let required: HashSet<&str> = parsed
         .phrases
@@ -288,8 +352,9 @@ fn rank(loaded: &[(Place, Vec<Bucket>)], parsed: &Parsed) -> Ranked {
             }
         }
         for (doc, s) in best {
-            let slot = scores.entry(doc).or_insert((0.0, 0));
+            let slot = scores.entry(doc).or_insert((0.0, 0, 0));
             slot.0 += s;
+            slot.2 += 1;
         }
     }
     // A phrase's words are required, exactly.
@@ -312,14 +377,14 @@ fn rank(loaded: &[(Place, Vec<Bucket>)], parsed: &Parsed) -> Ranked {
             }
         }
     }
-    let mut docs: Vec<(f64, usize, usize, usize)> = scores
+    let mut docs: Vec<(f64, usize, usize, usize, usize)> = scores
         .into_iter()
-        .filter(|(_, (_, req))| *req == required.len())
-        .map(|((a, b, e), (s, _))| (s, a, b, e))
+        .filter(|(_, (_, req, _))| *req == required.len())
+        .map(|((a, b, e), (s, _, words))| (s, a, b, e, words))
         .collect();
     docs.sort_by(|x, y| {
         y.0.total_cmp(&x.0).then_with(|| {
-            let name = |d: &(f64, usize, usize, usize)| {
+            let name = |d: &(f64, usize, usize, usize, usize)| {
                 (
                     loaded[d.1].0.rel(&loaded[d.1].1[d.2].entries[d.3].name),
                     d.1,
@@ -394,6 +459,7 @@ fn verify(
             status: doc.status().map(str::to_string),
             score: (score * 1000.0).round() / 1000.0,
             snippets,
+            words: 0,
         },
         Place::Solutions => {
             let path = place.rel(name);
@@ -406,6 +472,7 @@ fn verify(
                 status: None,
                 score: (score * 1000.0).round() / 1000.0,
                 snippets,
+                words: 0,
             }
         }
     })

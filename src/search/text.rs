@@ -42,6 +42,22 @@ pub fn words(text: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// English words so common that sharing them says nothing (compared as terms).
+const STOPWORDS: &[&str] = &[
+    "a", "about", "after", "all", "an", "and", "are", "as", "at", "be", "been", "but", "by", "can",
+    "do", "does", "for", "from", "has", "have", "if", "in", "into", "is", "it", "its", "no", "not",
+    "of", "on", "or", "so", "than", "that", "the", "then", "there", "this", "to", "too", "up",
+    "was", "we", "were", "what", "when", "where", "which", "while", "with",
+];
+
+/// Is `term` one of the [`STOPWORDS`]' terms?
+pub fn is_stopword(term: &str) -> bool {
+    static TERMS: OnceLock<HashSet<String>> = OnceLock::new();
+    TERMS
+        .get_or_init(|| STOPWORDS.iter().filter_map(|w| self::term(w)).collect())
+        .contains(term)
+}
+
 /// Does `seq` hold `phrase` as consecutive terms?
 pub fn holds_phrase(seq: &[String], phrase: &[String]) -> bool {
     !phrase.is_empty() && seq.windows(phrase.len()).any(|w| w == phrase)
@@ -107,6 +123,12 @@ mod tests {
         );
         assert_eq!(terms("naïve Ünïcode"), ["naïv", "ünïcode"]);
         assert!(terms(&"x".repeat(65)).is_empty());
+    }
+
+    #[test]
+    fn stopwords_are_compared_as_terms() {
+        assert!(is_stopword(&term("The").unwrap()) && is_stopword(&term("is").unwrap()));
+        assert!(!is_stopword(&term("timeout").unwrap()));
     }
 
     #[test]
