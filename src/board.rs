@@ -79,6 +79,26 @@ impl Default for WatchConfig {
     }
 }
 
+/// The fields a board adds to the schema's, by region (board.yaml `fields:`; optional:
+/// boards made before it have none). `"*"` lets a region's documents carry any field.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ExtraFields {
+    pub tasks: Vec<String>,
+    pub observations: Vec<String>,
+    pub questions: Vec<String>,
+}
+
+impl ExtraFields {
+    pub fn of(&self, region: Region) -> &[String] {
+        match region {
+            Region::Tasks => &self.tasks,
+            Region::Observations => &self.observations,
+            Region::Questions => &self.questions,
+        }
+    }
+}
+
 fn default_archive_agents_after() -> String {
     "1d".into()
 }
@@ -101,6 +121,9 @@ pub struct Config {
     pub workflow: Workflow,
     #[serde(default)]
     pub watch: WatchConfig,
+    /// Fields documents may carry beyond the schema's.
+    #[serde(default)]
+    pub fields: ExtraFields,
 }
 
 impl Config {

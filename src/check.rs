@@ -101,6 +101,27 @@ pub fn check(board: &Board) -> Result<Report> {
             }
         }
     }
+    // Every field against the schema (what a write checks, for what came by hand or by
+    // sync), archived documents too: they are read, listed and queried as well.
+    let archived = scan::scan_archive(board, &Region::ALL, |_| true)?;
+    for s in &archived.skipped {
+        push(s.path.clone(), s.problem.clone());
+    }
+    for doc in scan.docs.iter().chain(&archived.docs) {
+        let path = doc.rel_path();
+        for (key, value) in &doc.fields {
+            // Said above in their own words: a task's status, and what depends_on names.
+            if doc.region == Region::Tasks && key == "status" {
+                continue;
+            }
+            if let Some(problem) =
+                crate::schema::value_problem(board, doc.region, &path, key, value)
+                && !(key == "depends_on" && problem.starts_with("depends_on names"))
+            {
+                push(path.clone(), problem);
+            }
+        }
+    }
     for cycle in dependency_cycles(&tasks) {
         let first = format!("tasks/{}.md", cycle[0]);
         push(first, format!("dependency cycle: {}", cycle.join(" -> ")));

@@ -92,6 +92,8 @@ pub enum Input {
     AddRemove,
     /// Creating a board inside another board's project.
     Nested,
+    /// Fields a write may add although the board does not declare them.
+    ExtraField,
 }
 
 impl Input {
@@ -118,6 +120,7 @@ impl Input {
             Input::IfRev => "if_rev",
             Input::AddRemove => "add/remove",
             Input::Nested => "nested",
+            Input::ExtraField => "extra_fields",
         }
     }
 }

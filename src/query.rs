@@ -136,6 +136,30 @@ impl Query {
         self.terms.is_empty()
     }
 
+    /// The document fields the terms name (`field=v`, `has:field`, `no:field`; not the
+    /// `region` pseudo-field), each with its term as written, for messages.
+    pub fn fields(&self) -> Vec<(&str, String)> {
+        self.terms
+            .iter()
+            .filter_map(|t| match t {
+                Term::Compare { field, op, values } if field != "region" => {
+                    let op = match op {
+                        Op::Eq => "=",
+                        Op::Ne => "!=",
+                        Op::Lt => "<",
+                        Op::Le => "<=",
+                        Op::Gt => ">",
+                        Op::Ge => ">=",
+                    };
+                    Some((field.as_str(), format!("{field}{op}{}", values.join(","))))
+                }
+                Term::Has(f) => Some((f.as_str(), format!("has:{f}"))),
+                Term::No(f) => Some((f.as_str(), format!("no:{f}"))),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The regions named by region words or `region:` terms, if any (a document must be
     /// in one of them).
     pub fn regions(&self) -> Vec<Region> {

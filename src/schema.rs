@@ -3,7 +3,14 @@
 //! `check`, a reader or a sort would trip over never reaches the disk: a priority of 9 or
 //! `high`, an empty title, `tags` that is not a list, a `parent` that names nothing, a
 //! status the workflow does not know. `--force` lets a write skip the workflow, never
-//! this. Fields the schema does not name are free: they are kept and queryable.
+//! this.
+//!
+//! Which fields a document may carry at all ([`Known`]): the schema's (those below, and
+//! the ones commands write), the ones board.yaml declares under `fields:`, and the fields
+//! of the region's template. A write of any other field is refused as a typo with a
+//! suggestion ("did you mean 'priority'?") unless the request names it as extra or the
+//! document already carries it; so is a query term on one (see `api`). Fields a document
+//! carries are always kept, shown and queryable.
 
 use serde_json::Value;
 
@@ -87,6 +94,238 @@ fn rule(region: Region, key: &str) -> Option<Rule> {
         (Region::Questions, "answered_at") => Some(Time),
         _ => None,
     }
+}
+
+/// Every field of the schema for documents of `region`: those with a rule, and those only
+/// tavern's commands write (ids, revs, who did what and when).
+pub fn fields(region: Region) -> &'static [&'static str] {
+    match region {
+        Region::Tasks => &[
+            "id",
+            "rev",
+            "title",
+            "status",
+            "created_at",
+            "created_by",
+            "updated_at",
+            "tags",
+            "context",
+            "refs",
+            "priority",
+            "type",
+            "claimed_by",
+            "claimed_at",
+            "depends_on",
+            "parent",
+            "needs",
+            "completion_requires",
+        ],
+        Region::Observations => &[
+            "id",
+            "rev",
+            "title",
+            "status",
+            "created_at",
+            "created_by",
+            "updated_at",
+            "tags",
+            "context",
+            "refs",
+            "topic",
+            "severity",
+            "confidence",
+            "about",
+            "parent",
+            "scope",
+            "expires_at",
+            "acked_by",
+            "acked_at",
+            "resolution",
+            "resolved_by",
+            "resolved_at",
+            "rejected_by",
+            "rejected_at",
+        ],
+        Region::Questions => &[
+            "id",
+            "rev",
+            "title",
+            "status",
+            "created_at",
+            "created_by",
+            "updated_at",
+            "tags",
+            "context",
+            "refs",
+            "asked_by",
+            "blocks",
+            "options",
+            "answer",
+            "answered_by",
+            "answered_at",
+            "kind",
+            "capability",
+            "resource",
+            "reason",
+            "decided_by",
+            "decided_at",
+        ],
+    }
+}
+
+/// The fields documents of a region may carry: the schema's, the ones board.yaml declares
+/// under `fields:` (`"*"`: any), and the fields of the region's template.
+#[derive(Clone, Debug)]
+pub struct Known {
+    pub region: Region,
+    /// Any field goes (`"*"` under `fields:`).
+    pub any: bool,
+    /// The schema's fields, then the declared ones, then the template's.
+    pub names: Vec<String>,
+}
+
+impl Known {
+    /// What `board` lets documents of `region` carry. Reads the region's template.
+    pub fn of(board: &Board, region: Region) -> Known {
+        let mut names: Vec<String> = fields(region).iter().map(|f| f.to_string()).collect();
+        let declared = board.config.fields.of(region);
+        let any = declared.iter().any(|f| f == "*");
+        let template = crate::doc::Document::parse(
+            region,
+            "template",
+            board.template(region),
+            board.config.yaml_limits(),
+        )
+        .map(|d| d.fields.keys().cloned().collect::<Vec<_>>())
+        .unwrap_or_default();
+        for name in declared.iter().filter(|f| *f != "*").chain(&template) {
+            if !names.contains(name) {
+                names.push(name.clone());
+            }
+        }
+        Known { region, any, names }
+    }
+
+    pub fn contains(&self, key: &str) -> bool {
+        self.any || self.names.iter().any(|n| n == key)
+    }
+
+    /// The known field `key` was most likely meant to be, if one is close enough.
+    pub fn suggest(&self, key: &str) -> Option<&str> {
+        suggest(key, self.names.iter().map(String::as_str))
+    }
+}
+
+/// The candidate closest to `key`, if one is close enough to be a typo of it (Jaro-Winkler
+/// similarity of at least 0.8, as `priorty` to `priority` or `stauts` to `status`).
+pub fn suggest<'a>(key: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .map(|c| (strsim::jaro_winkler(key, c), c))
+        .filter(|(score, _)| *score >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
+}
+
+/// ` did you mean 'priority'?`, or the known fields when none is close.
+pub fn did_you_mean(suggestion: Option<&str>, known: &[String]) -> String {
+    match suggestion {
+        Some(s) => format!("; did you mean '{s}'?"),
+        None => format!("; known fields: {}", known.join(", ")),
+    }
+}
+
+/// Refuses (exit 2) a write of field `key` to a document of `region` at `path` (for the
+/// message) that documents there may not carry ([`Known`]), unless `extra` names it or
+/// `doc` (the document as it is) already carries it.
+pub fn check_field(
+    known: &Known,
+    path: &str,
+    key: &str,
+    extra: &[String],
+    doc: Option<&crate::doc::Document>,
+) -> Result<()> {
+    if known.contains(key)
+        || extra.iter().any(|e| e == key)
+        || doc.is_some_and(|d| d.get(key).is_some())
+    {
+        return Ok(());
+    }
+    Err(Error::request(
+        crate::error::Kind::Usage,
+        crate::msg!(
+            format!(
+                "{path}: unknown field '{key}' for {}{} (nothing written)\nhint: a field of your own is declared under fields: in board.yaml (or in the region's template); ",
+                known.region.dir(),
+                did_you_mean(known.suggest(key), &known.names),
+            ),
+            crate::error::Input::ExtraField,
+            " writes it this once",
+        ),
+    ))
+}
+
+/// Refuses (exit 2, naming the term) a query with a term on a field that documents of
+/// `regions` may not carry ([`Known`]) and that no document there (on the board or
+/// archived) carries either: `stauts=pending` matches nothing, and says so as a typo. The
+/// documents are read only for a field nothing declares.
+pub fn check_query(board: &Board, query: &crate::query::Query, regions: &[Region]) -> Result<()> {
+    match unknown_in_query(board, query, regions, true)? {
+        None => Ok(()),
+        Some(problem) => Err(Error::usage(format!(
+            "{problem}\nhint: a query names the fields documents carry: the schema's, those declared under fields: in board.yaml or in a region's template, and any a document has"
+        ))),
+    }
+}
+
+/// What is wrong with the fields `query` names for documents of `regions`: the first term
+/// on a field that they may not carry ([`Known`]) and, when `search` is set, that no
+/// document there carries either (a knowledge source's `when:` is configuration: it
+/// names declared fields, and is checked without reading the board).
+pub fn unknown_in_query(
+    board: &Board,
+    query: &crate::query::Query,
+    regions: &[Region],
+    search: bool,
+) -> Result<Option<String>> {
+    let fields = query.fields();
+    if fields.is_empty() {
+        return Ok(None);
+    }
+    let known: Vec<Known> = regions.iter().map(|r| Known::of(board, *r)).collect();
+    for (field, term) in fields {
+        if known.iter().any(|k| k.contains(field)) || (search && carried(board, regions, field)?) {
+            continue;
+        }
+        let mut names: Vec<&str> = Vec::new();
+        for n in known.iter().flat_map(|k| &k.names) {
+            if !names.contains(&n.as_str()) {
+                names.push(n);
+            }
+        }
+        let why = match suggest(field, names.iter().copied()) {
+            Some(s) => format!("; did you mean '{s}'?"),
+            None if !search => "; it is not declared under fields: in board.yaml".to_string(),
+            None if regions.len() == 1 => format!("; no {} has it", regions[0].kind()),
+            None => "; no document has it".to_string(),
+        };
+        return Ok(Some(format!(
+            "unknown field '{field}' in query term '{term}'{why}"
+        )));
+    }
+    Ok(None)
+}
+
+/// Does any document of `regions`, on the board or archived, carry `field`?
+fn carried(board: &Board, regions: &[Region], field: &str) -> Result<bool> {
+    for archived in [false, true] {
+        let found = crate::scan::scan_with_needles(board, regions, archived, &[], |d| {
+            d.get(field).is_some()
+        })?;
+        if !found.docs.is_empty() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// Fields every document of the region must keep: `--unset` may not remove them.
@@ -251,6 +490,42 @@ pub fn check_value(board: &Board, region: Region, path: &str, key: &str, v: &Val
                 reference(board, path, key, item, rule == Rule::Tasks)?;
             }
             Ok(())
+        }
+    }
+}
+
+/// What is wrong with the value of `key` in a document of `region` at `path` as it is on
+/// disk, in `check`'s words (`priority must be a whole number from 0 (critical) to 4
+/// (backlog), not high`); None when the schema takes it. A reference to a document that
+/// does not exist is said as such.
+pub fn value_problem(
+    board: &Board,
+    region: Region,
+    path: &str,
+    key: &str,
+    v: &Value,
+) -> Option<String> {
+    match check_value(board, region, path, key, v) {
+        Ok(()) => None,
+        Err(Error::NotFound { .. }) => {
+            let tasks_only = matches!(rule(region, key), Some(Rule::Task | Rule::Tasks));
+            let ids: Vec<&str> = match v {
+                Value::String(s) => vec![s.as_str()],
+                Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
+                _ => Vec::new(),
+            };
+            let missing = ids.into_iter().find(|id| !exists(board, id, tasks_only))?;
+            Some(format!(
+                "{key} names '{missing}', which is not a {} on this board",
+                if tasks_only { "task" } else { "document" }
+            ))
+        }
+        Err(e) => {
+            let message = e.to_string();
+            let message = message
+                .strip_prefix(&format!("{path}: "))
+                .unwrap_or(&message);
+            Some(message.trim_end_matches("; nothing written").to_string())
         }
     }
 }

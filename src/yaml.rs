@@ -62,6 +62,62 @@ fn short_message(e: &serde_saphyr::Error) -> String {
     msg.replace(", set DuplicateKeyPolicy in Options if acceptable", "")
 }
 
+/// What a value may not start with unquoted: YAML reads it as syntax (a flow list or map,
+/// an alias, an anchor, a tag, a block scalar, a quoted string, a directive, or a reserved
+/// character).
+const INDICATORS: &[char] = &['[', '{', '*', '&', '!', '|', '>', '\'', '"', '%', '@', '`'];
+
+/// The value of a `key: value` line, if the line is one.
+fn line_value(line: &str) -> Option<(&str, &str)> {
+    let t = line.trim_start();
+    if t.starts_with(['#', '-']) {
+        return None;
+    }
+    let (key, value) = t.split_once(": ")?;
+    Some((key.trim(), value.trim()))
+}
+
+/// Does `value` open a flow collection or a quoted string that it does not close on its
+/// line (so that YAML reads on, and trips over the end later)?
+fn left_open(value: &str) -> bool {
+    let depth = |open: char, close: char| {
+        value.chars().filter(|c| *c == open).count() > value.chars().filter(|c| *c == close).count()
+    };
+    match value.chars().next() {
+        Some('[') => depth('[', ']'),
+        Some('{') => depth('{', '}'),
+        Some(q @ ('\'' | '"')) => value.len() == 1 || !value[1..].trim_end().ends_with(q),
+        _ => false,
+    }
+}
+
+/// Where a YAML error that the parser found on `line` (1-based) of `text` comes from: the
+/// line of an unquoted value that starts with an indicator character (a flow list left open
+/// is found at the end of the text, lines later), and the hint to quote it. None when no
+/// such value explains it.
+fn unquoted_value(text: &str, line: u64) -> Option<(u64, String)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let last = usize::try_from(line).ok()?.clamp(1, lines.len().max(1));
+    (1..=last.min(lines.len())).rev().find_map(|n| {
+        let (key, value) = line_value(lines[n - 1])?;
+        let first = value.chars().next()?;
+        let here = n == last || n + 1 == last;
+        let candidate = INDICATORS.contains(&first)
+            && (left_open(value) || (here && !matches!(first, '[' | '{' | '\'' | '"')));
+        // A block scalar (`key: |`) is fine on its own line.
+        let block = matches!(first, '|' | '>') && value.len() == 1;
+        (candidate && !block).then(|| {
+            let quoted = value.replace('\\', "\\\\").replace('"', "\\\"");
+            (
+                n as u64,
+                format!(
+                    "a value starting with [ {{ * & ! | > ' \" % @ or ` is read as YAML syntax: quote it, as in {key}: \"{quoted}\""
+                ),
+            )
+        })
+    })
+}
+
 /// Parses any YAML value.
 pub fn parse_value(text: &str, limits: YamlLimits) -> Result<Value, YamlError> {
     serde_saphyr::from_str_with_options::<Value>(text, options(limits)).map_err(|e| {
@@ -69,10 +125,22 @@ pub fn parse_value(text: &str, limits: YamlLimits) -> Result<Value, YamlError> {
             .location()
             .map(|l| (l.line(), l.column()))
             .unwrap_or((0, 0));
+        let message = short_message(&e);
+        // A budget (an alias bomb, too many events) is not a quoting matter.
+        if line > 0
+            && !message.contains("budget")
+            && let Some((line, hint)) = unquoted_value(text, line)
+        {
+            return YamlError {
+                line,
+                column: 1,
+                message: format!("{message} ({hint})"),
+            };
+        }
         YamlError {
             line,
             column,
-            message: short_message(&e),
+            message,
         }
     })
 }

@@ -139,8 +139,17 @@ fn a_killed_agents_task_returns_after_the_lease_and_its_late_submit_is_refused()
             release["note"].as_str().unwrap()
         )
     );
-    b.run(&["edit", "t-crash", "--set", "note=late", "--as", "coder-1"])
-        .ok();
+    b.run(&[
+        "edit",
+        "t-crash",
+        "--set",
+        "note=late",
+        "--extra-field",
+        "note",
+        "--as",
+        "coder-1",
+    ])
+    .ok();
     assert!(b.read("tasks/t-crash.md").contains("claimed_by: coder-2\n"));
     // A second sweep for the same silence releases nothing more, and says so.
     b.run(&["sweep"]).ok().stdout_is("").stderr_is(

@@ -149,6 +149,7 @@ fn a_write_over_the_size_limit_is_refused() {
         .read("board.yaml")
         .replace("max_doc_bytes: 1048576", "max_doc_bytes: 1024");
     b.write("board.yaml", yaml);
+    b.declare_fields("tasks", &["pad", "more"]);
     let size = b.read("tasks/t-small.md").len();
     let fits = "z".repeat(1024 - size - 40);
     b.run(&["edit", "t-small", "--set", &format!("pad={fits}")])
@@ -171,6 +172,7 @@ fn a_write_over_the_size_limit_is_refused() {
 #[test]
 fn hostile_flag_values_stay_data() {
     let b = TestBoard::new();
+    b.declare_fields("tasks", &["note", "anchor", "alias", "tag", "v"]);
     // A note and an actor that try to inject log entries or YAML.
     b.task("Target", &["--id", "t-t"]);
     b.run(&[
@@ -255,6 +257,7 @@ fn hostile_flag_values_stay_data() {
 #[test]
 fn times_too_far_away_to_represent_are_not_times() {
     let b = TestBoard::new();
+    b.declare_fields("tasks", &["deadline", "x"]);
     let far = b.task("Far", &["--id", "t-far", "--set", "deadline=-100000000d"]);
     b.task("Near", &["--id", "t-near", "--set", "deadline=2020-01-01"]);
     // In a document: not a time, so a comparison with it does not hold.

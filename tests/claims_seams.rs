@@ -361,6 +361,75 @@ fn two_busy_clones_converge_and_every_task_agrees_with_its_record() {
     }
 }
 
+/// Six clones, each with a change of its own, run `tavern sync` at the same moment, twice:
+/// every one of them gets its change through (a clone can lose a race to each of the
+/// other five at most, and each lost race is tried again after a random wait), and after
+/// they converge every clone and the remote hold the same branch, with every change.
+#[test]
+fn clones_syncing_at_once_all_get_through() {
+    const CLONES: usize = 6;
+    let net = Net::new(0, CLONES);
+    for round in 0..2 {
+        for c in 0..CLONES {
+            net.run(
+                c,
+                &[
+                    "new",
+                    "task",
+                    "--title",
+                    &format!("from c{c}, round {round}"),
+                    "--id",
+                    &format!("c{c}-r{round}"),
+                    "--as",
+                    "tester",
+                ],
+            )
+            .ok();
+        }
+        let syncs: Vec<_> = (0..CLONES)
+            .map(|c| {
+                let mut cmd = net.cmd(c, &["sync", "--json"]);
+                cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+                cmd.spawn().unwrap()
+            })
+            .collect();
+        for (c, s) in syncs.into_iter().enumerate() {
+            let out = s.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "round {round}: sync in c{c} exited {:?}: {}",
+                out.status.code(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let x: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert!(
+                ["pushed", "merged"].contains(&x["outcome"].as_str().unwrap()),
+                "round {round}, c{c}: {x}"
+            );
+        }
+    }
+    net.converge();
+    let remote = git(&net.remote(), &["rev-parse", "refs/heads/tavern"]);
+    for c in 0..CLONES {
+        assert_eq!(
+            git(&net.dir(c), &["rev-parse", "refs/heads/tavern"]),
+            remote,
+            "c{c}"
+        );
+        for t in 0..CLONES {
+            for round in 0..2 {
+                assert!(
+                    net.dir(c)
+                        .join(format!(".tavern/tasks/c{t}-r{round}.md"))
+                        .is_file(),
+                    "c{c} lacks c{t}-r{round}"
+                );
+            }
+        }
+        net.run(c, &["check"]).ok();
+    }
+}
+
 /// A post-receive hook on the remote that writes `marker` and sleeps: the remote has
 /// taken the ref, and the client waits for an answer that a kill cuts off.
 fn sleepy_remote(net: &Net, marker: &Path) {
@@ -475,8 +544,10 @@ fn an_outcome_that_cannot_be_known_is_said_so_and_the_next_command_resolves_it()
     });
     out.code(8);
     assert!(
-        out.stderr.starts_with("error: the remote 'origin' (")
-            && out.stderr.contains(") may have taken the claim of t00 (")
+        out.stderr.starts_with(&format!(
+            "error: the remote 'origin' at {} may have taken the claim of t00 (",
+            net.remote().display()
+        )) && !out.stderr.contains(&net.dir(0).display().to_string())
             && out.stderr.contains("the outcome is unknown"),
         "{}",
         out.stderr
@@ -1091,8 +1162,11 @@ fn a_claim_whose_own_git_is_killed_names_it_and_uses_the_documented_exit_code() 
     let out = run_with_path(&net, 0, &["claim", "t01", "--as", "a"], &path);
     out.code(7);
     assert!(
-        out.stderr.starts_with("error: cannot confirm the claim of t01 with the remote 'origin' (")
-            && out.stderr.contains("): git push was killed by signal 9 (SIGKILL) before the remote's answer; the remote still holds the record it had; nothing was changed\n"),
+        out.stderr.starts_with(&format!(
+            "error: cannot confirm the claim of t01 with the remote 'origin' at {}: git push was killed",
+            net.remote().display()
+        ))
+            && out.stderr.contains(": git push was killed by signal 9 (SIGKILL) before the remote's answer; the remote still holds the record it had; nothing was changed\n"),
         "{}",
         out.stderr
     );
@@ -1104,7 +1178,8 @@ fn a_claim_whose_own_git_is_killed_names_it_and_uses_the_documented_exit_code() 
     let out = run_with_path(&net, 0, &["claim", "t02", "--as", "a"], &path);
     out.code(8);
     assert!(
-        out.stderr.contains(") may have taken the claim of t02 (git push was killed by signal 9 (SIGKILL) before the remote's answer), and it cannot be asked now (git ls-remote: killed by signal 9 (SIGKILL)): the outcome is unknown"),
+        out.stderr.contains(&format!("the remote 'origin' at {} may have taken the claim of t02", net.remote().display()))
+            && out.stderr.contains(" may have taken the claim of t02 (git push was killed by signal 9 (SIGKILL) before the remote's answer), and it cannot be asked now (git ls-remote: killed by signal 9 (SIGKILL)): the outcome is unknown"),
         "{}",
         out.stderr
     );

@@ -146,7 +146,10 @@ fn a_broken_board_lists_every_problem_and_exits_6() {
             "tasks/t-self.md",
             "dependency cycle: t-self -> t-self".into(),
         ),
-        ("tasks/t-yaml.md", "line 4: unclosed bracket '['".into()),
+        (
+            "tasks/t-yaml.md",
+            "line 4: unclosed bracket '[' (a value starting with [ { * & ! | > ' \" % @ or ` is read as YAML syntax: quote it, as in title: \"[unclosed\")".into(),
+        ),
     ];
     let expected = problems_report(&problems, &b.board());
     b.run(&["check"]).code(6).stdout_is("").stderr_is(&expected);
@@ -192,4 +195,144 @@ fn fixing_the_problems_makes_the_board_clean_again() {
     b.run(&["check"])
         .ok()
         .stdout_is("ok: 2 documents and 2 log entries checked, no problems\n");
+}
+
+/// Documents edited by hand (or arriving by sync) are checked against the schema as every
+/// write is: a wrong value, a wrong type, a state nobody knows, a reference to nothing,
+/// archived documents too; each named with its file, its field and what is allowed.
+#[test]
+fn hand_edited_values_the_schema_refuses_fail_check() {
+    let b = TestBoard::new();
+    b.task("Good", &["--id", "t-good"]);
+    b.write(
+        "tasks/t-pri.md",
+        "---\nid: t-pri\ntitle: Hand edited\nstatus: pending\npriority: high\n---\n",
+    );
+    b.write(
+        "tasks/t-types.md",
+        "---\nid: t-types\ntitle: Types\nstatus: pending\ntags: parser\nneeds: [rust, 3]\nparent: t-nobody\ncreated_at: yesterday\n---\n",
+    );
+    b.write(
+        "observations/o-1.md",
+        "---\nid: o-1\ntitle: Seen\nstatus: pending\nseverity: urgent\nconfidence: 2\n---\n",
+    );
+    b.write(
+        "questions/q-1.md",
+        "---\nid: q-1\ntitle: \"\"\nstatus: open\nkind: survey\n---\n",
+    );
+    b.write(
+        "archive/tasks/t-old.md",
+        "---\nid: t-old\ntitle: Old\nstatus: done\npriority: 9\n---\n",
+    );
+    let before = snapshot(&b);
+    let problems = [
+        (
+            "archive/tasks/t-old.md",
+            "priority must be a whole number from 0 (critical) to 4 (backlog), not 9",
+        ),
+        (
+            "observations/o-1.md",
+            "confidence must be a number from 0 to 1, not 2",
+        ),
+        (
+            "observations/o-1.md",
+            "severity must be one of info, low, medium, high, critical, not urgent",
+        ),
+        (
+            "observations/o-1.md",
+            "status must be one of open, acknowledged, resolved, rejected, expired, not pending",
+        ),
+        (
+            "questions/q-1.md",
+            "kind must be one of question, permission, not survey",
+        ),
+        (
+            "questions/q-1.md",
+            "title must be text that is not empty, not \"\"",
+        ),
+        (
+            "tasks/t-pri.md",
+            "priority must be a whole number from 0 (critical) to 4 (backlog), not high",
+        ),
+        (
+            "tasks/t-types.md",
+            "created_at must be a time like 2026-11-22T10:04:05Z or a date like 2026-11-22, not yesterday",
+        ),
+        (
+            "tasks/t-types.md",
+            "needs must be a list of text, like [a, b], not [rust, 3]",
+        ),
+        (
+            "tasks/t-types.md",
+            "parent names 't-nobody', which is not a task on this board",
+        ),
+        (
+            "tasks/t-types.md",
+            "tags must be a list of text, like [a, b], not parser",
+        ),
+    ];
+    b.run(&["check"])
+        .code(6)
+        .stdout_is("")
+        .stderr_is(&problems_report(&problems, &b.board()));
+    let v = b.run(&["check", "--json"]).code(6).json();
+    assert_eq!(v["problems"].as_array().unwrap().len(), problems.len());
+    assert_eq!(snapshot(&b), before, "check changed the board");
+    // A problem fixed through tavern is gone; the others stay.
+    b.run(&["edit", "t-pri", "--set", "priority=1"]).ok();
+    let out = b.run(&["check"]);
+    out.code(6).stderr_has("10 problems in");
+    assert!(!out.stderr.contains("tasks/t-pri.md"), "{}", out.stderr);
+}
+
+/// A YAML error is reported on the line of the value that causes it, with a hint to quote
+/// a value that starts with a character YAML reads as syntax, by `check` and by readers.
+#[test]
+fn a_yaml_error_names_the_line_of_the_unquoted_value_and_says_to_quote_it() {
+    let b = TestBoard::new();
+    let hint = |key: &str, value: &str| {
+        format!(
+            "(a value starting with [ {{ * & ! | > ' \" % @ or ` is read as YAML syntax: quote it, as in {key}: \"{value}\")"
+        )
+    };
+    // The title is on line 3; the flow list it opens swallows the lines after it.
+    b.write(
+        "tasks/t-flow.md",
+        "---\nid: t-flow\ntitle: [unclosed\nstatus: pending\npriority: 1\n---\nbody\n",
+    );
+    b.write(
+        "tasks/t-at.md",
+        "---\nid: t-at\nstatus: pending\ntitle: @mention the team\n---\n",
+    );
+    // A valid flow list above an error is not blamed for it.
+    b.write(
+        "tasks/t-dup.md",
+        "---\nid: t-dup\ntags: [a, b]\nstatus: pending\nstatus: done\n---\n",
+    );
+    let out = b.run(&["check"]);
+    out.code(6).stdout_is("");
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(
+        lines[2],
+        format!(
+            "tasks/t-flow.md: line 3: illegal placement of ':' indicator {}",
+            hint("title", "[unclosed")
+        )
+    );
+    assert!(
+        lines[0].starts_with("tasks/t-at.md: line 4: ")
+            && lines[0].ends_with(&hint("title", "@mention the team")),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].starts_with("tasks/t-dup.md: line 5: ") && !lines[1].contains("quote it"),
+        "{}",
+        lines[1]
+    );
+    // A reader skips it with the same words.
+    b.run(&["list"]).ok().stderr_has(&format!(
+        "warning: skipped tasks/t-flow.md: line 3: illegal placement of ':' indicator {}",
+        hint("title", "[unclosed")
+    ));
 }

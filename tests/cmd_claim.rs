@@ -244,7 +244,9 @@ fn claim_next_skips_broken_files_with_a_warning() {
     b.run(&["claim", "--next", "--as", "a"])
         .ok()
         .stdout_is("claimed t-good (rev 2, claimed)\n")
-        .stderr_is("warning: skipped tasks/t-bad.md: line 3: unclosed bracket '['\n");
+        .stderr_is(
+            "warning: skipped tasks/t-bad.md: line 3: unclosed bracket '[' (a value starting with [ { * & ! | > ' \" % @ or ` is read as YAML syntax: quote it, as in status: \"[\")\n",
+        );
 }
 
 #[test]

@@ -55,7 +55,8 @@ fn diff_json_holds_the_documents_entries() {
     let b = TestBoard::new();
     b.task("A", &["--id", "t-a"]);
     b.task("B", &["--id", "t-b"]);
-    b.run(&["edit", "t-a", "--set", "x=1"]).ok();
+    b.run(&["edit", "t-a", "--set", "x=1", "--extra-field", "x"])
+        .ok();
     b.run(&["start", "t-b"]).code(3);
     let out = b.run(&["diff", "t-a", "--json"]);
     out.ok().stderr_is("");

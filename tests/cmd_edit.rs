@@ -20,6 +20,7 @@ fn old_task(b: &TestBoard, id: &str, extra: &[&str]) {
 #[test]
 fn set_unset_add_remove_and_what_the_log_records() {
     let b = TestBoard::new();
+    b.declare_fields("tasks", &["gone", "new_field", "reviewers"]);
     old_task(&b, "t-e", &["--tag", "a", "--set", "gone=soon"]);
     b.run(&[
         "edit",
@@ -76,6 +77,7 @@ fn set_unset_add_remove_and_what_the_log_records() {
 #[test]
 fn each_edit_bumps_rev_by_one() {
     let b = TestBoard::new();
+    b.declare_fields("tasks", &["round"]);
     old_task(&b, "t-r", &[]);
     for rev in 2..5 {
         b.run(&["edit", "t-r", "--set", &format!("round={rev}")])
@@ -90,6 +92,7 @@ fn each_edit_bumps_rev_by_one() {
 #[test]
 fn a_no_op_edit_writes_and_logs_nothing() {
     let b = TestBoard::new();
+    b.declare_fields("tasks", &["x"]);
     old_task(
         &b,
         "t-n",
@@ -101,7 +104,8 @@ fn a_no_op_edit_writes_and_logs_nothing() {
         &["--set", "priority=2", "--set", "x=1"],
         &["--add", "tags=a"],
         &["--remove", "tags=zzz"],
-        &["--unset", "not_there"],
+        // A field the board knows that the document lacks (an unknown one is a typo).
+        &["--unset", "parent"],
         &["--body", "Some text."],
     ] {
         b.run(&[&["edit", "t-n"], args].concat())
@@ -123,6 +127,7 @@ fn a_no_op_edit_writes_and_logs_nothing() {
 #[test]
 fn edit_json_output() {
     let b = TestBoard::new();
+    b.declare_fields("tasks", &["x"]);
     old_task(&b, "t-j", &[]);
     let out = b.run(&["edit", "t-j", "--set", "x=1", "--json"]);
     out.ok().stderr_is("");
@@ -184,6 +189,7 @@ fn bodies_from_flag_file_and_stdin() {
 #[test]
 fn if_rev_is_compare_and_swap() {
     let b = TestBoard::new();
+    b.declare_fields("tasks", &["x"]);
     old_task(&b, "t-c", &[]);
     b.run(&["edit", "t-c", "--set", "x=1", "--if-rev", "1"])
         .ok()
@@ -469,7 +475,7 @@ fn set_then_unset_gives_back_every_byte_but_rev_and_updated_at() {
         ("r4", "---\nid: r4\n---\n"),
         (
             "r5",
-            "---\nid: r5   # id comment\nrev: 3\nupdated_at: 2020-01-01T00:00:00Z\nstatus: \"pending\"\n---\nno newline",
+            "---\nid: r5   # id comment\nrev: 3\nupdated_at: 2020-01-01T00:00:00Z\nstatus: \"open\"\n---\nno newline",
         ),
     ];
     let strip = |t: &str| -> String {
@@ -480,7 +486,9 @@ fn set_then_unset_gives_back_every_byte_but_rev_and_updated_at() {
     for (id, text) in docs {
         let rel = format!("observations/{id}.md");
         b.write(&rel, text);
-        b.run(&["edit", id, "--set", "x=1"]).ok();
+        // A field of its own, named as such; the unset needs no flag: the document has it.
+        b.run(&["edit", id, "--set", "x=1", "--extra-field", "x"])
+            .ok();
         let set = b.read(&rel);
         assert!(set.contains("x: 1"), "{set:?}");
         b.run(&["edit", id, "--unset", "x"]).ok();

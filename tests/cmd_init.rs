@@ -297,7 +297,10 @@ fn a_broken_board_yaml_is_reported_with_its_line() {
     let good = b.read("board.yaml");
     let path = b.board().join("board.yaml");
     for (text, problem) in [
-        ("schema: [1\n".to_string(), "line 1: unclosed bracket '['"),
+        (
+            "schema: [1\n".to_string(),
+            "line 1: unclosed bracket '[' (a value starting with [ { * & ! | > ' \" % @ or ` is read as YAML syntax: quote it, as in schema: \"[1\")",
+        ),
         (good.replace("lease: 5m\n", ""), "missing field `lease`"),
         (
             good.replace("lease: 5m", "lease: soon"),

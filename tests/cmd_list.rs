@@ -7,6 +7,8 @@ use crate::util::{Out, TestBoard, snapshot};
 /// right answer.
 fn board() -> TestBoard {
     let b = TestBoard::new();
+    // `missing`: a field of the board's own that no document has (yet).
+    b.declare_fields("tasks", &["estimate", "missing"]);
     let at = |t: &str| [format!("created_at={t}"), format!("updated_at={t}")];
     let mk = |kind: &str, title: &str, id: &str, extra: &[&str], time: Option<&str>| {
         let mut args: Vec<String> = ["new", kind, "--title", title, "--id", id]
@@ -406,7 +408,7 @@ fn broken_files_are_skipped_with_a_warning() {
     let out = b.run(&["list", "status=pending"]);
     out.ok().stderr_is(
         "warning: skipped tasks/Bad Name.md: file name is not a valid id ([a-z0-9][a-z0-9._-]{0,63}.md)\n\
-         warning: skipped tasks/t-broken.md: line 3: unclosed bracket '['\n\
+         warning: skipped tasks/t-broken.md: line 3: unclosed bracket '[' (a value starting with [ { * & ! | > ' \" % @ or ` is read as YAML syntax: quote it, as in title: \"[unclosed\")\n\
          warning: skipped tasks/t-wrong.md: its id t-other does not match its file name (expected 't-wrong')\n\
          warning: skipped observations/o-bin.md: is not valid UTF-8 (invalid byte at offset 21)\n",
     );
@@ -421,7 +423,7 @@ fn broken_files_are_skipped_with_a_warning() {
         v["skipped"],
         serde_json::json!([
             {"path": "tasks/Bad Name.md", "problem": "file name is not a valid id ([a-z0-9][a-z0-9._-]{0,63}.md)"},
-            {"path": "tasks/t-broken.md", "problem": "line 3: unclosed bracket '['"},
+            {"path": "tasks/t-broken.md", "problem": "line 3: unclosed bracket '[' (a value starting with [ { * & ! | > ' \" % @ or ` is read as YAML syntax: quote it, as in title: \"[unclosed\")"},
             {"path": "tasks/t-wrong.md", "problem": "its id t-other does not match its file name (expected 't-wrong')"},
         ])
     );

@@ -209,8 +209,17 @@ fn unreadable_entries_are_skipped_with_a_warning() {
         .code(6)
         .stderr_has(&format!("log.yaml: line {line}: entry cannot be parsed\n"));
     // New entries still get the next seq.
-    b.run(&["edit", "t-log", "--set", "x=1", "--as", "coder-1"])
-        .ok();
+    b.run(&[
+        "edit",
+        "t-log",
+        "--set",
+        "x=1",
+        "--extra-field",
+        "x",
+        "--as",
+        "coder-1",
+    ])
+    .ok();
     assert_eq!(
         b.run(&["log", "--since", "6", "--json"]).ok().json()["seq"],
         7
@@ -225,8 +234,17 @@ fn follow_prints_entries_appended_by_others() {
     let first = rx.recv_timeout(Duration::from_secs(10));
     let first = first.expect("no output from log --follow");
     assert_eq!(redact_times(&first), format!("{}\n", ALL[5]));
-    b.run(&["edit", "t-other", "--set", "x=1", "--as", "coder-2"])
-        .ok();
+    b.run(&[
+        "edit",
+        "t-other",
+        "--set",
+        "x=1",
+        "--extra-field",
+        "x",
+        "--as",
+        "coder-2",
+    ])
+    .ok();
     let next = rx.recv_timeout(Duration::from_secs(10));
     child.kill().unwrap();
     child.wait().unwrap();
@@ -255,10 +273,28 @@ fn follow_applies_the_filters_to_new_entries() {
             let _ = tx.send(line);
         }
     });
-    b.run(&["edit", "t-other", "--set", "x=1", "--as", "coder-1"])
-        .ok();
-    b.run(&["edit", "t-other", "--set", "x=2", "--as", "coder-2"])
-        .ok();
+    b.run(&[
+        "edit",
+        "t-other",
+        "--set",
+        "x=1",
+        "--extra-field",
+        "x",
+        "--as",
+        "coder-1",
+    ])
+    .ok();
+    b.run(&[
+        "edit",
+        "t-other",
+        "--set",
+        "x=2",
+        "--extra-field",
+        "x",
+        "--as",
+        "coder-2",
+    ])
+    .ok();
     let line = rx.recv_timeout(Duration::from_secs(10));
     child.kill().unwrap();
     child.wait().unwrap();
@@ -539,9 +575,27 @@ fn follow_from_a_seek_survives_the_cut_of_a_torn_entry() {
     b.write("log.yaml", torn);
     let (mut child, rx) = lines_of_output(b.cmd(&["log", "--follow", "--since", "601"]));
     std::thread::sleep(Duration::from_millis(500));
-    b.run(&["edit", "t-a", "--set", "x=1", "--as", "coder-1"]);
-    b.run(&["edit", "t-a", "--set", "x=2", "--as", "coder-2"])
-        .ok();
+    b.run(&[
+        "edit",
+        "t-a",
+        "--set",
+        "x=1",
+        "--extra-field",
+        "x",
+        "--as",
+        "coder-1",
+    ]);
+    b.run(&[
+        "edit",
+        "t-a",
+        "--set",
+        "x=2",
+        "--extra-field",
+        "x",
+        "--as",
+        "coder-2",
+    ])
+    .ok();
     let line = rx.recv_timeout(Duration::from_secs(10));
     child.kill().unwrap();
     child.wait().unwrap();

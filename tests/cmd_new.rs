@@ -17,6 +17,12 @@ fn creation_diff(text: &str) -> String {
 #[test]
 fn new_task_writes_the_template_with_the_given_fields() {
     let b = TestBoard::new();
+    b.declare_fields(
+        "tasks",
+        &[
+            "list", "count", "ratio", "quoted", "fix", "flag", "answer", "map", "empty",
+        ],
+    );
     b.task("Base", &["--id", "t-base"]);
     b.task("Other", &["--id", "t-other"]);
     b.run(&[
@@ -418,7 +424,9 @@ fn a_broken_template_is_refused() {
     b.run(&["new", "task", "--title", "x"])
         .code(6)
         .stdout_is("")
-        .stderr_is("error: templates/task.md: template is broken: line 2: unclosed bracket '['\n");
+        .stderr_is(
+            "error: templates/task.md: template is broken: line 2: unclosed bracket '[' (a value starting with [ { * & ! | > ' \" % @ or ` is read as YAML syntax: quote it, as in title: \"[broken\")\n",
+        );
     b.write("templates/task.md", "no frontmatter\n");
     b.run(&["new", "task", "--title", "x"])
         .code(6)

@@ -29,7 +29,7 @@ fn mutation_stream(b: &TestBoard, round: usize, w: usize) -> Child {
         r#"i=0
 while :; do
   i=$((i+1))
-  "$T" edit shared --add "tags={tag}-$i" --set "note={tag}-$i" --body "body {tag}-$i" --as s{w}
+  "$T" edit shared --add "tags={tag}-$i" --set "note={tag}-$i" --extra-field note --body "body {tag}-$i" --as s{w}
   "$T" claim cycle-{w} --as s{w}
   "$T" start cycle-{w} --as s{w}
   "$T" release cycle-{w} --as s{w}

@@ -474,7 +474,16 @@ fn documents_survive_a_kill_at_every_crash_point() {
         Case {
             name: "edit",
             setup: &[],
-            args: &["edit", "t-pending", "--set", "x=1", "--body", "b"],
+            args: &[
+                "edit",
+                "t-pending",
+                "--set",
+                "x=1",
+                "--extra-field",
+                "x",
+                "--body",
+                "b",
+            ],
             prepare: None,
         },
         Case {

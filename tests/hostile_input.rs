@@ -202,7 +202,12 @@ fn every_command_on_a_board_full_of_hostile_files() {
     run_bounded(&b, &["claim", "--next", "--as", "a", "title=Good"], 20)
         .ok()
         .stdout_is("claimed t-good (rev 2, claimed)\n");
-    run_bounded(&b, &["edit", "t-fine", "--set", "x=1"], 20).ok();
+    run_bounded(
+        &b,
+        &["edit", "t-fine", "--set", "x=1", "--extra-field", "x"],
+        20,
+    )
+    .ok();
     let after = snapshot(&b);
     let changed: Vec<&String> = before
         .keys()

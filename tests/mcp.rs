@@ -1638,3 +1638,72 @@ fn holds_over_mcp_are_the_clis_holds() {
     let cli = b.run(&["holds", "--json"]).ok().json();
     assert_eq!(cli["holds"].as_array().unwrap().len(), 2);
 }
+
+/// Typos are refused over MCP as at the command line: `edit` with a field the board does
+/// not know (with a suggestion, exit code 2 in the error), `create_task` with an argument
+/// it does not take, `list` and `ready` with a term on an unknown field; `extra_fields`
+/// names a field of the board's own for one edit.
+#[test]
+fn mcp_refuses_unknown_fields_with_a_suggestion() {
+    let Some(py) = python() else { return };
+    let b = TestBoard::new();
+    b.task("Fix it", &["--id", "task-t"]);
+    let before = b.read("tasks/task-t.md");
+    let r = session(
+        &py,
+        &b,
+        &["--as", "coder-1", "--profile", "full"],
+        json!([
+            call("edit", json!({"id": "task-t", "set": {"priorty": 0}})),
+            call("create_task", json!({"title": "Other", "priorty": 0})),
+            call("list", json!({"query": "stauts=pending"})),
+            call("ready", json!({"query": "stauts=pending"})),
+            call(
+                "edit",
+                json!({"id": "task-t", "set": {"estimate": 3}, "extra_fields": ["estimate"]})
+            ),
+        ]),
+    );
+    let err = &r[0]["value"]["error"];
+    assert_eq!(r[0]["is_error"], json!(true), "{}", r[0]);
+    assert_eq!((&err["kind"], &err["code"]), (&json!("usage"), &json!(2)));
+    assert_eq!(
+        err["message"],
+        json!(
+            "tasks/task-t.md: unknown field 'priorty' for tasks; did you mean 'priority'? (nothing written)\nhint: a field of your own is declared under fields: in board.yaml (or in the region's template); extra_fields writes it this once"
+        )
+    );
+    assert_eq!(r[1]["is_error"], json!(true), "{}", r[1]);
+    assert!(
+        r[1]["value"]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown field `priorty`"),
+        "{}",
+        r[1]
+    );
+    for q in [&r[2], &r[3]] {
+        assert_eq!(q["is_error"], json!(true), "{q}");
+        assert_eq!(q["value"]["error"]["code"], json!(2));
+        assert!(
+            q["value"]["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with(
+                    "unknown field 'stauts' in query term 'stauts=pending'; did you mean 'status'?"
+                ),
+            "{q}"
+        );
+    }
+    assert_eq!(ok(&r[4])["rev"], json!(2));
+    let after = b.read("tasks/task-t.md");
+    assert!(
+        after.contains("estimate: 3\n") && !after.contains("priorty"),
+        "{after}"
+    );
+    assert_eq!(b.run(&["list", "tasks"]).ok().stdout.lines().count(), 2);
+    assert_ne!(before, after);
+    // The task's creation, the server's registration of its agent, the one edit.
+    let ops: Vec<Value> = b.log().iter().map(|e| e["op"].clone()).collect();
+    assert_eq!(ops, [json!("create"), json!("agent"), json!("edit")]);
+}

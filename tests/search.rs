@@ -445,6 +445,27 @@ fn a_torn_or_garbage_index_is_rebuilt_from_the_files() {
         std::fs::write(&p, vec![0u8; len]).unwrap();
     }
     same_as_fresh(b.root(), &b.board(), "zeroed index files");
+    // Postings damaged where a search reads them only when it looks for their term (the
+    // tail of each bucket): the file opens, the postings fail their check. The files are
+    // first left old enough to be trusted, so that their entries are not read again.
+    std::thread::sleep(Duration::from_millis(3100));
+    searches(b.root());
+    searches(b.root());
+    for p in std::fs::read_dir(&tasks_index).unwrap() {
+        let p = p.unwrap().path();
+        if p.ends_with("manifest") {
+            continue;
+        }
+        let mut bytes = std::fs::read(&p).unwrap();
+        // The last postings' term frequencies (each posting is an entry and a frequency,
+        // four bytes each, little-endian): each one more, which only a check can tell.
+        let n = bytes.len();
+        for k in 0..8 {
+            bytes[n - 4 - 8 * k] ^= 1;
+        }
+        std::fs::write(&p, &bytes).unwrap();
+    }
+    same_as_fresh(b.root(), &b.board(), "damaged postings");
     // The index's directory replaced by a file: searches still work from the files.
     std::fs::remove_dir_all(search_dir(&b.board())).unwrap();
     std::fs::write(search_dir(&b.board()), b"in the way").unwrap();

@@ -70,6 +70,8 @@ const KNOWN: &str =
 
 fn with_sources() -> TestBoard {
     let b = TestBoard::new();
+    // The architect waits for a field of the board's own, which the board declares.
+    b.declare_fields("tasks", &["design"]);
     b.write("control/sources/architect.md", ARCHITECT);
     b.write("control/sources/notify.md", NOTIFY);
     b
@@ -278,6 +280,7 @@ typo: 1
         "---\ndescription: forgot the command\n---\nprompt\n",
     ),
     ("notclosed.md", "---\nrun: x\n"),
+    ("typo.md", "---\nwhen: stauts=review\nrun: x\n---\n"),
     ("yaml.md", "---\nrun: [unclosed\n---\n"),
     ("list.md", "---\n- run: x\n---\n"),
     ("Upper.md", "---\nrun: x\n---\n"),
@@ -366,7 +369,15 @@ fn broken_problems() -> Vec<(String, String)> {
             "notclosed.md",
             "line 1: frontmatter is not closed: no line is exactly `---` after the first".into(),
         ),
-        p("yaml.md", "line 2: unclosed bracket '['".into()),
+        p(
+            "typo.md",
+            "when: unknown field 'stauts' in query term 'stauts=review'; did you mean 'status'?"
+                .into(),
+        ),
+        p(
+            "yaml.md",
+            "line 2: unclosed bracket '[' (a value starting with [ { * & ! | > ' \" % @ or ` is read as YAML syntax: quote it, as in run: \"[unclosed\")".into(),
+        ),
     ]
 }
 
@@ -396,7 +407,7 @@ fn check_lists_every_problem_of_every_file_and_exits_6() {
         .collect();
     assert_eq!(
         v,
-        serde_json::json!({"ok": false, "sources": 9, "problems": listed})
+        serde_json::json!({"ok": false, "sources": 10, "problems": listed})
     );
     assert_eq!(snapshot(&b), before, "sources check changed the board");
 }
@@ -506,6 +517,27 @@ fn the_example_board_passes_and_lists_its_reviewer() {
             "NAME      ON                 WATCH  PRIORITY  LAST\n\
              reviewer  transition:review  tasks  10        -\n",
         );
+}
+
+/// The example board is as tavern writes a board today: its log has one line per entry
+/// (the form `git pull`'s union merge keeps whole; scripts grep it as `op: "activation"`),
+/// and the README's first command, `tavern --board .tavern-example list`, lists it with
+/// nothing skipped.
+#[test]
+fn the_example_boards_log_is_one_line_per_entry_and_it_lists() {
+    let log = std::fs::read_to_string(format!("{EXAMPLE}/log.yaml")).unwrap();
+    assert!(log.lines().count() > 10, "{log}");
+    for (n, line) in log.lines().enumerate() {
+        assert!(
+            line.starts_with("- {seq: ") && line.ends_with('}') && line.contains(" op: \""),
+            "log.yaml line {}: {line}",
+            n + 1
+        );
+    }
+    let b = TestBoard::empty();
+    let out = b.run(&["--board", EXAMPLE, "list"]);
+    out.ok().stderr_is("");
+    assert!(out.stdout.contains("task-csv1"), "{}", out.stdout);
 }
 
 #[test]

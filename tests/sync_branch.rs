@@ -225,7 +225,18 @@ fn two_clones_changing_the_same_field_converge_by_the_rule_and_log_the_conflict(
     // different lines.
     tavern(&a, &["edit", &id, "--set", "priority=3"]).ok();
     tavern(&a, &["edit", &id, "--set", "title=Title from a"]).ok();
-    tavern(&b, &["edit", &id, "--set", "labels=[ui]"]).ok();
+    tavern(
+        &b,
+        &[
+            "edit",
+            &id,
+            "--set",
+            "labels=[ui]",
+            "--extra-field",
+            "labels",
+        ],
+    )
+    .ok();
     // b's edit comes later in the log's order (higher Lamport seq): b wins the title.
     tavern(&b, &["edit", &id, "--set", "title=Title from b"]).ok();
     tavern(&b, &["edit", &id, "--set", "title=Title from b, again"]).ok();
@@ -424,8 +435,11 @@ fn offline_everything_but_claims_works_and_is_sent_at_the_next_sync() {
     assert_eq!(err["error"]["kind"], "unconfirmed", "{err}");
     let msg = err["error"]["message"].as_str().unwrap();
     assert!(
-        msg.contains("cannot fetch the board branch from the remote 'origin'")
-            && msg.contains("the board here is intact"),
+        // The remote is named by its URL (the clone's own path only as the board's).
+        msg.contains(&format!(
+            "cannot fetch the board branch from the remote 'origin' at {} (",
+            remote.display()
+        )) && msg.contains("the board here is intact"),
         "{msg}"
     );
     assert_eq!(

@@ -390,9 +390,10 @@ fn a_remote_that_vanishes_mid_claim_leaves_no_half_claim() {
     let out = net.run(0, &["claim", "t00", "--as", "a"]);
     out.code(7);
     assert!(
+        // The remote is named by its URL, never by this clone's path.
         out.stderr.starts_with(&format!(
-            "error: cannot confirm the claim of t00 with the remote 'origin' ({}): ",
-            net.clone_dir(0).display()
+            "error: cannot confirm the claim of t00 with the remote 'origin' at {}: ",
+            net.remote().display()
         )) && out
             .stderr
             .contains("; nothing was changed\nhint: retry when the remote 'origin' is reachable"),

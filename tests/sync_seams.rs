@@ -638,14 +638,36 @@ fn archive_on_one_clone_and_edit_on_another_leave_one_copy() {
     };
     converge();
     // x: b edits, a writes once more then archives: a's move comes later (higher seq).
-    tavern(&b, &["edit", &x, "--set", "note=edited on b"]).ok();
+    tavern(
+        &b,
+        &[
+            "edit",
+            &x,
+            "--set",
+            "note=edited on b",
+            "--extra-field",
+            "note",
+        ],
+    )
+    .ok();
     tavern(&a, &["new", "task", "--title", "filler"]).ok();
     tavern(&a, &["archive", &format!("id={x}")]).ok();
     // y: a archives, b writes twice more then edits: b's change comes later.
     tavern(&a, &["archive", &format!("id={y}")]).ok();
     tavern(&b, &["new", "task", "--title", "filler 1"]).ok();
     tavern(&b, &["new", "task", "--title", "filler 2"]).ok();
-    tavern(&b, &["edit", &y, "--set", "note=edited on b after"]).ok();
+    tavern(
+        &b,
+        &[
+            "edit",
+            &y,
+            "--set",
+            "note=edited on b after",
+            "--extra-field",
+            "note",
+        ],
+    )
+    .ok();
     converge();
     for dir in [&a, &b] {
         for (id, note) in [(&x, "edited on b"), (&y, "edited on b after")] {
@@ -1133,7 +1155,18 @@ mod one_place {
             // Archived first on a, edited later on b (b's entry comes later in log order).
             tavern(&a, &["archive", &format!("id={id}")]).ok();
             tavern(&b, &["new", "task", "--title", "filler"]).ok();
-            tavern(&b, &["edit", &id, "--set", "note=edited on b"]).ok();
+            tavern(
+                &b,
+                &[
+                    "edit",
+                    &id,
+                    "--set",
+                    "note=edited on b",
+                    "--extra-field",
+                    "note",
+                ],
+            )
+            .ok();
             let second = if *first == a { &b } else { &a };
             settle(&[first, second]);
             let text = one_copy(&[&a, &b], &remote, &id, true);
@@ -1158,6 +1191,32 @@ mod one_place {
         let text = one_copy(&[&a, &b], &remote, &id, true);
         assert!(text.contains("A line the human wrote."), "{text}");
         logged_one_place(&b, &id, true);
+    }
+
+    /// Archive on one clone; the other's sync takes it (the task file goes from there),
+    /// and then a human's editor, open on the task all along, writes it back with a line
+    /// of theirs: the next sync finds the document both in its region and in the archive
+    /// on this clone alone. It is put in one place by the same rule as a merge: the
+    /// archived copy, holding the hand's line; every clone the same, `check` passing.
+    #[test]
+    fn a_hand_edit_written_back_after_sync_archived_the_task_leaves_one_copy() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b, remote) = two_clones(tmp.path());
+        let id = done_task(&a, &b, "written back");
+        let path = board_file(&b, &format!("tasks/{id}.md"));
+        let open_in_editor = std::fs::read_to_string(&path).unwrap();
+        tavern(&a, &["archive", &format!("id={id}")]).ok();
+        settle(&[&a, &b]);
+        assert!(!path.exists(), "b's sync took the archive");
+        std::fs::write(
+            &path,
+            format!("{open_in_editor}\nA line the human wrote.\n"),
+        )
+        .unwrap();
+        settle(&[&b, &a]);
+        let text = one_copy(&[&a, &b], &remote, &id, true);
+        assert!(text.contains("A line the human wrote."), "{text}");
+        assert_eq!(field(&text, "status"), "done", "{text}");
     }
 
     /// Archive on one clone, `reopen` on the other: the document moved back to a live
@@ -1237,7 +1296,18 @@ mod one_place {
         let tmp = tempfile::tempdir().unwrap();
         let (a, b, remote) = two_clones(tmp.path());
         let id = done_task(&a, &b, "archived mid-sync");
-        tavern(&b, &["edit", &id, "--set", "note=edited on b"]).ok();
+        tavern(
+            &b,
+            &[
+                "edit",
+                &id,
+                "--set",
+                "note=edited on b",
+                "--extra-field",
+                "note",
+            ],
+        )
+        .ok();
         tavern(&b, &["sync"]).ok();
         let marker = tmp.path().join("archived");
         let hook = faulty_git(
@@ -1269,7 +1339,7 @@ mod one_place {
         let hook = faulty_git(
             tmp.path(),
             &format!(
-                "fetch) case \"$*\" in *refs/heads/tavern:*) if [ ! -e '{m}' ]; then : > '{m}'; (cd '{a}' && '{BIN}' edit '{id}' --set 'note=edited on a' >/dev/null 2>&1); fi ;; esac ;;",
+                "fetch) case \"$*\" in *refs/heads/tavern:*) if [ ! -e '{m}' ]; then : > '{m}'; (cd '{a}' && '{BIN}' edit '{id}' --set 'note=edited on a' --extra-field note >/dev/null 2>&1); fi ;; esac ;;",
                 m = marker.display(),
                 a = a.display(),
             ),

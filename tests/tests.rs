@@ -52,6 +52,7 @@ mod sync_branch;
 mod sync_claims;
 mod sync_seams;
 mod teamwork;
+mod unknown_fields;
 mod watch_alerts;
 mod watch_changes;
 mod watch_feed;

@@ -658,8 +658,17 @@ fn a_log_replaced_by_a_checkout_is_followed_again_without_miscrediting_anyone() 
     let log_path = b.board().join("log.yaml");
     let short = std::fs::read(&log_path).unwrap();
     let edit = |who: &str, n: u32| {
-        b.run(&["edit", "task-a", "--set", &format!("n={n}"), "--as", who])
-            .ok();
+        b.run(&[
+            "edit",
+            "task-a",
+            "--set",
+            &format!("n={n}"),
+            "--extra-field",
+            "n",
+            "--as",
+            who,
+        ])
+        .ok();
     };
     edit("alice", 1);
     w.wait_finished(1);

@@ -40,8 +40,15 @@ fn a_watcher_killed_at_any_moment_logs_each_change_once_and_runs_each_activation
             b.board().join(format!("tasks/{hand}.md")),
         )
         .unwrap();
-        b.run(&["edit", &ids[12 + round], "--set", &format!("n={round}")])
-            .ok();
+        b.run(&[
+            "edit",
+            &ids[12 + round],
+            "--set",
+            &format!("n={round}"),
+            "--extra-field",
+            "n",
+        ])
+        .ok();
         // Killed at different moments: as the first activation starts, as the first
         // change is logged, or after a while.
         match round % 4 {

@@ -50,7 +50,7 @@ fn a_source_is_not_triggered_by_its_own_writes() {
         &b,
         "toucher",
         &format!(
-            "watch: [tasks]\non: [created, changed]\nrun: echo \"$TAVERN_ID\" >> ran.txt && {BIN} edit \"$TAVERN_ID\" --set touched=done\n"
+            "watch: [tasks]\non: [created, changed]\nrun: echo \"$TAVERN_ID\" >> ran.txt && {BIN} edit \"$TAVERN_ID\" --set touched=done --extra-field touched\n"
         ),
         "",
     );
@@ -83,6 +83,8 @@ fn a_ping_pong_between_two_sources_is_stopped_by_the_loop_guard() {
     let b = TestBoard::new();
     let config = b.read("board.yaml").replace("max_chain: 8", "max_chain: 4");
     b.write("board.yaml", config);
+    // Whose turn it is: a field of this board's own, which the sources' `when:` reads.
+    b.declare_fields("tasks", &["turn"]);
     for (me, other) in [("ping", "pong"), ("pong", "ping")] {
         source(
             &b,
@@ -131,7 +133,15 @@ fn a_document_triggering_too_often_raises_one_alert() {
     let mut w = Watcher::start(&b, &[]);
     let rel = format!("tasks/{id}.md");
     for i in 0..5 {
-        b.run(&["edit", &id, "--set", &format!("n={i}")]).ok();
+        b.run(&[
+            "edit",
+            &id,
+            "--set",
+            &format!("n={i}"),
+            "--extra-field",
+            "n",
+        ])
+        .ok();
         // Each edit is seen (and, for the first three, run) before the next one.
         w.wait_until("the edit to be handled", |seen| {
             let changes = seen

@@ -134,6 +134,7 @@ pub fn archive(
     older_than: Option<chrono::Duration>,
 ) -> Result<Archived> {
     let query = Query::parse(terms)?;
+    crate::schema::check_query(board, &query, &query_regions(&query))?;
     Ok(Archived {
         moved: crate::ops::archive::archive(board, actor, &query, older_than)?,
     })
@@ -154,6 +155,7 @@ pub fn archive_dry_run(
     older_than: Option<chrono::Duration>,
 ) -> Result<WouldArchive> {
     let query = Query::parse(terms)?;
+    crate::schema::check_query(board, &query, &query_regions(&query))?;
     let docs = crate::ops::archive::candidates(board, &query, older_than)?;
     Ok(WouldArchive {
         dry_run: true,
@@ -245,6 +247,16 @@ pub fn reopen(root: &Path) -> Result<Board> {
         });
     }
     Board::open(root)
+}
+
+/// The regions a query reads: those it names, else every one.
+fn query_regions(query: &Query) -> Vec<crate::doc::Region> {
+    let regions = query.regions();
+    if regions.is_empty() {
+        crate::doc::Region::ALL.to_vec()
+    } else {
+        regions
+    }
 }
 
 /// Where `setup` keeps the files it changed as they were before, for this board.

@@ -73,6 +73,7 @@ pub fn list(board: &Board, req: &ListRequest) -> Result<Listing> {
     }
     regions.sort();
     regions.dedup();
+    crate::schema::check_query(board, &query, &regions)?;
     let now = crate::time::now();
     // Filter while reading: a big board is never held in memory whole.
     let needles = query.needles();

@@ -107,6 +107,7 @@ pub struct Findings {
 /// acknowledged before the rest, then newest first.
 pub fn findings(board: &Board, terms: &[String]) -> Result<Findings> {
     let query = Query::parse(terms)?;
+    crate::schema::check_query(board, &query, &[Region::Observations])?;
     let now = crate::time::now();
     let scan = crate::scan::scan_matching(board, &[Region::Observations], |d| {
         query.matches_in(d, Some(Region::Observations), now)

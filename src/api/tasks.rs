@@ -29,6 +29,7 @@ pub struct Ready {
 /// None: every ready task. Expired leases are swept first, so their tasks count.
 pub fn ready(board: &Board, terms: &[String], for_actor: Option<&str>) -> Result<Ready> {
     let query = Query::parse(terms)?;
+    crate::schema::check_query(board, &query, &[Region::Tasks])?;
     let r = transition::ready(board, &query, for_actor)?;
     Ok(Ready {
         listing: Listing {
@@ -157,6 +158,7 @@ pub fn claim_next(
     opts: &Options,
 ) -> Result<ClaimedNext> {
     let query = Query::parse(terms)?;
+    crate::schema::check_query(board, &query, &[Region::Tasks])?;
     let (outcome, skipped) = transition::claim_next_with(board, actor, &query, opts)?;
     let claimed = outcome
         .map(|o| Changed::new(o).local(board, opts.local))

@@ -92,6 +92,10 @@ pub struct NewArgs {
     /// Set a field: KEY=VALUE, where VALUE may be YAML like [a, b] or 3 (repeatable)
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
+    /// Let --set write NAME although the board does not know the field (by default an
+    /// unknown field is refused as a typo) (repeatable, or comma-separated)
+    #[arg(long = "extra-field", value_name = "NAME", value_delimiter = ',')]
+    pub extra_fields: Vec<String>,
     /// Add a tag (repeatable)
     #[arg(long = "tag", value_name = "TAG")]
     pub tags: Vec<String>,
@@ -152,6 +156,7 @@ pub fn new(ctx: &Ctx, a: NewArgs) -> Result<ExitCode> {
         priority: a.priority,
         depends_on: a.depends_on,
         sets,
+        extra: a.extra_fields,
         at: None,
     };
     ctx.print(&api::docs::create(&board, &actor, a.kind.region(), &spec)?)
@@ -216,6 +221,10 @@ pub struct EditArgs {
     /// Allow changing fields the workflow owns (status, claimed_by); logged
     #[arg(long)]
     pub force: bool,
+    /// Let the edit write NAME although the board does not know the field (by default an
+    /// unknown field is refused as a typo) (repeatable, or comma-separated)
+    #[arg(long = "extra-field", value_name = "NAME", value_delimiter = ',')]
+    pub extra_fields: Vec<String>,
 }
 
 pub fn edit(ctx: &Ctx, a: EditArgs) -> Result<ExitCode> {
@@ -238,6 +247,7 @@ pub fn edit(ctx: &Ctx, a: EditArgs) -> Result<ExitCode> {
         body: a.body.read()?,
         if_rev: a.if_rev,
         force: a.force,
+        extra: a.extra_fields.clone(),
     };
     if spec.is_empty() {
         return Err(Error::usage(

@@ -58,6 +58,7 @@ fn flag(input: Input) -> String {
         Input::IfRev => "--if-rev",
         Input::AddRemove => "--add/--remove",
         Input::Nested => "--nested",
+        Input::ExtraField => "--extra-field NAME",
     }
     .to_string()
 }

@@ -336,7 +336,7 @@ impl Action {
 struct MoveArgs {
     /// The task (id or unique prefix)
     id: String,
-    /// start (claimed -> working), submit (-> review), block, unblock, release (give it back), done (no review needed), fail; approve / reject another agent's task in review (as its reviewer; never your own)
+    /// start (claimed -> working), submit (-> review), block, unblock, release (give it back), done (no review needed), fail; approve / reject (as its reviewer)
     action: Action,
     /// A note for the log entry
     note: Option<String>,
@@ -713,6 +713,7 @@ fn create_task(ctx: &Ctx, args: Value) -> Result<Value> {
         priority: a.priority,
         depends_on: a.depends_on.unwrap_or_default(),
         sets,
+        extra: Vec::new(),
         at: None,
     };
     let created = api::docs::create(&ctx.board, &ctx.actor, Region::Tasks, &spec)?;
@@ -736,6 +737,8 @@ struct EditArgs {
     body: Option<String>,
     /// Only if its rev is still this (compare-and-swap)
     if_rev: Option<u64>,
+    /// Unknown fields to write anyway (not typos)
+    extra_fields: Option<Vec<String>>,
 }
 
 fn edit(ctx: &Ctx, args: Value) -> Result<Value> {
@@ -751,6 +754,7 @@ fn edit(ctx: &Ctx, args: Value) -> Result<Value> {
         body: a.body,
         if_rev: a.if_rev,
         force: false,
+        extra: a.extra_fields.unwrap_or_default(),
     };
     if spec.is_empty() {
         return Err(Error::usage(
@@ -907,7 +911,7 @@ pub const ALL: &[Def] = &[
         false,
         MoveArgs,
         move_task,
-        "Move a task along the workflow: start, submit for review, block, unblock, release, done or fail a task you hold; approve or reject another agent's task in review, as its reviewer (review means someone else: never your own, nor one you submitted)."
+        "Move a task along the workflow: start, submit for review, block, unblock, release, done or fail a task you hold; approve or reject another agent's task in review (never your own, nor one you submitted)."
     ),
     def!(
         "show",
@@ -939,7 +943,7 @@ pub const ALL: &[Def] = &[
         false,
         AskArgs,
         ask,
-        "Ask a human a question (optionally blocking your tasks until answered), or request a permission. Humans answer outside this server; check status for the answer."
+        "Ask a human a question (optionally blocking your tasks until answered), or request a permission; a human answers, and status shows it."
     ),
     def!(
         "search",

@@ -21,6 +21,9 @@ pub struct EditSpec {
     pub body: Option<String>,
     pub if_rev: Option<u64>,
     pub force: bool,
+    /// Fields the edit may write although the board does not know them (the caller
+    /// says so explicitly): any other unknown field is refused as a typo.
+    pub extra: Vec<String>,
 }
 
 impl EditSpec {
@@ -149,7 +152,12 @@ pub fn edit(
         return Err(e);
     }
     let mut forged = None;
+    let known = crate::schema::Known::of(board, region);
     let outcome = mutate(board, region, id, spec.if_rev, |doc| {
+        // A field the board does not know, and the document does not carry, is a typo.
+        for (key, _) in writes(spec) {
+            crate::schema::check_field(&known, &path, key, &spec.extra, Some(doc))?;
+        }
         match owned_refusal(board, region, decisions::is_permission(doc), spec) {
             Some(Refusal::Workflow(e)) => return Err(e),
             Some(Refusal::Decision(what)) => {

@@ -24,6 +24,9 @@ pub struct NewDoc {
     pub depends_on: Vec<String>,
     /// `--set key=value`, applied last.
     pub sets: Vec<(String, Value)>,
+    /// Fields `sets` may hold although the board does not know them (the caller says so
+    /// explicitly): any other unknown field is refused as a typo.
+    pub extra: Vec<String>,
     /// When it is created (`created_at`); now if unset. A caller that derives another time
     /// from the creation (an observation's `expires_at`) passes the instant it used.
     pub at: Option<chrono::DateTime<chrono::Utc>>,
@@ -105,6 +108,12 @@ pub fn new_document(
         Some(id) => format!("{}/{id}.md", region.dir()),
         None => format!("the new {}", region.kind()),
     };
+    let known = crate::schema::Known::of(board, region);
+    for (key, _) in &spec.sets {
+        if !RESERVED.contains(&key.as_str()) && crate::query::is_field_name(key) {
+            crate::schema::check_field(&known, &path, key, &spec.extra, None)?;
+        }
+    }
     for (key, value) in &spec.sets {
         // A value the schema refuses is said as such first (`status=bogus`).
         crate::schema::check_value(board, region, &path, key, value)?;

@@ -8,10 +8,11 @@
 //! git's racy-timestamp rule, the directory's own stat data telling whether it must be
 //! listed again, and the wall clock checked against the boot clock. A file whose stat data
 //! changed is read and analysed again; a bucket holding one is rewritten whole (temp file,
-//! rename, CRC-32), so a search killed mid-update leaves old or new files, never a wrong
-//! one. Each bucket holds its own inverted index (terms, sorted, with their postings), so
-//! a search reads only the postings of its words; BM25's statistics (document count,
-//! average length, document frequencies) are summed over the buckets at search time.
+//! rename, CRC-32s), so a search killed mid-update leaves old or new files, never a wrong
+//! one. Each bucket holds its own inverted index (a term directory, then the postings: see
+//! [`store`]): a search reads the stat data and the directories, then only the postings
+//! of its words; BM25's statistics (document count, average length, document
+//! frequencies) are summed over the buckets at search time.
 //!
 //! The hits are then read from their files (the text of a hit is never taken from the
 //! index): filters are matched against the document as it is, phrases are checked word
@@ -42,7 +43,7 @@ use store::{Bucket, Entry, Kind};
 pub use text::Snippet;
 
 /// Bumped whenever what the index stores, or how a file is analysed, changes.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 
 /// Files per bucket the index aims at.
 const PER_BUCKET: usize = 1024;
@@ -218,6 +219,35 @@ pub fn similar(board: &Board, doc: &Document) -> Result<Vec<Similar>> {
 }
 
 fn run(board: &Board, parsed: &Parsed, limit: usize) -> Result<Found> {
+    if let Some(found) = run_once(board, parsed, limit)? {
+        return Ok(found);
+    }
+    // A term's postings failed their check: the areas' manifests go, so that the index
+    // is built again from the files (it is read fresh, and cannot fail so again).
+    let search_dir = crate::layout::search_dir(&board.root);
+    for entry in std::fs::read_dir(&search_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let manifest = ixfiles::manifest_path(&entry.path());
+        if let Err(e) = std::fs::remove_file(&manifest)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            return Err(Error::io(&manifest, "remove", e));
+        }
+    }
+    run_once(board, parsed, limit)?.ok_or_else(|| {
+        Error::io(
+            &search_dir,
+            "read",
+            std::io::Error::other("the search index fails its checks after it was built again"),
+        )
+    })
+}
+
+/// A search; None when postings failed their check.
+fn run_once(board: &Board, parsed: &Parsed, limit: usize) -> Result<Option<Found>> {
     let regions = {
         let mut r = parsed.filter.regions();
         if r.is_empty() {
@@ -250,7 +280,9 @@ fn run(board: &Board, parsed: &Parsed, limit: usize) -> Result<Found> {
         }
         loaded.push((place, buckets));
     }
-    let ranked = rank(&loaded, parsed);
+    let Some(ranked) = rank(&loaded, parsed) else {
+        return Ok(None);
+    };
     let now = crate::time::now();
     let wanted: HashSet<String> = ranked.matched_terms;
     for (score, a, b, e, words) in ranked.docs {
@@ -263,7 +295,7 @@ fn run(board: &Board, parsed: &Parsed, limit: usize) -> Result<Found> {
             found.hits.push(Hit { words, ..hit });
         }
     }
-    Ok(found)
+    Ok(Some(found))
 }
 
 /// The documents holding a word searched for, best first: (score, area, bucket, entry).
@@ -273,7 +305,8 @@ struct Ranked {
     matched_terms: HashSet<String>,
 }
 
-fn rank(loaded: &[(Place, Vec<Bucket>)], parsed: &Parsed) -> Ranked {
+/// None when a term's postings fail their check.
+fn rank(loaded: &[(Place, Vec<Bucket>)], parsed: &Parsed) -> Option<Ranked> {
     // The collection's statistics, summed over every bucket searched.
     let mut n_docs = 0u64;
     let mut total_len = 0u64;
@@ -317,7 +350,7 @@ fn rank(loaded: &[(Place, Vec<Bucket>)], parsed: &Parsed) -> Ranked {
                         want_terms[wi].push((term.clone(), weight));
                     }
                     let list = per_term.entry(term).or_default();
-                    for (e, tf) in b.postings(i) {
+                    for (e, tf) in b.postings(i)? {
                         list.push((a, bi, e as usize, tf, weight));
                     }
                 }
@@ -361,10 +394,10 @@ fn rank(loaded: &[(Place, Vec<Bucket>)], parsed: &Parsed) -> Ranked {
     if !required.is_empty() {
         for term in &required {
             let Some(list) = per_term.get(*term) else {
-                return Ranked {
+                return Some(Ranked {
                     docs: Vec::new(),
                     matched_terms,
-                };
+                });
             };
             let mut seen = HashSet::new();
             for &(a, b, e, _, weight) in list {
@@ -393,10 +426,10 @@ fn rank(loaded: &[(Place, Vec<Bucket>)], parsed: &Parsed) -> Ranked {
             name(x).cmp(&name(y))
         })
     });
-    Ranked {
+    Some(Ranked {
         docs,
         matched_terms,
-    }
+    })
 }
 
 /// Reads a ranked file as it is now: it must still match the filters and phrases; its
@@ -750,12 +783,24 @@ impl<'a> Area<'a> {
         b: usize,
         names_known: bool,
     ) -> Result<(Bucket, bool)> {
-        let count = manifest.buckets.len();
         let path = ixfiles::bucket_path(&self.index_dir, manifest.generation, b);
-        let cached = ixfiles::load(&path)
-            .and_then(|bytes| store::decode(&bytes))
+        let cached = store::open(&path)
             .filter(|bk| bk.fingerprint == self.ctx.fingerprint)
             .unwrap_or_default();
+        self.refresh_from(dir_fd, manifest, b, names_known, cached)
+    }
+
+    /// One bucket brought up to date from what its file held.
+    fn refresh_from(
+        &self,
+        dir_fd: &OwnedFd,
+        manifest: &Manifest,
+        b: usize,
+        names_known: bool,
+        cached: Bucket,
+    ) -> Result<(Bucket, bool)> {
+        let count = manifest.buckets.len();
+        let path = ixfiles::bucket_path(&self.index_dir, manifest.generation, b);
         let mut rewrite = false;
         let names: Vec<String> = if names_known && cached.id == manifest.buckets[b] {
             cached.entries.iter().map(|e| e.name.clone()).collect()
@@ -809,7 +854,10 @@ impl<'a> Area<'a> {
         if !rewrite {
             return Ok((cached, false));
         }
-        let mut old_terms = cached.per_entry();
+        let Some(mut old_terms) = cached.per_entry() else {
+            // Postings that fail their check: every file of the bucket is read again.
+            return self.refresh_from(dir_fd, manifest, b, names_known, Bucket::default());
+        };
         let mut entries: Vec<Analysed> = fresh
             .into_iter()
             .map(|(i, read)| match read {

@@ -1,14 +1,28 @@
 //! The search index's bucket files: for up to about a thousand files of one directory,
 //! each file's stat data and what it gave (indexed, skipped, not text), and the bucket's
 //! inverted index: its terms, sorted, each with the files holding it and how often.
-//! Written whole to a temp file and renamed over, ending in a CRC-32 (as the read index's
-//! files are): a torn or zeroed file reads as missing.
+//!
+//! A file is a fixed header, then the entries (names, stat data, lengths), then the term
+//! directory (each term with where its postings are, how many, and their CRC-32), then the
+//! postings. A search reads the header, the entries and the directory, and then only the
+//! postings of the terms it looks for: the bulk of the file, the postings of every other
+//! term, is never read. The header, the entries and the directory each carry a CRC-32,
+//! and so does each term's postings; the file is written whole to a temp file and renamed
+//! over, so a torn, zeroed or foreign file reads as missing, and postings that fail their
+//! check make the search build the index again.
 
 use std::collections::BTreeMap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
 
 use crate::index::stat::StatKey;
 
-const MAGIC: &[u8; 8] = b"TVSRBKT1";
+const MAGIC: &[u8; 8] = b"TVSRBKT2";
+
+/// The header's length: magic, id, fingerprint, the three parts' lengths, their CRCs and
+/// the header's own.
+const HEADER: usize = 8 + 8 + 8 + 4 + 4 + 8 + 4 + 4 + 4;
 
 /// What one file gave when it was last read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,16 +47,29 @@ pub struct Entry {
     pub len: u32,
 }
 
-/// A bucket as read: its entries, sorted by name, and its dictionary.
+/// Where a bucket's postings are read from.
+#[derive(Debug, Default)]
+enum Source {
+    #[default]
+    None,
+    /// The bucket file, open, and where its postings start.
+    File(File, u64),
+    /// The postings' bytes (a bucket just written).
+    Memory(Vec<u8>),
+}
+
+/// A bucket as read: its entries, sorted by name, and its term directory.
 #[derive(Debug, Default)]
 pub struct Bucket {
     pub id: u64,
     pub fingerprint: u64,
     pub entries: Vec<Entry>,
-    /// The dictionary's bytes: records of a term and its postings, sorted by term.
+    /// The directory's bytes: records of a term, its postings' offset, count and CRC-32,
+    /// sorted by term.
     dict: Vec<u8>,
     /// Where each record starts in `dict`.
     offsets: Vec<u32>,
+    source: Source,
 }
 
 /// One term's postings: (entry index, term frequency).
@@ -53,27 +80,55 @@ impl Bucket {
         self.offsets.len()
     }
 
-    /// The `i`th term, and where its postings start.
-    fn record(&self, i: usize) -> (&str, usize) {
+    /// The `i`th term, and where its postings are: (offset, count, CRC-32).
+    fn record(&self, i: usize) -> (&str, u64, usize, u32) {
         let at = self.offsets[i] as usize;
-        let n = u32::from_le_bytes(self.dict[at..at + 4].try_into().unwrap_or_default()) as usize;
+        let u32_at =
+            |at: usize| u32::from_le_bytes(self.dict[at..at + 4].try_into().unwrap_or_default());
+        let n = u32_at(at) as usize;
         let term = std::str::from_utf8(&self.dict[at + 4..at + 4 + n]).unwrap_or("");
-        (term, at + 4 + n)
+        let at = at + 4 + n;
+        (
+            term,
+            u64::from_le_bytes(self.dict[at..at + 8].try_into().unwrap_or_default()),
+            u32_at(at + 8) as usize,
+            u32_at(at + 12),
+        )
     }
 
     pub fn term(&self, i: usize) -> &str {
         self.record(i).0
     }
 
-    pub fn postings(&self, i: usize) -> Postings {
-        let (_, mut at) = self.record(i);
-        let u32_at =
-            |at: usize| u32::from_le_bytes(self.dict[at..at + 4].try_into().unwrap_or_default());
-        let n = u32_at(at) as usize;
-        at += 4;
-        (0..n)
-            .map(|k| (u32_at(at + k * 8), u32_at(at + k * 8 + 4)))
-            .collect()
+    /// The `i`th term's postings; None when they cannot be read or fail their check (the
+    /// index must then be built again).
+    pub fn postings(&self, i: usize) -> Option<Postings> {
+        let (_, off, count, crc) = self.record(i);
+        let len = count.checked_mul(8)?;
+        let owned;
+        let bytes: &[u8] = match &self.source {
+            Source::None => return None,
+            Source::Memory(m) => m.get(off as usize..(off as usize).checked_add(len)?)?,
+            Source::File(f, base) => {
+                let mut buf = vec![0; len];
+                f.read_exact_at(&mut buf, base.checked_add(off)?).ok()?;
+                owned = buf;
+                &owned
+            }
+        };
+        if crc32fast::hash(bytes) != crc {
+            return None;
+        }
+        let n = self.entries.len() as u32;
+        let mut out = Vec::with_capacity(count);
+        for p in bytes.chunks_exact(8) {
+            let e = u32::from_le_bytes(p[..4].try_into().ok()?);
+            if e >= n {
+                return None;
+            }
+            out.push((e, u32::from_le_bytes(p[4..].try_into().ok()?)));
+        }
+        Some(out)
     }
 
     /// The index of `term` in the dictionary.
@@ -91,18 +146,19 @@ impl Bucket {
     }
 
     /// Each entry's terms with their frequencies (the dictionary turned back around), to
-    /// build the bucket again with some entries changed.
-    pub fn per_entry(&self) -> Vec<Vec<(String, u32)>> {
+    /// build the bucket again with some entries changed; None when a term's postings
+    /// cannot be read.
+    pub fn per_entry(&self) -> Option<Vec<Vec<(String, u32)>>> {
         let mut out = vec![Vec::new(); self.entries.len()];
         for i in 0..self.terms() {
             let term = self.term(i);
-            for (e, tf) in self.postings(i) {
+            for (e, tf) in self.postings(i)? {
                 if let Some(list) = out.get_mut(e as usize) {
                     list.push((term.to_string(), tf));
                 }
             }
         }
-        out
+        Some(out)
     }
 }
 
@@ -114,43 +170,68 @@ pub fn encode(id: u64, fingerprint: u64, entries: &[(Entry, Vec<(String, u32)>)]
             dict.entry(t.as_str()).or_default().push((i as u32, *tf));
         }
     }
-    let mut out = Vec::with_capacity(64 + entries.len() * 80 + dict.len() * 24);
+    let mut head = Vec::with_capacity(entries.len() * 80);
+    put_u32(&mut head, entries.len() as u32);
+    for (e, _) in entries {
+        put_str(&mut head, &e.name);
+        put_key(&mut head, &e.key);
+        head.push(e.racy as u8);
+        match &e.kind {
+            Kind::Indexed => head.push(0),
+            Kind::Skipped(problem) => {
+                head.push(1);
+                put_str(&mut head, problem);
+            }
+            Kind::Ignored => head.push(2),
+        }
+        put_u32(&mut head, e.len);
+    }
+    let mut dir = Vec::with_capacity(dict.len() * 28);
+    let mut post = Vec::new();
+    put_u32(&mut dir, dict.len() as u32);
+    for (term, postings) in &dict {
+        let at = post.len() as u64;
+        for (e, tf) in postings {
+            put_u32(&mut post, *e);
+            put_u32(&mut post, *tf);
+        }
+        put_str(&mut dir, term);
+        dir.extend_from_slice(&at.to_le_bytes());
+        put_u32(&mut dir, postings.len() as u32);
+        put_u32(&mut dir, crc32fast::hash(&post[at as usize..]));
+    }
+    let mut out = Vec::with_capacity(HEADER + head.len() + dir.len() + post.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&id.to_le_bytes());
     out.extend_from_slice(&fingerprint.to_le_bytes());
-    put_u32(&mut out, entries.len() as u32);
-    for (e, _) in entries {
-        put_str(&mut out, &e.name);
-        put_key(&mut out, &e.key);
-        out.push(e.racy as u8);
-        match &e.kind {
-            Kind::Indexed => out.push(0),
-            Kind::Skipped(problem) => {
-                out.push(1);
-                put_str(&mut out, problem);
-            }
-            Kind::Ignored => out.push(2),
-        }
-        put_u32(&mut out, e.len);
-    }
-    put_u32(&mut out, dict.len() as u32);
-    for (term, postings) in &dict {
-        put_str(&mut out, term);
-        put_u32(&mut out, postings.len() as u32);
-        for (e, tf) in postings {
-            put_u32(&mut out, *e);
-            put_u32(&mut out, *tf);
-        }
-    }
+    put_u32(&mut out, head.len() as u32);
+    put_u32(&mut out, dir.len() as u32);
+    out.extend_from_slice(&(post.len() as u64).to_le_bytes());
+    put_u32(&mut out, crc32fast::hash(&head));
+    put_u32(&mut out, crc32fast::hash(&dir));
     let crc = crc32fast::hash(&out);
     put_u32(&mut out, crc);
+    out.extend_from_slice(&head);
+    out.extend_from_slice(&dir);
+    out.extend_from_slice(&post);
     out
 }
 
-/// A bucket from its bytes; None when torn, of another format, or not one.
-pub fn decode(bytes: &[u8]) -> Option<Bucket> {
-    let body_len = bytes.len().checked_sub(4)?;
-    let (body, crc) = bytes.split_at(body_len);
+/// The header's fields: id, fingerprint, the lengths of the entries, the directory and
+/// the postings, and the first two's CRCs.
+struct Header {
+    id: u64,
+    fingerprint: u64,
+    head_len: usize,
+    dir_len: usize,
+    post_len: u64,
+    head_crc: u32,
+    dir_crc: u32,
+}
+
+fn header(bytes: &[u8]) -> Option<Header> {
+    let bytes = bytes.get(..HEADER)?;
+    let (body, crc) = bytes.split_at(HEADER - 4);
     if crc32fast::hash(body) != u32::from_le_bytes(crc.try_into().ok()?) {
         return None;
     }
@@ -158,10 +239,25 @@ pub fn decode(bytes: &[u8]) -> Option<Bucket> {
     if r.take(8)? != MAGIC {
         return None;
     }
-    let id = r.u64()?;
-    let fingerprint = r.u64()?;
+    Some(Header {
+        id: r.u64()?,
+        fingerprint: r.u64()?,
+        head_len: r.u32()? as usize,
+        dir_len: r.u32()? as usize,
+        post_len: r.u64()?,
+        head_crc: r.u32()?,
+        dir_crc: r.u32()?,
+    })
+}
+
+/// A bucket from its entries' and directory's bytes, checked.
+fn front(h: &Header, head: &[u8], dir: &[u8], source: Source) -> Option<Bucket> {
+    if crc32fast::hash(head) != h.head_crc || crc32fast::hash(dir) != h.dir_crc {
+        return None;
+    }
+    let mut r = Reader(head);
     let n = r.u32()? as usize;
-    let mut entries = Vec::with_capacity(n.min(body.len() / 60));
+    let mut entries = Vec::with_capacity(n.min(head.len() / 60));
     for _ in 0..n {
         let name = r.str()?.to_string();
         let key = r.key()?;
@@ -181,9 +277,13 @@ pub fn decode(bytes: &[u8]) -> Option<Bucket> {
             len,
         });
     }
-    let terms = r.u32()? as usize;
-    let dict = r.0.to_vec();
-    let mut offsets = Vec::with_capacity(terms.min(dict.len() / 12));
+    if !r.0.is_empty() {
+        return None;
+    }
+    let mut d = Reader(dir);
+    let terms = d.u32()? as usize;
+    let dict = d.0.to_vec();
+    let mut offsets = Vec::with_capacity(terms.min(dict.len() / 20));
     let mut d = Reader(&dict);
     let mut previous: Option<&str> = None;
     for _ in 0..terms {
@@ -194,22 +294,57 @@ pub fn decode(bytes: &[u8]) -> Option<Bucket> {
             return None;
         }
         previous = Some(term);
-        let postings = d.u32()? as usize;
-        let bytes = d.take(postings.checked_mul(8)?)?;
-        if bytes
-            .chunks_exact(8)
-            .any(|p| u32::from_le_bytes(p[..4].try_into().unwrap_or_default()) as usize >= n)
-        {
+        let at = d.u64()?;
+        let count = d.u32()? as u64;
+        d.u32()?;
+        if at.checked_add(count.checked_mul(8)?)? > h.post_len {
             return None;
         }
     }
     d.0.is_empty().then_some(Bucket {
-        id,
-        fingerprint,
+        id: h.id,
+        fingerprint: h.fingerprint,
         entries,
         dict,
         offsets,
+        source,
     })
+}
+
+/// A bucket from its bytes; None when torn, of another format, or not one.
+pub fn decode(bytes: &[u8]) -> Option<Bucket> {
+    let h = header(bytes)?;
+    let rest = &bytes[HEADER..];
+    let dir_end = h.head_len.checked_add(h.dir_len)?;
+    if rest.len() as u64 != (dir_end as u64).checked_add(h.post_len)? {
+        return None;
+    }
+    let post = rest[dir_end..].to_vec();
+    front(
+        &h,
+        &rest[..h.head_len],
+        &rest[h.head_len..dir_end],
+        Source::Memory(post),
+    )
+}
+
+/// A bucket from its file, reading its entries and directory only (the postings are read
+/// when asked for); None when missing, torn, of another format, or not one.
+pub fn open(path: &Path) -> Option<Bucket> {
+    let file = File::open(path).ok()?;
+    let size = file.metadata().ok()?.len();
+    let mut head = [0u8; HEADER];
+    file.read_exact_at(&mut head, 0).ok()?;
+    let h = header(&head)?;
+    let dir_end = h.head_len.checked_add(h.dir_len)?;
+    if size != (HEADER as u64 + dir_end as u64).checked_add(h.post_len)? {
+        return None;
+    }
+    let mut front_bytes = vec![0; dir_end];
+    file.read_exact_at(&mut front_bytes, HEADER as u64).ok()?;
+    let (head, dir) = front_bytes.split_at(h.head_len);
+    let base = (HEADER + dir_end) as u64;
+    front(&h, head, dir, Source::File(file, base))
 }
 
 fn put_u32(out: &mut Vec<u8>, v: u32) {
@@ -304,9 +439,9 @@ mod tests {
         assert_eq!((b.id, b.fingerprint, b.terms()), (9, 4, 2));
         assert_eq!(b.entries[1].kind, Kind::Skipped("bad yaml".into()));
         let lock = b.find("lock").unwrap();
-        assert_eq!(b.postings(lock), [(0, 2), (2, 1)]);
+        assert_eq!(b.postings(lock).unwrap(), [(0, 2), (2, 1)]);
         assert_eq!(b.find("lo"), None);
-        assert_eq!(b.per_entry()[0].len(), 2);
+        assert_eq!(b.per_entry().unwrap()[0].len(), 2);
         for cut in [0, 1, 8, bytes.len() / 2, bytes.len() - 1] {
             assert!(decode(&bytes[..cut]).is_none(), "cut at {cut}");
         }
@@ -314,5 +449,25 @@ mod tests {
         flipped[20] ^= 1;
         assert!(decode(&flipped).is_none());
         assert!(decode(&vec![0; bytes.len()]).is_none());
+
+        // From its file: the same, the postings read when asked for.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b");
+        std::fs::write(&path, &bytes).unwrap();
+        let f = open(&path).unwrap();
+        assert_eq!(f.entries, b.entries);
+        assert_eq!(f.postings(f.find("timeout").unwrap()).unwrap(), [(0, 1)]);
+        // A flipped bit in the postings: the bucket opens, its postings fail their check.
+        let mut bad = bytes.clone();
+        let last = bad.len() - 1;
+        bad[last] ^= 1;
+        std::fs::write(&path, &bad).unwrap();
+        let f = open(&path).unwrap();
+        let broken = (0..f.terms()).filter(|&i| f.postings(i).is_none()).count();
+        assert_eq!(broken, 1);
+        assert!(f.per_entry().is_none());
+        std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
+        assert!(open(&path).is_none());
+        assert!(open(&dir.path().join("missing")).is_none());
     }
 }

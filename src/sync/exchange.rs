@@ -8,7 +8,7 @@
 //! board here keeps its own version of that path, the refusal is logged as an alert
 //! naming the remote's commit, and the commit the board then holds (the remote's plus
 //! the repair) is pushed, so the remote heals too. A lost push race fetches and merges
-//! again, up to [`MAX_ATTEMPTS`] times. The board on disk follows the branch through
+//! again after a random wait, up to [`MAX_ATTEMPTS`] times. The board on disk follows the branch through
 //! `git read-tree -m -u`, which writes only the files that differ and refuses before
 //! writing anything when one of them was written meanwhile (then the loop records and
 //! tries again).
@@ -65,8 +65,94 @@ pub struct Options {
 }
 
 /// How many times `tavern sync` fetches, merges and pushes again after another clone's
-/// push got in first (or a local write landed while it merged) before it gives up.
-pub const MAX_ATTEMPTS: usize = 5;
+/// push got in first (or a local write landed while it merged) before it gives up. Each
+/// lost race waits a random while first (see [`backoff`]), so clones that collided do not
+/// collide again in step.
+pub const MAX_ATTEMPTS: usize = 12;
+
+/// How many pushes the remote's own lock of the branch may refuse before `tavern sync`
+/// says so: held for milliseconds by another clone's push, for good by a killed one.
+pub const MAX_LOCKED: usize = 5;
+
+/// The rounds of one exchange, whatever happened in them: a bound that holds even if the
+/// remote moved at every fetch.
+const MAX_ROUNDS: usize = 4 * (MAX_ATTEMPTS + MAX_LOCKED);
+
+/// Why the rounds of one exchange did not end in a push the remote took.
+#[derive(Debug, Default)]
+struct Setbacks {
+    /// Races lost to other clones: a push refused by the lease (another clone's got in
+    /// first), or a fetch that found the remote's branch moved again since the last one.
+    lost: usize,
+    /// Pushes refused because the remote's lock of the branch existed; the last one seen.
+    locked: usize,
+    lock: Option<String>,
+    /// Merges taken again because the board here was written while they were made.
+    written: usize,
+}
+
+impl Setbacks {
+    fn exhausted(&self) -> bool {
+        self.lost + self.written >= MAX_ATTEMPTS || self.locked >= MAX_LOCKED
+    }
+
+    /// What happened, cause by cause, for the message of a sync that gave up.
+    fn said(&self) -> String {
+        let mut parts = Vec::new();
+        if self.lost > 0 {
+            parts.push(format!(
+                "{} race(s) lost to other clones' pushes of the branch",
+                self.lost
+            ));
+        }
+        if self.locked > 0 {
+            parts.push(format!(
+                "{} push(es) refused because the remote's lock of the branch, {}, existed",
+                self.locked,
+                self.lock.as_deref().unwrap_or("?")
+            ));
+        }
+        if self.written > 0 {
+            parts.push(format!(
+                "{} merge(s) made again because the board here was written meanwhile",
+                self.written
+            ));
+        }
+        if parts.is_empty() {
+            parts.push(format!(
+                "the remote's branch moved at each of {MAX_ROUNDS} rounds"
+            ));
+        }
+        parts.join(", ")
+    }
+}
+
+/// How the last push of the board branch was refused.
+#[derive(Clone, Copy, PartialEq)]
+enum Refused {
+    No,
+    /// The lease, or the remote's branch found moved after: another clone's push.
+    Lease,
+    /// The remote's lock of the branch existed: another clone's push that moment (the
+    /// next fetch finds the branch moved), or a lock left behind (it does not).
+    Locked,
+}
+
+/// The wait before trying again after the `n`th setback (1, 2, ...): a random while,
+/// up to 25 ms doubled per setback and at most 1.6 s, at least `floor_ms`. Random, so
+/// that two clones whose pushes collided do not fetch, merge and push again in step.
+fn backoff(n: usize, floor_ms: u64) {
+    let cap = (25u64 << n.min(6)).min(1600);
+    let jitter = getrandom::u64().unwrap_or_else(|_| {
+        // No system randomness: the clock's nanoseconds and the process differ enough.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos() as u64)
+            .unwrap_or(0);
+        nanos ^ (u64::from(std::process::id()) << 20)
+    }) % (cap + 1);
+    std::thread::sleep(std::time::Duration::from_millis(floor_ms.max(jitter)));
+}
 
 /// `tavern sync`: see the module's documentation.
 pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
@@ -100,9 +186,18 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
         not_recorded: Vec::new(),
     };
     let mut merged_once = false;
-    // The remote's own lock of the board branch, met by the last push that failed on it.
-    let mut remote_locked: Option<String> = None;
+    let mut setbacks = Setbacks::default();
+    // The remote's branch as the last round fetched it, and how that round's push was
+    // refused, if it was.
+    let mut last_fetched: Option<Option<String>> = None;
+    let mut refused_by = Refused::No;
     let record = |x: &mut Exchange, message: &str| -> Result<String> {
+        // A document written back after it was archived is put in one place first.
+        for kept in super::rejoin::rejoin(board, &bg)? {
+            if !x.merged.contains(&kept) {
+                x.merged.push(kept);
+            }
+        }
         let r = bg.record(board, message, opts)?;
         x.recorded |= r.moved;
         for n in r.not_recorded {
@@ -112,11 +207,34 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
         }
         Ok(r.commit)
     };
-    for attempt in 0..MAX_ATTEMPTS {
-        x.retries = attempt;
+    for _round in 0..MAX_ROUNDS {
+        if setbacks.exhausted() {
+            break;
+        }
+        x.retries = setbacks.lost + setbacks.locked + setbacks.written;
         follow_claims(board, &mut x.claims_followed)?;
         let mut ours = record(&mut x, "tavern sync: the board as it is")?;
         let theirs = fetch(&bg, &remote)?;
+        if let Some(last) = &last_fetched
+            && *last != theirs
+        {
+            match refused_by {
+                // Counted when the lease refused it.
+                Refused::Lease => {}
+                // The lock was another clone's push, live: a race lost, not a lock left.
+                Refused::Locked => {
+                    setbacks.locked -= 1;
+                    setbacks.lost += 1;
+                }
+                // Another clone pushed between this clone's fetches: a race lost as well.
+                Refused::No => {
+                    setbacks.lost += 1;
+                    backoff(setbacks.lost, 0);
+                }
+            }
+        }
+        last_fetched = Some(theirs.clone());
+        refused_by = Refused::No;
         // The records after the branch, each round: every task state the fetched branch
         // holds was confirmed by a record pushed before it, so the copies of the records
         // are never older than the tasks the merge brings (following them never moves a
@@ -172,6 +290,7 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
                 };
                 let files = changed_files(&bg, &ours, &target)?;
                 if !materialize_locked(board, &bg, &ours, &target, &files)? {
+                    setbacks.written += 1;
                     continue; // written meanwhile: record it and try again
                 }
                 x.changed.extend(files);
@@ -233,6 +352,7 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
                 )?;
                 let files = changed_files(&bg, &ours, &commit)?;
                 if !materialize_locked(board, &bg, &ours, &commit, &files)? {
+                    setbacks.written += 1;
                     continue;
                 }
                 bg.git.run(&["update-ref", REF, &commit, &ours])?;
@@ -265,13 +385,14 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
                     // (it holds it for milliseconds: wait a little), or a git on the remote
                     // killed while it updated the branch (then it stays: said below).
                     if let Some(lock) = super::git::remote_lock(&out.stderr) {
-                        remote_locked = Some(lock);
-                        std::thread::sleep(std::time::Duration::from_millis(
-                            100 * (attempt as u64 + 1),
-                        ));
+                        setbacks.locked += 1;
+                        setbacks.lock = Some(lock);
+                        refused_by = Refused::Locked;
+                        if !setbacks.exhausted() {
+                            backoff(setbacks.locked, 100 * setbacks.locked as u64);
+                        }
                         continue;
                     }
-                    remote_locked = None;
                     // Only a lost race is tried again; a remote that refuses (a hook,
                     // permissions) or is gone is exit 7.
                     if out.stderr.contains("stale info")
@@ -279,7 +400,14 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
                         || out.stderr.contains("non-fast-forward")
                         || out.stderr.contains("cannot lock ref")
                     {
-                        continue; // another clone pushed first: fetch and merge again
+                        // Another clone pushed first: wait a random while, then fetch
+                        // and merge again.
+                        setbacks.lost += 1;
+                        refused_by = Refused::Lease;
+                        if !setbacks.exhausted() {
+                            backoff(setbacks.lost, 0);
+                        }
+                        continue;
                     }
                     // The remote said no (a hook, permissions): nothing was taken.
                     let refused = out.stderr.contains("[remote rejected]")
@@ -293,8 +421,16 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
                     } else {
                         remote_branch(&bg, &remote)
                     } {
-                        Ok(Some(head)) if head == ours => {}    // taken: pushed
-                        Ok(head) if head != theirs => continue, // another clone's push
+                        Ok(Some(head)) if head == ours => {} // taken: pushed
+                        Ok(head) if head != theirs => {
+                            // Another clone's push got in first.
+                            setbacks.lost += 1;
+                            refused_by = Refused::Lease;
+                            if !setbacks.exhausted() {
+                                backoff(setbacks.lost, 0);
+                            }
+                            continue;
+                        }
                         Ok(_) => {
                             return Err(unreachable(
                                 &bg,
@@ -313,22 +449,32 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
             }
         }
     }
-    if let Some(lock) = remote_locked {
+    // Only the remote's lock, every time: a stale lock there (or a push that held it at
+    // each try), not a lost race.
+    if setbacks.locked > 0 && setbacks.lost == 0 && setbacks.written == 0 {
+        let lock = setbacks.lock.as_deref().unwrap_or("?");
         return Err(Error::Request {
             kind: crate::error::Kind::Unconfirmed,
             path: Some(board.root.clone()),
             message: crate::msg!(format!(
-                "the remote '{remote}' refused the board branch {MAX_ATTEMPTS} times in a row: its lock of the branch, {lock}, exists. Either another clone was pushing each time, or a git on the remote was killed while it updated the branch and left the lock behind: if nobody is pushing to the remote, remove that file there. This clone's changes are kept on the branch {}",
+                "the remote '{remote}' refused the board branch {} times in a row: its lock of the branch, {lock}, exists. Either another clone was pushing each time, or a git on the remote was killed while it updated the branch and left the lock behind: if nobody is pushing to the remote, remove that file there. This clone's changes are kept on the branch {}",
+                setbacks.locked,
                 branch::BRANCH
             )),
         });
     }
+    let stale = if setbacks.locked > 0 {
+        " (if nobody is pushing to the remote, its lock of the branch named above may be left by a killed git: remove that file there)"
+    } else {
+        ""
+    };
     Err(Error::Request {
         kind: crate::error::Kind::Conflict,
         path: Some(board.root.clone()),
         message: crate::msg!(
             format!(
-                "the board branch on '{remote}' kept changing: {MAX_ATTEMPTS} pushes in a row lost to other clones' (or the board was written during each merge); this clone's changes are kept on the branch {}; run `",
+                "the board branch on '{remote}' could not be updated: {}{stale}; this clone's changes are kept on the branch {}; run `",
+                setbacks.said(),
                 branch::BRANCH
             ),
             crate::error::Command::Sync,
@@ -517,4 +663,37 @@ fn is_ancestor(bg: &BoardGit, a: &str, b: &str) -> Result<bool> {
         .git
         .output(&["merge-base", "--is-ancestor", a, b], None)?
         .success)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sync_that_gives_up_names_each_cause_it_met() {
+        let s = Setbacks {
+            lost: 3,
+            locked: 1,
+            lock: Some("/r.git/refs/heads/tavern.lock".into()),
+            written: 2,
+        };
+        assert_eq!(
+            s.said(),
+            "3 race(s) lost to other clones' pushes of the branch, 1 push(es) refused because the remote's lock of the branch, /r.git/refs/heads/tavern.lock, existed, 2 merge(s) made again because the board here was written meanwhile"
+        );
+        let lost = Setbacks {
+            lost: MAX_ATTEMPTS,
+            ..Setbacks::default()
+        };
+        assert!(lost.exhausted());
+        assert_eq!(
+            lost.said(),
+            format!("{MAX_ATTEMPTS} race(s) lost to other clones' pushes of the branch")
+        );
+        let locked = Setbacks {
+            locked: MAX_LOCKED,
+            ..Setbacks::default()
+        };
+        assert!(locked.exhausted() && !Setbacks::default().exhausted());
+    }
 }

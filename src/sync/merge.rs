@@ -435,6 +435,50 @@ fn one_place(
     Ok(())
 }
 
+/// One copy of a document found both in its region (`live`, written there again after
+/// it was archived: no log entry of its own) and in the archive (`archived`): the
+/// field-by-field merge of both against `base` (the version that was archived), a field
+/// both changed going to the archived copy (its move is logged), and where it goes.
+pub(crate) struct OneCopy {
+    pub text: Vec<u8>,
+    /// It stays in the archive (else in its region: the archive is undone).
+    pub archived: bool,
+    pub conflicts: Vec<Conflict>,
+}
+
+/// See [`OneCopy`]; `path` is the live copy's path (relative to the board).
+pub(crate) fn one_copy(
+    board: &Board,
+    git: &Git,
+    tmp: &Path,
+    path: &str,
+    base: &[u8],
+    live: &[u8],
+    archived: &[u8],
+) -> Result<OneCopy> {
+    let hand = Side { stamp: None };
+    let logged = Side {
+        stamp: Some((0, String::new())),
+    };
+    let mut conflicts = Vec::new();
+    let text = merge_doc(
+        tmp,
+        git,
+        path,
+        &[base.to_vec(), archived.to_vec(), live.to_vec()],
+        &logged,
+        &hand,
+        &mut conflicts,
+    )?
+    .unwrap_or_else(|| archived.to_vec());
+    let archived = stays_archived(board, path, &text, archived);
+    Ok(OneCopy {
+        text,
+        archived,
+        conflicts,
+    })
+}
+
 /// Where a document archived on one side and changed on the other stays, decided by its
 /// merged version alone (so every clone decides the same, whichever side it is on): in
 /// the archive when the merged document is finished (an edit, a hand edit, a review's

@@ -13,6 +13,7 @@ pub mod health;
 pub mod keep;
 pub mod locks;
 pub mod merge;
+pub mod rejoin;
 pub mod repo;
 pub mod status;
 pub mod vet;
@@ -183,12 +184,19 @@ fn unreachable(bg: &BoardGit, remote: &str, what: &str, stderr: &str) -> Error {
         .map(str::trim)
         .find(|l| !l.is_empty())
         .unwrap_or("git failed");
+    // Where the remote is (its URL), so that no path in the message reads as the remote's.
+    let at = bg
+        .git
+        .output(&["remote", "get-url", remote], None)
+        .ok()
+        .filter(|o| o.success && !o.stdout.trim().is_empty())
+        .map_or_else(String::new, |o| format!(" at {}", o.stdout.trim()));
     Error::Request {
         kind: crate::error::Kind::Unconfirmed,
         path: Some(bg.root.clone()),
         message: crate::msg!(
             format!(
-                "cannot {what} the remote '{remote}' ({why}): nothing more was sent, and the board here is intact (its changes are recorded on the branch {}); run `",
+                "cannot {what} the remote '{remote}'{at} ({why}): nothing more was sent, and the board here is intact (its changes are recorded on the branch {}); run `",
                 branch::BRANCH,
             ),
             crate::error::Command::Sync,

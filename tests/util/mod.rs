@@ -171,6 +171,16 @@ impl TestBoard {
         out.text()
     }
 
+    /// Declares fields of the board's own under `fields:` in board.yaml, as a user would,
+    /// for `region` (tasks, observations, questions): writes and queries take them.
+    pub fn declare_fields(&self, region: &str, fields: &[&str]) {
+        let yaml = self.read("board.yaml");
+        let line = format!("  {region}: []\n");
+        assert!(yaml.contains(&line), "board.yaml has no `{line}`");
+        let yaml = yaml.replace(&line, &format!("  {region}: [{}]\n", fields.join(", ")));
+        self.write("board.yaml", yaml);
+    }
+
     /// A file under `.tavern/`, as text.
     pub fn read(&self, rel: &str) -> String {
         std::fs::read_to_string(self.board().join(rel))

@@ -109,6 +109,17 @@ pub enum Failure {
     },
 }
 
+/// Where the remote `remote` of the clone at `project` is, as git's configuration says: ` at
+/// URL`, for a message about the remote (never this clone's own path); empty when git
+/// cannot say.
+fn remote_url(project: &std::path::Path, remote: &str) -> String {
+    crate::sync::git::Git::new(project)
+        .output(&["remote", "get-url", remote], None)
+        .ok()
+        .filter(|o| o.success && !o.stdout.trim().is_empty())
+        .map_or_else(String::new, |o| format!(" at {}", o.stdout.trim()))
+}
+
 /// Why a step is unconfirmed when fetching its record failed.
 pub fn fetch_failed(why: &str) -> String {
     format!("fetching its record failed: {why}")
@@ -125,9 +136,9 @@ impl From<Failure> for Error {
             } => Error::Unconfirmed {
                 task: asked.task().to_string(),
                 message: format!(
-                    "cannot confirm {} with the remote '{remote}' ({}): {why}; nothing was changed",
+                    "cannot confirm {} with the remote '{remote}'{}: {why}; nothing was changed",
                     asked.what(),
-                    project.display()
+                    remote_url(&project, &remote)
                 ),
                 remote,
             },
@@ -141,8 +152,8 @@ impl From<Failure> for Error {
                 kind: Kind::Unknown,
                 path: None,
                 message: crate::msg!(format!(
-                    "the remote '{remote}' ({}) may have taken {} ({lost}), and it cannot be asked now ({why}): the outcome is unknown, and this clone's copy is as it was; the next command on {} (the same one again) asks the remote and finishes or reports it",
-                    project.display(),
+                    "the remote '{remote}'{} may have taken {} ({lost}), and it cannot be asked now ({why}): the outcome is unknown, and this clone's copy is as it was; the next command on {} (the same one again) asks the remote and finishes or reports it",
+                    remote_url(&project, &remote),
                     asked.what(),
                     asked.task()
                 )),
@@ -162,9 +173,9 @@ impl From<Failure> for Error {
                 Error::Unconfirmed {
                     task: asked.task().to_string(),
                     message: format!(
-                        "cannot confirm {} with the remote '{remote}' ({}): {lock} ({why}, {attempts} attempts): a push there still runs, or a git killed on the remote left the lock behind (stale); if no push is running on the remote, remove that file there; nothing was changed",
+                        "cannot confirm {} with the remote '{remote}'{}: {lock} ({why}, {attempts} attempts): a push there still runs, or a git killed on the remote left the lock behind (stale); if no push is running on the remote, remove that file there; nothing was changed",
                         asked.what(),
-                        project.display()
+                        remote_url(&project, &remote)
                     ),
                     remote,
                 }
@@ -205,8 +216,8 @@ impl From<Failure> for Error {
             } => Error::Unconfirmed {
                 task: "the next task".into(),
                 message: format!(
-                    "cannot learn the claims on the remote '{remote}' ({}): {why}; nothing was claimed",
-                    project.display(),
+                    "cannot learn the claims on the remote '{remote}'{}: {why}; nothing was claimed",
+                    remote_url(&project, &remote),
                 ),
                 remote,
             },

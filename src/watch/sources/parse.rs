@@ -46,7 +46,9 @@ pub fn parse(board: &Board, stem: &str, text: &str) -> Result<Source, Vec<String
     let on = f.read("on", vec![On::Created, On::Changed], |v| {
         read_on(v, &board.config.workflow.states)
     });
-    let (when, when_text) = f.read("when", (Query::default(), String::new()), read_when);
+    let (when, when_text) = f.read("when", (Query::default(), String::new()), |v| {
+        read_when(board, v)
+    });
     let run = f.required("run", read_run);
     let priority = f.read("priority", 0, read_integer);
     let cooldown = f.read("cooldown", Duration::ZERO, read_duration);
@@ -257,7 +259,7 @@ fn read_on(v: &Value, states: &[String]) -> Result<Vec<On>, Vec<String>> {
     }
 }
 
-fn read_when(v: &Value) -> Result<(Query, String), Vec<String>> {
+fn read_when(board: &Board, v: &Value) -> Result<(Query, String), Vec<String>> {
     let Value::String(text) = v else {
         return Err(one(format!(
             "expected a query like status=pending no:design, found {}",
@@ -265,7 +267,14 @@ fn read_when(v: &Value) -> Result<(Query, String), Vec<String>> {
         )));
     };
     match Query::parse(&[text.as_str()]) {
-        Ok(q) => Ok((q, text.clone())),
+        // A term on a field no document may carry never holds: a typo.
+        Ok(q) => {
+            match crate::schema::unknown_in_query(board, &q, &crate::doc::Region::ALL, false) {
+                Ok(None) => Ok((q, text.clone())),
+                Ok(Some(problem)) => Err(one(shown_line(&problem))),
+                Err(e) => Err(one(shown_line(&e.to_string()))),
+            }
+        }
         Err(e) => {
             let message = e.to_string();
             Err(one(shown_line(message.lines().next().unwrap_or(""))))
@@ -368,10 +377,13 @@ mod tests {
     use super::*;
     use std::path::PathBuf;
 
+    /// The default board, which declares the field the architect's `when:` waits for.
     fn board() -> Board {
+        let mut config = crate::board::parse_config(crate::board::DEFAULT_BOARD_YAML).unwrap();
+        config.fields.tasks.push("design".into());
         Board {
             root: PathBuf::from("/nonexistent/.tavern"),
-            config: crate::board::parse_config(crate::board::DEFAULT_BOARD_YAML).unwrap(),
+            config,
             found: Default::default(),
         }
     }
@@ -653,6 +665,17 @@ mod tests {
         assert_eq!(
             problems(&fm("when: 'priority<=x region:nowhere'\nrun: x\n")).len(),
             1
+        );
+        // A field nothing declares never holds: a typo, said with the likely field.
+        assert_eq!(
+            problems(&fm("when: stauts=pending\nrun: x\n")),
+            ["when: unknown field 'stauts' in query term 'stauts=pending'; did you mean 'status'?"]
+        );
+        assert_eq!(
+            problems(&fm("when: has:estimate\nrun: x\n")),
+            [
+                "when: unknown field 'estimate' in query term 'has:estimate'; it is not declared under fields: in board.yaml"
+            ]
         );
     }
 
