@@ -10,6 +10,10 @@ use clap::Parser;
 fn main() -> ExitCode {
     // The library reports what it handled on the way as notices; here they are warnings.
     tavern::api::on_notice(|n| cli::render::warn(&n.to_string()));
+    // The hooks run at every edit and tool use: they parse only their own arguments.
+    if std::env::args_os().nth(1).is_some_and(|a| a == "hook") {
+        return setup::hook::main();
+    }
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         // Help and version are printed; anything else is an error like every other.

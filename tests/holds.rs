@@ -912,3 +912,95 @@ fn the_pre_commit_hook_refuses_to_commit_a_held_path() {
         .code(3)
         .stderr_has("is not tavern's");
 }
+
+/// With nothing held and no ownership rule (the common case), the pre-edit hook does the
+/// least it can: it reads board.yaml, finds no `.state/holds.json`, and says nothing; no
+/// /proc walk for the client's process, no git, no other file of the board. Traced with
+/// strace, as the client runs it; then, once something is held, the same free edit reads
+/// the registry (the trace can tell the two apart).
+#[test]
+fn with_nothing_held_the_pre_edit_hook_reads_board_yaml_and_one_stat() {
+    if Command::new("strace").arg("-V").output().is_err() {
+        crate::util::skip::missing("strace", "apt-get install strace; .ci/run installs it");
+        return;
+    }
+    let b = TestBoard::new();
+    let root = b.root().to_str().unwrap().to_string();
+    let event = json!({"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse",
+        "tool_name": "Edit", "tool_input": {"file_path": format!("{root}/src/a.rs")}});
+    let traced = |name: &str| -> Vec<String> {
+        let trace = b.root().join(name);
+        let mut c = Command::new("strace");
+        c.args(["-f", "-qq", "-e", "trace=%file,%process", "-o"])
+            .arg(&trace)
+            .args([BIN, "hook", "claude", "pre-edit"])
+            .current_dir(b.root())
+            .env_remove("TAVERN_BOARD")
+            .env_remove("TAVERN_AGENT")
+            .env("USER", "tester")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(event.to_string().as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "",
+            "the edit goes through"
+        );
+        std::fs::read_to_string(&trace)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    };
+    let quiet = traced("trace-free");
+    let board = format!("{root}/.tavern/");
+    let of_board: Vec<&String> = quiet
+        .iter()
+        .filter(|l| l.contains(&board) && !l.contains("board.yaml"))
+        .collect();
+    // The board's directories (kept by opening it) and the registry: nothing is read.
+    for l in &of_board {
+        assert!(
+            !l.contains("openat") || l.contains("holds.json"),
+            "only board.yaml is opened: {l}"
+        );
+    }
+    assert!(
+        of_board
+            .iter()
+            .any(|l| l.contains(".state/holds.json") && l.contains("ENOENT")),
+        "the registry is looked for: {of_board:#?}"
+    );
+    // (The runtime reads /proc/self/maps at start; the client's process is another.)
+    assert!(
+        !quiet
+            .iter()
+            .any(|l| l.contains("/proc/") && !l.contains("/proc/self/")),
+        "no /proc walk: {quiet:#?}"
+    );
+    assert!(
+        !quiet
+            .iter()
+            .any(|l| l.contains("execve") && !l.contains(BIN)),
+        "no other program runs: {quiet:#?}"
+    );
+    // Someone holds another file: the free edit is still allowed, after reading the
+    // registry.
+    b.run(&["hold", "--as", "a", "docs/x.md"]).ok();
+    let held = traced("trace-held");
+    assert!(
+        held.iter().any(|l| l.contains("openat")
+            && l.contains(".state/holds.json")
+            && !l.contains("ENOENT")),
+        "{held:#?}"
+    );
+}

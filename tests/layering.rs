@@ -461,3 +461,30 @@ fn front_ends_do_not_reach_into_each_other() {
     }
     assert!(found.is_empty(), "{found:?}");
 }
+
+/// Who is acting is found in one place (`api::named_actor`, `api::named_agent`): no other
+/// file reads the variables that name the actor, so every front-end finds the same one.
+#[test]
+fn only_api_reads_who_is_acting_from_the_environment() {
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    let mut found = Vec::new();
+    for f in &files {
+        let r = rel(f);
+        if r == "src/api/mod.rs" {
+            continue;
+        }
+        let text = std::fs::read_to_string(f).unwrap();
+        for var in ["TAVERN_AGENT", "USER", "LOGNAME"] {
+            for read in ["var(", "var_os("] {
+                if text.contains(&format!("{read}\"{var}\")")) {
+                    found.push(format!("{r} reads {var}"));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "find who acts through tavern::api::named_actor or named_agent: {found:?}"
+    );
+}

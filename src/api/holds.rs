@@ -307,11 +307,16 @@ impl EditCheck {
     }
 }
 
+/// Is anything held at all: a registry of holds (even an empty one), or an ownership
+/// rule? One stat of `.state/holds.json` and a look at board.yaml as already read.
+pub fn anything_held(board: &Board) -> bool {
+    !board.config.owners.is_empty() || board.root.join(holds::FILE).exists()
+}
+
 /// Checks an edit of `file` (absolute, or relative to `cwd`) by `actor`: cheap when nothing
 /// is held (no registry file, no ownership rules: no read at all).
 pub fn check_edit(board: &Board, actor: &str, cwd: &Path, file: &str) -> Result<EditCheck> {
-    let registry = board.root.join(holds::FILE);
-    if board.config.owners.is_empty() && !registry.exists() {
+    if !anything_held(board) {
         return Ok(EditCheck {
             path: None,
             held_by: Vec::new(),

@@ -1,8 +1,8 @@
 //! The holds, enforced where agents edit: `tavern hook CLIENT pre-edit` (Claude Code's and
 //! Codex's PreToolUse, the OpenCode plugin's `tool.execute.before`) refuses an edit of a
 //! path another agent holds, telling the model who holds it, why, until when and what to
-//! do; `tavern hook git pre-commit` refuses a commit of such paths. An edit of a path
-//! nobody holds costs one process start, the board's discovery and one failed open.
+//! do; `tavern hook git pre-commit` refuses a commit of such paths. When nothing is held
+//! an edit costs one process start, the board's discovery and one failed stat.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -50,6 +50,11 @@ pub fn run(
         Err(Error::NoBoard { .. }) => return Ok(ExitCode::SUCCESS),
         Err(e) => return fail(e),
     };
+    // Nothing held and no ownership rule (the common case): one stat, and the edit or the
+    // commit goes through without asking git, /proc or the registry anything more.
+    if !holds::anything_held(&board) {
+        return Ok(ExitCode::SUCCESS);
+    }
     let files = if a.event == "pre-commit" {
         match staged(&here) {
             Ok(f) => f,
