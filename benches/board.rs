@@ -446,7 +446,7 @@ fn time_commands(
     // Commands that read the whole board, interleaved with reading it raw in-process
     // (the first read warms the page cache, as on a board in use).
     let scan_runs = if n >= 100_000 { 5 } else { 9 };
-    let mut samples: [Vec<Duration>; 3] = Default::default();
+    let mut samples: [Vec<Duration>; 4] = Default::default();
     for i in 0..=scan_runs {
         let raw = Instant::now();
         std::hint::black_box(read_raw(&built.board));
@@ -454,6 +454,7 @@ fn time_commands(
             raw.elapsed(),
             b.time(&["list", "tasks", "status=pending", "priority<=1"]),
             b.time(&["claim", "--next"]),
+            b.time(&["search", "parser", "input"]),
         ];
         if i > 0 {
             for (s, d) in samples.iter_mut().zip(round) {
@@ -461,7 +462,7 @@ fn time_commands(
             }
         }
     }
-    let [raw, list, next] = samples.map(median);
+    let [raw, list, next, search] = samples.map(median);
 
     // Reading the log: what an agent's `events` or a human's `log --since` costs, beside
     // reading log.yaml raw in-process.
@@ -509,6 +510,7 @@ fn time_commands(
         at(100_000, 0.25),
     );
     row("claim --next", next, "read all raw", raw, None);
+    row("search parser input", search, "read all raw", raw, None);
     row("read all raw (in-process)", raw, "/bin/true", spawn, None);
     row(
         "log --since (last 10 entries)",

@@ -1157,6 +1157,18 @@ fn a_claim_whose_own_git_is_killed_names_it_and_uses_the_documented_exit_code() 
     assert_eq!(net.state(0, "t00"), ("claimed".into(), Some("a".into())));
     net.run(0, &["start", "t00", "--as", "a"]).ok();
 
+    // `claim --next` reads this clone's copies of the records before it tries any.
+    let path = killing_git(&net, "bin-kill-survey", &["for-each-ref"]);
+    let out = run_with_path(&net, 0, &["claim", "--next", "--as", "b"], &path);
+    out.code(7);
+    assert!(
+        out.stderr.contains("this clone's `git for-each-ref` failed before anything was sent (killed by signal 9 (SIGKILL)); nothing was claimed"),
+        "{}",
+        out.stderr
+    );
+    unchanged("t01");
+    unchanged("t02");
+
     // The push dies before it reaches the remote; the remote, asked, holds what it had.
     let path = killing_git(&net, "bin-kill-push", &["push"]);
     let out = run_with_path(&net, 0, &["claim", "t01", "--as", "a"], &path);

@@ -337,6 +337,7 @@ fn every_api_call_needs_the_secret() {
         "/api/agents",
         "/api/holds",
         "/api/findings",
+        "/api/search?q=x",
         "/api/log",
         "/api/doc/x",
         "/api/events",
@@ -631,6 +632,30 @@ fn read_endpoints_render_library_results() {
     assert_eq!(
         s.get("/api/findings?q=severity%3Dlow").json()["findings"],
         json!([])
+    );
+
+    // Search, through the same call as `tavern search --json`: the same answer.
+    let found = s.get("/api/search?q=parser%20region%3Aobservations").json();
+    let cli = b
+        .run(&[
+            "--json",
+            "search",
+            "parser",
+            "region:observations",
+            "--limit",
+            "20",
+        ])
+        .ok()
+        .json();
+    assert_eq!(found, cli);
+    assert_eq!(found["hits"][0]["id"], "obs-1", "{found}");
+    // Filters alone are a usage error, as on the command line.
+    let r = s.get("/api/search?q=status%3Dopen");
+    r.status(400);
+    assert!(
+        r.message().contains("search needs words"),
+        "{}",
+        r.message()
     );
 
     let log = s.get("/api/log?limit=2").json();

@@ -65,7 +65,8 @@ pub struct Options {
 }
 
 /// How many times `tavern sync` fetches, merges and pushes again after another clone's
-/// push got in first (or a local write landed while it merged) before it gives up. Each
+/// push got in first (and, counted apart, after a local write landed while it merged)
+/// before it gives up. Each
 /// lost race waits a random while first (see [`backoff`]), so clones that collided do not
 /// collide again in step.
 pub const MAX_ATTEMPTS: usize = 12;
@@ -93,7 +94,7 @@ struct Setbacks {
 
 impl Setbacks {
     fn exhausted(&self) -> bool {
-        self.lost + self.written >= MAX_ATTEMPTS || self.locked >= MAX_LOCKED
+        self.lost >= MAX_ATTEMPTS || self.written >= MAX_ATTEMPTS || self.locked >= MAX_LOCKED
     }
 
     /// What happened, cause by cause, for the message of a sync that gave up.
@@ -695,5 +696,12 @@ mod tests {
             ..Setbacks::default()
         };
         assert!(locked.exhausted() && !Setbacks::default().exhausted());
+        // Local writes and lost races have a budget each.
+        let both = Setbacks {
+            lost: MAX_ATTEMPTS - 1,
+            written: MAX_ATTEMPTS - 1,
+            ..Setbacks::default()
+        };
+        assert!(!both.exhausted());
     }
 }

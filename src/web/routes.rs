@@ -47,6 +47,7 @@ pub fn router(app: Shared) -> Router {
         .route("/api/agents", get(agents))
         .route("/api/holds", get(holds))
         .route("/api/findings", get(findings))
+        .route("/api/search", get(search))
         .route("/api/log", get(log_page))
         .route("/api/doc/{id}", get(document))
         .route("/api/events", get(events))
@@ -389,6 +390,18 @@ struct FindingsQuery {
 async fn findings(State(app): State<Shared>, Query(q): Query<FindingsQuery>) -> Response {
     blocking(app, move |app| {
         to_json(&api::observations::findings(&app.board()?, &terms(&q.q))?)
+    })
+    .await
+}
+
+/// `tavern search` through the same call: the query in one string, as MCP's tool takes it.
+async fn search(State(app): State<Shared>, Query(q): Query<FindingsQuery>) -> Response {
+    blocking(app, move |app| {
+        let req = api::search::SearchRequest {
+            terms: vec![q.q],
+            limit: 20,
+        };
+        to_json(&api::search::search(&app.board()?, &req)?)
     })
     .await
 }

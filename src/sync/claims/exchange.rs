@@ -545,10 +545,28 @@ pub fn fetch_for_next(
         }
         .into());
     }
-    Ok(all_known(board)?
+    Ok(all_known(board)
+        .map_err(|e| unsurveyed_here(board, remote, e))?
         .into_iter()
         .map(|r| (r.task.clone(), r))
         .collect())
+}
+
+/// `claim --next` could not read this clone's copies of the records (its git was killed,
+/// or refused): nothing was claimed, exit 7 naming the command, as when the remote cannot
+/// be surveyed; never exit 1.
+fn unsurveyed_here(board: &Board, remote: &str, e: Error) -> Error {
+    match e {
+        Error::Git {
+            command, message, ..
+        } => Failure::Unsurveyed {
+            remote: remote.to_string(),
+            project: board.project().to_path_buf(),
+            why: format!("this clone's `{command}` failed before anything was sent ({message})"),
+        }
+        .into(),
+        e => e,
+    }
 }
 
 /// Every record on the remote, fetched into this clone's copies (copies of records the
@@ -608,7 +626,7 @@ pub fn survey(board: &Board, remote: &str) -> Result<Survey> {
         })
         .collect();
     let mut survey = Survey::default();
-    for r in all_known(board)? {
+    for r in all_known(board).map_err(|e| unsurveyed_here(board, remote, e))? {
         let name = ref_name(&r.task);
         if theirs.remove(name.as_str()) == Some(r.sha.as_str()) {
             survey.known.insert(r.task.clone(), r);

@@ -481,6 +481,30 @@
     };
   }
 
+  // Search: what `tavern search` finds, through the same call. Every field is agent text,
+  // shown as text.
+  async function viewSearch() {
+    const q = state.params.get("q") || "";
+    const box = h("input", {
+      type: "search", id: "search", "data-key": "search", value: q, placeholder: "search: lock timeout \"exact phrase\" status=open",
+      onkeydown: (ev) => {
+        if (ev.key === "Enter") location.hash = "#/search" + (ev.target.value.trim() ? "?q=" + encodeURIComponent(ev.target.value.trim()) : "");
+      },
+    });
+    if (!q.trim()) return { frag: [h("div", { class: "toolbar" }, box), h("p", { class: "muted" }, "Words, \"phrases\" and filters, ranked by relevance.")] };
+    const data = await api("/api/search?q=" + encodeURIComponent(q));
+    const hits = data.hits.map((hit) =>
+      h("article", { class: "item hit", dataset: { id: hit.id } },
+        h("div", {}, hit.status ? chip(hit.status, "st-" + hit.status) : null, " ",
+          hit.region === "solutions" ? h("span", { class: "id" }, hit.path) : docLink(hit.id, hit.title || hit.id),
+          " ", h("span", { class: "muted" }, hit.id + " · " + hit.score + (hit.archived ? " · archived" : ""))),
+        hit.snippets.map((s) => h("div", { class: "snippet muted" }, s.line + ": " + s.text))));
+    return {
+      frag: [h("div", { class: "toolbar" }, box), skippedNote(data.skipped),
+        hits.length ? hits : h("p", { class: "muted" }, "Nothing matches.")],
+    };
+  }
+
   function diffView(text) {
     return h("pre", { class: "diff" }, text.split("\n").map((line) =>
       h("span", { class: line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : line.startsWith("@@") ? "hunk" : "" }, line + "\n")));
@@ -598,7 +622,7 @@
     };
   }
 
-  const VIEWS = { board: viewBoard, waiting: viewWaiting, agents: viewAgents, findings: viewFindings, timeline: viewTimeline, doc: viewDoc };
+  const VIEWS = { board: viewBoard, waiting: viewWaiting, agents: viewAgents, findings: viewFindings, timeline: viewTimeline, search: viewSearch, doc: viewDoc };
 
   function parseHash() {
     const raw = location.hash.replace(/^#\/?/, "") || "board";
