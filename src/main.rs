@@ -12,7 +12,7 @@ fn main() -> ExitCode {
     tavern::api::on_notice(|n| cli::render::warn(&n.to_string()));
     // The hooks run at every edit and tool use: they parse only their own arguments.
     if std::env::args_os().nth(1).is_some_and(|a| a == "hook") {
-        return setup::hook::main();
+        return cli::hook_main();
     }
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,

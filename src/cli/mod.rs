@@ -316,6 +316,45 @@ pub fn parse_error(e: clap::Error) -> ExitCode {
     ExitCode::from(error.exit_code())
 }
 
+/// `tavern hook …` parsed alone (the global flags and the hook's own): a hook runs before
+/// every edit and after every tool use, and building the whole command line's parser
+/// costs more than what the hook does when there is nothing to say. `main` takes this
+/// path only when `hook` is the first argument; anything else goes through the full
+/// parser, which has the same `hook` command.
+#[derive(Debug, Parser)]
+#[command(name = "tavern")]
+struct HookCli {
+    #[command(flatten)]
+    global: Global,
+    #[command(subcommand)]
+    command: HookCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum HookCommand {
+    /// What the hooks `tavern setup` installs run (the client's event comes on stdin)
+    Hook(crate::setup::hook::HookArgs),
+}
+
+/// `tavern hook …` as the whole program.
+pub fn hook_main() -> ExitCode {
+    let cli = match HookCli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return parse_error(e),
+    };
+    let json = cli.global.json;
+    let HookCommand::Hook(a) = cli.command;
+    let ran = std::env::current_dir()
+        .map_err(|e| Error::io(".", "read the working directory", e))
+        .and_then(|cwd| {
+            crate::setup::hook::run(&cwd, cli.global.board.as_deref(), cli.global.actor, json, a)
+        });
+    match ran {
+        Ok(code) => code,
+        Err(e) => report_error(&e, json),
+    }
+}
+
 pub fn run(cli: Cli) -> Result<ExitCode> {
     let cwd =
         std::env::current_dir().map_err(|e| Error::io(".", "read the working directory", e))?;

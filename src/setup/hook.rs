@@ -35,43 +35,6 @@ pub struct HookArgs {
     pub patch: Option<String>,
 }
 
-/// `tavern hook …` parsed alone (the global flags and the hook's own): a hook runs before
-/// every edit and after every tool use, and building the whole command line's parser
-/// costs more than what the hook does when there is nothing to say. `main` takes this
-/// path only when `hook` is the first argument; anything else goes through the full
-/// parser, which has the same `hook` command.
-#[derive(Debug, clap::Parser)]
-#[command(name = "tavern")]
-struct HookCli {
-    #[command(flatten)]
-    global: crate::cli::Global,
-    #[command(subcommand)]
-    command: HookCommand,
-}
-
-#[derive(Debug, clap::Subcommand)]
-enum HookCommand {
-    /// What the hooks `tavern setup` installs run (the client's event comes on stdin)
-    Hook(HookArgs),
-}
-
-/// `tavern hook …` as the whole program.
-pub fn main() -> ExitCode {
-    let cli = match <HookCli as clap::Parser>::try_parse() {
-        Ok(cli) => cli,
-        Err(e) => return crate::cli::parse_error(e),
-    };
-    let json = cli.global.json;
-    let HookCommand::Hook(a) = cli.command;
-    let ran = std::env::current_dir()
-        .map_err(|e| Error::io(".", "read the working directory", e))
-        .and_then(|cwd| run(&cwd, cli.global.board.as_deref(), cli.global.actor, json, a));
-    match ran {
-        Ok(code) => code,
-        Err(e) => crate::cli::report_error(&e, json),
-    }
-}
-
 /// Characters of the board summary given as context.
 const SUMMARY_CHARS: usize = 20_000;
 
