@@ -432,7 +432,7 @@ fn a_refused_hold_can_become_a_question_with_the_conflict_attached() {
 
 /// The requests of the race, and which pairs overlap (written out by hand, not computed by
 /// tavern): `conflict(i, j)` for two different agents.
-const REQUESTS: [&[&str]; 12] = [
+pub const REQUESTS: [&[&str]; 12] = [
     &["src/a.rs"],
     &["src/*.rs"],
     &["src/"],
@@ -475,7 +475,7 @@ const OVERLAPS: [(usize, usize); 11] = [
     (9, 9),
 ];
 
-fn conflict(i: usize, j: usize) -> bool {
+pub fn conflict(i: usize, j: usize) -> bool {
     if i == j {
         return i != 8; // the same request twice: only shared coexists
     }

@@ -543,3 +543,133 @@ fn a_waiter_on_one_clone_gets_what_another_clone_releases() {
         .code(3)
         .stderr_has(": b holds src/a.rs (exclusive");
 }
+
+/// Eight agents in two clones, each clone with a linked worktree (four working trees, two
+/// agents in each), every agent trying the twelve overlapping requests of the one-clone
+/// race (files, directories, globs, shared and exclusive named resources) in its own
+/// order: no two agents hold overlapping requests (shared with shared aside), and every
+/// refusal met another agent's conflicting hold, which it still has.
+#[test]
+fn eight_agents_in_two_clones_and_four_worktrees_get_exactly_the_allowed_holds() {
+    use crate::holds::{REQUESTS, conflict};
+    let net = Net::new(0, 2);
+    let mut dirs = Vec::new();
+    for c in 0..2 {
+        let wt = net.path(&format!("wt{c}"));
+        git(
+            &net.clone_dir(c),
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                &format!("feature-{c}"),
+                wt.to_str().unwrap(),
+            ],
+        );
+        dirs.push(net.clone_dir(c));
+        dirs.push(wt);
+    }
+    let mut rng = crate::concurrency::Rng::new(2222);
+    let mut children = Vec::new();
+    let mut files = Vec::new();
+    for w in 0..8 {
+        let mut order: Vec<usize> = (0..REQUESTS.len()).collect();
+        rng.shuffle(&mut order);
+        let script = order
+            .iter()
+            .map(|&i| {
+                let args: Vec<String> = REQUESTS[i].iter().map(|a| format!("'{a}'")).collect();
+                format!(
+                    "\"$T\" hold {} --as w{w} --for 1h >/dev/null 2>>\"$R.err\"; echo \"{i} $?\" >>\"$R\"",
+                    args.join(" ")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let results = net.path(&format!("results-{w}"));
+        let mut c = std::process::Command::new("sh");
+        c.arg("-c")
+            .arg(format!("read go || exit 99\n{script}"))
+            .current_dir(&dirs[w % 4])
+            .env_remove("TAVERN_BOARD")
+            .env_remove("TAVERN_AGENT")
+            .env("USER", "tester")
+            .env("T", crate::util::BIN)
+            .env("R", &results)
+            .stdin(Stdio::piped());
+        children.push(c.spawn().unwrap());
+        files.push(results);
+    }
+    for c in &mut children {
+        use std::io::Write;
+        c.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    }
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    let results: Vec<String> = files
+        .iter()
+        .map(|f| std::fs::read_to_string(f).unwrap_or_default())
+        .collect();
+    let mut granted: Vec<(usize, usize)> = Vec::new();
+    let mut refused: Vec<(usize, usize)> = Vec::new();
+    for (w, text) in results.iter().enumerate() {
+        assert_eq!(text.lines().count(), REQUESTS.len(), "w{w}: {text}");
+        for l in text.lines() {
+            let (i, code) = l.split_once(' ').unwrap();
+            let i: usize = i.parse().unwrap();
+            match code {
+                "0" => granted.push((w, i)),
+                "3" => refused.push((w, i)),
+                other => panic!(
+                    "w{w} request {i}: exit {other}: {}",
+                    std::fs::read_to_string(net.path(&format!("results-{w}.err")))
+                        .unwrap_or_default()
+                ),
+            }
+        }
+    }
+    // Holding db:test again changes the mode of the one hold: an agent's last grant of it
+    // is what it holds.
+    let mut held = granted.clone();
+    held.retain(|&(w, i)| {
+        !(i == 8 || i == 9)
+            || results[w]
+                .lines()
+                .filter(|l| l.ends_with(" 0"))
+                .filter_map(|l| l.split_once(' ').map(|(i, _)| i.parse::<usize>().unwrap()))
+                .rfind(|j| *j == 8 || *j == 9)
+                == Some(i)
+    });
+    for &(w, i) in &held {
+        for &(v, j) in &held {
+            assert!(w == v || !conflict(i, j), "w{w} {i} and w{v} {j} both held");
+        }
+    }
+    for &(w, i) in &refused {
+        assert!(
+            held.iter().any(|&(v, j)| v != w && conflict(i, j))
+                || (i == 8 || i == 9) && granted.iter().any(|&(v, j)| v != w && conflict(i, j)),
+            "w{w} was refused request {i} with nothing in its way"
+        );
+    }
+    // Both clones list the same holds (made anywhere) once the records are fetched.
+    let agents = |c: usize| {
+        let mut v: Vec<(String, String)> = net.run(c, &["holds", "--json"]).json()["holds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| {
+                (
+                    h["agent"].as_str().unwrap().to_string(),
+                    h["resource"]["name"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(agents(0), agents(1));
+    assert!(!agents(0).is_empty());
+}

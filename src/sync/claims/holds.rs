@@ -43,7 +43,7 @@ const NAMED: &str = "refs/tavern/holds/named/";
 /// How often a change is tried again after losing a race it can still build on (another
 /// hold landed in the same shard), before it gives up as a conflict.
 const MAX_ATTEMPTS: usize = 12;
-/// A shard key is at most this many characters of the name (longer ones share a shard:
+/// A shard key is at most this many bytes of the name (longer ones share a shard:
 /// sharding is about contention, the overlap check within a shard is exact).
 const MAX_KEY: usize = 60;
 /// A record over this size, or with more holds, is not one tavern wrote.
@@ -60,8 +60,14 @@ enum Shard {
     Named(String),
 }
 
+/// A name's shard key: its first [`MAX_KEY`] bytes (whole characters), so a ref name
+/// component, `%XX`-encoded at worst, stays within what a file name may be.
 fn key(name: &str) -> String {
-    name.chars().take(MAX_KEY).collect()
+    let mut end = name.len().min(MAX_KEY);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    name[..end].to_string()
 }
 
 fn shard_of(r: &Resource) -> Shard {
@@ -136,15 +142,28 @@ impl Record {
         if rec.holds.len() > MAX_HOLDS {
             return Err(bad(format!("over {MAX_HOLDS} holds")));
         }
-        for h in &rec.holds {
-            let h = &h.hold;
-            let long = [h.agent.as_str(), &h.id, &h.since, h.resource.text()]
-                .into_iter()
-                .chain(h.until.as_deref())
-                .chain(h.reason.as_deref())
-                .chain(h.task.as_deref())
-                .any(|t| t.len() > crate::holds::MAX_TEXT);
-            if h.agent.is_empty() || long || h.owner_rule {
+        for held in &rec.holds {
+            let h = &held.hold;
+            let plain = [
+                h.agent.as_str(),
+                &h.id,
+                &h.since,
+                h.resource.text(),
+                &held.origin,
+            ]
+            .into_iter()
+            .chain(h.until.as_deref())
+            .chain(h.task.as_deref());
+            // Shown in messages as they are: no control characters (a reason is quoted).
+            let odd = plain
+                .clone()
+                .any(|t| t.len() > crate::holds::MAX_TEXT || t.chars().any(char::is_control));
+            let long = h
+                .reason
+                .as_ref()
+                .is_some_and(|r| r.len() > crate::holds::MAX_TEXT);
+            let nobody = crate::ops::validate_actor(&h.agent).is_err();
+            if nobody || odd || long || h.owner_rule {
                 return Err(bad(format!("a hold of '{}' is malformed", key(&h.agent))));
             }
         }
@@ -580,6 +599,13 @@ mod tests {
             Shard::Named("db:test".into()).ref_name(),
             "refs/tavern/holds/named/db%3Atest"
         );
+        // Long names share the shard of their first 60 bytes, cut between characters.
+        let long = "é".repeat(100);
+        assert_eq!(
+            shard_of(&Resource::Named(long)),
+            Shard::Named("é".repeat(30))
+        );
+        assert!(Shard::Named("é".repeat(30)).ref_name().len() < 255);
         // A path shard keeps the glob holds too; the glob shard only its own.
         assert!(Shard::Path("src".into()).keeps(&path("**/*.rs")));
         assert!(!Shard::Globs.keeps(&path("src/a.rs")));
@@ -596,5 +622,13 @@ mod tests {
             "a".repeat(600)
         );
         assert!(Record::parse(name, &long).is_err());
+        let hold = |agent: &str| {
+            format!(
+                "t\n\n{{\"holds\": [{{\"id\": \"h-1\", \"resource\": {{\"kind\": \"path\", \"name\": \"src/a\"}}, \"agent\": \"{agent}\", \"since\": \"x\", \"origin\": \"o\"}}]}}\n"
+            )
+        };
+        assert!(Record::parse(name, &hold("a")).is_ok());
+        assert!(Record::parse(name, &hold("a\\u001b[31m")).is_err());
+        assert!(Record::parse(name, &hold("")).is_err());
     }
 }
