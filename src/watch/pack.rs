@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 
 const FRAME_MAGIC: &[u8; 4] = b"TWS1";
 const FRAME_HEADER: usize = 16;
-const INDEX_MAGIC: &[u8] = b"tavern watch files 1\n";
+const INDEX_MAGIC: &[u8] = b"tavern-watch-files 1\n";
 /// A frame of the first start (or a compaction) holds about this much before it is
 /// compressed: big enough to compress well, small enough to decompress for one read.
 pub const FRAME_TARGET: usize = 128 * 1024;
