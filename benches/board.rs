@@ -342,7 +342,10 @@ fn main() {
     // `TAVERN_BENCH_ONLY=search`: the search rows alone (board/search.rs).
     if std::env::var("TAVERN_BENCH_ONLY").is_ok_and(|v| v == "search") {
         let load = search::loadavg();
-        let rows: Vec<_> = sizes.iter().flat_map(|&n| search::run(&bin, n, runs)).collect();
+        let rows: Vec<_> = sizes
+            .iter()
+            .flat_map(|&n| search::run(&bin, n, runs))
+            .collect();
         let mut report = format!("# tavern benchmark\n\nBinary: `{}`.\n", bin.display());
         search::render(&rows, &load, &mut report);
         println!("{report}");

@@ -76,8 +76,12 @@ fn stat_all(dir: &Path, names: &[CString], threads: usize) -> usize {
                 s.spawn(move || {
                     part.iter()
                         .filter(|n| {
-                            rustix::fs::statat(fd, n.as_c_str(), rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
-                                .is_ok()
+                            rustix::fs::statat(
+                                fd,
+                                n.as_c_str(),
+                                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+                            )
+                            .is_ok()
                         })
                         .count()
                 })
@@ -92,7 +96,10 @@ pub fn run(bin: &Path, n: usize, runs: usize) -> Vec<Row> {
     let dir = tempfile::tempdir().unwrap();
     let t = Instant::now();
     let built = build_board(bin, dir.path(), n);
-    eprintln!("{n} tasks: board built in {:.1} s", t.elapsed().as_secs_f64());
+    eprintln!(
+        "{n} tasks: board built in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
     let b = Bench {
         bin: bin.to_path_buf(),
         board: built.board.clone(),
@@ -140,7 +147,10 @@ pub fn run(bin: &Path, n: usize, runs: usize) -> Vec<Row> {
             });
         }
     }
-    eprintln!("{n} tasks: searches timed in {:.1} s", t.elapsed().as_secs_f64());
+    eprintln!(
+        "{n} tasks: searches timed in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
     let ops = [
         "read every task file raw (in-process)".to_string(),
         format!("statat of every task file, {cores} threads (in-process)"),
