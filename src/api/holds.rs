@@ -87,6 +87,44 @@ pub fn hold(
     holds::hold(board, actor, &req, wait, WAIT_POLL)
 }
 
+/// An agent refused a hold asks a human (`hold --ask`, the MCP `hold` tool's `ask`): a
+/// question whose body is the refusal, naming each hold in the way. `question` is the text
+/// to ask; empty, "May ACTOR have WHAT?". The refusal stays what it was (exit 3).
+pub fn ask_refused(
+    board: &Board,
+    actor: &str,
+    spec: &Spec,
+    question: &str,
+    refusal: &Error,
+) -> Result<crate::api::questions::Asked> {
+    let what: Vec<String> = spec
+        .paths
+        .iter()
+        .cloned()
+        .chain(spec.resources.iter().map(|r| format!("resource {r}")))
+        .collect();
+    let text = if question.trim().is_empty() {
+        format!("May {actor} have {}?", what.join(", "))
+    } else {
+        question.to_string()
+    };
+    let body = format!(
+        "{actor} asked to hold {} and was refused:\n\n    {}\n\n(The text after the colon is the board's record of who holds it.)\n",
+        what.join(", "),
+        refusal.to_string().replace('\n', "\n    ")
+    );
+    let ask = crate::api::questions::Ask {
+        id: None,
+        text,
+        body: Some(body),
+        options: Vec::new(),
+        blocks: Vec::new(),
+        context: None,
+        permission: None,
+    };
+    crate::api::questions::ask(board, actor, &ask)
+}
+
 /// The remote a connected board confirms holds with, if any.
 pub fn connected(board: &Board) -> Result<Option<String>> {
     crate::sync::remote(board)
