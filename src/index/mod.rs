@@ -273,7 +273,9 @@ impl Area<'_> {
             old => old,
         };
         // Read it as a full scan does, between two looks at its stat data: a change while
-        // it was read shows in them, and the read is not trusted next time.
+        // it was read shows in them, and the read is not trusted next time. The stamp it
+        // is judged by is taken before.
+        let stamp = self.area.stamp(key.dev);
         let outcome =
             crate::scan::read_one(self.board, self.region, &file(Some(key))).map(|mut d| {
                 d.archived = self.archived;
@@ -283,7 +285,7 @@ impl Area<'_> {
         let entry = Entry {
             name: Cow::Owned(name.to_string()),
             key,
-            racy: key.racy_read(after, self.area.now.wall),
+            racy: stamp.racy_read(&key, after),
             plain: outcome.as_ref().is_ok_and(|d| {
                 d.raw.is_ascii() && crate::doc::fast::parse(d.frontmatter()).is_some()
             }),
@@ -370,15 +372,71 @@ mod tests {
         files::save(&path, &files::encode_bucket(&bucket));
     }
 
+    /// The stat data of a file (following no symlink).
+    fn key_of(path: &std::path::Path) -> StatKey {
+        StatKey::of(&rustix::fs::lstat(path).unwrap())
+    }
+
+    /// The stamp the last read of the tasks took: its file's ctime.
+    fn stamp_of(board: &Board) -> i128 {
+        key_of(&crate::layout::index_dir(&board.root).join("tasks/stamp")).ctime
+    }
+
+    /// Waits until the file system's clock has moved past `time` (a file touched now gets
+    /// a later ctime): no sleep is trusted to be long enough.
+    fn wait_past(board: &Board, time: i128) {
+        let probe = board.root.join(".state/clock-probe");
+        loop {
+            std::fs::write(&probe, b"").unwrap();
+            if key_of(&probe).ctime > time {
+                return;
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    #[test]
+    fn a_file_is_racy_exactly_when_its_change_is_not_older_than_the_stamp() {
+        let (_dir, board) = board();
+        let path = board.root.join("tasks/t-1.md");
+        std::fs::write(&path, doc("t-1", "first")).unwrap();
+        assert_eq!(titles(&board), ["first"]);
+        let key = key_of(&path);
+        let stamp = stamp_of(&board);
+        with_bucket(&board, |b| {
+            assert_eq!(b.entries[0].racy, key.ctime.max(key.mtime) >= stamp);
+        });
+        // Once the file system's clock has moved past the change, the next read that
+        // reads the file trusts it: no fixed window of seconds.
+        wait_past(&board, key.ctime.max(key.mtime));
+        with_bucket(&board, |b| b.entries[0].racy = true);
+        assert_eq!(titles(&board), ["first"]);
+        assert!(stamp_of(&board) > key.ctime.max(key.mtime));
+        with_bucket(&board, |b| {
+            assert!(!b.entries[0].racy, "read after its tick: trusted")
+        });
+        // An mtime set into the future stays racy whatever the stamp.
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(3600);
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(later)
+            .unwrap();
+        assert_eq!(titles(&board), ["first"]);
+        with_bucket(&board, |b| assert!(b.entries[0].racy, "an mtime ahead"));
+    }
+
     #[test]
     fn a_file_read_within_a_tick_of_its_change_is_read_again_next_time() {
         let (_dir, board) = board();
         std::fs::write(board.root.join("tasks/t-1.md"), doc("t-1", "first")).unwrap();
         assert_eq!(titles(&board), ["first"]);
-        // Just written: racy, so a same-tick change could hide behind equal stat data.
+        // Racy (as a read in the tick of its change leaves it): a same-tick change could
+        // hide behind equal stat data.
         let mut cached_key = StatKey::default();
         with_bucket(&board, |b| {
-            assert!(b.entries[0].racy, "a file changed just now is racy");
+            b.entries[0].racy = true;
             cached_key = b.entries[0].key;
             // What a same-tick change would leave: other text under the same stat data.
             b.entries[0].outcome = Outcome::Doc(Cow::Owned(doc("t-1", "stale")));
