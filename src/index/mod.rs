@@ -37,13 +37,21 @@ use crate::scan::{DocFile, Scan, Skipped};
 /// Bumped whenever what the index stores, or how a file's outcome is decided, changes.
 const FORMAT: u32 = 2;
 
+/// What a read may pass over unparsed among the cached documents in the fast parser's
+/// plain subset (and ASCII): those whose text lacks one word of each list of `needles`,
+/// and those whose frontmatter `plain` rules out.
+pub(crate) struct Prefilter<'a> {
+    pub needles: &'a [Vec<String>],
+    pub plain: &'a (dyn Fn(&str) -> bool + Sync),
+}
+
 /// Reads every document file of one directory (a region, or its archive) through the
 /// index: the documents `keep` accepts, sorted by file name, and the files skipped.
 pub(crate) fn read_dir(
     board: &Board,
     region: Region,
     archived: bool,
-    needles: &[Vec<String>],
+    pre: &Prefilter<'_>,
     keep: &(dyn Fn(&Document) -> bool + Sync),
 ) -> Result<Scan> {
     let dir = if archived {
@@ -73,7 +81,7 @@ pub(crate) fn read_dir(
             fingerprint(board),
             dir::list_docs,
         ),
-        needles,
+        pre,
     };
     area.read(dir_key, keep)
 }
@@ -85,8 +93,8 @@ struct Area<'a> {
     archived: bool,
     dir_fd: OwnedFd,
     area: dir::Area,
-    /// Words the documents wanted must hold (see `Query::needles`).
-    needles: &'a [Vec<String>],
+    /// What the documents wanted must hold.
+    pre: &'a Prefilter<'a>,
 }
 
 /// What reading one bucket gave.
@@ -241,7 +249,7 @@ impl Area<'_> {
             Some(mut old) if !old.racy && old.key == key && key != StatKey::default() => {
                 if old.plain
                     && let Outcome::Doc(text) = &old.outcome
-                    && !holds_needles(text, self.needles)
+                    && !self.may_match(text)
                 {
                     return Read::Cached(old, None);
                 }
@@ -312,6 +320,15 @@ enum Read<'e> {
     ),
 }
 
+impl Area<'_> {
+    /// May a cached plain document match? (Its text holds the needles, and its
+    /// frontmatter passes the plain test.)
+    fn may_match(&self, text: &str) -> bool {
+        holds_needles(text, self.pre.needles)
+            && crate::doc::split::split(text).is_ok_and(|parts| (self.pre.plain)(parts.frontmatter))
+    }
+}
+
 /// Does an ASCII text hold one word of each list, ignoring ASCII case?
 fn holds_needles(text: &str, needles: &[Vec<String>]) -> bool {
     if needles.is_empty() {
@@ -346,12 +363,19 @@ mod tests {
         (dir, board)
     }
 
+    fn everything() -> Prefilter<'static> {
+        Prefilter {
+            needles: &[],
+            plain: &|_| true,
+        }
+    }
+
     fn doc(id: &str, title: &str) -> String {
         format!("---\nid: {id}\ntitle: {title}\nstatus: pending\n---\n")
     }
 
     fn titles(board: &Board) -> Vec<String> {
-        read_dir(board, Region::Tasks, false, &[], &|_| true)
+        read_dir(board, Region::Tasks, false, &everything(), &|_| true)
             .unwrap()
             .docs
             .iter()
@@ -466,13 +490,14 @@ mod tests {
         )
         .unwrap();
         let pending = |board: &Board| {
-            read_dir(
-                board,
-                Region::Tasks,
-                false,
-                &[vec!["pending".into()]],
-                &|d| d.status() == Some("pending"),
-            )
+            let needles = [vec!["pending".to_string()]];
+            let pre = Prefilter {
+                needles: &needles,
+                plain: &|_| true,
+            };
+            read_dir(board, Region::Tasks, false, &pre, &|d| {
+                d.status() == Some("pending")
+            })
             .unwrap()
             .docs
             .len()

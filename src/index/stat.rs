@@ -60,7 +60,6 @@ impl StatKey {
     pub fn is_racy(&self, now: i128) -> bool {
         self.ctime.max(self.mtime) > now - RACY_NS
     }
-
 }
 
 /// What a read of files is judged against, taken before it: git's racy rule. A file whose
@@ -190,7 +189,10 @@ mod tests {
         assert!(stamp.racy(&key(500, 400)), "in the stamp's tick");
         assert!(stamp.racy(&key(400, 501)), "an mtime ahead of it");
         assert!(!stamp.racy_read(&key(499, 1), Some(key(499, 1))));
-        assert!(stamp.racy_read(&key(499, 1), Some(key(499, 2))), "changed meanwhile");
+        assert!(
+            stamp.racy_read(&key(499, 1), Some(key(499, 2))),
+            "changed meanwhile"
+        );
         assert!(stamp.racy_read(&key(499, 1), None), "gone meanwhile");
         assert!(stamp.racy_read(&StatKey::default(), Some(StatKey::default())));
         // The wall clock's rule, where the file system's time cannot be had.
