@@ -34,6 +34,52 @@ use crate::doc::{Document, Region};
 use crate::error::{Error, Result};
 use crate::scan::{DocFile, Scan, Skipped};
 
+/// Where the progress of a long build goes: (the directory, files read, files in it).
+type ProgressSink = fn(&std::path::Path, usize, usize);
+
+static PROGRESS: std::sync::OnceLock<ProgressSink> = std::sync::OnceLock::new();
+
+/// Sets where the progress of an index built from nothing goes (see [`Progress`]): the
+/// front-end installs one, once; without one it is not reported.
+pub fn on_progress(sink: ProgressSink) {
+    let _ = PROGRESS.set(sink);
+}
+
+/// The progress of one directory's index being built from nothing: reported once the
+/// build has taken a second, then at most four times a second, and once at its end.
+struct Progress {
+    sink: ProgressSink,
+    total: usize,
+    started: std::time::Instant,
+    done: std::sync::atomic::AtomicUsize,
+    /// Milliseconds since `started` of the last report (0: none yet).
+    last: std::sync::atomic::AtomicU64,
+}
+
+impl Progress {
+    fn add(&self, dir: &std::path::Path, n: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let done = self.done.fetch_add(n, Relaxed) + n;
+        let now = self.started.elapsed().as_millis() as u64;
+        let last = self.last.load(Relaxed);
+        if now >= 1000
+            && (last == 0 || now >= last + 250)
+            && self
+                .last
+                .compare_exchange(last, now, Relaxed, Relaxed)
+                .is_ok()
+        {
+            (self.sink)(dir, done.min(self.total), self.total);
+        }
+    }
+
+    fn end(&self, dir: &std::path::Path) {
+        if self.last.load(std::sync::atomic::Ordering::Relaxed) != 0 {
+            (self.sink)(dir, self.total, self.total);
+        }
+    }
+}
+
 /// Bumped whenever what the index stores, or how a file's outcome is decided, changes.
 const FORMAT: u32 = 2;
 
@@ -106,15 +152,34 @@ struct Part {
     /// A listing had to be used, or the bucket was written.
     changed: bool,
     error: Option<Error>,
+    /// How many files it holds.
+    entries: usize,
 }
 
 impl Area<'_> {
     fn read(&self, dir_key: StatKey, keep: &(dyn Fn(&Document) -> bool + Sync)) -> Result<Scan> {
         let start = self.area.start(Some(dir_key))?;
         let count = start.manifest.buckets.len();
+        let progress = match PROGRESS.get() {
+            Some(&sink) if start.fresh => Some(Progress {
+                sink,
+                total: self.area.listing()?.len(),
+                started: std::time::Instant::now(),
+                done: Default::default(),
+                last: Default::default(),
+            }),
+            _ => None,
+        };
         let parts = dir::each_bucket(count, |b| {
-            self.read_bucket(&start.manifest, b, start.names_known, keep)
+            let part = self.read_bucket(&start.manifest, b, start.names_known, keep);
+            if let Some(p) = &progress {
+                p.add(&self.area.dir, part.entries);
+            }
+            part
         });
+        if let Some(p) = &progress {
+            p.end(&self.area.dir);
+        }
         let mut scan = Scan::default();
         let mut ids = Vec::with_capacity(count);
         let mut changed = false;
@@ -205,6 +270,7 @@ impl Area<'_> {
             }
             entries.push(entry);
         }
+        part.entries = entries.len();
         if rewrite {
             let bucket = Bucket {
                 id: files::unique(),
