@@ -73,9 +73,7 @@ pub fn field(frontmatter: &str, key: &str) -> Option<Option<Value>> {
         if line.is_empty() || line.as_bytes()[0] == b'#' {
             continue;
         }
-        let Some(colon) = line.find(':') else {
-            return None;
-        };
+        let colon = line.find(':')?;
         if &line[..colon] == key {
             return value(&line[colon + 1..]).map(Some);
         }
