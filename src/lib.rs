@@ -63,6 +63,12 @@ pub mod testing {
         crate::sync::claims::reconcile(board)
     }
 
+    /// The last content `tavern watch` recorded as handled of a board-relative file (its
+    /// shadow), as a restarted watcher would find it; None if it has none.
+    pub fn watch_shadow(board: &Board, rel: &str) -> Option<Vec<u8>> {
+        crate::watch::snapshot::Snapshot::load(board).read_shadow(board, rel)
+    }
+
     /// Claims held here that the remote's records do not confirm: (task, holder).
     pub fn unconfirmed_claims(board: &Board) -> Result<Vec<(String, String)>> {
         crate::sync::claims::unconfirmed(board)

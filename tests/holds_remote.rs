@@ -673,3 +673,165 @@ fn eight_agents_in_two_clones_and_four_worktrees_get_exactly_the_allowed_holds()
     assert_eq!(agents(0), agents(1));
     assert!(!agents(0).is_empty());
 }
+
+/// `tavern hook claude pre-edit` in clone `c` as Claude Code runs it (the tool call as JSON
+/// on stdin), with `fresh` as TAVERN_HOLDS_FRESH when given.
+fn pre_edit(net: &Net, c: usize, agent: &str, file: &str, fresh: Option<&str>) -> Out {
+    let dir = net.clone_dir(c);
+    let event = serde_json::json!({"session_id": "s1", "cwd": dir.to_str().unwrap(),
+        "hook_event_name": "PreToolUse", "tool_name": "Edit",
+        "tool_input": {"file_path": dir.join(file).to_str().unwrap()}});
+    let mut cmd = net.cmd_in(&dir, &["hook", "claude", "pre-edit", "--as", agent]);
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    match fresh {
+        Some(f) => cmd.env("TAVERN_HOLDS_FRESH", f),
+        None => cmd.env_remove("TAVERN_HOLDS_FRESH"),
+    };
+    let mut child = cmd.spawn().unwrap();
+    std::io::Write::write_all(
+        &mut child.stdin.take().unwrap(),
+        event.to_string().as_bytes(),
+    )
+    .unwrap();
+    let o = child.wait_with_output().unwrap();
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into(),
+        stderr: String::from_utf8_lossy(&o.stderr).into(),
+    }
+}
+
+/// The reason a pre-edit hook refused with (Claude Code's deny), or None when it allowed.
+#[track_caller]
+fn refused_edit(out: &Out) -> Option<String> {
+    out.ok();
+    if out.stdout.trim().is_empty() {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny");
+    Some(
+        v["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .to_string(),
+    )
+}
+
+/// `git commit` of `file` in clone `c` by `agent`, through the installed pre-commit hook.
+fn commit(net: &Net, c: usize, agent: &str, file: &str, fresh: Option<&str>) -> (bool, String) {
+    let dir = net.clone_dir(c);
+    std::fs::create_dir_all(dir.join(file).parent().unwrap()).unwrap();
+    std::fs::write(dir.join(file), format!("by {agent}\n")).unwrap();
+    git(&dir, &["add", file]);
+    let mut cmd = crate::util::git::cmd(&dir, &["commit", "-q", "-m", "work"]);
+    let bin_dir = std::path::Path::new(crate::util::BIN).parent().unwrap();
+    cmd.env(
+        "PATH",
+        format!(
+            "{}:{}",
+            bin_dir.display(),
+            std::env::var("PATH").unwrap_or_default()
+        ),
+    )
+    .env("TAVERN_AGENT", agent)
+    .env_remove("TAVERN_BOARD");
+    match fresh {
+        Some(f) => cmd.env("TAVERN_HOLDS_FRESH", f),
+        None => cmd.env_remove("TAVERN_HOLDS_FRESH"),
+    };
+    let o = cmd.output().unwrap();
+    if !o.status.success() {
+        git(&dir, &["reset", "-q"]);
+    }
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stderr).into(),
+    )
+}
+
+/// The hooks see other clones' holds: agent a holds src/x.rs in clone 0; b's pre-edit hook
+/// (driven as Claude Code runs it) and pre-commit hook in clone 1 refuse src/x.rs, naming
+/// a, a's clone, the reason and the expiry, from clone 1's copy of the records (fetched
+/// again when older than the bound: 0 here, so every run fetches); after a releases, both
+/// allow it. A remote that cannot be asked leaves the last copy, and the refusal says so.
+#[test]
+fn the_hooks_refuse_an_edit_of_a_path_another_clone_holds() {
+    let net = Net::new(0, 2);
+    let c1 = net.clone_dir(1);
+    net.run(1, &["setup", "--pre-commit"]).ok();
+    // Clone 1 fetched the records once (none): its copy exists and lists nothing.
+    net.run(1, &["holds"]).ok();
+    assert_eq!(
+        std::fs::metadata(c1.join(".tavern/.state/holds-elsewhere.json"))
+            .unwrap()
+            .len(),
+        0
+    );
+    assert_eq!(
+        refused_edit(&pre_edit(&net, 1, "b", "src/x.rs", None)),
+        None
+    );
+    hold(&net, 0, "a", &["src/x.rs", "--reason", "new parser"]).ok();
+    let where_ = format!("h-1 on {}:{}", hostname(), net.clone_dir(0).display());
+    let check = |why: &str| {
+        assert!(
+            why.contains("src/x.rs is held: a holds src/x.rs (exclusive, "),
+            "{why}"
+        );
+        assert!(why.contains(&where_), "{why}");
+        assert!(why.contains(", until 20"), "{why}");
+        assert!(why.contains("reason: \"new parser\""), "{why}");
+    };
+    let why = refused_edit(&pre_edit(&net, 1, "b", "src/x.rs", Some("0"))).expect("refused");
+    check(&why);
+    assert!(!why.contains("last fetched"), "{why}");
+    // Within the bound (the default), the copy just fetched answers: refused again.
+    check(&refused_edit(&pre_edit(&net, 1, "b", "src/x.rs", None)).expect("refused"));
+    // A free path, and a's own edit, go through.
+    assert_eq!(
+        refused_edit(&pre_edit(&net, 1, "b", "src/y.rs", Some("0"))),
+        None
+    );
+    assert_eq!(
+        refused_edit(&pre_edit(&net, 1, "a", "src/x.rs", Some("0"))),
+        None
+    );
+    // The pre-commit hook: the same refusal, nothing committed.
+    let before = git(&c1, &["rev-parse", "HEAD"]);
+    let (done, err) = commit(&net, 1, "b", "src/x.rs", Some("0"));
+    assert!(!done, "{err}");
+    assert!(err.contains("refused to commit as b"), "{err}");
+    check(&err);
+    assert_eq!(git(&c1, &["rev-parse", "HEAD"]), before);
+
+    // The remote cannot be asked: the last copy answers, and says so.
+    std::fs::rename(net.remote(), net.path("away.git")).unwrap();
+    let out = pre_edit(&net, 1, "b", "src/x.rs", Some("0"));
+    let why = refused_edit(&out).expect("refused on the last copy");
+    check(&why);
+    assert!(
+        why.contains("holds of other clones as this clone last fetched them at 20"),
+        "{why}"
+    );
+    assert!(why.contains("the remote 'origin'"), "{why}");
+    let out = pre_edit(&net, 1, "b", "src/y.rs", Some("0"));
+    assert_eq!(refused_edit(&out), None);
+    assert!(
+        out.stderr.contains("as this clone last fetched them"),
+        "{}",
+        out.stderr
+    );
+    std::fs::rename(net.path("away.git"), net.remote()).unwrap();
+
+    // Released on clone 0: both hooks of clone 1 allow it once they fetch again.
+    net.run(0, &["release-hold", "src/x.rs", "--as", "a"]).ok();
+    assert_eq!(
+        refused_edit(&pre_edit(&net, 1, "b", "src/x.rs", Some("0"))),
+        None
+    );
+    let (done, err) = commit(&net, 1, "b", "src/x.rs", None);
+    assert!(done, "{err}");
+}

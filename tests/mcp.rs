@@ -1639,6 +1639,69 @@ fn holds_over_mcp_are_the_clis_holds() {
     assert_eq!(cli["holds"].as_array().unwrap().len(), 2);
 }
 
+/// The MCP `hold` tool's `ask`, as the CLI's `hold --ask`: a refused agent asks a human
+/// with the conflict attached; the call is still the refusal (code 3, its conflicts) and
+/// names the question, whose body names the holder, its reason and expiry.
+#[test]
+fn a_refused_hold_over_mcp_can_ask_a_human() {
+    let Some(py) = python() else { return };
+    let b = TestBoard::new();
+    b.run(&["hold", "--as", "coder-7", "src/**", "--reason", "refactor"])
+        .ok();
+    let r = session(
+        &py,
+        &b,
+        &["--as", "coder-1", "--profile", "full"],
+        json!([
+            call("hold", json!({"paths": ["src/a.rs"], "ask": ""})),
+            call(
+                "hold",
+                json!({"paths": ["src/b.rs"], "ask": "Can I have src/b.rs for the fix?"})
+            ),
+            call("hold", json!({"paths": ["docs/x.md"], "ask": ""})),
+        ]),
+    );
+    let mut ids = Vec::new();
+    for res in &r[..2] {
+        assert_eq!(res["is_error"], json!(true), "{res}");
+        let err = &res["value"]["error"];
+        assert_eq!(err["code"], 3, "{res}");
+        assert_eq!(err["conflicts"][0]["hold"]["agent"], "coder-7", "{res}");
+        let message = err["message"].as_str().unwrap();
+        assert!(message.contains("coder-7 holds src/**"), "{message}");
+        let id = message
+            .split("; asked ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .unwrap_or_else(|| panic!("no question named: {message}"))
+            .to_string();
+        ids.push(id);
+    }
+    let first = b.read(&format!("questions/{}.md", ids[0]));
+    assert!(first.contains("May coder-1 have src/a.rs?"), "{first}");
+    assert!(first.contains("coder-7 holds src/** (exclusive"), "{first}");
+    assert!(first.contains("until "), "{first}");
+    assert!(first.contains("reason: \"refactor\""), "{first}");
+    let second = b.read(&format!("questions/{}.md", ids[1]));
+    assert!(
+        second.contains("Can I have src/b.rs for the fix?"),
+        "{second}"
+    );
+    // Granted: nothing asked.
+    assert_eq!(ok(&r[2])["holds"][0]["agent"], "coder-1");
+    let open = b.run(&["questions", "--json"]).ok().stdout.clone();
+    let log = cli_log(&b);
+    for id in &ids {
+        assert!(open.contains(id.as_str()), "{open}");
+        let doc = format!("questions/{id}.md");
+        assert!(
+            log.iter()
+                .any(|e| e["doc"] == doc && e["actor"] == "coder-1"),
+            "{log:?}"
+        );
+    }
+}
+
 /// Typos are refused over MCP as at the command line: `edit` with a field the board does
 /// not know (with a suggestion, exit code 2 in the error), `create_task` with an argument
 /// it does not take, `list` and `ready` with a term on an unknown field; `extra_fields`

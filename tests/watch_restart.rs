@@ -171,9 +171,10 @@ fn an_activation_left_running_by_a_killed_watcher_is_logged_as_lost_at_the_next_
     // Killed once it has saved what it handled (the task's shadow, saved with the queue
     // within 100 ms): waited for, since a loaded machine may take longer than any sleep.
     let task = b.board().join(format!("tasks/{id}.md"));
-    let shadow = b.board().join(format!(".state/watch/shadow/tasks/{id}.md"));
+    let board = tavern::api::Board::open(&b.board()).unwrap();
+    let rel = format!("tasks/{id}.md");
     let deadline = Instant::now() + Duration::from_secs(30);
-    while std::fs::read(&shadow).ok() != std::fs::read(&task).ok() {
+    while tavern::testing::watch_shadow(&board, &rel) != std::fs::read(&task).ok() {
         assert!(
             Instant::now() < deadline,
             "the handled change was never saved"

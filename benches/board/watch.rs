@@ -337,6 +337,26 @@ fn plain_path(p: &Path) -> Option<&str> {
         .then_some(s)
 }
 
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// What a directory takes on disk, in bytes: its blocks and those of everything under it
+/// (a file of a few hundred bytes takes a whole block).
+fn disk_bytes(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::symlink_metadata(dir) else {
+        return 0;
+    };
+    let mut total = meta.blocks() * 512;
+    if meta.is_dir()
+        && let Ok(entries) = std::fs::read_dir(dir)
+    {
+        for e in entries.flatten() {
+            total += disk_bytes(&e.path());
+        }
+    }
+    total
+}
+
 /// The sum of the task files' sizes, in bytes.
 fn task_bytes(board: &Path) -> u64 {
     std::fs::read_dir(board.join("tasks"))
@@ -476,6 +496,15 @@ pub fn run(b: &Bench, dir: &Path, n: usize, raw: Option<Duration>) -> Vec<Row> {
     let (first, _) = s.start_to_ready("first", &pick(0), 0);
     let first_rss = s.peak_rss_kib();
     s.stop();
+    let state = b.board.join(".state");
+    let (state_disk, watch_disk) = (disk_bytes(&state), disk_bytes(&state.join("watch")));
+    let tasks_disk = disk_bytes(&b.board.join("tasks"));
+    eprintln!(
+        "  on disk after the first start: .state/ {:.1} MiB, .state/watch/ {:.1} MiB; tasks/ {:.1} MiB",
+        state_disk as f64 / MIB,
+        watch_disk as f64 / MIB,
+        tasks_disk as f64 / MIB
+    );
     let (restart, _) = s.start_to_ready("restart", &pick(1), 1);
 
     // Changes one at a time, interleaved with the baseline: the bench itself starting
@@ -640,6 +669,22 @@ pub fn run(b: &Bench, dir: &Path, n: usize, raw: Option<Duration>) -> Vec<Row> {
             "task files",
             files,
             at(10_000, 50.0),
+        ),
+        row(
+            ".state/ on disk after the first start",
+            state_disk as f64 / MIB,
+            "MiB",
+            "tasks/ on disk",
+            tasks_disk as f64 / MIB,
+            None,
+        ),
+        row(
+            ".state/watch/ on disk after the first start",
+            watch_disk as f64 / MIB,
+            "MiB",
+            "tasks/ on disk",
+            tasks_disk as f64 / MIB,
+            None,
         ),
     ]
 }

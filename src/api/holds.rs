@@ -87,6 +87,44 @@ pub fn hold(
     holds::hold(board, actor, &req, wait, WAIT_POLL)
 }
 
+/// An agent refused a hold asks a human (`hold --ask`, the MCP `hold` tool's `ask`): a
+/// question whose body is the refusal, naming each hold in the way. `question` is the text
+/// to ask; empty, "May ACTOR have WHAT?". The refusal stays what it was (exit 3).
+pub fn ask_refused(
+    board: &Board,
+    actor: &str,
+    spec: &Spec,
+    question: &str,
+    refusal: &Error,
+) -> Result<crate::api::questions::Asked> {
+    let what: Vec<String> = spec
+        .paths
+        .iter()
+        .cloned()
+        .chain(spec.resources.iter().map(|r| format!("resource {r}")))
+        .collect();
+    let text = if question.trim().is_empty() {
+        format!("May {actor} have {}?", what.join(", "))
+    } else {
+        question.to_string()
+    };
+    let body = format!(
+        "{actor} asked to hold {} and was refused:\n\n    {}\n\n(The text after the colon is the board's record of who holds it.)\n",
+        what.join(", "),
+        refusal.to_string().replace('\n', "\n    ")
+    );
+    let ask = crate::api::questions::Ask {
+        id: None,
+        text,
+        body: Some(body),
+        options: Vec::new(),
+        blocks: Vec::new(),
+        context: None,
+        permission: None,
+    };
+    crate::api::questions::ask(board, actor, &ask)
+}
+
 /// The remote a connected board confirms holds with, if any.
 pub fn connected(board: &Board) -> Result<Option<String>> {
     crate::sync::remote(board)
@@ -307,16 +345,60 @@ impl EditCheck {
     }
 }
 
-/// Is anything held at all: a registry of holds (even an empty one), or an ownership
-/// rule? One stat of `.state/holds.json` and a look at board.yaml as already read.
-pub fn anything_held(board: &Board) -> bool {
-    !board.config.owners.is_empty() || board.root.join(holds::FILE).exists()
+/// How long the hooks trust their copy of other clones' holds before they fetch the hold
+/// records again (README, "Holds across machines").
+pub const ELSEWHERE_FRESH: std::time::Duration = std::time::Duration::from_secs(60);
+/// How long such a fetch may take before the hooks give up and use the last copy.
+pub const ELSEWHERE_LIMIT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// What the pre-edit and pre-commit hooks check edits against: this clone's registry (if
+/// there is one), the ownership rules, and the holds of other clones as this clone last
+/// fetched them.
+#[derive(Debug)]
+pub struct EditGuard {
+    registry: bool,
+    elsewhere: Vec<Hold>,
+    /// When this clone last fetched other clones' holds (None: never; not connected).
+    pub fetched: Option<String>,
+    /// Other clones' holds are as last fetched, older than the bound: why they could not be
+    /// fetched now.
+    pub stale: Option<String>,
 }
 
-/// Checks an edit of `file` (absolute, or relative to `cwd`) by `actor`: cheap when nothing
-/// is held (no registry file, no ownership rules: no read at all).
-pub fn check_edit(board: &Board, actor: &str, cwd: &Path, file: &str) -> Result<EditCheck> {
-    if !anything_held(board) {
+impl EditGuard {
+    /// Nothing held anywhere and no ownership rule: every edit goes through.
+    pub fn idle(&self, board: &Board) -> bool {
+        !self.registry && self.elsewhere.is_empty() && board.config.owners.is_empty()
+    }
+}
+
+/// The hooks' view of what is held: one stat of `.state/holds.json` and one of this clone's
+/// copy of other clones' holds (read only when it lists any); that copy is refreshed first
+/// when it is older than `fresh` (once per `fresh` at most, a fetch given `limit`).
+pub fn edit_guard(
+    board: &Board,
+    fresh: std::time::Duration,
+    limit: std::time::Duration,
+) -> EditGuard {
+    let seen = crate::sync::claims::holds::seen(board, fresh, limit);
+    EditGuard {
+        registry: board.root.join(holds::FILE).exists(),
+        elsewhere: seen.holds,
+        fetched: seen.fetched.map(crate::time::stamp_millis),
+        stale: seen.stale,
+    }
+}
+
+/// Checks an edit of `file` (absolute, or relative to `cwd`) by `actor`: the holds of
+/// others here and on other clones, and the ownership rules. Cheap when `guard` is idle.
+pub fn check_edit(
+    board: &Board,
+    guard: &EditGuard,
+    actor: &str,
+    cwd: &Path,
+    file: &str,
+) -> Result<EditCheck> {
+    if guard.idle(board) {
         return Ok(EditCheck {
             path: None,
             held_by: Vec::new(),
@@ -333,7 +415,24 @@ pub fn check_edit(board: &Board, actor: &str, cwd: &Path, file: &str) -> Result<
             });
         }
     };
-    let held_by = holds::holders_of(board, actor, &path)?;
+    let mut held_by = if guard.registry || !board.config.owners.is_empty() {
+        holds::holders_of(board, actor, &path)?
+    } else {
+        Vec::new()
+    };
+    let lit = holds::Pattern::literal(&path);
+    for h in &guard.elsewhere {
+        let dup = held_by
+            .iter()
+            .any(|o| o.agent == h.agent && o.resource == h.resource);
+        let hit = match &h.resource {
+            Resource::Path(p) => holds::Pattern::parse(p).map_or(true, |p| p.overlaps(&lit)),
+            Resource::Named(_) => false,
+        };
+        if h.agent != actor && hit && !dup {
+            held_by.push(h.clone());
+        }
+    }
     Ok(EditCheck {
         path: Some(path),
         held_by,

@@ -125,31 +125,8 @@ pub fn hold(ctx: &Ctx, a: HoldArgs) -> Result<ExitCode> {
             ctx.print(&granted)
         }
         Err(e @ Error::Held { .. }) if a.ask.is_some() => {
-            let what: Vec<String> = a
-                .paths
-                .iter()
-                .cloned()
-                .chain(a.resources.iter().map(|r| format!("resource {r}")))
-                .collect();
-            let text = match a.ask.as_deref() {
-                Some(t) if !t.trim().is_empty() => t.to_string(),
-                _ => format!("May {actor} have {}?", what.join(", ")),
-            };
-            let body = format!(
-                "{actor} asked to hold {} and was refused:\n\n    {}\n\n(The text after the colon is the board's record of who holds it.)\n",
-                what.join(", "),
-                Error::to_string(&e).replace('\n', "\n    ")
-            );
-            let spec = tavern::api::questions::Ask {
-                id: None,
-                text,
-                body: Some(body),
-                options: Vec::new(),
-                blocks: Vec::new(),
-                context: None,
-                permission: None,
-            };
-            let asked = tavern::api::questions::ask(&board, &actor, &spec)?;
+            let question = a.ask.as_deref().unwrap_or_default();
+            let asked = holds::ask_refused(&board, &actor, &spec, question, &e)?;
             super::render::warn(&format!("refused; asked {}: {}", asked.created.doc.id(), e));
             let _ = ctx.print(&asked)?;
             Ok(ExitCode::from(e.exit_code()))

@@ -68,6 +68,34 @@ pub fn bucket_path(dir: &Path, generation: u64, bucket: usize) -> PathBuf {
     dir.join(format!("{generation}-{bucket}"))
 }
 
+/// Little-endian writes of the index files' fields (the search index's too).
+pub fn put_u32(out: &mut Vec<u8>, v: u32) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+pub fn put_u64(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+pub fn put_i128(out: &mut Vec<u8>, v: i128) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+/// A string: its length (u32), then its bytes.
+pub fn put_str(out: &mut Vec<u8>, s: &str) {
+    put_u32(out, s.len() as u32);
+    out.extend_from_slice(s.as_bytes());
+}
+
+pub fn put_key(out: &mut Vec<u8>, k: &StatKey) {
+    put_u64(out, k.dev);
+    put_u64(out, k.ino);
+    put_u64(out, k.size);
+    put_u32(out, k.mode);
+    put_i128(out, k.mtime);
+    put_i128(out, k.ctime);
+}
+
 struct Out(Vec<u8>);
 
 impl Out {
@@ -75,29 +103,20 @@ impl Out {
         self.0.push(v);
     }
     fn u32(&mut self, v: u32) {
-        self.0.extend_from_slice(&v.to_le_bytes());
+        put_u32(&mut self.0, v);
     }
     fn u64(&mut self, v: u64) {
-        self.0.extend_from_slice(&v.to_le_bytes());
-    }
-    fn i128(&mut self, v: i128) {
-        self.0.extend_from_slice(&v.to_le_bytes());
+        put_u64(&mut self.0, v);
     }
     fn str(&mut self, s: &str) {
-        self.u32(s.len() as u32);
-        self.0.extend_from_slice(s.as_bytes());
+        put_str(&mut self.0, s);
     }
     fn key(&mut self, k: &StatKey) {
-        self.u64(k.dev);
-        self.u64(k.ino);
-        self.u64(k.size);
-        self.u32(k.mode);
-        self.i128(k.mtime);
-        self.i128(k.ctime);
+        put_key(&mut self.0, k);
     }
     fn clocks(&mut self, c: &Clocks) {
-        self.i128(c.wall);
-        self.i128(c.boot);
+        put_i128(&mut self.0, c.wall);
+        put_i128(&mut self.0, c.boot);
         self.0.extend_from_slice(&c.boot_id.to_le_bytes());
     }
     fn seal(mut self) -> Vec<u8> {
@@ -107,10 +126,11 @@ impl Out {
     }
 }
 
-struct In<'a>(&'a [u8]);
+/// Reads the fields [`put_u32`] and the others wrote, in order; None past the end.
+pub struct Reader<'a>(pub &'a [u8]);
 
-impl<'a> In<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+impl<'a> Reader<'a> {
+    pub fn take(&mut self, n: usize) -> Option<&'a [u8]> {
         if self.0.len() < n {
             return None;
         }
@@ -118,30 +138,26 @@ impl<'a> In<'a> {
         self.0 = rest;
         Some(head)
     }
-    fn u8(&mut self) -> Option<u8> {
+    pub fn u8(&mut self) -> Option<u8> {
         self.take(1).map(|b| b[0])
     }
-    fn u32(&mut self) -> Option<u32> {
-        self.take(4)
-            .map(|b| u32::from_le_bytes(b.try_into().unwrap_or_default()))
+    pub fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
     }
-    fn u64(&mut self) -> Option<u64> {
-        self.take(8)
-            .map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()))
+    pub fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
     }
-    fn i128(&mut self) -> Option<i128> {
-        self.take(16)
-            .map(|b| i128::from_le_bytes(b.try_into().unwrap_or_default()))
+    pub fn i128(&mut self) -> Option<i128> {
+        Some(i128::from_le_bytes(self.take(16)?.try_into().ok()?))
     }
     fn u128(&mut self) -> Option<u128> {
-        self.take(16)
-            .map(|b| u128::from_le_bytes(b.try_into().unwrap_or_default()))
+        Some(u128::from_le_bytes(self.take(16)?.try_into().ok()?))
     }
-    fn str(&mut self) -> Option<&'a str> {
+    pub fn str(&mut self) -> Option<&'a str> {
         let n = self.u32()? as usize;
         std::str::from_utf8(self.take(n)?).ok()
     }
-    fn key(&mut self) -> Option<StatKey> {
+    pub fn key(&mut self) -> Option<StatKey> {
         Some(StatKey {
             dev: self.u64()?,
             ino: self.u64()?,
@@ -161,14 +177,14 @@ impl<'a> In<'a> {
 }
 
 /// The bytes before the checksum, when the checksum and the magic agree.
-fn unseal<'a>(bytes: &'a [u8], magic: &[u8; 8]) -> Option<In<'a>> {
+fn unseal<'a>(bytes: &'a [u8], magic: &[u8; 8]) -> Option<Reader<'a>> {
     let body_len = bytes.len().checked_sub(4)?;
     let (body, crc) = bytes.split_at(body_len);
     let crc = u32::from_le_bytes(crc.try_into().ok()?);
     if crc32fast::hash(body) != crc {
         return None;
     }
-    let mut input = In(body);
+    let mut input = Reader(body);
     (input.take(8)? == magic).then_some(input)
 }
 

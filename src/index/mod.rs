@@ -18,19 +18,16 @@
 //! the files; the manifest lists the id of each bucket it was written with, and a bucket
 //! with another id is checked against a listing of the directory.
 
+pub(crate) mod dir;
 pub(crate) mod files;
 pub(crate) mod stat;
 
 use std::borrow::Cow;
-use std::ffi::CString;
 use std::os::fd::OwnedFd;
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use files::{Bucket, Entry, Manifest, Outcome};
 use rustix::fs::FileType;
-use stat::{Clocks, StatKey};
+use stat::StatKey;
 
 use crate::board::Board;
 use crate::doc::{Document, Region};
@@ -39,10 +36,6 @@ use crate::scan::{DocFile, Scan, Skipped};
 
 /// Bumped whenever what the index stores, or how a file's outcome is decided, changes.
 const FORMAT: u32 = 2;
-
-/// Documents per bucket the index aims at: small enough that one change rewrites little,
-/// large enough that a small board is one file.
-const PER_BUCKET: usize = 1024;
 
 /// Reads every document file of one directory (a region, or its archive) through the
 /// index: the documents `keep` accepts, sorted by file name, and the files skipped.
@@ -58,14 +51,8 @@ pub(crate) fn read_dir(
     } else {
         board.region_dir(region)
     };
-    let dir_fd = match rustix::fs::open(
-        &dir,
-        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
-        rustix::fs::Mode::empty(),
-    ) {
-        Ok(fd) => fd,
-        Err(rustix::io::Errno::NOENT) => return Ok(Scan::default()),
-        Err(e) => return Err(Error::io(&dir, "list", e.into())),
+    let Some(dir_fd) = dir::open(&dir, false)? else {
+        return Ok(Scan::default());
     };
     // Taken before the listing: a change during it makes the next read list again.
     let dir_key = stat::fstat(&dir_fd).map_err(|e| Error::io(&dir, "list", e))?;
@@ -78,13 +65,14 @@ pub(crate) fn read_dir(
         board,
         region,
         archived,
-        dir,
         dir_fd,
-        index_dir,
-        now: Clocks::now(),
-        fingerprint: fingerprint(board),
-        listing: OnceLock::new(),
-        shares: OnceLock::new(),
+        area: dir::Area::new(
+            dir,
+            index_dir,
+            stat::Clocks::now(),
+            fingerprint(board),
+            dir::list_docs,
+        ),
         needles,
     };
     area.read(dir_key, keep)
@@ -95,16 +83,8 @@ struct Area<'a> {
     board: &'a Board,
     region: Region,
     archived: bool,
-    dir: PathBuf,
     dir_fd: OwnedFd,
-    index_dir: PathBuf,
-    now: Clocks,
-    fingerprint: u64,
-    /// The directory's `*.md` names less `.md`, listed once when some bucket needs them.
-    listing: OnceLock<std::result::Result<Vec<String>, String>>,
-    /// The listing's names by bucket (indices into it), split once: every bucket takes its
-    /// share without going over the whole listing (which would cost buckets × names).
-    shares: OnceLock<Vec<Vec<usize>>>,
+    area: dir::Area,
     /// Words the documents wanted must hold (see `Query::needles`).
     needles: &'a [Vec<String>],
 }
@@ -122,61 +102,15 @@ struct Part {
 
 impl Area<'_> {
     fn read(&self, dir_key: StatKey, keep: &(dyn Fn(&Document) -> bool + Sync)) -> Result<Scan> {
-        let manifest = files::load(&files::manifest_path(&self.index_dir))
-            .and_then(|b| files::decode_manifest(&b))
-            .filter(|m| m.fingerprint == self.fingerprint && !self.now.jumped_since(&m.clocks));
-        let names_known = manifest.as_ref().is_some_and(|m| m.dir == Some(dir_key));
-        let (manifest, fresh) = match manifest {
-            Some(m) if names_known || !self.rebucket(m.buckets.len())? => (m, false),
-            _ => {
-                let count = self.ideal_buckets()?;
-                (
-                    Manifest {
-                        fingerprint: self.fingerprint,
-                        generation: files::unique(),
-                        dir: None,
-                        clocks: self.now,
-                        buckets: vec![0; count],
-                    },
-                    true,
-                )
-            }
-        };
-        if fresh {
-            let _ = std::fs::create_dir_all(&self.index_dir);
-        }
-        let count = manifest.buckets.len();
-        let next = AtomicUsize::new(0);
-        let work = || {
-            let mut parts = Vec::new();
-            loop {
-                let b = next.fetch_add(1, Ordering::Relaxed);
-                if b >= count {
-                    return parts;
-                }
-                parts.push((b, self.read_bucket(&manifest, b, names_known, keep)));
-            }
-        };
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(8)
-            .min(count);
-        let mut parts: Vec<(usize, Part)> = if threads <= 1 {
-            work()
-        } else {
-            std::thread::scope(|s| {
-                let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
-                handles
-                    .into_iter()
-                    .flat_map(|h| h.join().unwrap_or_default())
-                    .collect()
-            })
-        };
-        parts.sort_by_key(|(b, _)| *b);
+        let start = self.area.start(Some(dir_key))?;
+        let count = start.manifest.buckets.len();
+        let parts = dir::each_bucket(count, |b| {
+            self.read_bucket(&start.manifest, b, start.names_known, keep)
+        });
         let mut scan = Scan::default();
         let mut ids = Vec::with_capacity(count);
-        let mut changed = fresh;
-        for (_, part) in parts {
+        let mut changed = false;
+        for part in parts {
             if let Some(e) = part.error {
                 return Err(e);
             }
@@ -187,61 +121,8 @@ impl Area<'_> {
         }
         scan.docs.sort_by(|a, b| a.file_id.cmp(&b.file_id));
         scan.skipped.sort_by(|a, b| a.path.cmp(&b.path));
-        // The names were listed (or known) after `dir_key` was taken: they are the
-        // directory's as of it, unless it changed within a tick of now.
-        let dir = (!dir_key.is_racy(self.now.wall)).then_some(dir_key);
-        if changed || manifest.dir != dir || ids != manifest.buckets {
-            let written = Manifest {
-                dir,
-                clocks: self.now,
-                buckets: ids,
-                ..manifest
-            };
-            files::save(
-                &files::manifest_path(&self.index_dir),
-                &files::encode_manifest(&written),
-            );
-            if fresh {
-                self.remove_other_generations(written.generation);
-            }
-        }
+        self.area.finish(start, Some(dir_key), ids, changed);
         Ok(scan)
-    }
-
-    /// The bucket count for the directory's size.
-    fn ideal_buckets(&self) -> Result<usize> {
-        let n = self.listing()?.len();
-        Ok(n.div_ceil(PER_BUCKET).next_power_of_two().clamp(1, 4096))
-    }
-
-    /// Has the directory outgrown (or shrunk far below) `count` buckets? Then the index is
-    /// rebuilt with a count that fits.
-    fn rebucket(&self, count: usize) -> Result<bool> {
-        let ideal = self.ideal_buckets()?;
-        Ok(ideal > count * 4 || ideal * 4 < count)
-    }
-
-    fn listing(&self) -> Result<&[String]> {
-        let listed = self.listing.get_or_init(|| list(&self.dir));
-        match listed {
-            Ok(names) => Ok(names),
-            Err(e) => Err(Error::io(
-                &self.dir,
-                "list",
-                std::io::Error::other(e.clone()),
-            )),
-        }
-    }
-
-    /// The listing split by bucket, for `count` buckets (one count per read).
-    fn shares(&self, all: &[String], count: usize) -> &[Vec<usize>] {
-        self.shares.get_or_init(|| {
-            let mut shares = vec![Vec::new(); count];
-            for (i, name) in all.iter().enumerate() {
-                shares[bucket_of(name, count)].push(i);
-            }
-            shares
-        })
     }
 
     fn read_bucket(
@@ -252,10 +133,10 @@ impl Area<'_> {
         keep: &(dyn Fn(&Document) -> bool + Sync),
     ) -> Part {
         let count = manifest.buckets.len();
-        let path = files::bucket_path(&self.index_dir, manifest.generation, b);
+        let path = files::bucket_path(&self.area.index_dir, manifest.generation, b);
         let bytes = files::load(&path).unwrap_or_default();
         let cached = files::decode_bucket(&bytes)
-            .filter(|bk| bk.fingerprint == self.fingerprint)
+            .filter(|bk| bk.fingerprint == self.area.fingerprint)
             .unwrap_or_default();
         let mut part = Part {
             id: cached.id,
@@ -267,13 +148,8 @@ impl Area<'_> {
             None
         } else {
             part.changed = true;
-            match self.listing() {
-                Ok(all) => Some(
-                    self.shares(all, count)[b]
-                        .iter()
-                        .map(|&i| all[i].as_str())
-                        .collect(),
-                ),
+            match self.area.share(b, count) {
+                Ok(names) => Some(names),
                 Err(e) => {
                     part.error = Some(e);
                     return part;
@@ -324,7 +200,7 @@ impl Area<'_> {
         if rewrite {
             let bucket = Bucket {
                 id: files::unique(),
-                fingerprint: self.fingerprint,
+                fingerprint: self.area.fingerprint,
                 entries,
             };
             files::save(&path, &files::encode_bucket(&bucket));
@@ -336,7 +212,7 @@ impl Area<'_> {
 
     /// One file: its cached outcome when its stat data are unchanged, else read again.
     fn read_entry<'e>(&self, name: &str, old: Option<Entry<'e>>) -> Read<'e> {
-        let path = self.dir.join(format!("{name}.md"));
+        let path = self.area.dir.join(format!("{name}.md"));
         let file = |key: Option<StatKey>| DocFile {
             id: name.to_string(),
             path: path.clone(),
@@ -357,13 +233,9 @@ impl Area<'_> {
             };
             return Read::Cached(entry, Some(outcome));
         }
-        let Ok(c_name) = CString::new(format!("{name}.md")) else {
+        let file_name = format!("{name}.md");
+        let Some(key) = dir::stat_name(&self.dir_fd, &file_name) else {
             return Read::Gone;
-        };
-        let key = match stat::stat_at(&self.dir_fd, &c_name) {
-            Ok(k) => k,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Read::Gone,
-            Err(_) => StatKey::default(),
         };
         let old = match old {
             Some(mut old) if !old.racy && old.key == key && key != StatKey::default() => {
@@ -407,11 +279,11 @@ impl Area<'_> {
                 d.archived = self.archived;
                 d
             });
-        let after = stat::stat_at(&self.dir_fd, &c_name).ok();
+        let after = dir::stat_name(&self.dir_fd, &file_name);
         let entry = Entry {
             name: Cow::Owned(name.to_string()),
             key,
-            racy: after != Some(key) || key == StatKey::default() || key.is_racy(self.now.wall),
+            racy: key.racy_read(after, self.area.now.wall),
             plain: outcome.as_ref().is_ok_and(|d| {
                 d.raw.is_ascii() && crate::doc::fast::parse(d.frontmatter()).is_some()
             }),
@@ -422,29 +294,6 @@ impl Area<'_> {
         };
         let same = old.is_some_and(|o| o == entry);
         Read::Fresh(entry, Some(outcome), same)
-    }
-
-    /// Removes the files of other generations and old temp files (of writers that died).
-    fn remove_other_generations(&self, generation: u64) {
-        let Ok(entries) = std::fs::read_dir(&self.index_dir) else {
-            return;
-        };
-        let ours = format!("{generation}-");
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            let old_temp = name.starts_with('.')
-                && entry
-                    .metadata()
-                    .and_then(|m| m.modified())
-                    .ok()
-                    .and_then(|t| t.elapsed().ok())
-                    .is_some_and(|age| age.as_secs() > 600);
-            let other = !name.starts_with('.') && name != "manifest" && !name.starts_with(&ours);
-            if old_temp || other {
-                let _ = std::fs::remove_file(entry.path());
-            }
-        }
     }
 }
 
@@ -470,36 +319,6 @@ fn holds_needles(text: &str, needles: &[Vec<String>]) -> bool {
     needles
         .iter()
         .all(|any| any.iter().any(|n| lower.contains(n.as_str())))
-}
-
-/// The bucket a name belongs to.
-fn bucket_of(name: &str, count: usize) -> usize {
-    (files::fnv(name.as_bytes()) % count as u64) as usize
-}
-
-/// The `*.md` names of a directory, less `.md`, without dot files, as the full scan
-/// lists them (a name that is not UTF-8 is kept lossily: it is skipped as no id).
-fn list(dir: &Path) -> std::result::Result<Vec<String>, String> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e.to_string()),
-    };
-    let mut names = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|e| e.to_string())?;
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        if name.starts_with('.') {
-            continue;
-        }
-        if let Some(stem) = name.strip_suffix(".md") {
-            names.push(stem.to_string());
-        }
-    }
-    names.sort();
-    names.dedup();
-    Ok(names)
 }
 
 /// What the cached outcomes depend on besides the files: this program, the board's

@@ -60,6 +60,13 @@ impl StatKey {
     pub fn is_racy(&self, now: i128) -> bool {
         self.ctime.max(self.mtime) > now - RACY_NS
     }
+
+    /// Must what was read of a file with these stat data be read again next time? When
+    /// its stat data after the read (`after`; None: gone) differ, when they could not be
+    /// had (all zeros), or when it is racy.
+    pub fn racy_read(&self, after: Option<StatKey>, now: i128) -> bool {
+        after != Some(*self) || *self == StatKey::default() || self.is_racy(now)
+    }
 }
 
 /// The stat data of `name` in the directory `dir`, without following a symlink.

@@ -815,6 +815,8 @@ struct HoldArgs {
     task: Option<String>,
     /// Wait in line (max 60)
     wait_seconds: Option<u64>,
+    /// Refused: ask a human (text or "")
+    ask: Option<String>,
 }
 
 fn hold(ctx: &Ctx, args: Value) -> Result<Value> {
@@ -833,9 +835,32 @@ fn hold(ctx: &Ctx, args: Value) -> Result<Value> {
     let wait = a
         .wait_seconds
         .map(|s| std::time::Duration::from_secs(s.min(60)));
-    Ok(value(api::holds::hold(
-        &ctx.board, &ctx.actor, &cwd, &spec, wait,
-    )?))
+    match api::holds::hold(&ctx.board, &ctx.actor, &cwd, &spec, wait) {
+        Ok(granted) => Ok(value(granted)),
+        // Refused and asked: still the refusal (with its conflicts), naming the question.
+        Err(Error::Held {
+            path,
+            message,
+            conflicts,
+        }) if a.ask.is_some() => {
+            let refusal = Error::Held {
+                path: path.clone(),
+                message: message.clone(),
+                conflicts: conflicts.clone(),
+            };
+            let question = a.ask.as_deref().unwrap_or_default();
+            let asked = api::holds::ask_refused(&ctx.board, &ctx.actor, &spec, question, &refusal)?;
+            Err(Error::Held {
+                path,
+                message: format!(
+                    "{message}; asked {} (a human's answer reaches you in status)",
+                    asked.created.doc.id()
+                ),
+                conflicts,
+            })
+        }
+        Err(e) => Err(e),
+    }
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -1023,7 +1048,7 @@ pub const ALL: &[Def] = &[
         false,
         HoldArgs,
         hold,
-        "Hold files, globs or named resources before using them (exclusive unless shared); a conflict names the holder: wait, ask or do other work."
+        "Hold files, globs or named resources before use (exclusive unless shared); a conflict names the holder: wait, ask or do other work."
     ),
     def!(
         "release_hold",
@@ -1039,7 +1064,7 @@ pub const ALL: &[Def] = &[
         true,
         HoldsArgs,
         holds,
-        "Who holds which files and resources, until when, why; who waits."
+        "Who holds what, until when and why; who waits for it."
     ),
 ];
 

@@ -22,11 +22,8 @@ mod store;
 pub mod text;
 
 use std::collections::{HashMap, HashSet};
-use std::ffi::CString;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use chrono::{DateTime, Utc};
 use rustix::fs::FileType;
@@ -35,6 +32,7 @@ use serde::Serialize;
 use crate::board::Board;
 use crate::doc::{Document, Region};
 use crate::error::{Error, Result};
+use crate::index::dir as ixdir;
 use crate::index::files::{self as ixfiles, Manifest};
 use crate::index::stat::{self, Clocks, StatKey};
 use crate::query::{Query, Term};
@@ -44,9 +42,6 @@ pub use text::Snippet;
 
 /// Bumped whenever what the index stores, or how a file is analysed, changes.
 const FORMAT: u32 = 2;
-
-/// Files per bucket the index aims at.
-const PER_BUCKET: usize = 1024;
 
 /// BM25's parameters (the usual ones).
 const K1: f64 = 1.2;
@@ -613,38 +608,29 @@ impl<'a> Ctx<'a> {
 struct Area<'a> {
     ctx: &'a Ctx<'a>,
     place: Place,
-    dir: PathBuf,
     dir_fd: Option<OwnedFd>,
-    index_dir: PathBuf,
-    listing: OnceLock<std::result::Result<Vec<String>, String>>,
-    shares: OnceLock<Vec<Vec<usize>>>,
+    area: ixdir::Area,
 }
 
 impl<'a> Area<'a> {
     fn open(ctx: &'a Ctx<'a>, place: Place) -> Result<Area<'a>> {
         let dir = place.dir(ctx.board);
-        let dir_fd = match rustix::fs::open(
-            &dir,
-            rustix::fs::OFlags::RDONLY
-                | rustix::fs::OFlags::DIRECTORY
-                | rustix::fs::OFlags::CLOEXEC
-                | rustix::fs::OFlags::NOFOLLOW,
-            rustix::fs::Mode::empty(),
-        ) {
-            Ok(fd) => Some(fd),
-            Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR | rustix::io::Errno::LOOP) => {
-                None
-            }
-            Err(e) => return Err(Error::io(&dir, "list", e.into())),
+        let dir_fd = ixdir::open(&dir, true)?;
+        let lister: ixdir::Lister = match place {
+            Place::Solutions => walk,
+            _ => ixdir::list_docs,
         };
         Ok(Area {
             ctx,
             place,
-            index_dir: crate::layout::search_dir(&ctx.board.root).join(place.index_name()),
-            dir,
             dir_fd,
-            listing: OnceLock::new(),
-            shares: OnceLock::new(),
+            area: ixdir::Area::new(
+                dir,
+                crate::layout::search_dir(&ctx.board.root).join(place.index_name()),
+                ctx.now,
+                ctx.fingerprint,
+                lister,
+            ),
         })
     }
 
@@ -658,121 +644,23 @@ impl<'a> Area<'a> {
         // without the top one's stat data changing).
         let dir_key = match self.place {
             Place::Solutions => None,
-            _ => Some(stat::fstat(dir_fd).map_err(|e| Error::io(&self.dir, "list", e))?),
+            _ => Some(stat::fstat(dir_fd).map_err(|e| Error::io(&self.area.dir, "list", e))?),
         };
-        let manifest = ixfiles::load(&ixfiles::manifest_path(&self.index_dir))
-            .and_then(|b| ixfiles::decode_manifest(&b))
-            .filter(|m| {
-                m.fingerprint == self.ctx.fingerprint && !self.ctx.now.jumped_since(&m.clocks)
-            });
-        let names_known = dir_key.is_some()
-            && manifest
-                .as_ref()
-                .is_some_and(|m| m.dir.is_some() && m.dir == dir_key);
-        let (manifest, fresh) = match manifest {
-            Some(m) if names_known || !self.rebucket(m.buckets.len())? => (m, false),
-            _ => (
-                Manifest {
-                    fingerprint: self.ctx.fingerprint,
-                    generation: ixfiles::unique(),
-                    dir: None,
-                    clocks: self.ctx.now,
-                    buckets: vec![0; self.ideal_buckets()?],
-                },
-                true,
-            ),
-        };
-        if fresh {
-            let _ = std::fs::create_dir_all(&self.index_dir);
-        }
-        let count = manifest.buckets.len();
-        let next = AtomicUsize::new(0);
-        let work = || {
-            let mut parts = Vec::new();
-            loop {
-                let b = next.fetch_add(1, Ordering::Relaxed);
-                if b >= count {
-                    return parts;
-                }
-                parts.push((b, self.refresh_bucket(dir_fd, &manifest, b, names_known)));
-            }
-        };
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(8)
-            .min(count);
-        let mut parts: Vec<(usize, Result<(Bucket, bool)>)> = if threads <= 1 {
-            work()
-        } else {
-            std::thread::scope(|s| {
-                let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
-                handles
-                    .into_iter()
-                    .flat_map(|h| h.join().unwrap_or_default())
-                    .collect()
-            })
-        };
-        parts.sort_by_key(|(b, _)| *b);
+        let start = self.area.start(dir_key)?;
+        let count = start.manifest.buckets.len();
+        let parts = ixdir::each_bucket(count, |b| {
+            self.refresh_bucket(dir_fd, &start.manifest, b, start.names_known)
+        });
         let mut buckets = Vec::with_capacity(count);
-        let mut changed = fresh;
-        for (_, part) in parts {
+        let mut changed = false;
+        for part in parts {
             let (bucket, rewritten) = part?;
             changed |= rewritten;
             buckets.push(bucket);
         }
         let ids: Vec<u64> = buckets.iter().map(|b| b.id).collect();
-        let dir = dir_key.filter(|k| !k.is_racy(self.ctx.now.wall));
-        if changed || manifest.dir != dir || ids != manifest.buckets {
-            let written = Manifest {
-                dir,
-                clocks: self.ctx.now,
-                buckets: ids,
-                ..manifest
-            };
-            ixfiles::save(
-                &ixfiles::manifest_path(&self.index_dir),
-                &ixfiles::encode_manifest(&written),
-            );
-            if fresh {
-                self.remove_other_generations(written.generation);
-            }
-        }
+        self.area.finish(start, dir_key, ids, changed);
         Ok(buckets)
-    }
-
-    fn ideal_buckets(&self) -> Result<usize> {
-        let n = self.listing()?.len();
-        Ok(n.div_ceil(PER_BUCKET).next_power_of_two().clamp(1, 4096))
-    }
-
-    fn rebucket(&self, count: usize) -> Result<bool> {
-        let ideal = self.ideal_buckets()?;
-        Ok(ideal > count * 4 || ideal * 4 < count)
-    }
-
-    fn listing(&self) -> Result<&[String]> {
-        let listed = self.listing.get_or_init(|| match self.place {
-            Place::Solutions => walk(&self.dir),
-            _ => list(&self.dir),
-        });
-        match listed {
-            Ok(names) => Ok(names),
-            Err(e) => Err(Error::io(
-                &self.dir,
-                "list",
-                std::io::Error::other(e.clone()),
-            )),
-        }
-    }
-
-    fn shares(&self, all: &[String], count: usize) -> &[Vec<usize>] {
-        self.shares.get_or_init(|| {
-            let mut shares = vec![Vec::new(); count];
-            for (i, name) in all.iter().enumerate() {
-                shares[bucket_of(name, count)].push(i);
-            }
-            shares
-        })
     }
 
     /// One bucket brought up to date; whether it was rewritten.
@@ -783,7 +671,7 @@ impl<'a> Area<'a> {
         b: usize,
         names_known: bool,
     ) -> Result<(Bucket, bool)> {
-        let path = ixfiles::bucket_path(&self.index_dir, manifest.generation, b);
+        let path = ixfiles::bucket_path(&self.area.index_dir, manifest.generation, b);
         let cached = store::open(&path)
             .filter(|bk| bk.fingerprint == self.ctx.fingerprint)
             .unwrap_or_default();
@@ -800,16 +688,16 @@ impl<'a> Area<'a> {
         cached: Bucket,
     ) -> Result<(Bucket, bool)> {
         let count = manifest.buckets.len();
-        let path = ixfiles::bucket_path(&self.index_dir, manifest.generation, b);
+        let path = ixfiles::bucket_path(&self.area.index_dir, manifest.generation, b);
         let mut rewrite = false;
         let names: Vec<String> = if names_known && cached.id == manifest.buckets[b] {
             cached.entries.iter().map(|e| e.name.clone()).collect()
         } else {
             rewrite = true;
-            let all = self.listing()?;
-            self.shares(all, count)[b]
-                .iter()
-                .map(|&i| all[i].clone())
+            self.area
+                .share(b, count)?
+                .into_iter()
+                .map(str::to_string)
                 .collect()
         };
         let by_name: HashMap<&str, usize> = cached
@@ -878,12 +766,7 @@ impl<'a> Area<'a> {
             Place::Solutions => name.to_string(),
             _ => format!("{name}.md"),
         };
-        let c_name = CString::new(file).ok()?;
-        match stat::stat_at(dir_fd, &c_name) {
-            Ok(k) => Some(k),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(_) => Some(StatKey::default()),
-        }
+        ixdir::stat_name(dir_fd, &file)
     }
 
     /// Reads and analyses one file, between two looks at its stat data.
@@ -893,7 +776,7 @@ impl<'a> Area<'a> {
             Place::Region(region, _) => {
                 let file = DocFile {
                     id: name.to_string(),
-                    path: self.dir.join(format!("{name}.md")),
+                    path: self.area.dir.join(format!("{name}.md")),
                     is_symlink: key.file_type() == FileType::Symlink,
                     is_special: !matches!(
                         key.file_type(),
@@ -906,7 +789,7 @@ impl<'a> Area<'a> {
                 }
             }
             Place::Solutions => {
-                let path = self.dir.join(name);
+                let path = self.area.dir.join(name);
                 let text = (key.file_type() == FileType::RegularFile)
                     .then(|| {
                         crate::store::read_regular(&path, board.config.limits.max_doc_bytes).ok()
@@ -924,68 +807,16 @@ impl<'a> Area<'a> {
         let entry = Entry {
             name: name.to_string(),
             key,
-            racy: after != Some(key) || key == StatKey::default() || key.is_racy(self.ctx.now.wall),
+            racy: key.racy_read(after, self.ctx.now.wall),
             kind,
             len,
         };
         (entry, terms)
     }
-
-    /// Removes the files of other generations and old temp files (of writers that died).
-    fn remove_other_generations(&self, generation: u64) {
-        let Ok(entries) = std::fs::read_dir(&self.index_dir) else {
-            return;
-        };
-        let ours = format!("{generation}-");
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            let old_temp = name.starts_with('.')
-                && entry
-                    .metadata()
-                    .and_then(|m| m.modified())
-                    .ok()
-                    .and_then(|t| t.elapsed().ok())
-                    .is_some_and(|age| age.as_secs() > 600);
-            let other = !name.starts_with('.') && name != "manifest" && !name.starts_with(&ours);
-            if old_temp || other {
-                let _ = std::fs::remove_file(entry.path());
-            }
-        }
-    }
 }
 
 /// A file's entry with its terms and their frequencies.
 type Analysed = (Entry, Vec<(String, u32)>);
-
-fn bucket_of(name: &str, count: usize) -> usize {
-    (ixfiles::fnv(name.as_bytes()) % count as u64) as usize
-}
-
-/// The `*.md` names of a directory less `.md`, without dot files (as the read index lists
-/// them).
-fn list(dir: &Path) -> std::result::Result<Vec<String>, String> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e.to_string()),
-    };
-    let mut names = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|e| e.to_string())?;
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        if name.starts_with('.') {
-            continue;
-        }
-        if let Some(stem) = name.strip_suffix(".md") {
-            names.push(stem.to_string());
-        }
-    }
-    names.sort();
-    names.dedup();
-    Ok(names)
-}
 
 /// The files under `solutions/` (paths relative to it), without dot files or anything
 /// under a dot directory, not following symlinks; names that are not UTF-8 are left out

@@ -16,6 +16,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
+use crate::index::files::{Reader, put_key, put_str, put_u32};
 use crate::index::stat::StatKey;
 
 const MAGIC: &[u8; 8] = b"TVSRBKT2";
@@ -345,63 +346,6 @@ pub fn open(path: &Path) -> Option<Bucket> {
     let (head, dir) = front_bytes.split_at(h.head_len);
     let base = (HEADER + dir_end) as u64;
     front(&h, head, dir, Source::File(file, base))
-}
-
-fn put_u32(out: &mut Vec<u8>, v: u32) {
-    out.extend_from_slice(&v.to_le_bytes());
-}
-
-fn put_str(out: &mut Vec<u8>, s: &str) {
-    put_u32(out, s.len() as u32);
-    out.extend_from_slice(s.as_bytes());
-}
-
-fn put_key(out: &mut Vec<u8>, k: &StatKey) {
-    out.extend_from_slice(&k.dev.to_le_bytes());
-    out.extend_from_slice(&k.ino.to_le_bytes());
-    out.extend_from_slice(&k.size.to_le_bytes());
-    out.extend_from_slice(&k.mode.to_le_bytes());
-    out.extend_from_slice(&k.mtime.to_le_bytes());
-    out.extend_from_slice(&k.ctime.to_le_bytes());
-}
-
-struct Reader<'a>(&'a [u8]);
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        if self.0.len() < n {
-            return None;
-        }
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
-        Some(head)
-    }
-    fn u8(&mut self) -> Option<u8> {
-        self.take(1).map(|b| b[0])
-    }
-    fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
-    }
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-    fn i128(&mut self) -> Option<i128> {
-        Some(i128::from_le_bytes(self.take(16)?.try_into().ok()?))
-    }
-    fn str(&mut self) -> Option<&'a str> {
-        let n = self.u32()? as usize;
-        std::str::from_utf8(self.take(n)?).ok()
-    }
-    fn key(&mut self) -> Option<StatKey> {
-        Some(StatKey {
-            dev: self.u64()?,
-            ino: self.u64()?,
-            size: self.u64()?,
-            mode: self.u32()?,
-            mtime: self.i128()?,
-            ctime: self.i128()?,
-        })
-    }
 }
 
 #[cfg(test)]

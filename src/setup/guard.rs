@@ -50,9 +50,17 @@ pub fn run(
         Err(Error::NoBoard { .. }) => return Ok(ExitCode::SUCCESS),
         Err(e) => return fail(e),
     };
-    // Nothing held and no ownership rule (the common case): one stat, and the edit or the
-    // commit goes through without asking git, /proc or the registry anything more.
-    if !holds::anything_held(&board) {
+    // Nothing held and no ownership rule (the common case): a stat or two, and the edit or
+    // the commit goes through without asking git, /proc or the registry anything more.
+    // Other clones' holds are this clone's last copy, fetched again when it is older than
+    // the bound (TAVERN_HOLDS_FRESH seconds changes it; 0 fetches at every edit).
+    let fresh = std::env::var("TAVERN_HOLDS_FRESH")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .map_or(holds::ELSEWHERE_FRESH, std::time::Duration::from_secs);
+    let guard = holds::edit_guard(&board, fresh, holds::ELSEWHERE_LIMIT);
+    if guard.idle(&board) {
+        note_stale(&guard);
         return Ok(ExitCode::SUCCESS);
     }
     let files = if a.event == "pre-commit" {
@@ -81,16 +89,20 @@ pub fn run(
     };
     let mut refused: Vec<(String, Vec<Hold>)> = Vec::new();
     for f in &files {
-        match holds::check_edit(&board, &name, &here, f) {
+        match holds::check_edit(&board, &guard, &name, &here, f) {
             Ok(c) if !c.allowed() => refused.push((c.path.unwrap_or_else(|| f.clone()), c.held_by)),
             Ok(_) => {}
             Err(e) => return fail(e),
         }
     }
     if refused.is_empty() {
+        note_stale(&guard);
         return Ok(ExitCode::SUCCESS);
     }
-    let text = refusal(&name, &refused, a.event == "pre-commit");
+    let mut text = refusal(&name, &refused, a.event == "pre-commit");
+    if let Some(s) = stale(&guard) {
+        text.push_str(&format!(" ({s})"));
+    }
     if json {
         // For a program (never what setup installs): the error object every refused hold
         // gives, with each hold in the way, on stderr, exit 3.
@@ -130,6 +142,29 @@ pub fn run(
                 std::io::Write::write_all(&mut std::io::stderr(), format!("{text}\n").as_bytes());
             Ok(ExitCode::FAILURE)
         }
+    }
+}
+
+/// What to say when other clones' holds are as last fetched, older than the bound.
+fn stale(guard: &holds::EditGuard) -> Option<String> {
+    let why = guard.stale.as_ref()?;
+    Some(format!(
+        "holds of other clones as this clone last fetched them{}: {why}",
+        guard
+            .fetched
+            .as_ref()
+            .map(|t| format!(" at {t}"))
+            .unwrap_or_default()
+    ))
+}
+
+/// An edit let through on a stale copy of other clones' holds says so on stderr.
+fn note_stale(guard: &holds::EditGuard) {
+    if let Some(s) = stale(guard) {
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            format!("tavern hook: {s}\n").as_bytes(),
+        );
     }
 }
 

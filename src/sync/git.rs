@@ -147,6 +147,55 @@ impl Git {
         ))
     }
 
+    /// Runs git as [`Git::output`] does (no standard input), for at most `limit`: None when
+    /// it had not finished by then (it is killed).
+    pub fn output_within(
+        &self,
+        args: &[&str],
+        limit: std::time::Duration,
+    ) -> Result<Option<Output>> {
+        let mut cmd = Command::new(program());
+        cmd.arg("-C").arg(&self.dir).args(args);
+        cmd.env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_EDITOR", "true");
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| Error::io(&self.dir, "run git in", e))?;
+        let started = std::time::Instant::now();
+        loop {
+            match child.try_wait() {
+                Ok(Some(_)) => break,
+                Ok(None) if started.elapsed() >= limit => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Ok(None);
+                }
+                Ok(None) => std::thread::sleep(std::time::Duration::from_millis(5)),
+                Err(e) => return Err(Error::io(&self.dir, "run git in", e)),
+            }
+        }
+        let out = child
+            .wait_with_output()
+            .map_err(|e| Error::io(&self.dir, "run git in", e))?;
+        #[cfg(unix)]
+        let signal = std::os::unix::process::ExitStatusExt::signal(&out.status);
+        #[cfg(not(unix))]
+        let signal = None;
+        Ok(Some(Output {
+            success: out.status.success(),
+            code: out.status.code(),
+            signal,
+            stdout: String::new(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }))
+    }
+
     /// Runs git and returns its standard output, trimmed; a non-zero exit is an error that
     /// quotes git's own message.
     pub fn run(&self, args: &[&str]) -> Result<String> {

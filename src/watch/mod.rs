@@ -19,6 +19,7 @@ pub mod feed;
 pub mod fsevents;
 pub mod intake;
 pub mod lock;
+pub mod pack;
 pub mod patch;
 pub mod reconcile;
 pub mod report;

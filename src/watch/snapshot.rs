@@ -1,19 +1,21 @@
 //! What watch mode last saw of every tracked file, kept across restarts under
 //! `.state/watch/`:
 //!
-//! - `snapshot`: per file its stat key (size, mtime, ctime, inode) and a content hash. A
-//!   file whose stat key is unchanged is not read again (as git's index does); ctime is in
-//!   the key because no tool can set it back, so `touch -m` cannot hide a change.
-//! - `shadow/<path>`: the last content seen, the "before" of the next change. A hand edit
-//!   is logged with its diff against it, also when it happened while the watcher was down.
+//! - per file its stat key (size, mtime, ctime, inode), a content hash, and the last
+//!   content handled (its shadow: the "before" of the next change, so a hand edit is logged
+//!   with its diff, also when it happened while the watcher was down), all in a compressed
+//!   pack and an index of it ([`super::pack`]), not a copy of each file. A file whose stat
+//!   key is unchanged is not read again (as git's index does); ctime is in the key because
+//!   no tool can set it back, so `touch -m` cannot hide a change.
 //! - `cursor`: how far into log.yaml the watcher has read.
 //!
-//! The shadow is the truth about what has been handled: a change is handled once its new
-//! content is in the shadow. The snapshot file only saves reading unchanged files.
+//! The pack is the truth about what has been handled: a change is handled once its record
+//! is in the pack.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use super::pack::{self, Batch, Kind, Loc, Pack, Rec};
 use crate::board::Board;
 use crate::error::{Error, Result};
 
@@ -77,27 +79,38 @@ pub fn hash(bytes: &[u8]) -> u64 {
 }
 
 /// What the watcher knows of one file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Known {
     pub stat: StatKey,
     pub hash: u64,
+    /// Where its last handled content is kept (None: none is, or it was lost).
+    pub shadow: Option<Loc>,
 }
 
-/// The in-memory index of every tracked file, by board-relative path.
+/// A file's entry in the previous format's snapshot (JSON lines), read once to migrate it.
+#[derive(serde::Deserialize)]
+struct LegacyKnown {
+    stat: StatKey,
+    hash: u64,
+}
+
+/// The in-memory index of every tracked file, by board-relative path, and the pack that
+/// keeps their shadows.
 #[derive(Debug, Default)]
 pub struct Snapshot {
-    pub files: HashMap<String, Known>,
+    files: HashMap<String, Known>,
     /// False until a snapshot exists on disk: the first start takes the board as it is.
     pub existed: bool,
+    /// Files whose entry changed since it was last recorded in the pack.
+    dirty: HashSet<String>,
+    pack: Pack,
+    /// The first start's frame being filled.
+    baseline: Batch,
 }
 
 /// Where watch mode keeps its state.
 pub fn dir(board: &Board) -> PathBuf {
     crate::layout::watch_dir(&board.root)
-}
-
-fn snapshot_path(board: &Board) -> PathBuf {
-    dir(board).join("snapshot")
 }
 
 fn cursor_path(board: &Board) -> PathBuf {
@@ -156,27 +169,9 @@ fn read_if_regular(path: &Path) -> Option<Vec<u8>> {
     std::fs::read(path).ok()
 }
 
-pub fn shadow_path(board: &Board, rel: &str) -> PathBuf {
-    dir(board).join("shadow").join(rel)
-}
-
-/// The mark that a file's deletion was handled: its shadow is gone, and the snapshot
-/// (saved seldom) may still list the file. Without the mark, a watcher killed in between
-/// could not tell a handled deletion from a shadow lost with a cleaned `.state/`, and
-/// would log the deletion again.
-fn gone_path(board: &Board, rel: &str) -> PathBuf {
+/// The previous format's mark that a file's deletion was handled.
+fn legacy_gone_path(board: &Board, rel: &str) -> PathBuf {
     dir(board).join("gone").join(rel)
-}
-
-/// Was the deletion of `rel` handled since the snapshot was last saved?
-pub fn deletion_handled(board: &Board, rel: &str) -> bool {
-    std::fs::symlink_metadata(gone_path(board, rel)).is_ok_and(|m| m.is_file())
-}
-
-/// Forgets the marks of handled deletions: the snapshot just saved no longer lists those
-/// files.
-pub fn clear_deletions(board: &Board) {
-    let _ = std::fs::remove_dir_all(dir(board).join("gone"));
 }
 
 /// Writes a state file whole or not at all (temp file and rename; no fsync: this is a
@@ -235,112 +230,349 @@ fn make_dirs_below(board: Option<&Path>, dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Past this many bytes of frames after what the index file covers (or a quarter of the
+/// pack, if more), the index is written again: a start replays the frames after it.
+const JOURNAL_MAX: u64 = 1 << 20;
+/// A pack is rewritten once its dead records outweigh the live ones by this much.
+const COMPACT_SLACK: u64 = 8 << 20;
+
 impl Snapshot {
-    /// Loads the snapshot written by the last run (an unreadable one is an empty one:
-    /// every file is then compared with its shadow).
+    pub fn get(&self, rel: &str) -> Option<&Known> {
+        self.files.get(rel)
+    }
+
+    pub fn contains(&self, rel: &str) -> bool {
+        self.files.contains_key(rel)
+    }
+
+    /// How many files it knows.
+    pub fn count(&self) -> usize {
+        self.files.len()
+    }
+
+    /// Every file it knows.
+    pub fn paths(&self) -> impl Iterator<Item = &String> {
+        self.files.keys()
+    }
+
+    /// Records a file's stat key and content hash (its shadow is what [`Snapshot::commit`]
+    /// writes).
+    pub fn set(&mut self, rel: &str, stat: StatKey, hash: u64) {
+        let shadow = self.files.get(rel).and_then(|k| k.shadow);
+        let known = Known { stat, hash, shadow };
+        if self.files.get(rel) != Some(&known) {
+            self.files.insert(rel.to_string(), known);
+            self.dirty.insert(rel.to_string());
+        }
+    }
+
+    /// Forgets a file. True if it was known.
+    pub fn remove(&mut self, rel: &str) -> bool {
+        let known = self.files.remove(rel).is_some();
+        if known {
+            self.dirty.insert(rel.to_string());
+        }
+        known
+    }
+
+    /// Loads what the last run wrote: the index file and the frames appended after it. A
+    /// snapshot of the previous format (a shadow file per file) is migrated once.
     pub fn load(board: &Board) -> Snapshot {
-        let Some(text) = read_state(&snapshot_path(board)) else {
-            return Snapshot::default();
-        };
-        let mut files = HashMap::new();
-        for line in text.lines() {
-            if let Ok((rel, known)) = serde_json::from_str::<(String, Known)>(line) {
-                files.insert(rel, known);
-            }
-        }
-        Snapshot {
-            files,
-            existed: true,
-        }
-    }
-
-    pub fn save(&self, board: &Board) -> Result<()> {
-        let mut rels: Vec<&String> = self.files.keys().collect();
-        rels.sort();
-        let mut out = String::with_capacity(rels.len() * 96);
-        for rel in rels {
-            if let Ok(line) = serde_json::to_string(&(rel, &self.files[rel])) {
-                out.push_str(&line);
-                out.push('\n');
-            }
-        }
-        write_state(&snapshot_path(board), out.as_bytes())
-    }
-}
-
-/// The last content the watcher handled of `rel`, or None if it had none.
-pub fn read_shadow(board: &Board, rel: &str) -> Option<Vec<u8>> {
-    read_if_regular(&shadow_path(board, rel))
-}
-
-/// A shadow of the first start, written in place: until the snapshot is saved at its end,
-/// an interrupted first start is a first start again, so no reader relies on it yet (and a
-/// rename per file is what the first start of a big board spends its time on).
-pub fn write_baseline_shadow(board: &Board, rel: &str, bytes: &[u8]) -> Result<()> {
-    let path = shadow_path(board, rel);
-    let root = board.root.as_path();
-    in_its_directory(Some(root), &path, || {
-        crate::file::write_in_place(&path, bytes)
-    })
-}
-
-/// Records `content` as handled (None: the file is gone).
-pub fn write_shadow(board: &Board, rel: &str, content: Option<&[u8]>) -> Result<()> {
-    let path = shadow_path(board, rel);
-    let gone = gone_path(board, rel);
-    match content {
-        Some(bytes) => {
-            write_state(&path, bytes).or_else(|_| {
-                // A directory became a file of the same name, or a file a directory: the
-                // shadows of what was there before are in the way.
-                make_way(board, &path);
-                write_state(&path, bytes)
-            })?;
-            // Back again: no longer a handled deletion (a directory there holds the marks
-            // of files that were under a directory of this name).
-            let _ = std::fs::remove_file(&gone);
-            Ok(())
-        }
-        None => {
-            remove_shadow(board, &path)?;
-            write_state(&gone, b"").or_else(|_| {
-                make_way(board, &gone);
-                write_state(&gone, b"")
-            })
-        }
-    }
-}
-
-fn remove_shadow(board: &Board, path: &Path) -> Result<()> {
-    match std::fs::remove_file(path) {
-        Ok(()) => {
-            // The shadow directories of a directory that is gone go too.
-            let root = dir(board).join("shadow");
-            for parent in path.ancestors().skip(1).take_while(|p| *p != root) {
-                if std::fs::remove_dir(parent).is_err() {
-                    break;
+        let dir = dir(board);
+        if let Some((mut pack, mut files)) = pack::read_index(&dir) {
+            pack::replay(&dir, &mut pack, &mut files);
+            if pack.lost {
+                for k in files.values_mut() {
+                    k.shadow = None;
                 }
             }
-            Ok(())
+            return Snapshot {
+                files,
+                existed: true,
+                pack,
+                ..Snapshot::default()
+            };
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        // The shadows of the files under a directory of that name: theirs to go.
-        Err(_) if path.is_dir() => Ok(()),
-        Err(e) => Err(Error::io(path, "remove", e)),
+        Snapshot::migrate(board).unwrap_or_default()
     }
-}
 
-/// Removes what stands where the shadow `path` must go: a directory at its place, or a
-/// file where one of its directories must be.
-fn make_way(board: &Board, path: &Path) {
-    if path.is_dir() {
-        let _ = std::fs::remove_dir_all(path);
+    /// The last content the watcher handled of `rel`, or None if it has none.
+    pub fn read_shadow(&self, board: &Board, rel: &str) -> Option<Vec<u8>> {
+        let loc = self.files.get(rel)?.shadow?;
+        self.pack.read(&dir(board), loc, rel)
     }
-    let root = dir(board);
-    for parent in path.ancestors().skip(1).take_while(|p| *p != root) {
-        if std::fs::symlink_metadata(parent).is_ok_and(|m| !m.is_dir()) {
-            let _ = std::fs::remove_file(parent);
+
+    /// Starts over: the first start records every file as it is.
+    pub fn begin_baseline(&mut self, board: &Board) {
+        pack::remove_other_packs(&dir(board), None);
+        self.files.clear();
+        self.dirty.clear();
+        self.pack = Pack::new(1);
+        self.baseline = Batch::default();
+    }
+
+    /// A file of the first start: its stat and content (None: nothing to keep, as for a
+    /// symlink).
+    pub fn add_baseline(
+        &mut self,
+        board: &Board,
+        rel: &str,
+        stat: StatKey,
+        content: Option<&[u8]>,
+    ) -> Result<()> {
+        let hash = hash(content.unwrap_or(b""));
+        self.files.insert(
+            rel.to_string(),
+            Known {
+                stat,
+                hash,
+                shadow: None,
+            },
+        );
+        if let Some(content) = content {
+            self.baseline.push(&Rec {
+                kind: Kind::Content,
+                rel,
+                stat,
+                hash,
+                content,
+            });
+            if self.baseline.raw_len() >= pack::FRAME_TARGET {
+                self.flush_baseline(board)?;
+            }
         }
+        Ok(())
+    }
+
+    fn flush_baseline(&mut self, board: &Board) -> Result<()> {
+        let batch = std::mem::take(&mut self.baseline);
+        self.append(board, &batch)?;
+        Ok(())
+    }
+
+    /// Ends the first start: from now on the board is known.
+    pub fn end_baseline(&mut self, board: &Board) -> Result<()> {
+        self.flush_baseline(board)?;
+        self.dirty.clear();
+        self.write_index(board)?;
+        self.existed = true;
+        Ok(())
+    }
+
+    /// Appends a batch and points its files at their records.
+    fn append(&mut self, board: &Board, batch: &Batch) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let dir = dir(board);
+        let path = pack::pack_path(&dir, self.pack.generation);
+        let frame = match self.pack.append(&dir, batch) {
+            Ok(frame) => frame,
+            Err(_) => {
+                make_dirs_below(Some(&board.root), &dir)
+                    .map_err(|e| Error::io(&dir, "create directory", e))?;
+                self.pack
+                    .append(&dir, batch)
+                    .map_err(|e| Error::io(&path, "write", e))?
+            }
+        };
+        for (rel, loc) in pack::placed(batch, frame) {
+            if let Some(k) = self.files.get_mut(rel) {
+                k.shadow = Some(loc);
+            }
+        }
+        Ok(())
+    }
+
+    /// The pack was removed or cut under the watcher (`.state/` cleaned): what it held is
+    /// lost; a new generation starts, and the index says so at once.
+    fn renew_pack_if_lost(&mut self, board: &Board) -> Result<()> {
+        let dir = dir(board);
+        if !self.pack.lost && (self.pack.len == 0 || self.pack.present(&dir)) {
+            return Ok(());
+        }
+        for k in self.files.values_mut() {
+            k.shadow = None;
+        }
+        self.pack = Pack::new(self.pack.generation + 1);
+        pack::remove_other_packs(&dir, None);
+        self.write_index(board)
+    }
+
+    /// Records a handled batch in one frame: the shadows staged (None: the file is gone,
+    /// or has no content to keep) and every entry changed since the last frame. Nothing is
+    /// recorded if it fails: the batch is then handled again.
+    pub fn commit(
+        &mut self,
+        board: &Board,
+        staged: &HashMap<String, Option<Vec<u8>>>,
+    ) -> Result<()> {
+        if staged.is_empty() && self.dirty.is_empty() {
+            return Ok(());
+        }
+        self.renew_pack_if_lost(board)?;
+        let mut batch = Batch::default();
+        for (rel, content) in staged {
+            let known = self.files.get(rel).copied();
+            match (content, known) {
+                (Some(bytes), known) => {
+                    let (stat, hash) =
+                        known.map_or((StatKey::default(), hash(bytes)), |k| (k.stat, k.hash));
+                    if known.is_none() {
+                        self.files.insert(
+                            rel.clone(),
+                            Known {
+                                stat,
+                                hash,
+                                shadow: None,
+                            },
+                        );
+                    }
+                    batch.push(&Rec {
+                        kind: Kind::Content,
+                        rel,
+                        stat,
+                        hash,
+                        content: bytes,
+                    });
+                }
+                (None, Some(k)) => batch.push(&Rec {
+                    kind: Kind::NoShadow,
+                    rel,
+                    stat: k.stat,
+                    hash: k.hash,
+                    content: b"",
+                }),
+                (None, None) => batch.push(&Rec {
+                    kind: Kind::Gone,
+                    rel,
+                    stat: StatKey::default(),
+                    hash: 0,
+                    content: b"",
+                }),
+            }
+        }
+        for rel in &self.dirty {
+            if staged.contains_key(rel) {
+                continue;
+            }
+            let rec = match self.files.get(rel) {
+                Some(k) => Rec {
+                    kind: Kind::Known,
+                    rel,
+                    stat: k.stat,
+                    hash: k.hash,
+                    content: b"",
+                },
+                None => Rec {
+                    kind: Kind::Gone,
+                    rel,
+                    stat: StatKey::default(),
+                    hash: 0,
+                    content: b"",
+                },
+            };
+            batch.push(&rec);
+        }
+        self.append(board, &batch)?;
+        for (rel, content) in staged {
+            if content.is_none()
+                && let Some(k) = self.files.get_mut(rel)
+            {
+                k.shadow = None;
+            }
+        }
+        self.dirty.clear();
+        Ok(())
+    }
+
+    /// Records the entries changed since the last frame (nothing may be staged), then
+    /// writes the index file when the frames after it have grown, or rewrites the pack
+    /// when it is mostly dead records.
+    pub fn save(&mut self, board: &Board) -> Result<()> {
+        self.commit(board, &HashMap::new())?;
+        let dir = dir(board);
+        let live: u64 = self
+            .files
+            .values()
+            .filter_map(|k| k.shadow)
+            .map(|l| u64::from(l.len))
+            .sum();
+        if self.pack.raw_total > 2 * live + COMPACT_SLACK {
+            let next = pack::compact(&dir, &self.pack, &mut self.files)?;
+            self.pack = next;
+            self.write_index(board)?;
+            pack::remove_other_packs(&dir, Some(self.pack.generation));
+        } else if self.pack.len - self.pack.covered > JOURNAL_MAX.max(self.pack.covered / 4) {
+            self.write_index(board)?;
+        }
+        Ok(())
+    }
+
+    fn write_index(&mut self, board: &Board) -> Result<()> {
+        let dir = dir(board);
+        pack::write_index(&dir, &self.pack, &self.files, write_state)?;
+        self.pack.covered = self.pack.len;
+        Ok(())
+    }
+
+    /// The previous format: a JSON line per file in `snapshot`, a copy of each file's last
+    /// handled content under `shadow/`, and marks of handled deletions under `gone/`.
+    /// Moved into the pack once, then removed.
+    fn migrate(board: &Board) -> Option<Snapshot> {
+        let legacy_path = dir(board).join("snapshot");
+        let text = read_state(&legacy_path)?;
+        let mut legacy: HashMap<String, LegacyKnown> = text
+            .lines()
+            .filter_map(|line| serde_json::from_str::<(String, LegacyKnown)>(line).ok())
+            .collect();
+        let mut s = Snapshot::default();
+        s.begin_baseline(board);
+        // Every shadow, also those of files handled after the snapshot was last saved.
+        let root = dir(board).join("shadow");
+        let walker = walkdir::WalkDir::new(&root)
+            .follow_links(false)
+            .sort_by_file_name();
+        for entry in walker.into_iter().flatten() {
+            if !entry.file_type().is_file() {
+                continue;
+            }
+            let Some(rel) = entry
+                .path()
+                .strip_prefix(&root)
+                .ok()
+                .and_then(|r| r.to_str())
+                .map(|r| r.replace(std::path::MAIN_SEPARATOR, "/"))
+            else {
+                continue;
+            };
+            let Some(bytes) = read_if_regular(entry.path()) else {
+                continue;
+            };
+            // A stat that no longer matches makes the file looked at again: compared with
+            // this content, not taken as unchanged.
+            let stat = legacy.remove(&rel).map_or(StatKey::default(), |k| k.stat);
+            s.add_baseline(board, &rel, stat, Some(&bytes)).ok()?;
+        }
+        for (rel, k) in legacy {
+            if std::fs::symlink_metadata(legacy_gone_path(board, &rel)).is_ok_and(|m| m.is_file()) {
+                // Its deletion was handled.
+                continue;
+            }
+            s.files.insert(
+                rel,
+                Known {
+                    stat: k.stat,
+                    hash: k.hash,
+                    shadow: None,
+                },
+            );
+        }
+        s.end_baseline(board).ok()?;
+        let _ = std::fs::remove_file(&legacy_path);
+        let _ = std::fs::remove_dir_all(&root);
+        let _ = std::fs::remove_dir_all(dir(board).join("gone"));
+        Some(s)
     }
 }
 

@@ -16,7 +16,7 @@ pub(super) fn git(board: &Board) -> Git {
 }
 
 /// The repository's common directory (where refs and config live), if the board is in one.
-fn common_dir(board: &Board) -> Option<std::path::PathBuf> {
+pub(super) fn common_dir(board: &Board) -> Option<std::path::PathBuf> {
     crate::sync::repo::Repo::find(board.project()).map(|r| r.common_dir)
 }
 
@@ -229,6 +229,18 @@ pub(super) fn fetch(
     prune: bool,
     guarded: bool,
 ) -> Result<Output> {
+    fetch_specs(g, board, remote, &[spec], prune, guarded)
+}
+
+/// [`fetch`] of several refspecs in one exchange.
+fn fetch_specs(
+    g: &Git,
+    board: &Board,
+    remote: &str,
+    specs: &[&str],
+    prune: bool,
+    guarded: bool,
+) -> Result<Output> {
     let mut args = vec![
         "fetch",
         "--quiet",
@@ -239,7 +251,8 @@ pub(super) fn fetch(
     if prune {
         args.push("--prune");
     }
-    args.extend([remote, spec]);
+    args.push(remote);
+    args.extend(specs);
     let mut attempt = 0;
     loop {
         let out = g.output(&args, None)?;
@@ -252,16 +265,26 @@ pub(super) fn fetch(
     }
 }
 
-/// Fetches every record of the remote into this clone's copies.
+/// Fetches every record of the remote into this clone's copies: the claim records, and in
+/// the same exchange the hold records (which refreshes the hooks' copy of other clones'
+/// holds).
 fn fetch_every_record(g: &Git, board: &Board, remote: &str) -> Result<Output> {
-    fetch(
+    let holds = super::holds::REF_PREFIX;
+    let out = fetch_specs(
         g,
         board,
         remote,
-        &format!("+{REF_PREFIX}*:{REF_PREFIX}*"),
+        &[
+            &format!("+{REF_PREFIX}*:{REF_PREFIX}*"),
+            &format!("+{holds}*:{holds}*"),
+        ],
         true,
         false,
-    )
+    )?;
+    if out.success {
+        let _ = super::holds::remember(board, g);
+    }
+    Ok(out)
 }
 
 /// Fetches the remote's record of `task` into this clone's copy (removing the copy when

@@ -220,10 +220,181 @@ fn fetch_all(board: &Board, g: &Git, remote: &str) -> Result<std::result::Result
         true,
     )?;
     Ok(if out.success {
+        // Best effort: a copy not rewritten grows old, and the hook then asks again.
+        let _ = remember(board, g);
         Ok(())
     } else {
         Err(format!("fetching the hold records failed: {}", out.why()))
     })
+}
+
+/// This clone's last copy of the live holds made on other clones, for the pre-edit and
+/// pre-commit hooks, which never start git to read the records: rewritten from the copies
+/// of the records at every fetch of them (so its mtime is when they were last fetched),
+/// and empty when none was live then (a stat tells the hook so). Machine-local.
+pub const ELSEWHERE: &str = ".state/holds-elsewhere.json";
+/// When the hooks last tried to refresh [`ELSEWHERE`] (they try at most once per bound).
+const TRIED: &str = ".state/holds-elsewhere.tried";
+
+/// The live holds of other clones in this clone's copies of the records, each once (its id
+/// saying where it was made: `h-3 on box:/path`).
+fn others(board: &Board, g: &Git) -> Result<Vec<Hold>> {
+    let mine = origin(board);
+    let now = crate::time::now();
+    let mut out: Vec<Hold> = Vec::new();
+    for (_, (_, mut rec)) in copies(board, g)? {
+        rec.live(now);
+        for h in rec.holds.into_iter().filter(|h| h.origin != mine) {
+            let seen = out
+                .iter()
+                .any(|o| o.agent == h.hold.agent && o.resource == h.hold.resource);
+            if !seen {
+                let mut hold = h.hold;
+                hold.id = format!("{} on {}", hold.id, h.origin);
+                out.push(hold);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Rewrites [`ELSEWHERE`] from this clone's copies of the records.
+pub fn remember(board: &Board, g: &Git) -> Result<()> {
+    // No hold record in this clone at all (the common case): no git to ask.
+    let none = super::exchange::common_dir(board).is_some_and(|c| {
+        !c.join("reftable").exists()
+            && !c.join(REF_PREFIX).exists()
+            && !std::fs::read_to_string(c.join("packed-refs")).is_ok_and(|t| t.contains(REF_PREFIX))
+    });
+    let held = if none { Vec::new() } else { others(board, g)? };
+    let bytes = if held.is_empty() {
+        Vec::new()
+    } else {
+        let mut b = serde_json::to_vec(&held).unwrap_or_default();
+        b.push(b'\n');
+        b
+    };
+    crate::file::write(
+        &board.root.join(ELSEWHERE),
+        &bytes,
+        crate::file::Durability::Cache,
+    )
+}
+
+/// What the hooks know of other clones' holds.
+#[derive(Debug, Default)]
+pub struct Seen {
+    /// Live holds of other clones, as last fetched.
+    pub holds: Vec<Hold>,
+    /// When they were fetched (None: this clone never fetched them: not connected, or
+    /// never synced since it was).
+    pub fetched: Option<DateTime<Utc>>,
+    /// The copy is older than the bound and could not be refreshed now: why.
+    pub stale: Option<String>,
+}
+
+fn age_of(path: &std::path::Path) -> Option<(std::time::Duration, std::time::SystemTime)> {
+    let m = std::fs::metadata(path).ok()?.modified().ok()?;
+    Some((
+        std::time::SystemTime::now()
+            .duration_since(m)
+            .unwrap_or_default(),
+        m,
+    ))
+}
+
+/// The holds of other clones as the hooks see them: this clone's last copy
+/// ([`ELSEWHERE`], one stat when it is fresh and empty), refreshed first when it is older
+/// than `fresh` (one fetch of the hold records, killed after `limit`), at most once per
+/// `fresh` for every hook of this clone; a refresh that fails leaves the last copy, and
+/// says why in `stale`. No copy at all: nothing known (the board is not connected, or has
+/// not synced since it was).
+pub fn seen(board: &Board, fresh: std::time::Duration, limit: std::time::Duration) -> Seen {
+    let path = board.root.join(ELSEWHERE);
+    let Some((age, _)) = age_of(&path) else {
+        return Seen::default();
+    };
+    let mut stale = None;
+    if fresh.is_zero() || age > fresh {
+        let tried = board.root.join(TRIED);
+        let due = age_of(&tried).is_none_or(|(a, _)| fresh.is_zero() || a > fresh);
+        if due {
+            let _ = crate::file::write(&tried, b"", crate::file::Durability::Cache);
+            match refresh(board, limit) {
+                Ok(true) => {}
+                Ok(false) => {
+                    // No longer connected: nothing of other clones counts.
+                    let _ = std::fs::remove_file(&path);
+                    return Seen::default();
+                }
+                Err(why) => stale = Some(why),
+            }
+        } else {
+            stale = Some(format!(
+                "a refresh was tried less than {} ago",
+                crate::time::format_millis(fresh.as_millis() as u64)
+            ));
+        }
+    }
+    let Some((_, when)) = age_of(&path) else {
+        return Seen::default();
+    };
+    let fetched: DateTime<Utc> = when.into();
+    let bytes = std::fs::read(&path).unwrap_or_default();
+    let holds: Vec<Hold> = if bytes.is_empty() {
+        Vec::new()
+    } else {
+        match serde_json::from_slice(&bytes) {
+            Ok(h) => h,
+            Err(e) => {
+                stale = Some(format!("{ELSEWHERE} does not parse ({e})"));
+                Vec::new()
+            }
+        }
+    };
+    let now = crate::time::now();
+    Seen {
+        holds: holds.into_iter().filter(|h| !expired(h, now)).collect(),
+        fetched: Some(fetched),
+        stale,
+    }
+}
+
+/// Fetches the hold records (for at most `limit`) and rewrites [`ELSEWHERE`]: false when
+/// the board is no longer connected; the error says why it could not.
+fn refresh(board: &Board, limit: std::time::Duration) -> std::result::Result<bool, String> {
+    let remote = match crate::sync::remote(board) {
+        Ok(Some(r)) => r,
+        Ok(None) => return Ok(false),
+        Err(e) => return Err(e.to_string()),
+    };
+    let g = git(board);
+    let spec = format!("+{REF_PREFIX}*:{REF_PREFIX}*");
+    let args = [
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--no-write-fetch-head",
+        "--no-recurse-submodules",
+        "--prune",
+        remote.as_str(),
+        spec.as_str(),
+    ];
+    match g.output_within(&args, limit) {
+        Ok(Some(out)) if out.success => {
+            remember(board, &g).map_err(|e| e.to_string())?;
+            Ok(true)
+        }
+        Ok(Some(out)) => Err(format!(
+            "fetching them from the remote '{remote}' failed: {}",
+            out.why()
+        )),
+        Ok(None) => Err(format!(
+            "the remote '{remote}' did not answer within {}",
+            crate::time::format_millis(limit.as_millis() as u64)
+        )),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// What a change asks the remote to record for holds.
@@ -549,23 +720,7 @@ pub fn elsewhere(board: &Board, remote: Option<&str>) -> Result<(Vec<Hold>, Opti
         Some(r) => fetch_all(board, &g, r)?.err(),
         None => None,
     };
-    let mine = origin(board);
-    let now = crate::time::now();
-    let mut out: Vec<Hold> = Vec::new();
-    for (_, (_, mut rec)) in copies(board, &g)? {
-        rec.live(now);
-        for h in rec.holds.into_iter().filter(|h| h.origin != mine) {
-            let seen = out
-                .iter()
-                .any(|o| o.agent == h.hold.agent && o.resource == h.hold.resource);
-            if !seen {
-                let mut hold = h.hold;
-                hold.id = format!("{} on {}", hold.id, h.origin);
-                out.push(hold);
-            }
-        }
-    }
-    Ok((out, unfetched))
+    Ok((others(board, &g)?, unfetched))
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ impl Reconciler {
         before: Option<Vec<u8>>,
         entries: Vec<Entry>,
     ) -> Result<Outcome> {
-        let known = self.snapshot.files.remove(&t.rel).is_some();
+        let known = self.snapshot.remove(&t.rel);
         let by_tavern = entries
             .iter()
             .rev()

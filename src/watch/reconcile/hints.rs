@@ -13,19 +13,26 @@ use crate::watch::snapshot::StatKey;
 
 impl Reconciler {
     /// Hints every file whose stat differs from the snapshot, and every file that is gone.
+    /// (A stat per file: no file whose stat is unchanged is read.)
     pub fn rescan(&mut self) {
         let now: Vec<Tracked> = areas::walk(&self.board);
-        let present: HashSet<&str> = now.iter().map(|t| t.rel.as_str()).collect();
+        let mut known = 0;
         for t in &now {
             let stat = StatKey::read(&areas::abs(&self.board, &t.rel));
-            if self.snapshot.files.get(&t.rel).map(|k| k.stat) != stat {
+            let was = self.snapshot.get(&t.rel).map(|k| k.stat);
+            known += usize::from(was.is_some());
+            if was != stat {
                 self.hints.insert(t.rel.clone());
             }
         }
+        if known == self.snapshot.count() {
+            // Every file it knows is still there.
+            return;
+        }
+        let present: HashSet<&str> = now.iter().map(|t| t.rel.as_str()).collect();
         let gone: Vec<String> = self
             .snapshot
-            .files
-            .keys()
+            .paths()
             .filter(|rel| !present.contains(rel.as_str()))
             .cloned()
             .collect();
@@ -46,8 +53,7 @@ impl Reconciler {
         let prefix = format!("{rel_dir}/");
         let gone: Vec<String> = self
             .snapshot
-            .files
-            .keys()
+            .paths()
             .filter(|rel| rel.starts_with(&prefix))
             .cloned()
             .collect();

@@ -4,7 +4,7 @@
 use super::{Outcome, Reconciler, WATCHER};
 use crate::error::Result;
 use crate::watch::areas::{self, Area, Tracked};
-use crate::watch::snapshot::{self, Known, StatKey};
+use crate::watch::snapshot::{self, StatKey};
 
 impl Reconciler {
     /// A file whose name (or, under `solutions/`, whose task directory's name) is not a
@@ -22,10 +22,10 @@ impl Reconciler {
             self.stage(&t.rel, None);
         }
         let Some(stat) = stat else {
-            self.snapshot.files.remove(&t.rel);
+            self.snapshot.remove(&t.rel);
             return Ok(Outcome::Handled(Vec::new()));
         };
-        if self.snapshot.files.get(&t.rel).map(|k| k.stat) != Some(stat) {
+        if self.snapshot.get(&t.rel).map(|k| k.stat) != Some(stat) {
             let what = match t.area {
                 Area::Solution => format!(
                     "'{}' is not a valid task id ([a-z0-9][a-z0-9._-]{{0,63}})",
@@ -42,13 +42,7 @@ impl Reconciler {
                 ),
             )?;
         }
-        self.snapshot.files.insert(
-            t.rel.clone(),
-            Known {
-                stat,
-                hash: snapshot::hash(b""),
-            },
-        );
+        self.snapshot.set(&t.rel, stat, snapshot::hash(b""));
         Ok(Outcome::Handled(Vec::new()))
     }
 
@@ -60,19 +54,13 @@ impl Reconciler {
         before: Option<Vec<u8>>,
         why: &str,
     ) -> Result<Outcome> {
-        if self.snapshot.files.get(&t.rel).map(|k| k.stat) != Some(stat) {
+        if self.snapshot.get(&t.rel).map(|k| k.stat) != Some(stat) {
             self.alert(&t.rel, WATCHER, format!("{}: {why}", t.rel))?;
         }
         if before.is_some() {
             self.stage(&t.rel, None);
         }
-        self.snapshot.files.insert(
-            t.rel.clone(),
-            Known {
-                stat,
-                hash: snapshot::hash(b""),
-            },
-        );
+        self.snapshot.set(&t.rel, stat, snapshot::hash(b""));
         Ok(Outcome::Handled(Vec::new()))
     }
 }

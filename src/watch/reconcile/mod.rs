@@ -36,7 +36,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::areas::{self, Area, Tracked};
-use super::snapshot::{self, Cursor, Known, Snapshot, StatKey};
+use super::snapshot::{self, Cursor, Snapshot, StatKey};
 use super::sources::On;
 use crate::board::Board;
 use crate::doc::Document;
@@ -160,43 +160,45 @@ impl Reconciler {
 
     /// Records every tracked file as it is, without reporting anything.
     fn baseline(&mut self) -> Result<()> {
+        self.snapshot.begin_baseline(&self.board);
         for t in areas::walk(&self.board) {
             let path = areas::abs(&self.board, &t.rel);
+            let board = &self.board;
             match read_current(&path, self.max_bytes()) {
                 Current::File(stat, bytes) => {
-                    snapshot::write_baseline_shadow(&self.board, &t.rel, &bytes)?;
-                    self.remember(&t.rel, stat, &bytes);
+                    self.snapshot
+                        .add_baseline(board, &t.rel, stat, Some(&bytes))?;
                 }
                 Current::Big(stat) => {
                     let stand_in = big_stand_in(stat);
-                    snapshot::write_baseline_shadow(&self.board, &t.rel, &stand_in)?;
-                    self.remember(&t.rel, stat, &stand_in);
+                    self.snapshot
+                        .add_baseline(board, &t.rel, stat, Some(&stand_in))?;
                 }
-                Current::Special(stat, _) => self.remember(&t.rel, stat, b""),
+                Current::Special(stat, _) => {
+                    self.snapshot.add_baseline(board, &t.rel, stat, None)?;
+                }
                 Current::Missing => {}
             }
         }
-        self.snapshot.existed = true;
-        self.save()
+        self.snapshot.end_baseline(&self.board)?;
+        self.cursor.save(&self.board)
     }
 
     fn remember(&mut self, rel: &str, stat: StatKey, bytes: &[u8]) {
-        let known = Known {
-            stat,
-            hash: snapshot::hash(bytes),
-        };
-        self.snapshot.files.insert(rel.to_string(), known);
+        self.snapshot.set(rel, stat, snapshot::hash(bytes));
     }
 
     fn max_bytes(&self) -> u64 {
         self.board.config.limits.max_doc_bytes
     }
 
-    /// Saves the snapshot and the log cursor.
-    pub fn save(&self) -> Result<()> {
+    /// Saves the snapshot and the log cursor, once every handled change is recorded
+    /// (otherwise the cursor alone waits: entries past it must stay to be read again).
+    pub fn save(&mut self) -> Result<()> {
+        if !self.staged.is_empty() {
+            return Ok(());
+        }
         self.snapshot.save(&self.board)?;
-        // Saved only when nothing is staged: every handled deletion is out of it now.
-        snapshot::clear_deletions(&self.board);
         self.cursor.save(&self.board)
     }
 
@@ -209,7 +211,7 @@ impl Reconciler {
     fn shadow(&self, rel: &str) -> Option<Vec<u8>> {
         match self.staged.get(rel) {
             Some(staged) => staged.clone(),
-            None => snapshot::read_shadow(&self.board, rel),
+            None => self.snapshot.read_shadow(&self.board, rel),
         }
     }
 
@@ -218,20 +220,23 @@ impl Reconciler {
             .insert(rel.to_string(), content.map(<[u8]>::to_vec));
     }
 
-    /// Writes the shadows of the changes handled since the last commit.
-    /// Returns what could not be recorded, for warnings.
+    /// Records the changes handled since the last commit (their shadows, in one frame).
+    /// Returns what could not be recorded, for warnings: it is tried again at the next
+    /// commit, and handled again after a restart, never lost.
     pub fn commit(&mut self) -> Vec<String> {
         let mut problems = Vec::new();
-        for (rel, content) in std::mem::take(&mut self.staged) {
-            if let Err(e) = snapshot::write_shadow(&self.board, &rel, content.as_deref()) {
-                problems.push(format!("{rel}: cannot record it as handled: {e}"));
-            }
+        if let Err(e) = self.snapshot.commit(&self.board, &self.staged) {
+            problems.push(format!(
+                "cannot record {} handled change{}: {e}",
+                self.staged.len(),
+                if self.staged.len() == 1 { "" } else { "s" }
+            ));
+            return problems;
         }
-        // Only once every shadow is written: an unwritten one's change is handled again,
+        self.staged.clear();
+        // Only once the shadows are written: an unwritten one's change is handled again,
         // and its external edit must then be recognised as already logged, not as own.
-        if problems.is_empty()
-            && let Err(e) = snapshot::save_own(&self.board, &self.own)
-        {
+        if let Err(e) = snapshot::save_own(&self.board, &self.own) {
             problems.push(format!("cannot record which log entries are its own: {e}"));
         }
         problems
@@ -294,13 +299,6 @@ impl Reconciler {
             self.catch_up()?;
         }
         let before = self.shadow(rel);
-        if before.is_none()
-            && !self.staged.contains_key(rel)
-            && snapshot::deletion_handled(&self.board, rel)
-        {
-            // Its deletion was handled; the snapshot, saved before, still lists it.
-            self.snapshot.files.remove(rel);
-        }
         let entries = self.pending.remove(rel).unwrap_or_default();
         let (stat, bytes, big) = match current {
             Current::Missing => {
@@ -320,7 +318,6 @@ impl Reconciler {
             Some(b) => b == &bytes,
             None => self
                 .snapshot
-                .files
                 .get(rel)
                 .is_some_and(|k| k.hash == snapshot::hash(&bytes)),
         };

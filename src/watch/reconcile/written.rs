@@ -34,7 +34,7 @@ impl Reconciler {
         let base = before_text.as_deref().unwrap_or("");
         // Known to the snapshot but without a shadow (`.state/` was cleaned): what the
         // watcher last saw is not known, so neither is what changed.
-        let lost = before.is_none() && self.snapshot.files.contains_key(&t.rel);
+        let lost = before.is_none() && self.snapshot.contains(&t.rel);
         // `tavern sync` merged both sides' changes: its entry explains the document at the
         // rev it names, whatever its diff (made on the merging clone) gives here.
         let merged = !big

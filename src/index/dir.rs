@@ -1,0 +1,279 @@
+//! One directory's derived index, as the read index and the search index both keep it: a
+//! manifest and buckets of files hashed by name, the directory's listing taken once when a
+//! bucket needs it, the buckets brought up to date in parallel, and the manifest written
+//! when anything changed. What a bucket holds is each index's own; when its entries may be
+//! trusted is [`super::stat`]'s.
+
+use std::ffi::CString;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::files::{self, Manifest};
+use super::stat::{self, Clocks, StatKey};
+use crate::error::{Error, Result};
+
+/// Files per bucket an index aims at: small enough that one change rewrites little,
+/// large enough that a small board is one file.
+pub const PER_BUCKET: usize = 1024;
+
+/// Opens a directory of the board to stat its files relative to it; None when it is not
+/// there. `nofollow`: a symlink (or anything not a directory) in its place counts as not
+/// there.
+pub fn open(dir: &Path, nofollow: bool) -> Result<Option<OwnedFd>> {
+    use rustix::fs::OFlags;
+    let mut flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    if nofollow {
+        flags |= OFlags::NOFOLLOW;
+    }
+    match rustix::fs::open(dir, flags, rustix::fs::Mode::empty()) {
+        Ok(fd) => Ok(Some(fd)),
+        Err(rustix::io::Errno::NOENT) => Ok(None),
+        Err(rustix::io::Errno::NOTDIR | rustix::io::Errno::LOOP) if nofollow => Ok(None),
+        Err(e) => Err(Error::io(dir, "list", e.into())),
+    }
+}
+
+/// A file's stat data, relative to its open directory: None when it is gone; all zeros
+/// (never trusted) when it cannot be had.
+pub fn stat_name(dir_fd: &OwnedFd, name: &str) -> Option<StatKey> {
+    let c_name = CString::new(name).ok()?;
+    match stat::stat_at(dir_fd, &c_name) {
+        Ok(k) => Some(k),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(_) => Some(StatKey::default()),
+    }
+}
+
+/// Lists a directory's names (as an index keeps them), or says why it could not.
+pub type Lister = fn(&Path) -> std::result::Result<Vec<String>, String>;
+
+/// One directory and its index, being brought up to date.
+pub struct Area {
+    /// The directory.
+    pub dir: PathBuf,
+    /// Where its index is.
+    pub index_dir: PathBuf,
+    pub now: Clocks,
+    pub fingerprint: u64,
+    lister: Lister,
+    /// The directory's names, listed once when some bucket needs them.
+    listing: OnceLock<std::result::Result<Vec<String>, String>>,
+    /// The listing's names by bucket (indices into it), split once: every bucket takes its
+    /// share without going over the whole listing (which would cost buckets × names).
+    shares: OnceLock<Vec<Vec<usize>>>,
+}
+
+/// The manifest a read starts from.
+pub struct Start {
+    pub manifest: Manifest,
+    /// A new generation (no usable manifest, or a bucket count that no longer fits).
+    pub fresh: bool,
+    /// The directory is as it was when the manifest's names were listed.
+    pub names_known: bool,
+}
+
+impl Area {
+    pub fn new(
+        dir: PathBuf,
+        index_dir: PathBuf,
+        now: Clocks,
+        fingerprint: u64,
+        lister: Lister,
+    ) -> Area {
+        Area {
+            dir,
+            index_dir,
+            now,
+            fingerprint,
+            lister,
+            listing: OnceLock::new(),
+            shares: OnceLock::new(),
+        }
+    }
+
+    /// The manifest to read with: the one on disk when it is ours, written since no clock
+    /// jump, and its bucket count still fits; else a fresh one. `dir_key`: the directory's
+    /// stat data, taken before any listing (None: list it every time).
+    pub fn start(&self, dir_key: Option<StatKey>) -> Result<Start> {
+        let manifest = files::load(&files::manifest_path(&self.index_dir))
+            .and_then(|b| files::decode_manifest(&b))
+            .filter(|m| m.fingerprint == self.fingerprint && !self.now.jumped_since(&m.clocks));
+        let names_known = dir_key.is_some()
+            && manifest
+                .as_ref()
+                .is_some_and(|m| m.dir.is_some() && m.dir == dir_key);
+        let start = match manifest {
+            Some(m) if names_known || !self.rebucket(m.buckets.len())? => Start {
+                manifest: m,
+                fresh: false,
+                names_known,
+            },
+            _ => {
+                let _ = std::fs::create_dir_all(&self.index_dir);
+                Start {
+                    manifest: Manifest {
+                        fingerprint: self.fingerprint,
+                        generation: files::unique(),
+                        dir: None,
+                        clocks: self.now,
+                        buckets: vec![0; self.ideal_buckets()?],
+                    },
+                    fresh: true,
+                    names_known: false,
+                }
+            }
+        };
+        Ok(start)
+    }
+
+    /// Writes the manifest when anything changed: `ids`, each bucket's id now; `changed`,
+    /// a bucket was written or a listing used. `dir_key` as given to [`Area::start`].
+    pub fn finish(&self, start: Start, dir_key: Option<StatKey>, ids: Vec<u64>, changed: bool) {
+        // The names were listed (or known) after `dir_key` was taken: they are the
+        // directory's as of it, unless it changed within a tick of now.
+        let dir = dir_key.filter(|k| !k.is_racy(self.now.wall));
+        let manifest = start.manifest;
+        if start.fresh || changed || manifest.dir != dir || ids != manifest.buckets {
+            let written = Manifest {
+                dir,
+                clocks: self.now,
+                buckets: ids,
+                ..manifest
+            };
+            files::save(
+                &files::manifest_path(&self.index_dir),
+                &files::encode_manifest(&written),
+            );
+            if start.fresh {
+                self.remove_other_generations(written.generation);
+            }
+        }
+    }
+
+    /// The bucket count for the directory's size.
+    fn ideal_buckets(&self) -> Result<usize> {
+        let n = self.listing()?.len();
+        Ok(n.div_ceil(PER_BUCKET).next_power_of_two().clamp(1, 4096))
+    }
+
+    /// Has the directory outgrown (or shrunk far below) `count` buckets? Then the index is
+    /// rebuilt with a count that fits.
+    fn rebucket(&self, count: usize) -> Result<bool> {
+        let ideal = self.ideal_buckets()?;
+        Ok(ideal > count * 4 || ideal * 4 < count)
+    }
+
+    /// The directory's names, sorted (listed on the first call).
+    pub fn listing(&self) -> Result<&[String]> {
+        let listed = self.listing.get_or_init(|| (self.lister)(&self.dir));
+        match listed {
+            Ok(names) => Ok(names),
+            Err(e) => Err(Error::io(
+                &self.dir,
+                "list",
+                std::io::Error::other(e.clone()),
+            )),
+        }
+    }
+
+    /// The listed names that belong to bucket `b` of `count` (one count per read), sorted.
+    pub fn share(&self, b: usize, count: usize) -> Result<Vec<&str>> {
+        let all = self.listing()?;
+        let shares = self.shares.get_or_init(|| {
+            let mut shares = vec![Vec::new(); count];
+            for (i, name) in all.iter().enumerate() {
+                shares[bucket_of(name, count)].push(i);
+            }
+            shares
+        });
+        Ok(shares[b].iter().map(|&i| all[i].as_str()).collect())
+    }
+
+    /// Removes the files of other generations and old temp files (of writers that died).
+    fn remove_other_generations(&self, generation: u64) {
+        let Ok(entries) = std::fs::read_dir(&self.index_dir) else {
+            return;
+        };
+        let ours = format!("{generation}-");
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            let old_temp = name.starts_with('.')
+                && entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age.as_secs() > 600);
+            let other = !name.starts_with('.') && name != "manifest" && !name.starts_with(&ours);
+            if old_temp || other {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
+/// `work(b)` for every bucket `b` below `count`, spread over the cores; the results in
+/// bucket order.
+pub fn each_bucket<T: Send>(count: usize, work: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let next = AtomicUsize::new(0);
+    let worker = || {
+        let mut parts = Vec::new();
+        loop {
+            let b = next.fetch_add(1, Ordering::Relaxed);
+            if b >= count {
+                return parts;
+            }
+            parts.push((b, work(b)));
+        }
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8)
+        .min(count);
+    let mut parts: Vec<(usize, T)> = if threads <= 1 {
+        worker()
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads).map(|_| s.spawn(worker)).collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect()
+        })
+    };
+    parts.sort_by_key(|(b, _)| *b);
+    parts.into_iter().map(|(_, t)| t).collect()
+}
+
+/// The bucket a name belongs to.
+pub fn bucket_of(name: &str, count: usize) -> usize {
+    (files::fnv(name.as_bytes()) % count as u64) as usize
+}
+
+/// The `*.md` names of a directory, less `.md`, without dot files, as the full scan
+/// lists them (a name that is not UTF-8 is kept lossily: it is skipped as no id).
+pub fn list_docs(dir: &Path) -> std::result::Result<Vec<String>, String> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e.to_string()),
+    };
+    let mut names = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| e.to_string())?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') {
+            continue;
+        }
+        if let Some(stem) = name.strip_suffix(".md") {
+            names.push(stem.to_string());
+        }
+    }
+    names.sort();
+    names.dedup();
+    Ok(names)
+}

@@ -1,0 +1,717 @@
+//! The watcher's memory of every tracked file, in two files under `.state/watch/` instead
+//! of a copy of the board:
+//!
+//! - `shadows-<gen>`: an append-only pack of frames, each a batch of records compressed
+//!   together (LZ4) and checked by a CRC-32. A record is one file's new state: its last
+//!   handled content (the "before" of the next hand edit's diff), its stat key and content
+//!   hash without a change of content, its deletion, or that it has no content to keep (a
+//!   symlink, a misnamed file). A batch the watcher handles is one frame appended, so the
+//!   pack is also the journal of what was handled.
+//! - `files`: every file's stat key, hash and where its content is in the pack, as of a
+//!   length of the pack. Written whole (temp file and rename) only now and then; a start
+//!   reads it and replays the frames written after that length, so it costs what changed
+//!   since, not a read of the shadows.
+//!
+//! A pack whose dead records outweigh the live ones is rewritten into the next generation.
+//! A frame torn by a kill ends the journal there: its batch was not recorded as handled,
+//! and is handled again (never lost). Nothing here is fsynced: it is runtime state, as the
+//! shadows were.
+
+use std::collections::HashMap;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use super::snapshot::{Known, StatKey};
+use crate::error::{Error, Result};
+
+const FRAME_MAGIC: &[u8; 4] = b"TWS1";
+const FRAME_HEADER: usize = 16;
+const INDEX_MAGIC: &[u8] = b"tavern-watch-files 1\n";
+/// A frame of the first start (or a compaction) holds about this much before it is
+/// compressed: big enough to compress well, small enough to decompress for one read.
+pub const FRAME_TARGET: usize = 128 * 1024;
+
+/// Where a file's last handled content is: the frame's offset in the pack, and the record's
+/// offset and length in the frame once decompressed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Loc {
+    pub frame: u64,
+    pub rec: u32,
+    pub len: u32,
+}
+
+/// What a record says of its file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Its content (kept as the shadow), stat key and hash.
+    Content = 0,
+    /// It is gone: forgotten.
+    Gone = 1,
+    /// Its stat key and hash; its content is what the shadow already holds.
+    Known = 2,
+    /// Its stat key and hash, and no content kept (a symlink, a misnamed file).
+    NoShadow = 3,
+}
+
+impl Kind {
+    fn of(b: u8) -> Option<Kind> {
+        Some(match b {
+            0 => Kind::Content,
+            1 => Kind::Gone,
+            2 => Kind::Known,
+            3 => Kind::NoShadow,
+            _ => return None,
+        })
+    }
+}
+
+/// One record being written.
+pub struct Rec<'a> {
+    pub kind: Kind,
+    pub rel: &'a str,
+    pub stat: StatKey,
+    pub hash: u64,
+    pub content: &'a [u8],
+}
+
+/// One record read back from a frame (`at`, `len`: where it is in the frame).
+pub struct Parsed<'a> {
+    pub kind: Kind,
+    pub rel: &'a str,
+    pub stat: StatKey,
+    pub hash: u64,
+    pub content: &'a [u8],
+    pub at: u32,
+    pub len: u32,
+}
+
+/// A batch of records, before it is compressed into a frame.
+#[derive(Debug, Default)]
+pub struct Batch {
+    raw: Vec<u8>,
+    /// (path, record offset, record length) of the content records.
+    contents: Vec<(String, u32, u32)>,
+}
+
+impl Batch {
+    pub fn push(&mut self, r: &Rec<'_>) {
+        let at = self.raw.len();
+        let path = r.rel.as_bytes();
+        let path_len = path.len().min(u16::MAX as usize);
+        self.raw.push(r.kind as u8);
+        self.raw.extend_from_slice(&(path_len as u16).to_le_bytes());
+        self.raw.extend_from_slice(&path[..path_len]);
+        put_stat(&mut self.raw, &r.stat);
+        self.raw.extend_from_slice(&r.hash.to_le_bytes());
+        self.raw
+            .extend_from_slice(&(r.content.len() as u32).to_le_bytes());
+        self.raw.extend_from_slice(r.content);
+        if r.kind == Kind::Content {
+            let len = (self.raw.len() - at) as u32;
+            self.contents.push((r.rel.to_string(), at as u32, len));
+        }
+    }
+
+    pub fn raw_len(&self) -> usize {
+        self.raw.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.raw.is_empty()
+    }
+}
+
+fn put_stat(out: &mut Vec<u8>, s: &StatKey) {
+    out.extend_from_slice(&s.size.to_le_bytes());
+    out.extend_from_slice(&s.mtime_ns.to_le_bytes());
+    out.extend_from_slice(&s.ctime_ns.to_le_bytes());
+    out.extend_from_slice(&s.ino.to_le_bytes());
+    out.push(u8::from(s.special));
+}
+
+/// A little reader over a byte slice: None at its end.
+struct Cur<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cur<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let s = self.b.get(self.at..self.at.checked_add(n)?)?;
+        self.at += n;
+        Some(s)
+    }
+    fn u8(&mut self) -> Option<u8> {
+        Some(self.take(1)?[0])
+    }
+    fn u16(&mut self) -> Option<u16> {
+        Some(u16::from_le_bytes(self.take(2)?.try_into().ok()?))
+    }
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+    fn i64(&mut self) -> Option<i64> {
+        Some(i64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+    fn stat(&mut self) -> Option<StatKey> {
+        Some(StatKey {
+            size: self.u64()?,
+            mtime_ns: self.i64()?,
+            ctime_ns: self.i64()?,
+            ino: self.u64()?,
+            special: self.u8()? != 0,
+        })
+    }
+    fn str(&mut self, n: usize) -> Option<&'a str> {
+        std::str::from_utf8(self.take(n)?).ok()
+    }
+}
+
+/// The record at `at` of a decompressed frame.
+fn record(raw: &[u8], at: usize) -> Option<Parsed<'_>> {
+    let mut c = Cur { b: raw, at };
+    let kind = Kind::of(c.u8()?)?;
+    let path_len = c.u16()? as usize;
+    let rel = c.str(path_len)?;
+    let stat = c.stat()?;
+    let hash = c.u64()?;
+    let len = c.u32()? as usize;
+    let content = c.take(len)?;
+    Some(Parsed {
+        kind,
+        rel,
+        stat,
+        hash,
+        content,
+        at: at as u32,
+        len: (c.at - at) as u32,
+    })
+}
+
+/// Every record of a decompressed frame, in order (None if one is malformed).
+pub fn records(raw: &[u8]) -> Option<Vec<Parsed<'_>>> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < raw.len() {
+        let r = record(raw, at)?;
+        at += r.len as usize;
+        out.push(r);
+    }
+    Some(out)
+}
+
+/// The pack file of a generation.
+pub fn pack_path(dir: &Path, generation: u64) -> PathBuf {
+    dir.join(format!("shadows-{generation}"))
+}
+
+pub fn index_path(dir: &Path) -> PathBuf {
+    dir.join("files")
+}
+
+/// Compresses a batch into a frame.
+fn encode(batch: &Batch) -> Vec<u8> {
+    let comp = lz4_flex::block::compress(&batch.raw);
+    let mut out = Vec::with_capacity(FRAME_HEADER + comp.len());
+    out.extend_from_slice(FRAME_MAGIC);
+    out.extend_from_slice(&(batch.raw.len() as u32).to_le_bytes());
+    out.extend_from_slice(&(comp.len() as u32).to_le_bytes());
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&out[4..12]);
+    crc.update(&comp);
+    out.extend_from_slice(&crc.finalize().to_le_bytes());
+    out.extend_from_slice(&comp);
+    out
+}
+
+/// Reads and checks the frame at `offset`: its decompressed records and its length on
+/// disk. None if there is no whole, intact frame there.
+fn read_frame(file: &mut std::fs::File, offset: u64) -> Option<(Vec<u8>, u64)> {
+    file.seek(SeekFrom::Start(offset)).ok()?;
+    let mut head = [0u8; FRAME_HEADER];
+    file.read_exact(&mut head).ok()?;
+    if &head[..4] != FRAME_MAGIC {
+        return None;
+    }
+    let raw_len = u32::from_le_bytes(head[4..8].try_into().ok()?) as usize;
+    let comp_len = u32::from_le_bytes(head[8..12].try_into().ok()?) as usize;
+    let crc = u32::from_le_bytes(head[12..16].try_into().ok()?);
+    let mut comp = vec![0u8; comp_len];
+    file.read_exact(&mut comp).ok()?;
+    let mut h = crc32fast::Hasher::new();
+    h.update(&head[4..12]);
+    h.update(&comp);
+    if h.finalize() != crc {
+        return None;
+    }
+    let raw = lz4_flex::block::decompress(&comp, raw_len).ok()?;
+    (raw.len() == raw_len).then_some((raw, (FRAME_HEADER + comp_len) as u64))
+}
+
+/// A decompressed frame: its pack's generation, its offset, its records.
+type CachedFrame = (u64, u64, std::sync::Arc<Vec<u8>>);
+
+/// The pack being written: its generation, its length, and how much of it the index
+/// file covers.
+#[derive(Debug, Default)]
+pub struct Pack {
+    pub generation: u64,
+    /// The length of the intact frames: where the next one goes.
+    pub len: u64,
+    /// The length up to which the index file holds the pack's records.
+    pub covered: u64,
+    /// Decompressed bytes of every frame in the pack (live records and dead ones).
+    pub raw_total: u64,
+    /// The pack is missing or not what the index says (removed under the watcher, or
+    /// never written): no shadow can be read, and the next write starts a new generation.
+    pub lost: bool,
+    /// The last frame read, decompressed: a burst of reads from one frame decompresses it
+    /// once.
+    cache: std::cell::RefCell<Option<CachedFrame>>,
+}
+
+impl Pack {
+    /// An empty pack of a generation.
+    pub fn new(generation: u64) -> Pack {
+        Pack {
+            generation,
+            ..Pack::default()
+        }
+    }
+
+    /// Reads the content record at `loc`, if it is the record of `rel`.
+    pub fn read(&self, dir: &Path, loc: Loc, rel: &str) -> Option<Vec<u8>> {
+        if self.lost {
+            return None;
+        }
+        let raw = self.frame(dir, loc.frame)?;
+        let r = record(&raw, loc.rec as usize)?;
+        (r.kind == Kind::Content && r.rel == rel && r.len == loc.len).then(|| r.content.to_vec())
+    }
+
+    fn frame(&self, dir: &Path, offset: u64) -> Option<std::sync::Arc<Vec<u8>>> {
+        if let Some((generation, at, raw)) = &*self.cache.borrow()
+            && *generation == self.generation
+            && *at == offset
+        {
+            return Some(raw.clone());
+        }
+        let mut file = open_regular(&pack_path(dir, self.generation))?;
+        let (raw, _) = read_frame(&mut file, offset)?;
+        let raw = std::sync::Arc::new(raw);
+        *self.cache.borrow_mut() = Some((self.generation, offset, raw.clone()));
+        Some(raw)
+    }
+
+    /// Appends a batch as one frame. Returns the frame's offset.
+    pub fn append(&mut self, dir: &Path, batch: &Batch) -> std::io::Result<u64> {
+        let frame = encode(batch);
+        let path = pack_path(dir, self.generation);
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(self.len == 0)
+            .truncate(false)
+            .open(&path)?;
+        let on_disk = file.metadata()?.len();
+        if on_disk < self.len {
+            return Err(std::io::Error::other(format!(
+                "{} is shorter than the watcher wrote it",
+                path.display()
+            )));
+        }
+        if on_disk > self.len {
+            // A frame torn by a kill, or frames of a first start that did not end.
+            file.set_len(self.len)?;
+        }
+        file.seek(SeekFrom::Start(self.len))?;
+        file.write_all(&frame)?;
+        let at = self.len;
+        self.len += frame.len() as u64;
+        self.raw_total += batch.raw.len() as u64;
+        Ok(at)
+    }
+
+    /// Is the pack on disk still the one this process writes (present and at least as
+    /// long)? No when `.state/` was cleaned under the watcher.
+    pub fn present(&self, dir: &Path) -> bool {
+        std::fs::symlink_metadata(pack_path(dir, self.generation))
+            .is_ok_and(|m| m.is_file() && m.len() >= self.len)
+    }
+}
+
+fn open_regular(path: &Path) -> Option<std::fs::File> {
+    if !std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
+    std::fs::File::open(path).ok()
+}
+
+/// Sets the locations of a batch's content records, once it is at `frame`.
+pub fn placed(batch: &Batch, frame: u64) -> impl Iterator<Item = (&str, Loc)> {
+    batch.contents.iter().map(move |(rel, rec, len)| {
+        (
+            rel.as_str(),
+            Loc {
+                frame,
+                rec: *rec,
+                len: *len,
+            },
+        )
+    })
+}
+
+/// Applies a record read back from the pack to the files.
+pub fn apply(files: &mut HashMap<String, Known>, r: &Parsed<'_>, frame: u64) {
+    match r.kind {
+        Kind::Gone => {
+            files.remove(r.rel);
+        }
+        Kind::Content | Kind::NoShadow => {
+            let shadow = (r.kind == Kind::Content).then_some(Loc {
+                frame,
+                rec: r.at,
+                len: r.len,
+            });
+            files.insert(
+                r.rel.to_string(),
+                Known {
+                    stat: r.stat,
+                    hash: r.hash,
+                    shadow,
+                },
+            );
+        }
+        Kind::Known => {
+            let shadow = files.get(r.rel).and_then(|k| k.shadow);
+            files.insert(
+                r.rel.to_string(),
+                Known {
+                    stat: r.stat,
+                    hash: r.hash,
+                    shadow,
+                },
+            );
+        }
+    }
+}
+
+/// Replays the frames written after the index's length; the pack's intact length is
+/// where the first frame that is not whole (torn by a kill) began.
+pub fn replay(dir: &Path, pack: &mut Pack, files: &mut HashMap<String, Known>) {
+    let Some(mut file) = open_regular(&pack_path(dir, pack.generation)) else {
+        pack.lost = true;
+        return;
+    };
+    let on_disk = file.metadata().map_or(0, |m| m.len());
+    if on_disk < pack.covered {
+        pack.lost = true;
+        return;
+    }
+    let mut at = pack.covered;
+    while at < on_disk {
+        let Some((raw, len)) = read_frame(&mut file, at) else {
+            break;
+        };
+        let Some(recs) = records(&raw) else { break };
+        for r in &recs {
+            apply(files, r, at);
+        }
+        pack.raw_total += raw.len() as u64;
+        at += len;
+    }
+    pack.len = at;
+}
+
+/// The index file: the pack's generation and covered length, and every file.
+pub fn write_index(
+    dir: &Path,
+    pack: &Pack,
+    files: &HashMap<String, Known>,
+    write: impl Fn(&Path, &[u8]) -> Result<()>,
+) -> Result<()> {
+    let mut out = Vec::with_capacity(64 + files.len() * 96);
+    out.extend_from_slice(INDEX_MAGIC);
+    out.extend_from_slice(&pack.generation.to_le_bytes());
+    out.extend_from_slice(&pack.len.to_le_bytes());
+    out.extend_from_slice(&pack.raw_total.to_le_bytes());
+    out.extend_from_slice(&(files.len() as u64).to_le_bytes());
+    for (rel, k) in files {
+        let path = rel.as_bytes();
+        if path.len() > u16::MAX as usize {
+            continue;
+        }
+        out.extend_from_slice(&(path.len() as u16).to_le_bytes());
+        out.extend_from_slice(path);
+        put_stat(&mut out, &k.stat);
+        out.extend_from_slice(&k.hash.to_le_bytes());
+        match k.shadow {
+            Some(loc) => {
+                out.push(1);
+                out.extend_from_slice(&loc.frame.to_le_bytes());
+                out.extend_from_slice(&loc.rec.to_le_bytes());
+                out.extend_from_slice(&loc.len.to_le_bytes());
+            }
+            None => out.push(0),
+        }
+    }
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    write(&index_path(dir), &out)
+}
+
+/// Reads the index file: the pack as it covers it, and every file. None if it is missing,
+/// torn or of another format.
+pub fn read_index(dir: &Path) -> Option<(Pack, HashMap<String, Known>)> {
+    let mut bytes = Vec::new();
+    open_regular(&index_path(dir))?
+        .read_to_end(&mut bytes)
+        .ok()?;
+    let body_len = bytes.len().checked_sub(4)?;
+    let crc = u32::from_le_bytes(bytes[body_len..].try_into().ok()?);
+    let body = &bytes[..body_len];
+    if crc32fast::hash(body) != crc || !body.starts_with(INDEX_MAGIC) {
+        return None;
+    }
+    let mut c = Cur {
+        b: body,
+        at: INDEX_MAGIC.len(),
+    };
+    let generation = c.u64()?;
+    let covered = c.u64()?;
+    let raw_total = c.u64()?;
+    let count = c.u64()? as usize;
+    let mut files = HashMap::with_capacity(count.min(body.len() / 40));
+    for _ in 0..count {
+        let path_len = c.u16()? as usize;
+        let rel = c.str(path_len)?.to_string();
+        let stat = c.stat()?;
+        let hash = c.u64()?;
+        let shadow = match c.u8()? {
+            0 => None,
+            _ => Some(Loc {
+                frame: c.u64()?,
+                rec: c.u32()?,
+                len: c.u32()?,
+            }),
+        };
+        files.insert(rel, Known { stat, hash, shadow });
+    }
+    let pack = Pack {
+        generation,
+        len: covered,
+        covered,
+        raw_total,
+        ..Pack::default()
+    };
+    Some((pack, files))
+}
+
+/// Removes the pack files of every generation but `keep` (None: all).
+pub fn remove_other_packs(dir: &Path, keep: Option<u64>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(generation) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("shadows-"))
+            .and_then(|g| g.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        if Some(generation) != keep {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+/// Writes every live shadow of `files` into a new generation of the pack, frame by frame,
+/// and points the files at it. Returns the new pack (the caller writes the index, then
+/// removes the old generation).
+pub fn compact(dir: &Path, old: &Pack, files: &mut HashMap<String, Known>) -> Result<Pack> {
+    let mut next = Pack {
+        generation: old.generation + 1,
+        ..Pack::default()
+    };
+    let path = pack_path(dir, next.generation);
+    let _ = std::fs::remove_file(&path);
+    // The live records, in the order they are in the old pack: each frame read once.
+    let mut live: Vec<(u64, u32, String)> = files
+        .iter()
+        .filter_map(|(rel, k)| k.shadow.map(|l| (l.frame, l.rec, rel.clone())))
+        .collect();
+    live.sort_unstable();
+    let mut batch = Batch::default();
+    let mut moved: Vec<(String, Option<Loc>)> = Vec::with_capacity(live.len());
+    let mut pending: Vec<String> = Vec::new();
+    let flush = |batch: &mut Batch,
+                 next: &mut Pack,
+                 pending: &mut Vec<String>,
+                 moved: &mut Vec<(String, Option<Loc>)>|
+     -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let frame = next
+            .append(dir, batch)
+            .map_err(|e| Error::io(&path, "write", e))?;
+        let placed: HashMap<&str, Loc> = placed(batch, frame).collect();
+        for rel in pending.drain(..) {
+            let loc = placed.get(rel.as_str()).copied();
+            moved.push((rel, loc));
+        }
+        *batch = Batch::default();
+        Ok(())
+    };
+    for (frame, rec, rel) in live {
+        let Some(k) = files.get(&rel).copied() else {
+            continue;
+        };
+        let Some(raw) = old.frame(dir, frame) else {
+            // Unreadable: that shadow is lost, as if `.state/` had been cleaned.
+            moved.push((rel, None));
+            continue;
+        };
+        match record(&raw, rec as usize) {
+            Some(r) if r.kind == Kind::Content && r.rel == rel => {
+                batch.push(&Rec {
+                    kind: Kind::Content,
+                    rel: &rel,
+                    stat: k.stat,
+                    hash: k.hash,
+                    content: r.content,
+                });
+                pending.push(rel);
+            }
+            _ => moved.push((rel, None)),
+        }
+        if batch.raw_len() >= FRAME_TARGET {
+            flush(&mut batch, &mut next, &mut pending, &mut moved)?;
+        }
+    }
+    flush(&mut batch, &mut next, &mut pending, &mut moved)?;
+    if next.len == 0 {
+        // Nothing to keep: an empty pack all the same, so that it exists.
+        std::fs::File::create(&path).map_err(|e| Error::io(&path, "create", e))?;
+    }
+    for (rel, loc) in moved {
+        if let Some(k) = files.get_mut(&rel) {
+            k.shadow = loc;
+        }
+    }
+    Ok(next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stat(n: u64) -> StatKey {
+        StatKey {
+            size: n,
+            mtime_ns: 1,
+            ctime_ns: 2,
+            ino: 3,
+            special: false,
+        }
+    }
+
+    #[test]
+    fn frames_round_trip_and_a_torn_one_ends_the_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let mut pack = Pack {
+            generation: 1,
+            ..Pack::default()
+        };
+        let mut files = HashMap::new();
+        let mut batch = Batch::default();
+        batch.push(&Rec {
+            kind: Kind::Content,
+            rel: "tasks/a.md",
+            stat: stat(1),
+            hash: 7,
+            content: b"a\n",
+        });
+        batch.push(&Rec {
+            kind: Kind::NoShadow,
+            rel: "tasks/b.md",
+            stat: stat(2),
+            hash: 8,
+            content: b"",
+        });
+        let at = pack.append(d, &batch).unwrap();
+        for (rel, loc) in placed(&batch, at) {
+            files.insert(
+                rel.to_string(),
+                Known {
+                    stat: stat(1),
+                    hash: 7,
+                    shadow: Some(loc),
+                },
+            );
+        }
+        let loc = files["tasks/a.md"].shadow.unwrap();
+        assert_eq!(pack.read(d, loc, "tasks/a.md").unwrap(), b"a\n");
+        assert_eq!(pack.read(d, loc, "tasks/b.md"), None);
+        // An index covering nothing: the start replays the frame.
+        write_index(
+            d,
+            &Pack {
+                len: 0,
+                ..Pack::default()
+            }
+            .with_gen(1),
+            &HashMap::new(),
+            |p, b| std::fs::write(p, b).map_err(|e| Error::io(p, "write", e)),
+        )
+        .unwrap();
+        let mut batch2 = Batch::default();
+        batch2.push(&Rec {
+            kind: Kind::Gone,
+            rel: "tasks/b.md",
+            stat: StatKey::default(),
+            hash: 0,
+            content: b"",
+        });
+        pack.append(d, &batch2).unwrap();
+        // A torn third frame.
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(pack_path(d, 1))
+            .unwrap();
+        f.write_all(b"TWS1\x05\x00").unwrap();
+        let (mut again, mut seen) = read_index(d).unwrap();
+        replay(d, &mut again, &mut seen);
+        assert!(!again.lost);
+        assert_eq!(again.len, pack.len);
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen["tasks/a.md"].stat, stat(1));
+        let loc = seen["tasks/a.md"].shadow.unwrap();
+        assert_eq!(again.read(d, loc, "tasks/a.md").unwrap(), b"a\n");
+        // Compacted: the live content moves to the next generation.
+        let next = compact(d, &again, &mut seen).unwrap();
+        assert_eq!(next.generation, 2);
+        let loc = seen["tasks/a.md"].shadow.unwrap();
+        assert_eq!(next.read(d, loc, "tasks/a.md").unwrap(), b"a\n");
+        // A missing pack is a lost one.
+        let mut gone = Pack {
+            generation: 9,
+            ..Pack::default()
+        };
+        replay(d, &mut gone, &mut seen);
+        assert!(gone.lost);
+    }
+
+    impl Pack {
+        fn with_gen(mut self, generation: u64) -> Pack {
+            self.generation = generation;
+            self
+        }
+    }
+}
