@@ -35,6 +35,16 @@ pub fn cmp_stamps(a: &str, b: &str) -> std::cmp::Ordering {
     }
 }
 
+/// A sort key ordering stamps as [`cmp_stamps`] does (for sorting by a key computed once
+/// per item): those that parse by their instant, after those that do not, which go by
+/// their text.
+pub fn stamp_key(s: &str) -> (bool, Option<DateTime<Utc>>, &str) {
+    match DateTime::parse_from_rfc3339(s) {
+        Ok(t) => (true, Some(t.with_timezone(&Utc)), ""),
+        Err(_) => (false, None, s),
+    }
+}
+
 /// Parses `500ms`, `30s`, `5m`, `2h`, `7d`, `1w` (a number and a unit).
 pub fn parse_duration(s: &str) -> Option<chrono::Duration> {
     let s = s.trim();

@@ -835,3 +835,97 @@ fn the_hooks_refuse_an_edit_of_a_path_another_clone_holds() {
     let (done, err) = commit(&net, 1, "b", "src/x.rs", None);
     assert!(done, "{err}");
 }
+
+/// Holds made before a board was connected: `sync init` pushes them (another clone is then
+/// refused them), and the first `sync` of a board connected by hand pushes them too; one
+/// the remote already has an overlapping hold for is refused (exit 3, naming the holder
+/// and its clone), released here and logged, while the others are pushed.
+#[test]
+fn holds_made_before_connecting_are_pushed_or_refused() {
+    use crate::util::git::{self as g, git as run_git};
+    use crate::worktrees::tavern;
+    let tmp = tempfile::tempdir().unwrap();
+    let seed = tmp.path().join("seed");
+    g::init_repo(&seed);
+    let remote = g::bare(&tmp.path().join("remote.git"));
+    let url = remote.to_str().unwrap();
+    run_git(&seed, &["push", "-q", url, "main"]);
+    let clone = |name: &str| {
+        let dir = tmp.path().join(name);
+        run_git(tmp.path(), &["clone", "-q", url, dir.to_str().unwrap()]);
+        tavern(&dir, &["init"]).ok();
+        dir
+    };
+    let on_remote = || -> String {
+        run_git(
+            &remote,
+            &[
+                "log",
+                "--format=%B",
+                "--all",
+                "--glob=refs/tavern/holds/*",
+                "-n",
+                "50",
+            ],
+        )
+    };
+    // a: not connected; a hold of src/x.rs stays here.
+    let a = clone("a");
+    tavern(
+        &a,
+        &["hold", "--as", "ann", "src/x.rs", "--reason", "early"],
+    )
+    .ok();
+    assert!(!on_remote().contains("\"ann\""));
+    tavern(&a, &["sync", "init"]).ok().stdout_has("connected ");
+    assert!(on_remote().contains("\"agent\":\"ann\""), "{}", on_remote());
+    // b: another clone; its hold of src/x.rs is refused, naming ann and a's clone.
+    let b = clone("b");
+    tavern(&b, &["sync", "init"]).ok();
+    let out = tavern(&b, &["hold", "--as", "bob", "src/"]);
+    out.code(3)
+        .stderr_has("ann holds src/x.rs (exclusive, h-1 on ")
+        .stderr_has(&format!(":{} since", a.display()));
+
+    // c: holds src/x.rs and docs/d.md before connecting; connecting refuses src/x.rs
+    // (ann holds it there), releases it here, and pushes docs/d.md.
+    let c = clone("c");
+    tavern(&c, &["hold", "--as", "cat", "src/x.rs", "docs/d.md"]).ok();
+    let out = tavern(&c, &["sync", "init"]);
+    out.code(3)
+        .stderr_has("has holds in the way of holds made here before the board was connected")
+        .stderr_has("src/x.rs: ann holds src/x.rs (exclusive, h-1 on ")
+        .stderr_has("reason: \"early\"");
+    let held = tavern(&c, &["holds", "--json"]).ok().json();
+    let mine: Vec<String> = held["holds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| h["agent"] == "cat")
+        .map(|h| h["resource"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(mine, vec!["docs/d.md".to_string()]);
+    let log = tavern(&c, &["--json", "log"]).ok().stdout.clone();
+    let released: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("\"op\":\"hold-released\""))
+        .collect();
+    assert_eq!(released.len(), 1, "{log}");
+    assert!(released[0].contains("\"doc\":\"holds/h-1\""), "{log}");
+    assert!(
+        released[0].contains("refused it when the board was connected"),
+        "{log}"
+    );
+    tavern(&b, &["hold", "--as", "bob", "docs/"])
+        .code(3)
+        .stderr_has("cat holds docs/d.md (exclusive");
+
+    // d: connected by hand (the config key), its first sync pushes what it held before.
+    let d = clone("d");
+    tavern(&d, &["hold", "--as", "dan", "notes/n.md"]).ok();
+    run_git(&d, &["config", "tavern.remote", "origin"]);
+    tavern(&d, &["sync"]).ok();
+    tavern(&b, &["hold", "--as", "bob", "notes/"])
+        .code(3)
+        .stderr_has("dan holds notes/n.md (exclusive");
+}

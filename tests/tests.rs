@@ -63,6 +63,7 @@ mod watch_restart;
 mod watch_runs;
 mod watch_schedule;
 mod web;
+mod web_cache;
 mod worktrees;
 
 #[test]

@@ -80,18 +80,42 @@ pub fn columns(board: &Board, terms: &[String], paging: &Paging) -> Result<Board
 }
 
 pub(crate) fn columns_of(board: &Board, query: &Query, paging: &Paging) -> Result<BoardView> {
-    let now = crate::time::now();
     let scan = scan::scan(board, &[Region::Tasks])?;
-    let questions = scan::scan_matching(board, &[Region::Questions], |d| {
-        d.status() == Some("open") && !d.list("blocks").is_empty()
-    })?;
-    let status_of: HashMap<&str, &str> = scan
-        .docs
+    let questions = scan::scan_matching(board, &[Region::Questions], blocks_tasks)?;
+    let tasks: Vec<&Document> = scan.docs.iter().collect();
+    let questions: Vec<&Document> = questions.docs.iter().collect();
+    Ok(columns_in(
+        board,
+        &tasks,
+        &questions,
+        scan.skipped,
+        query,
+        paging,
+    ))
+}
+
+/// An open question that lists tasks it blocks.
+pub(crate) fn blocks_tasks(d: &Document) -> bool {
+    d.status() == Some("open") && !d.list("blocks").is_empty()
+}
+
+/// The board view of `tasks` (every task on the board, in file order), with the open
+/// `questions` that block some ([`blocks_tasks`]), and the task files a read skipped.
+pub(crate) fn columns_in(
+    board: &Board,
+    tasks: &[&Document],
+    questions: &[&Document],
+    skipped: Vec<Skipped>,
+    query: &Query,
+    paging: &Paging,
+) -> BoardView {
+    let now = crate::time::now();
+    let status_of: HashMap<&str, &str> = tasks
         .iter()
         .map(|d| (d.id(), d.status().unwrap_or("")))
         .collect();
     let mut blocked_by: HashMap<String, Vec<Blocker>> = HashMap::new();
-    for q in &questions.docs {
+    for q in questions {
         for t in q.list("blocks") {
             blocked_by.entry(t).or_default().push(Blocker {
                 id: q.id().to_string(),
@@ -101,16 +125,18 @@ pub(crate) fn columns_of(board: &Board, query: &Query, paging: &Paging) -> Resul
         }
     }
     let workflow = &board.config.workflow;
-    let mut matching: Vec<&Document> = scan
-        .docs
+    let mut matching: Vec<&Document> = tasks
         .iter()
+        .copied()
         .filter(|d| query.matches_in(d, Some(Region::Tasks), now))
         .collect();
-    matching.sort_by(|a, b| {
-        a.priority()
-            .cmp(&b.priority())
-            .then_with(|| crate::time::cmp_stamps(a.created_at(), b.created_at()))
-            .then_with(|| a.id().cmp(b.id()))
+    // Best first: priority, then oldest, then id (each time stamp parsed once).
+    matching.sort_by_cached_key(|d| {
+        (
+            d.priority(),
+            crate::time::stamp_key(d.created_at()),
+            d.id().to_string(),
+        )
     });
     let mut by_state: HashMap<String, Vec<&Document>> = HashMap::new();
     for d in matching {
@@ -151,11 +177,11 @@ pub(crate) fn columns_of(board: &Board, query: &Query, paging: &Paging) -> Resul
             cards,
         });
     }
-    Ok(BoardView {
+    BoardView {
         columns,
-        tasks: scan.docs.len(),
-        skipped: scan.skipped,
-    })
+        tasks: tasks.len(),
+        skipped,
+    }
 }
 
 /// What one task waits for: its dependencies not finished, the open questions that list

@@ -15,6 +15,7 @@
 
 pub mod agents;
 pub mod board;
+pub mod cache;
 pub(crate) mod change;
 pub mod columns;
 pub mod delivery;

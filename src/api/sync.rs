@@ -41,6 +41,20 @@ pub fn init(cwd: &Path, board: Option<&Board>, remote: &str) -> Result<Connected
             .join(crate::layout::BOARD_DIR),
     };
     let had = crate::sync::init(&repo, &root, remote)?;
+    // The holds made here before: pushed, or refused (exit 3) naming who holds them there.
+    // The hold records are fetched first: the hooks' copy of other clones' holds starts here.
+    if let Ok(board) = Board::open(&root) {
+        if let Some(why) = crate::sync::claims::holds::elsewhere(&board, Some(remote))?.1 {
+            return Err(Error::Unconfirmed {
+                task: "holds".into(),
+                remote: remote.to_string(),
+                message: format!(
+                    "connected, but the holds made here before could not be pushed: {why}; connecting again tries again"
+                ),
+            });
+        }
+        crate::holds::publish(&board, remote)?;
+    }
     Ok(Connected {
         remote: remote.to_string(),
         board: root,
@@ -56,7 +70,17 @@ pub fn status(board: &Board) -> Result<Status> {
 /// Exchanges with the remote once: records this clone's changes on the board branch,
 /// merges the remote's, pushes, and follows the remote's claim records.
 pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
-    crate::sync::exchange(board, opts)
+    // The first exchange of hold records (a board connected by setting `tavern.remote`):
+    // the holds made here before are pushed after it, as `sync init` pushes them.
+    let first = !board
+        .root
+        .join(crate::sync::claims::holds::ELSEWHERE)
+        .exists();
+    let x = crate::sync::exchange(board, opts)?;
+    if first && let Some(remote) = crate::sync::remote(board)? {
+        crate::holds::publish(board, &remote)?;
+    }
+    Ok(x)
 }
 
 /// The remote this board is connected to, if any.

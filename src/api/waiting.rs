@@ -97,6 +97,23 @@ fn review_states(board: &Board) -> Vec<String> {
 /// What waits on a human, oldest first.
 pub fn waiting(board: &Board) -> Result<Waiting> {
     let open = crate::ops::questions::open_questions(board)?;
+    waiting_from(board, open, |states| {
+        let paging = Paging {
+            per_column: usize::MAX,
+            only: states,
+            ..Paging::default()
+        };
+        super::columns::columns_of(board, &Query::default(), &paging)
+    })
+}
+
+/// [`waiting`] of the open questions read, with the board view `review` gives of the
+/// review states it is asked for (all their cards).
+pub(crate) fn waiting_from(
+    board: &Board,
+    open: crate::scan::Scan,
+    review: impl FnOnce(Vec<String>) -> Result<super::columns::BoardView>,
+) -> Result<Waiting> {
     let mut questions = Vec::new();
     let mut permissions = Vec::new();
     for d in &open.docs {
@@ -120,12 +137,7 @@ pub fn waiting(board: &Board) -> Result<Waiting> {
     let mut in_review = Vec::new();
     let mut skipped = open.skipped;
     if !states.is_empty() {
-        let paging = Paging {
-            per_column: usize::MAX,
-            only: states,
-            ..Paging::default()
-        };
-        let view = super::columns::columns_of(board, &Query::default(), &paging)?;
+        let view = review(states)?;
         for c in view.columns {
             in_review.extend(c.cards);
         }

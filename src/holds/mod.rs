@@ -837,6 +837,75 @@ pub fn release(
     Ok(released)
 }
 
+/// Who the log names for a hold the remote refused when the board was connected.
+pub const CONNECTOR: &str = "tavern-sync";
+
+/// A board just connected to `remote`: every live hold of this clone is pushed, each
+/// confirmed as `hold` confirms one (a hold already there changes nothing). One the remote
+/// refuses (an agent of another clone holds an overlapping resource there) is released
+/// here, logged, and the whole is refused (exit 3) naming each holder; the others stay
+/// pushed.
+pub fn publish(board: &Board, remote: &str) -> Result<()> {
+    if !path(board).exists() {
+        return Ok(());
+    }
+    let (found, _) = update(board, |reg, _now| {
+        let mut found: Vec<Conflict> = Vec::new();
+        let mut entries = Vec::new();
+        let mut kept = Vec::new();
+        for h in std::mem::take(&mut reg.holds) {
+            let change = crate::sync::claims::holds::Change {
+                add: std::slice::from_ref(&h),
+                drop: &[],
+                what: format!(
+                    "holding {} (held before the board was connected)",
+                    h.resource.describe()
+                ),
+            };
+            match crate::sync::claims::holds::confirm(board, remote, &h.agent, &change)? {
+                crate::sync::claims::holds::Outcome::Done => kept.push(h),
+                crate::sync::claims::holds::Outcome::Refused(theirs) => {
+                    entries.push(entry(
+                        CONNECTOR,
+                        "hold-released",
+                        &hold_doc(&h.id),
+                        format!(
+                            "released (the remote '{remote}' refused it when the board was connected: {}): {}",
+                            theirs
+                                .iter()
+                                .take(4)
+                                .map(Conflict::describe)
+                                .collect::<Vec<_>>()
+                                .join("; "),
+                            h.describe()
+                        ),
+                    ));
+                    found.extend(theirs);
+                }
+            }
+        }
+        reg.holds = kept;
+        Ok((found, entries))
+    })?;
+    if found.is_empty() {
+        return Ok(());
+    }
+    match refused(board, &found) {
+        Error::Held {
+            path,
+            message,
+            conflicts,
+        } => Err(Error::Held {
+            path,
+            message: format!(
+                "the remote '{remote}' has holds in the way of holds made here before the board was connected, which were released here: {message}"
+            ),
+            conflicts,
+        }),
+        e => Err(e),
+    }
+}
+
 /// Drops expired holds now (each logged); what expired.
 pub fn expire(board: &Board) -> Result<Vec<Entry>> {
     if !path(board).exists() {

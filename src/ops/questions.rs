@@ -394,9 +394,18 @@ pub fn open_questions(board: &Board) -> Result<crate::scan::Scan> {
 /// on the board (answered and decided ones too; not the archived ones). Each carries its
 /// decision as the log says it (read once for the whole list).
 pub fn questions(board: &Board, all: bool) -> Result<crate::scan::Scan> {
-    let mut scan = crate::scan::scan_matching(board, &[Region::Questions], |d| {
-        all || d.status() == Some("open") || decisions::claims_decision(d)
-    })?;
+    let scan = crate::scan::scan_matching(board, &[Region::Questions], |d| all || may_be_open(d))?;
+    open_of(board, scan, all)
+}
+
+/// A question that may still wait: open, or claiming a decision the log may not hold.
+pub fn may_be_open(d: &Document) -> bool {
+    d.status() == Some("open") || decisions::claims_decision(d)
+}
+
+/// [`questions`] of the questions read (with `all`, every one; else those that
+/// [`may_be_open`]), each given its decision as the log says it.
+pub fn open_of(board: &Board, mut scan: crate::scan::Scan, all: bool) -> Result<crate::scan::Scan> {
     decisions::annotate(board, &mut scan.docs)?;
     if !all {
         scan.docs.retain(decisions::is_open);

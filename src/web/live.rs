@@ -1,23 +1,38 @@
 //! One watcher of the board per server, fanned out to every open page: the library's
 //! change feed (`tavern::api::changes`, the change detection watch mode uses) runs on a
 //! thread of its own, and each batch it reports becomes one `Update` on a broadcast
-//! channel, which each page's event stream forwards. Pages then re-read what they show,
-//! so an update only has to say that something changed and where.
+//! channel, which each page's event stream forwards. Pages then re-read what they show
+//! (only when a path they show changed), so an update only has to say where.
+//!
+//! The same thread keeps the board's tasks and questions in memory (`api::cache`): built
+//! once when the feed starts, then each changed document read again, once, before the
+//! pages hear of the change, so that what they read then already holds it. Whatever the
+//! feed may have missed makes it read the whole board again (through the read index): the
+//! board gone and back, the log replaced (a checkout, a pull, a merge), a batch of more
+//! than `REBUILD_AT` changes; names the feed does not report (not ids) are found by a
+//! listing of a directory whose stat data changed, looked at on every batch and every
+//! second.
 //!
 //! The board directory disappearing is reported by the feed (and its coming back); a
 //! board that is not there when the server starts is waited for.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use serde::Serialize;
+use tavern::api::cache::BoardCache;
 use tavern::api::changes::{Batch, BoardEvent, Feed, Kind};
+use tavern::api::{Board, Result};
 use tokio::sync::broadcast;
 
 /// How often the thread looks for a board that is not there (yet).
 const CHECK_ROOT: Duration = Duration::from_millis(250);
+
+/// A batch of more changes than this is followed by reading the whole board again (in
+/// parallel, through the read index) rather than file by file.
+const REBUILD_AT: usize = 512;
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "lowercase")]
@@ -33,6 +48,55 @@ pub enum Update {
 pub struct Live {
     tx: broadcast::Sender<Update>,
     gone: Arc<AtomicBool>,
+    cache: Cache,
+}
+
+/// The board in memory, shared by the feed's thread (which writes) and the requests.
+/// None until built (the board was not there when the server started).
+#[derive(Clone, Default)]
+pub struct Cache(Arc<RwLock<Option<BoardCache>>>);
+
+impl Cache {
+    fn write(&self) -> RwLockWriteGuard<'_, Option<BoardCache>> {
+        self.0.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Option<BoardCache>> {
+        self.0.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Builds it again from the files (through the read index).
+    fn rebuild(&self, board: &Board) {
+        let mut slot = self.write();
+        *slot = BoardCache::build(board).ok();
+    }
+
+    /// Runs `f` on the cache of `board` as it is now: built first if there is none, or
+    /// built again if board.yaml changed since.
+    pub fn with<T>(&self, board: &Board, f: impl FnOnce(&BoardCache) -> Result<T>) -> Result<T> {
+        {
+            let slot = self.read();
+            if let Some(c) = slot.as_ref().filter(|c| c.fits(board)) {
+                return f(c);
+            }
+        }
+        let mut slot = self.write();
+        let cache = match slot.take() {
+            Some(c) if c.fits(board) => c,
+            _ => BoardCache::build(board)?,
+        };
+        let out = f(&cache);
+        *slot = Some(cache);
+        out
+    }
+
+    /// Reads these board-relative paths again (what a write made by this server changed),
+    /// so that the page's next read after it holds it.
+    pub fn touch<'a>(&self, board: &Board, paths: impl IntoIterator<Item = &'a str>) {
+        if let Some(c) = self.write().as_mut() {
+            c.apply(board, paths);
+        }
+    }
 }
 
 impl Live {
@@ -42,11 +106,19 @@ impl Live {
     pub fn start(root: PathBuf) -> Live {
         let (tx, _) = broadcast::channel(256);
         let gone = Arc::new(AtomicBool::new(!root.is_dir()));
-        let (thread_tx, thread_gone) = (tx.clone(), gone.clone());
+        let cache = Cache::default();
+        let (thread_tx, thread_gone, thread_cache) = (tx.clone(), gone.clone(), cache.clone());
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || follow(&root, &thread_tx, &thread_gone, ready_tx));
+        std::thread::spawn(move || {
+            follow(&root, &thread_tx, &thread_gone, &thread_cache, ready_tx)
+        });
         let _ = ready_rx.recv();
-        Live { tx, gone }
+        Live { tx, gone, cache }
+    }
+
+    /// The board in memory.
+    pub fn cache(&self) -> &Cache {
+        &self.cache
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<Update> {
@@ -95,15 +167,21 @@ fn follow(
     root: &Path,
     tx: &broadcast::Sender<Update>,
     gone: &AtomicBool,
+    cache: &Cache,
     ready: std::sync::mpsc::Sender<()>,
 ) {
     let mut feed = loop {
-        let opened =
-            tavern::api::board::reopen(root).and_then(|b| Feed::open(&b, Default::default()));
-        let _ = ready.send(());
+        let opened = tavern::api::board::reopen(root)
+            .and_then(|b| Feed::open(&b, Default::default()).map(|f| (b, f)));
         match opened {
-            Ok(feed) => break feed,
+            Ok((board, feed)) => {
+                // After the feed started: whatever is written from now on, it reports.
+                cache.rebuild(&board);
+                let _ = ready.send(());
+                break feed;
+            }
             Err(_) => {
+                let _ = ready.send(());
                 if !gone.swap(true, Ordering::Relaxed) {
                     let _ = tx.send(Update::Gone);
                 }
@@ -117,10 +195,14 @@ fn follow(
         let _ = tx.send(Update::Back);
     }
     loop {
-        let Some(batch) = feed.next(Duration::from_secs(1)) else {
-            continue;
-        };
-        for update in updates(&batch) {
+        let batch = feed.next(Duration::from_secs(1));
+        // board.yaml is read again each time: a request finds a cache built for another
+        // configuration and builds it anew.
+        let board = tavern::api::board::reopen(root).ok();
+        if let (Some(board), Some(batch)) = (&board, &batch) {
+            follow_batch(board, cache, batch);
+        }
+        for update in batch.as_ref().map(updates).unwrap_or_default() {
             match update {
                 Update::Gone => gone.store(true, Ordering::Relaxed),
                 Update::Back => gone.store(false, Ordering::Relaxed),
@@ -128,6 +210,41 @@ fn follow(
             }
             let _ = tx.send(update);
         }
+        // After the pages heard of the batch: a listing, when a directory changed, finds
+        // the files the feed does not name.
+        if let Some(board) = &board {
+            let found = match cache.write().as_mut() {
+                Some(c) => c.check_names(board),
+                None => continue,
+            };
+            if !found.is_empty() {
+                let _ = tx.send(Update::Changed { paths: found.paths });
+            }
+        }
+    }
+}
+
+/// Brings the cache up to date with a batch of the feed: each changed document read once,
+/// or the whole board read again when the feed may have missed something.
+fn follow_batch(board: &Board, cache: &Cache, batch: &Batch) {
+    let rebuild = batch.changes.len() > REBUILD_AT
+        || batch
+            .board
+            .iter()
+            .any(|e| matches!(e, BoardEvent::Back | BoardEvent::LogReplaced { .. }));
+    if rebuild {
+        cache.rebuild(board);
+        return;
+    }
+    let mut paths: Vec<&str> = Vec::new();
+    for change in &batch.changes {
+        if let Kind::Moved { from } = &change.kind {
+            paths.push(from);
+        }
+        paths.push(&change.path);
+    }
+    if let Some(c) = cache.write().as_mut() {
+        c.apply(board, paths);
     }
 }
 

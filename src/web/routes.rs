@@ -228,8 +228,13 @@ async fn state(State(app): State<Shared>) -> Response {
             v["human"] = api::board::is_human(&board, &app.actor).into();
             v["transitions"] = status.transitions.clone().into();
             v["status"] = to_json(&status)?;
-            // For the count beside "Waiting on you", read on every refresh.
-            v["waiting"] = api::waiting::waiting(&board)?.count().into();
+            // For the count beside "Waiting on you", on every refresh: from memory.
+            v["waiting"] = app
+                .live
+                .cache()
+                .with(&board, |c| c.waiting(&board))?
+                .count()
+                .into();
         }
         Ok(v)
     })
@@ -263,14 +268,20 @@ async fn board_view(State(app): State<Shared>, Query(q): Query<BoardQuery>) -> R
             paging.offsets.insert(s.clone(), q.offset);
             paging.only.push(s);
         }
-        to_json(&api::columns::columns(&board, &terms(&q.q), &paging)?)
+        let view = app
+            .live
+            .cache()
+            .with(&board, |c| c.columns(&board, &terms(&q.q), &paging))?;
+        to_json(&view)
     })
     .await
 }
 
 async fn waiting(State(app): State<Shared>) -> Response {
     blocking(app, |app| {
-        let mut v = to_json(&api::waiting::waiting(&app.board()?)?)?;
+        let board = app.board()?;
+        let waiting = app.live.cache().with(&board, |c| c.waiting(&board))?;
+        let mut v = to_json(&waiting)?;
         if let Some(Value::Array(items)) = v.get_mut("permissions") {
             items.iter_mut().for_each(|item| rendered(item, false));
         }
@@ -538,6 +549,7 @@ async fn transition(
         };
         let changed = api::tasks::transition(&board, &app.actor, &id, &b.name, &opts)?;
         let doc = changed.doc();
+        app.live.cache().touch(&board, [doc.rel_path().as_str()]);
         let msg = if changed.changed() {
             format!(
                 "{} {}: now {} (rev {})",
@@ -575,6 +587,12 @@ async fn answer(
             text.as_deref(),
             b.choice.as_deref(),
         )?;
+        let touched: Vec<String> = std::iter::once(a.outcome.doc.rel_path())
+            .chain(a.unblocked.iter().map(|t| format!("tasks/{t}.md")))
+            .collect();
+        app.live
+            .cache()
+            .touch(&board, touched.iter().map(String::as_str));
         let mut msg = format!("answered {}", a.outcome.doc.id());
         if !a.unblocked.is_empty() {
             msg.push_str(&format!("; unblocked {}", a.unblocked.join(", ")));
@@ -609,6 +627,9 @@ async fn decide(
             b.if_rev,
             Some(&mut confirm),
         )?;
+        app.live
+            .cache()
+            .touch(&board, [changed.doc().rel_path().as_str()]);
         let verb = if b.approve { "approved" } else { "denied" };
         Ok(done(
             format!("{verb} {}", changed.doc().id()),

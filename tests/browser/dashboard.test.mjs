@@ -177,6 +177,57 @@ test("a card moves when `tavern claim` runs in another process", async () => {
   await page.screenshot({ path: path.join(shots, "board-after-claim.png"), fullPage: true });
 });
 
+test("a hand edit reaches the open page once, in the first read of the board after it", async () => {
+  // A page of its own, settled: its first read and the one the stream's first event asks
+  // for (two renders), then nothing until the edits below.
+  const fresh = await context.newPage();
+  const reads = { board: [], state: 0 };
+  fresh.on("response", (r) => {
+    const p = new URL(r.url()).pathname;
+    if (p === "/api/board") reads.board.push(r.json());
+    if (p === "/api/state") reads.state++;
+  });
+  try {
+    await fresh.goto(new URL(url).origin + "/#/board");
+    await fresh.waitForSelector("#live.on", { timeout: WAIT });
+    await fresh.waitForFunction(() => document.body.dataset.rendered === "2", null, { timeout: WAIT });
+    const settled = { board: reads.board.length, state: reads.state };
+    // Saved as an editor saves: a dot file renamed over the task.
+    const save = (id, title) => {
+      const file = path.join(board, "tasks", id + ".md");
+      const text = fs.readFileSync(file, "utf8");
+      const tmp = path.join(board, "tasks", "." + id + ".md.tmp");
+      fs.writeFileSync(tmp, text.replace(/^title: .*$/m, "title: " + title));
+      fs.renameSync(tmp, file);
+    };
+    const shows = (id, title) =>
+      fresh.waitForFunction(
+        ([id, title]) => [...document.querySelectorAll(`.card[data-id="${id}"]`)].some((c) => c.innerText.includes(title)),
+        [id, title],
+        { timeout: WAIT },
+      );
+    save("task-csv9", "Edited by hand, once");
+    await shows("task-csv9", "Edited by hand, once");
+    // A change the board does not show (a note under solutions/): the frame is read again,
+    // not the board.
+    const stateBefore = reads.state;
+    fs.mkdirSync(path.join(board, "solutions", "task-csv9"), { recursive: true });
+    fs.writeFileSync(path.join(board, "solutions", "task-csv9", "notes.md"), "A note.\n");
+    for (const end = Date.now() + WAIT; reads.state === stateBefore && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
+    assert.ok(reads.state > stateBefore, "the note's change reached the page");
+    // A second edit: once it shows, every event of the first has been delivered.
+    save("task-csv1", "Edited by hand, twice");
+    await shows("task-csv1", "Edited by hand, twice");
+    const bodies = await Promise.all(reads.board.slice(settled.board));
+    assert.equal(bodies.length, 2, "one read of the board per edit, none for the note");
+    const title = (view, id) => view.columns.flatMap((c) => c.cards).find((c) => c.id === id).title;
+    assert.equal(title(bodies[0], "task-csv9"), "Edited by hand, once", "the first read after the edit holds it");
+    assert.equal(title(bodies[1], "task-csv1"), "Edited by hand, twice");
+  } finally {
+    await fresh.close();
+  }
+});
+
 test("the board filters by the query language", async () => {
   await page.fill("#filter", "tag:security priority<=1");
   await page.press("#filter", "Enter");

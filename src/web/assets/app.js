@@ -15,6 +15,8 @@
     params: new URLSearchParams(),
     refreshing: false,
     dirty: false,
+    // A read under way was asked again: with the view (true) or only the frame (false).
+    dirtyView: false,
     firstPaint: null,
     boardPer: 50,
     logLimit: 100,
@@ -247,7 +249,7 @@
             state.boardPer = Math.min(500, Math.max(state.boardPer, shown));
             // A live update may have re-read the board meanwhile, with the old count: a
             // read under way reads again, and a column already replaced is read afresh.
-            if (state.refreshing) state.dirty = true;
+            if (state.refreshing) state.dirty = state.dirtyView = true;
             if (!list.isConnected) {
               refresh();
               return;
@@ -634,23 +636,42 @@
     for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("active", a.dataset.view === state.view);
   }
 
-  // Reads the current view again. At most one read is in flight; changes that arrive
-  // meanwhile cause one more read when it ends.
-  async function refresh() {
+  // What each view shows, by the board-relative paths whose change it must read again
+  // (a view not named here reads again on any change).
+  const SHOWS = {
+    board: ["tasks/", "questions/", "archive/"],
+    waiting: ["tasks/", "questions/", "archive/", "log.yaml"],
+  };
+  function shows(view, paths) {
+    const prefixes = SHOWS[view];
+    if (!prefixes || !paths) return true;
+    return paths.some((p) => p === "" || prefixes.some((x) => p.startsWith(x)));
+  }
+
+  // Reads the current view again (with `paths`, the paths a change event named: the view
+  // only when it shows one of them, the frame always). At most one read is in flight;
+  // changes that arrive meanwhile cause one more read when it ends.
+  async function refresh(paths) {
+    const withView = shows(state.view, paths);
     if (state.refreshing) {
       state.dirty = true;
+      state.dirtyView = state.dirtyView || withView;
       return;
     }
     state.refreshing = true;
+    state.dirtyView = withView;
     try {
       do {
         state.dirty = false;
+        const view = state.dirtyView;
+        state.dirtyView = false;
         await loadState();
         if (state.info && state.info.gone) {
           clear(main);
           break;
         }
         updateWaitingCount();
+        if (!view && main.firstChild) continue;
         let out;
         try {
           out = await VIEWS[state.view](state.arg);
@@ -699,7 +720,15 @@
       live.textContent = "live";
       live.className = "live on";
     });
-    source.addEventListener("change", () => refresh());
+    source.addEventListener("change", (ev) => {
+      let paths = null;
+      try {
+        paths = JSON.parse(ev.data).paths;
+      } catch (_) {
+        // Not ours to guess: read everything again.
+      }
+      refresh(Array.isArray(paths) ? paths : null);
+    });
     source.addEventListener("gone", () => refresh());
     source.addEventListener("back", () => refresh());
     source.addEventListener("error", () => {
