@@ -148,21 +148,48 @@ pub fn fill_temp(tmp: &Path, bytes: &[u8]) -> Result<()> {
     })
 }
 
-/// Makes a filled temp the file `target`, replacing what was there, and syncs the
-/// directory: once this returns, the new content survives a power loss.
-pub fn rename_into_place(tmp: &Path, target: &Path) -> std::io::Result<()> {
+/// Makes a filled temp the file `target`, replacing what was there, and (if `sync`)
+/// syncs the directory: once this returns, the new content survives a power loss.
+pub fn rename_into_place(tmp: &Path, target: &Path, sync: bool) -> std::io::Result<()> {
     fs::rename(tmp, target)?;
-    sync_dir(parent(target));
+    if sync {
+        sync_dir(parent(target));
+    }
     Ok(())
 }
 
 /// Makes a filled temp the file `target`, never over an existing one (`AlreadyExists`
-/// then, and nothing changed), and syncs the directory; the temp goes.
-pub fn link_into_place(tmp: &Path, target: &Path) -> std::io::Result<()> {
+/// then, and nothing changed), and (if `sync`) syncs the directory; the temp goes.
+pub fn link_into_place(tmp: &Path, target: &Path, sync: bool) -> std::io::Result<()> {
     fs::hard_link(tmp, target)?;
     let _ = fs::remove_file(tmp);
-    sync_dir(parent(target));
+    if sync {
+        sync_dir(parent(target));
+    }
     Ok(())
+}
+
+/// Whether the filesystem holding `dir` commits its metadata changes in order, so that
+/// syncing any file there also makes every earlier rename, link and unlink on it durable:
+/// ext4 (and ext3, whose driver it is) and XFS, whose `fsync`/`fdatasync` of a file whose
+/// size changed commits the journal up to that change, and with it everything journaled
+/// before. Elsewhere (btrfs, whose fsync logs only the file synced; tmpfs, NFS, other
+/// systems) false: a directory's names are made durable by syncing the directory.
+///
+/// The write protocol asks this once per change: its last step is the log's append,
+/// synced, after the renames; where this is true that sync is also the directories'.
+pub fn journal_orders_metadata(dir: &Path) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        const EXT4: i128 = 0xEF53;
+        const XFS: i128 = 0x5846_5342;
+        rustix::fs::statfs(dir).is_ok_and(|s| matches!(i128::from(s.f_type), EXT4 | XFS))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = dir;
+        false
+    }
 }
 
 /// Syncs a directory, so that the names made or removed in it survive a power loss.
@@ -248,14 +275,14 @@ mod tests {
         fs::write(&tmp, "a leftover from a kill, longer than the new content").unwrap();
         fill_temp(&tmp, b"new").unwrap();
         assert_eq!(fs::read_to_string(&tmp).unwrap(), "new");
-        rename_into_place(&tmp, &p).unwrap();
+        rename_into_place(&tmp, &p, true).unwrap();
         assert_eq!(fs::read_to_string(&p).unwrap(), "new");
         fill_temp(&tmp, b"other").unwrap();
-        let e = link_into_place(&tmp, &p).unwrap_err();
+        let e = link_into_place(&tmp, &p, false).unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::AlreadyExists);
         assert_eq!(fs::read_to_string(&p).unwrap(), "new");
         let q = d.path().join("b");
-        link_into_place(&tmp, &q).unwrap();
+        link_into_place(&tmp, &q, true).unwrap();
         assert_eq!(fs::read_to_string(&q).unwrap(), "other");
         assert_eq!(names(d.path()), ["a", "b"]);
     }

@@ -153,7 +153,7 @@ impl Project {
         // `cargo install` leaves it: ~/.profile puts its directory on PATH.
         std::fs::write(
             home.path().join(".profile"),
-            format!("export PATH=\"{}:$PATH\"\n", tavern_dir().display()),
+            format!("export PATH=\"{}:$PATH\"\n", path_with_tavern()),
         )
         .unwrap();
         Project { board, home }
@@ -209,8 +209,44 @@ fn tavern_dir() -> PathBuf {
     Path::new(BIN).parent().unwrap().to_path_buf()
 }
 
+/// With `TAVERN_HOOK_TIMES=FILE`, a directory to put first on the clients' PATH, whose
+/// `tavern` (tests/clients/hook_times.py) times every `tavern hook …` the clients run and
+/// appends it to FILE; `TAVERN_HOOK_TIMES_BIN` names the tavern it runs (default: the
+/// tests' build). For the README's figures: nothing is asserted on them.
+fn hook_times_dir() -> Option<&'static Path> {
+    static DIR: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let file = std::env::var_os("TAVERN_HOOK_TIMES")?;
+        let real = std::env::var_os("TAVERN_HOOK_TIMES_BIN").unwrap_or_else(|| BIN.into());
+        let script =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/hook_times.py");
+        let dir = tempfile::tempdir().unwrap().keep();
+        let quote = |p: &std::ffi::OsStr| format!("'{}'", p.to_string_lossy().replace('\'', r"'\''"));
+        std::fs::write(
+            dir.join("tavern"),
+            format!(
+                "#!/bin/sh\nTAVERN_HOOK_TIMES={} TAVERN_HOOK_TIMES_REAL={} exec python3 {} \"$@\"\n",
+                quote(&file),
+                quote(&real),
+                quote(script.as_os_str())
+            ),
+        )
+        .unwrap();
+        let mode = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+        std::fs::set_permissions(dir.join("tavern"), mode).unwrap();
+        Some(dir)
+    })
+    .as_deref()
+}
+
 fn path_with_tavern() -> String {
-    format!("{}:/usr/local/bin:/usr/bin:/bin", tavern_dir().display())
+    let timed = hook_times_dir()
+        .map(|d| format!("{}:", d.display()))
+        .unwrap_or_default();
+    format!(
+        "{timed}{}:/usr/local/bin:/usr/bin:/bin",
+        tavern_dir().display()
+    )
 }
 
 /// The names of the agents `client` registered, in the order of the log.

@@ -206,9 +206,13 @@ fn apply(board: &Board, locks: &[String], write: Write) -> Result<Entry> {
             }
         }
     }
+    // The log's append below is synced; where the filesystem journals metadata in order
+    // that sync also makes the steps' renames, links and unlinks durable, and syncing
+    // their directories first would be a second disk flush that protects nothing.
+    let sync_dirs = !file::journal_orders_metadata(&board.root);
     let log = log::Appender::lock(board)?;
     for (i, step) in intent.steps.iter().enumerate() {
-        if let Err(e) = perform(board, step) {
+        if let Err(e) = perform(board, step, sync_dirs) {
             if i == 0 {
                 // Nothing is visible yet: the change did not happen.
                 drop_change(board, &ipath, &intent);
@@ -258,18 +262,19 @@ fn parent(p: &Path) -> &Path {
     p.parent().unwrap_or(Path::new("."))
 }
 
-/// Makes one step visible.
-fn perform(board: &Board, step: &Step) -> Result<()> {
+/// Makes one step visible, and durable if `sync_dirs` (else the caller's synced log
+/// append, on a filesystem that orders metadata, makes it so).
+fn perform(board: &Board, step: &Step, sync_dirs: bool) -> Result<()> {
     let abs = |rel: &str| board.root.join(rel);
     match step {
         Step::Put { path, .. } => {
             let target = abs(path);
-            file::rename_into_place(&layout::temp_for(&target), &target)
+            file::rename_into_place(&layout::temp_for(&target), &target, sync_dirs)
                 .map_err(|e| Error::io(&target, "replace", e))?;
         }
         Step::Create { path, .. } => {
             let target = abs(path);
-            match file::link_into_place(&layout::temp_for(&target), &target) {
+            match file::link_into_place(&layout::temp_for(&target), &target, sync_dirs) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                     return Err(Error::conflict(
@@ -287,13 +292,17 @@ fn perform(board: &Board, step: &Step) -> Result<()> {
             }
             fs::hard_link(&from, &to).map_err(|e| Error::io(&to, "move to", e))?;
             fs::remove_file(&from).map_err(|e| Error::io(&from, "move", e))?;
-            file::sync_dir(parent(&to));
-            file::sync_dir(parent(&from));
+            if sync_dirs {
+                file::sync_dir(parent(&to));
+                file::sync_dir(parent(&from));
+            }
         }
         Step::Remove { path } => {
             let target = abs(path);
             remove_any(&target)?;
-            file::sync_dir(parent(&target));
+            if sync_dirs {
+                file::sync_dir(parent(&target));
+            }
         }
     }
     Ok(())
@@ -426,7 +435,9 @@ fn finish(board: &Board, step: &Step) -> Result<bool> {
         }
         Step::Remove { .. } => {}
     }
-    perform(board, step).map(|()| true)
+    // Recovery may find the entry logged already and append nothing: no synced append
+    // follows, so the directories are synced here.
+    perform(board, step, true).map(|()| true)
 }
 
 /// What recovery did with one interrupted change.
@@ -735,7 +746,7 @@ mod tests {
                 }
             }
             for step in &intent.steps[..visible] {
-                perform(&self.board, step).unwrap();
+                perform(&self.board, step, true).unwrap();
             }
         }
     }
