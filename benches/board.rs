@@ -66,6 +66,10 @@
 //! 1000,10000; empty: none): sending and receiving N new, then N edited documents between
 //! two clones of a local bare remote, beside plain git doing the same change.
 //!
+//! Search alone (`TAVERN_BENCH_ONLY=search`, board/search.rs): warm searches at each size
+//! of TAVERN_BENCH_SIZES beside reading every task file raw and a bare `statat` of every
+//! task file (the floor of the index's validity check), with CPU times and the load.
+//!
 //! The report is printed and written to target/bench-report.md.
 //!
 //! Every board also holds four of the hand-written documents of `fixtures/` (shared with
@@ -75,6 +79,8 @@
 mod claims;
 #[path = "board/mcp.rs"]
 mod mcp;
+#[path = "board/search.rs"]
+mod search;
 #[path = "board/sync.rs"]
 mod sync;
 #[path = "board/watch.rs"]
@@ -332,6 +338,19 @@ fn main() {
         .unwrap_or(15)
         .max(1);
     eprintln!("timing {}", bin.display());
+
+    // `TAVERN_BENCH_ONLY=search`: the search rows alone (board/search.rs).
+    if std::env::var("TAVERN_BENCH_ONLY").is_ok_and(|v| v == "search") {
+        let load = search::loadavg();
+        let rows: Vec<_> = sizes
+            .iter()
+            .flat_map(|&n| search::run(&bin, n, runs))
+            .collect();
+        let mut report = format!("# tavern benchmark\n\nBinary: `{}`.\n", bin.display());
+        search::render(&rows, &load, &mut report);
+        println!("{report}");
+        return;
+    }
 
     let true_bin = if Path::new("/bin/true").exists() {
         "/bin/true"

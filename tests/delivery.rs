@@ -584,3 +584,120 @@ fn a_hold_an_agent_was_refused_reaches_it_once_when_freed() {
     run(&b, "a2", &["release-hold", "docs/**"]);
     once(&b, "a1", &[]);
 }
+
+/// Agent `agent`'s PostToolUse hook run under strace: what it printed, and the files it
+/// opened and synced (`openat PATH`, `fsync PATH`, relative to the board's root).
+fn traced_after_tool(b: &TestBoard, agent: &str) -> (String, Vec<String>) {
+    assert!(
+        Command::new("strace")
+            .arg("-V")
+            .output()
+            .is_ok_and(|o| o.status.success()),
+        "this test needs strace (apt-get install strace; .ci/run installs it)"
+    );
+    let root = std::fs::canonicalize(b.root()).unwrap();
+    let trace = root.join("trace");
+    let mut c = Command::new("strace");
+    c.args([
+        "-f",
+        "-qq",
+        "-y",
+        "-e",
+        "trace=openat,fsync,fdatasync",
+        "-o",
+    ])
+    .arg(&trace)
+    .args([BIN, "hook", "claude", "heartbeat"])
+    .current_dir(&root)
+    .env_remove("TAVERN_BOARD")
+    .env_remove("CLAUDE_ENV_FILE")
+    .env("TAVERN_AGENT", agent)
+    .env("USER", "tester")
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_response":{"stdout":"x"}}"#)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    std::fs::remove_file(&trace).unwrap();
+    let prefix = format!("{}/", root.display());
+    let calls = text
+        .lines()
+        .filter_map(|l| {
+            // `PID call(…)`: strace -f names the process when there are several.
+            let l = l
+                .trim_start_matches(|c: char| c.is_ascii_digit())
+                .trim_start();
+            let (name, rest) = l.split_once('(')?;
+            let path = match name {
+                "openat" => rest.split_once('"')?.1.split_once('"')?.0,
+                _ => rest.split_once('<')?.1.split_once('>')?.0,
+            };
+            let path = path.strip_prefix(&prefix)?;
+            Some(format!("{name} {path}"))
+        })
+        .collect();
+    (String::from_utf8_lossy(&out.stdout).into_owned(), calls)
+}
+
+/// A delivery hook with nothing to say leaves its agent's cursor where it was while others
+/// logged fewer than 16 entries (saving it costs a sync), and saves it (one sync) once it
+/// passed 16: then later hooks neither read that tail of the log again nor sync, where
+/// before every hook of a quiet agent read everything others had logged since its last
+/// delivery. What concerns the agent still comes, once.
+#[test]
+fn a_quiet_hook_saves_its_cursor_once_it_passed_sixteen_entries_of_others() {
+    let b = board();
+    // a1's cursor at the log's end (`events --for-me` saves it whatever it gives).
+    run(&b, "a1", &["events", "--for-me"]);
+    let log = ".tavern/log.yaml";
+    let cursor = ".tavern/.state/delivered/a1";
+    let opened_log = |calls: &[String]| calls.iter().any(|c| c == &format!("openat {log}"));
+    let synced = |calls: &[String]| -> Vec<String> {
+        calls
+            .iter()
+            .filter(|c| c.starts_with("fsync") || c.starts_with("fdatasync"))
+            .cloned()
+            .collect()
+    };
+    // Nothing logged since the session started: one stat, no read, no sync.
+    let (out, calls) = traced_after_tool(&b, "a1");
+    assert_eq!((out.as_str(), opened_log(&calls)), ("", false), "{calls:?}");
+    assert_eq!(synced(&calls), Vec::<String>::new());
+    for i in 0..15 {
+        run(&b, "a2", &["new", "task", &format!("Other work {i}")]);
+    }
+    // 15 entries that do not concern a1: read, nothing said, nothing saved; read again.
+    for _ in 0..2 {
+        let (out, calls) = traced_after_tool(&b, "a1");
+        assert_eq!((out.as_str(), opened_log(&calls)), ("", true), "{calls:?}");
+        assert_eq!(synced(&calls), Vec::<String>::new());
+    }
+    run(&b, "a2", &["new", "task", "Other work 15"]);
+    // The 16th: the cursor is saved, synced whole (its temp file, then renamed).
+    let (out, calls) = traced_after_tool(&b, "a1");
+    assert_eq!((out.as_str(), opened_log(&calls)), ("", true), "{calls:?}");
+    let synced_now = synced(&calls);
+    assert_eq!(synced_now.len(), 1, "{calls:?}");
+    assert!(
+        synced_now[0].starts_with(&format!("fsync {}", cursor.replace("/a1", "/.a1."))),
+        "{synced_now:?}"
+    );
+    // From now on the log is not read again, and nothing is synced.
+    let (out, calls) = traced_after_tool(&b, "a1");
+    assert_eq!((out.as_str(), opened_log(&calls)), ("", false), "{calls:?}");
+    assert_eq!(synced(&calls), Vec::<String>::new());
+    // What concerns a1 still reaches it, once.
+    run(&b, "boss", &["pause", "lunch"]);
+    let (out, _) = traced_after_tool(&b, "a1");
+    assert!(out.contains("paused"), "{out}");
+    assert_eq!(after_tool(&b, "a1"), Vec::<String>::new());
+}

@@ -929,3 +929,106 @@ fn holds_made_before_connecting_are_pushed_or_refused() {
         .code(3)
         .stderr_has("dan holds notes/n.md (exclusive");
 }
+
+/// The agents waiting in line in a shard's record on the remote, first first.
+fn shard_queue(net: &Net, shard: &str) -> Vec<String> {
+    let name = format!("refs/tavern/holds/{shard}");
+    let o = std::process::Command::new("git")
+        .arg("-C")
+        .arg(net.remote())
+        .args(["log", "-1", "--format=%B", &name])
+        .output()
+        .unwrap();
+    if !o.status.success() {
+        return Vec::new();
+    }
+    let msg = String::from_utf8_lossy(&o.stdout).to_string();
+    let Some((_, body)) = msg.split_once("\n\n") else {
+        return Vec::new();
+    };
+    let rec: serde_json::Value = serde_json::from_str(body.trim()).unwrap();
+    rec["queue"]
+        .as_array()
+        .map(|q| {
+            q.iter()
+                .map(|w| w["agent"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `--wait` is first come, first served across clones: the remote keeps the line. Three
+/// agents in two clones wait for a path held in one of them, each starting once the one
+/// before is in the line (polled on the remote's record); released, the path goes to them
+/// in the order they came, each taking it only once the one before released it. A
+/// newcomer does not jump the line.
+#[test]
+fn waiters_in_two_clones_are_served_in_the_order_they_came() {
+    let net = Net::new(0, 3);
+    hold(&net, 0, "holder", &["src/x.rs", "--reason", "first"]).ok();
+    let order = [("w1", 1), ("w2", 0), ("w3", 1)];
+    let mut waiting = Vec::new();
+    for (i, (agent, c)) in order.iter().enumerate() {
+        let child = net
+            .cmd_in(
+                &net.clone_dir(*c),
+                &["hold", "--as", agent, "src/x.rs", "--wait", "5m"],
+            )
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while shard_queue(&net, "paths/src").len() < i + 1 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{agent} never joined the line"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        waiting.push((agent.to_string(), *c, child));
+    }
+    assert_eq!(shard_queue(&net, "paths/src"), vec!["w1", "w2", "w3"]);
+    // A newcomer in a third clone (no waiter there) is refused by the remote's line.
+    hold(&net, 2, "late", &["src/"])
+        .code(3)
+        .stderr_has("holder holds src/x.rs")
+        .stderr_has("w1 waits for it");
+    net.run(0, &["release-hold", "src/x.rs", "--as", "holder"])
+        .ok();
+    let mut served = Vec::new();
+    while !waiting.is_empty() {
+        // Whoever finishes first among those still waiting.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+        let done = loop {
+            let mut finished = None;
+            for (i, (_, _, child)) in waiting.iter_mut().enumerate() {
+                if child.try_wait().unwrap().is_some() {
+                    finished = Some(i);
+                    break;
+                }
+            }
+            if let Some(i) = finished {
+                break i;
+            }
+            assert!(std::time::Instant::now() < deadline, "nobody was served");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        let (agent, c, child) = waiting.remove(done);
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{agent}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        served.push(agent.clone());
+        assert_eq!(
+            shard_holds(&net, "paths/src"),
+            vec![(agent.clone(), "src/x.rs".to_string())]
+        );
+        net.run(c, &["release-hold", "src/x.rs", "--as", &agent])
+            .ok();
+    }
+    assert_eq!(served, vec!["w1", "w2", "w3"]);
+    assert!(shard_queue(&net, "paths/src").is_empty());
+}

@@ -693,3 +693,97 @@ fn a_new_finding_sharing_only_a_word_or_two_with_an_open_one_is_not_named() {
         "{dup}"
     );
 }
+
+/// A task file whose title and body are given.
+fn task_with(id: &str, status: &str, title: &str, body: &str) -> String {
+    format!(
+        "---\nid: {id}\ntitle: {title}\nstatus: {status}\npriority: 1\ntags: []\ndepends_on: []\ncreated_at: 2026-11-01T10:00:00Z\ncreated_by: planner\nupdated_at: 2026-11-01T10:00:00Z\nrev: 1\n---\n\n{body}\n"
+    )
+}
+
+#[test]
+fn a_limit_cuts_the_whole_ranking_and_a_filter_reads_past_the_best_hits() {
+    let b = TestBoard::new();
+    // Forty pending tasks say "parser" often (equal scores: ties go by path), and rank
+    // above the one done task that says it once.
+    for i in 0..40 {
+        b.write(
+            &format!("tasks/t-{i:02}.md"),
+            task_with(
+                &format!("t-{i:02}"),
+                "pending",
+                "parser parser",
+                "parser parser parser",
+            ),
+        );
+    }
+    b.write(
+        "tasks/t-done.md",
+        task_with(
+            "t-done",
+            "done",
+            "Once",
+            "the parser, once, among many other words",
+        ),
+    );
+    let all = b
+        .run(&["search", "parser", "--json", "--limit", "100"])
+        .json();
+    let order = ids(&all);
+    let mut want: Vec<String> = (0..40).map(|i| format!("t-{i:02}")).collect();
+    want.push("t-done".into());
+    assert_eq!(order, want, "{all}");
+    // A limit takes the first hits of the whole ranking, whatever it is.
+    for limit in [1, 3, 17, 18, 19, 40] {
+        let some = b
+            .run(&["search", "parser", "--json", "--limit", &limit.to_string()])
+            .json();
+        assert_eq!(ids(&some), order[..limit], "--limit {limit}");
+    }
+    // A filter that turns down the forty best: the search reads on to the one it keeps.
+    let done = b
+        .run(&["search", "parser", "status=done", "--json", "--limit", "1"])
+        .json();
+    assert_eq!(ids(&done), ["t-done"], "{done}");
+}
+
+#[test]
+fn a_near_miss_weighs_half_even_when_it_is_another_word_searched_for() {
+    let b = TestBoard::new();
+    b.write(
+        "tasks/t-a.md",
+        task_with("t-a", "pending", "Alpha", "the format"),
+    );
+    b.write(
+        "tasks/t-b.md",
+        task_with("t-b", "pending", "Bravo", "the formal"),
+    );
+    b.write(
+        "tasks/t-c.md",
+        task_with("t-c", "pending", "Charlie", "nothing"),
+    );
+    let score = |args: &[&str]| -> f64 {
+        let mut all = vec!["search"];
+        all.extend_from_slice(args);
+        all.push("--json");
+        let v = b.run(&all).json();
+        let hit = v["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["id"] == "t-b")
+            .unwrap_or_else(|| panic!("{v}"))
+            .clone();
+        hit["score"].as_f64().unwrap()
+    };
+    // "format" finds t-b's "formal" one edit away, at half the weight; "formal" finds it
+    // exactly: one and a half times what "formal" alone gives (the same document
+    // frequency: one document holds each word).
+    let alone = score(&["formal"]);
+    let both = score(&["format", "formal"]);
+    assert!(
+        (both / alone - 1.5).abs() < 0.01,
+        "format formal: {both}, formal: {alone}"
+    );
+    assert!((score(&["format"]) / alone - 0.5).abs() < 0.01);
+}

@@ -139,6 +139,9 @@ pub struct Delivery {
     /// The cursor to save once the items reached the agent; None: nothing moves.
     #[serde(skip)]
     advance: Option<Cursor>,
+    /// How many log entries were read past the cursor to find the items.
+    #[serde(skip)]
+    passed: usize,
     #[serde(skip)]
     _lock: Option<crate::store::Lock>,
 }
@@ -150,6 +153,12 @@ fn is_zero(n: &usize) -> bool {
 impl Delivery {
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
+    }
+
+    /// How many log entries this read passed (0 when the log had not changed): what the
+    /// next call reads again if the cursor is not saved.
+    pub fn passed(&self) -> usize {
+        self.passed
     }
 
     /// The items for a model's context, between markers that say they are data written by
@@ -273,6 +282,7 @@ fn nothing(actor: &str) -> Delivery {
         items: Vec::new(),
         more: 0,
         advance: None,
+        passed: 0,
         _lock: None,
     }
 }
@@ -383,6 +393,7 @@ pub fn for_me(board: &Board, actor: &str, bounds: Bounds) -> Result<Delivery> {
         items,
         more,
         advance: (advance != cursor).then_some(advance),
+        passed: entries.len(),
         _lock: Some(lock),
     })
 }

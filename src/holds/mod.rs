@@ -38,6 +38,9 @@ pub const MAX_RESOURCES: usize = 64;
 pub const MAX_TEXT: usize = 500;
 /// How often a waiting request looks again on a connected board (each look may fetch).
 pub const REMOTE_POLL: std::time::Duration = std::time::Duration::from_secs(1);
+/// A waiter's place in the remote's line lasts this long unless renewed (a third of it
+/// into it): one that died drops out then.
+pub const WAIT_LEASE: chrono::Duration = chrono::Duration::seconds(30);
 
 /// What is held: a path pattern of the working tree, or a named resource.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -527,6 +530,11 @@ fn try_grant(
     log_refusal: bool,
 ) -> Result<std::result::Result<Vec<Hold>, Vec<Conflict>>> {
     let remote = remote_for(board, req.local)?;
+    // A waiter's turn on the remote: only earlier waiters there count.
+    let turn = match (ticket, &remote) {
+        (Some(t), Some(_)) => Some(queued(board, agent, req, t, String::new())),
+        _ => None,
+    };
     let (out, _) = update(board, |current, now| {
         let refuse = |found: Vec<Conflict>| {
             let mut entries = Vec::new();
@@ -613,6 +621,9 @@ fn try_grant(
                 add: &granted,
                 drop: &[],
                 what: format!("holding {}", described(&req.resources)),
+                queue: turn
+                    .as_ref()
+                    .map(|q| (q, crate::sync::claims::holds::QueueOp::Turn)),
             };
             match crate::sync::claims::holds::confirm(board, remote, agent, &change)? {
                 crate::sync::claims::holds::Outcome::Done => {}
@@ -623,6 +634,44 @@ fn try_grant(
         Ok((Ok(granted), entries))
     })?;
     Ok(out)
+}
+
+/// This clone's waiter `t` as the remote's line keeps it, its lease until `until`.
+fn queued(
+    board: &Board,
+    agent: &str,
+    req: &Request,
+    t: u64,
+    until: String,
+) -> crate::sync::claims::holds::Queued {
+    crate::sync::claims::holds::Queued {
+        ticket: crate::sync::claims::holds::ticket(board, t),
+        agent: agent.to_string(),
+        resources: req.resources.clone(),
+        shared: req.shared,
+        since: crate::time::stamp_millis(crate::time::now()),
+        until,
+    }
+}
+
+/// Joins (or renews its place in), or leaves, the remote's line for waiter `t`.
+fn in_line(
+    board: &Board,
+    remote: &str,
+    agent: &str,
+    req: &Request,
+    t: u64,
+    op: crate::sync::claims::holds::QueueOp,
+) -> Result<()> {
+    let until = crate::time::stamp_millis(crate::time::now() + WAIT_LEASE);
+    let q = queued(board, agent, req, t, until);
+    let change = crate::sync::claims::holds::Change {
+        add: &[],
+        drop: &[],
+        what: format!("waiting for {}", described(&req.resources)),
+        queue: Some((&q, op)),
+    };
+    crate::sync::claims::holds::confirm(board, remote, agent, &change).map(|_| ())
 }
 
 /// Holds the request's resources for `agent`, all or none. Refused (exit 3, naming every
@@ -664,9 +713,22 @@ pub fn hold(
     }
     let deadline = crate::time::now()
         + chrono::Duration::from_std(wait).unwrap_or_else(|_| chrono::Duration::days(365));
+    // On a connected board the remote keeps the line every clone waits in: joined under
+    // the registry's lock, so this clone's own waiters are in the same order in both.
+    let remote = remote_for(board, req.local)?;
     let (ticket, logged) = update(board, |reg, now| {
         reg.next += 1;
         let ticket = reg.next;
+        if let Some(r) = &remote {
+            in_line(
+                board,
+                r,
+                agent,
+                req,
+                ticket,
+                crate::sync::claims::holds::QueueOp::Join,
+            )?;
+        }
         reg.queue.push(Waiter {
             ticket,
             agent: agent.to_string(),
@@ -688,7 +750,27 @@ pub fn hold(
         Ok((ticket, vec![entry(agent, "hold-wait", "holds", note)]))
     })?;
     let _ = logged;
+    let mut renewed = std::time::Instant::now();
+    let renew_every = (WAIT_LEASE / 3)
+        .to_std()
+        .unwrap_or(std::time::Duration::from_secs(10));
     loop {
+        if let Some(r) = &remote
+            && renewed.elapsed() >= renew_every
+        {
+            update(board, |_, _| {
+                in_line(
+                    board,
+                    r,
+                    agent,
+                    req,
+                    ticket,
+                    crate::sync::claims::holds::QueueOp::Join,
+                )?;
+                Ok(((), Vec::new()))
+            })?;
+            renewed = std::time::Instant::now();
+        }
         match try_grant(board, agent, req, Some(ticket), false)? {
             Ok(holds) => {
                 return Ok(Granted {
@@ -700,6 +782,17 @@ pub fn hold(
                 if started.elapsed() >= wait {
                     let _ = update(board, |reg, _| {
                         reg.queue.retain(|w| w.ticket != ticket);
+                        if let Some(r) = &remote {
+                            // Best effort: its lease ends it anyway.
+                            let _ = in_line(
+                                board,
+                                r,
+                                agent,
+                                req,
+                                ticket,
+                                crate::sync::claims::holds::QueueOp::Leave,
+                            );
+                        }
                         Ok(((), Vec::new()))
                     });
                     // Logged as the refusal it ends in.
@@ -817,6 +910,7 @@ pub fn release(
                     "releasing {}",
                     described(&gone.iter().map(|h| h.resource.clone()).collect::<Vec<_>>())
                 ),
+                queue: None,
             };
             crate::sync::claims::holds::confirm(board, remote, actor, &change)?;
         }
@@ -861,6 +955,7 @@ pub fn publish(board: &Board, remote: &str) -> Result<()> {
                     "holding {} (held before the board was connected)",
                     h.resource.describe()
                 ),
+                queue: None,
             };
             match crate::sync::claims::holds::confirm(board, remote, &h.agent, &change)? {
                 crate::sync::claims::holds::Outcome::Done => kept.push(h),

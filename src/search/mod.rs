@@ -275,38 +275,99 @@ fn run_once(board: &Board, parsed: &Parsed, limit: usize) -> Result<Option<Found
         }
         loaded.push((place, buckets));
     }
-    let Some(ranked) = rank(&loaded, parsed) else {
+    let Some(mut ranked) = rank(&loaded, parsed) else {
         return Ok(None);
     };
     let now = crate::time::now();
-    let wanted: HashSet<String> = ranked.matched_terms;
-    for (score, a, b, e, words) in ranked.docs {
-        if found.hits.len() >= limit {
-            break;
+    // Only the best are sorted at first: a hit the filters turn down makes the search
+    // sort (and read) further.
+    let mut docs = std::mem::take(&mut ranked.docs);
+    let docs = &mut docs;
+    let ord = |x: &Scored, y: &Scored| {
+        y.score
+            .total_cmp(&x.score)
+            .then_with(|| ranked.rel_cmp(x, y))
+    };
+    let mut sorted = (limit.saturating_mul(2) + 16).min(docs.len());
+    if sorted < docs.len() {
+        docs.select_nth_unstable_by(sorted, ord);
+    }
+    docs[..sorted].sort_unstable_by(ord);
+    let mut i = 0;
+    while found.hits.len() < limit && i < docs.len() {
+        if i == sorted {
+            docs[sorted..].sort_unstable_by(ord);
+            sorted = docs.len();
         }
-        let (place, buckets) = &loaded[a];
-        let name = &buckets[b].entries[e].name;
-        if let Some(hit) = verify(board, *place, name, score, parsed, &wanted, now) {
-            found.hits.push(Hit { words, ..hit });
+        let d = docs[i];
+        i += 1;
+        let (place, buckets) = &loaded[d.area];
+        let name = &buckets[d.bucket].entries[d.entry].name;
+        if let Some(hit) = verify(
+            board,
+            *place,
+            name,
+            d.score,
+            parsed,
+            &ranked.matched_terms,
+            now,
+        ) {
+            found.hits.push(Hit {
+                words: d.words,
+                ..hit
+            });
         }
     }
     Ok(Some(found))
 }
 
-/// The documents holding a word searched for, best first: (score, area, bucket, entry).
-struct Ranked {
-    docs: Vec<(f64, usize, usize, usize, usize)>,
+/// A document holding a word searched for: its score, where it is, how many of the words
+/// it holds.
+#[derive(Clone, Copy, Debug)]
+struct Scored {
+    score: f64,
+    area: usize,
+    bucket: usize,
+    entry: usize,
+    words: usize,
+}
+
+/// The documents holding a word searched for (unsorted), and how to order them.
+struct Ranked<'a> {
+    docs: Vec<Scored>,
     /// Every term that matched somewhere (the words and their near misses), for snippets.
     matched_terms: HashSet<String>,
+    loaded: &'a [(Place, Vec<Bucket>)],
+    /// Per area, what comes before and after a name in its path under the board.
+    rel: Vec<(String, &'static str)>,
+}
+
+impl Ranked<'_> {
+    /// Two documents in the order of their paths under the board (ties of score are
+    /// broken so), without building the paths.
+    fn rel_cmp(&self, x: &Scored, y: &Scored) -> std::cmp::Ordering {
+        let path = |d: &Scored| {
+            let (before, after) = &self.rel[d.area];
+            let name = &self.loaded[d.area].1[d.bucket].entries[d.entry].name;
+            before.bytes().chain(name.bytes()).chain(after.bytes())
+        };
+        path(x).cmp(path(y)).then(x.area.cmp(&y.area))
+    }
 }
 
 /// None when a term's postings fail their check.
-fn rank(loaded: &[(Place, Vec<Bucket>)], parsed: &Parsed) -> Option<Ranked> {
+fn rank<'a>(loaded: &'a [(Place, Vec<Bucket>)], parsed: &Parsed) -> Option<Ranked<'a>> {
+    // Every document searched gets a number: its bucket's first, plus its place there.
+    let mut first: Vec<Vec<usize>> = Vec::with_capacity(loaded.len());
+    let mut count = 0usize;
     // The collection's statistics, summed over every bucket searched.
     let mut n_docs = 0u64;
     let mut total_len = 0u64;
     for (_, buckets) in loaded {
+        let mut starts = Vec::with_capacity(buckets.len());
         for b in buckets {
+            starts.push(count);
+            count += b.entries.len();
             for e in &b.entries {
                 if e.kind == Kind::Indexed {
                     n_docs += 1;
@@ -314,116 +375,156 @@ fn rank(loaded: &[(Place, Vec<Bucket>)], parsed: &Parsed) -> Option<Ranked> {
                 }
             }
         }
+        first.push(starts);
     }
     let avg_len = (total_len as f64 / n_docs.max(1) as f64).max(1.0);
-    // Per word: (area, bucket, entry, tf, weight) for each term it matched.
-    type Match = (usize, usize, usize, u32, f64);
-    let mut per_term: HashMap<String, Vec<Match>> = HashMap::new();
-    let mut want_terms: Vec<Vec<(String, f64)>> = vec![Vec::new(); parsed.wants.len()];
+    // Each term matched (a word searched for, or a near miss of one), once, with its
+    // postings in each bucket holding it.
+    let mut term_ids: HashMap<String, usize> = HashMap::new();
+    let mut postings: Vec<Vec<(usize, usize, store::Postings)>> = Vec::new();
+    // Per word, the terms it matched.
+    let mut want_terms: Vec<Vec<usize>> = vec![Vec::new(); parsed.wants.len()];
     for (a, (_, buckets)) in loaded.iter().enumerate() {
         for (bi, b) in buckets.iter().enumerate() {
+            let mut here: Vec<usize> = Vec::new();
             for (wi, want) in parsed.wants.iter().enumerate() {
-                let mut hits: Vec<(usize, f64)> = Vec::new();
+                let mut hits: Vec<usize> = Vec::new();
                 if let Some(i) = b.find(&want.term) {
-                    hits.push((i, 1.0));
+                    hits.push(i);
                 }
                 if want.fuzzy {
-                    let len = want.term.chars().count();
+                    let len = want.term.len();
+                    let chars = want.term.chars().count();
                     for i in 0..b.terms() {
+                        // One edit changes a word by at most one character: four bytes.
+                        if b.term_len(i).abs_diff(len) > 4 {
+                            continue;
+                        }
                         let t = b.term(i);
-                        if t == want.term || t.chars().count().abs_diff(len) > 1 {
+                        if t == want.term || t.chars().count().abs_diff(chars) > 1 {
                             continue;
                         }
                         if strsim::osa_distance(t, &want.term) == 1 {
-                            hits.push((i, FUZZY_WEIGHT));
+                            hits.push(i);
                         }
                     }
                 }
-                for (i, weight) in hits {
-                    let term = b.term(i).to_string();
-                    if !want_terms[wi].iter().any(|(t, _)| *t == term) {
-                        want_terms[wi].push((term.clone(), weight));
+                for i in hits {
+                    let term = b.term(i);
+                    let id = match term_ids.get(term) {
+                        Some(&id) => id,
+                        None => {
+                            term_ids.insert(term.to_string(), postings.len());
+                            postings.push(Vec::new());
+                            postings.len() - 1
+                        }
+                    };
+                    if !want_terms[wi].contains(&id) {
+                        want_terms[wi].push(id);
                     }
-                    let list = per_term.entry(term).or_default();
-                    for (e, tf) in b.postings(i)? {
-                        list.push((a, bi, e as usize, tf, weight));
+                    if !here.contains(&id) {
+                        here.push(id);
+                        postings[id].push((a, bi, b.postings(i)?));
                     }
                 }
             }
         }
     }
+    let mut names: Vec<&str> = vec![""; postings.len()];
+    for (t, &id) in &term_ids {
+        names[id] = t;
+    }
+    let matched_terms: HashSet<String> = term_ids.keys().cloned().collect();
+    // Each term's weight in each document holding it (BM25).
+    let idf: Vec<f64> = postings
+        .iter()
+        .map(|lists| {
+            let df = lists.iter().map(|(_, _, p)| p.len()).sum::<usize>() as f64;
+            (1.0 + (n_docs as f64 - df + 0.5) / (df + 0.5)).ln()
+        })
+        .collect();
     // Per document: its score, the phrase words it holds, the words it holds.
-    let mut scores: HashMap<(usize, usize, usize), (f64, usize, usize)> = HashMap::new();
-    let mut matched_terms = HashSet::new();
-    let required: HashSet<&str> = parsed
+    let mut score = vec![0.0f64; count];
+    let mut words = vec![0u32; count];
+    let mut best = vec![0.0f64; count];
+    let mut touched: Vec<usize> = Vec::new();
+    for (wi, terms) in want_terms.iter().enumerate() {
+        // Per document, the best of the word's terms (an exact match over a near miss).
+        for &id in terms {
+            let weight = if names[id] == parsed.wants[wi].term {
+                1.0
+            } else {
+                FUZZY_WEIGHT
+            };
+            for (a, b, list) in &postings[id] {
+                let entries = &loaded[*a].1[*b].entries;
+                let base = first[*a][*b];
+                for &(e, tf) in list {
+                    let len = entries[e as usize].len as f64;
+                    let tf = tf as f64;
+                    let s = weight * idf[id] * tf * (K1 + 1.0)
+                        / (tf + K1 * (1.0 - B + B * len / avg_len));
+                    let g = base + e as usize;
+                    if best[g] == 0.0 {
+                        touched.push(g);
+                    }
+                    best[g] = best[g].max(s);
+                }
+            }
+        }
+        for g in touched.drain(..) {
+            score[g] += best[g];
+            words[g] += 1;
+            best[g] = 0.0;
+        }
+    }
+    // A phrase's words are required, exactly.
+    let mut required = vec![0u32; count];
+    let mut needed = 0u32;
+    for term in parsed
         .phrases
         .iter()
         .flatten()
         .map(String::as_str)
-        .collect();
-    // Per document, per word: the best of its terms (an exact match over a near miss).
-    for terms in want_terms.iter() {
-        let mut best: HashMap<(usize, usize, usize), f64> = HashMap::new();
-        for (term, _) in terms {
-            let Some(list) = per_term.get(term) else {
-                continue;
-            };
-            matched_terms.insert(term.clone());
-            let df = list.len() as f64;
-            let idf = (1.0 + (n_docs as f64 - df + 0.5) / (df + 0.5)).ln();
-            for &(a, b, e, tf, weight) in list {
-                let len = loaded[a].1[b].entries[e].len as f64;
-                let tf = tf as f64;
-                let s = weight * idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / avg_len));
-                let slot = best.entry((a, b, e)).or_insert(0.0);
-                *slot = slot.max(s);
+        .collect::<HashSet<_>>()
+    {
+        needed += 1;
+        let Some(&id) = term_ids.get(term) else {
+            required.clear();
+            break;
+        };
+        for (a, b, list) in &postings[id] {
+            for &(e, _) in list {
+                required[first[*a][*b] + e as usize] += 1;
             }
         }
-        for (doc, s) in best {
-            let slot = scores.entry(doc).or_insert((0.0, 0, 0));
-            slot.0 += s;
-            slot.2 += 1;
-        }
     }
-    // A phrase's words are required, exactly.
-    if !required.is_empty() {
-        for term in &required {
-            let Some(list) = per_term.get(*term) else {
-                return Some(Ranked {
-                    docs: Vec::new(),
-                    matched_terms,
-                });
-            };
-            let mut seen = HashSet::new();
-            for &(a, b, e, _, weight) in list {
-                if weight == 1.0
-                    && seen.insert((a, b, e))
-                    && let Some(slot) = scores.get_mut(&(a, b, e))
-                {
-                    slot.1 += 1;
+    let mut docs = Vec::new();
+    if needed == 0 || !required.is_empty() {
+        for (a, (_, buckets)) in loaded.iter().enumerate() {
+            for (bi, b) in buckets.iter().enumerate() {
+                let base = first[a][bi];
+                for e in 0..b.entries.len() {
+                    let g = base + e;
+                    if words[g] > 0 && (needed == 0 || required[g] == needed) {
+                        docs.push(Scored {
+                            score: score[g],
+                            area: a,
+                            bucket: bi,
+                            entry: e,
+                            words: words[g] as usize,
+                        });
+                    }
                 }
             }
         }
     }
-    let mut docs: Vec<(f64, usize, usize, usize, usize)> = scores
-        .into_iter()
-        .filter(|(_, (_, req, _))| *req == required.len())
-        .map(|((a, b, e), (s, _, words))| (s, a, b, e, words))
-        .collect();
-    docs.sort_by(|x, y| {
-        y.0.total_cmp(&x.0).then_with(|| {
-            let name = |d: &(f64, usize, usize, usize, usize)| {
-                (
-                    loaded[d.1].0.rel(&loaded[d.1].1[d.2].entries[d.3].name),
-                    d.1,
-                )
-            };
-            name(x).cmp(&name(y))
-        })
-    });
+    let rel = loaded.iter().map(|(place, _)| place.rel_parts()).collect();
     Some(Ranked {
         docs,
         matched_terms,
+        loaded,
+        rel,
     })
 }
 
@@ -571,6 +672,15 @@ impl Place {
         }
     }
 
+    /// What comes before and after a file's name in its path under the board.
+    fn rel_parts(self) -> (String, &'static str) {
+        match self {
+            Place::Region(r, false) => (format!("{}/", r.dir()), ".md"),
+            Place::Region(r, true) => (format!("archive/{}/", r.dir()), ".md"),
+            Place::Solutions => (format!("{}/", crate::layout::SOLUTIONS_DIR), ""),
+        }
+    }
+
     /// A file's path under the board.
     fn rel(self, name: &str) -> String {
         match self {
@@ -689,8 +799,13 @@ impl<'a> Area<'a> {
     ) -> Result<(Bucket, bool)> {
         let count = manifest.buckets.len();
         let path = ixfiles::bucket_path(&self.area.index_dir, manifest.generation, b);
+        let names_cached = names_known && cached.id == manifest.buckets[b];
+        // The common case, without allocating: every file's stat data as cached.
+        if names_cached && self.unchanged(dir_fd, &cached) {
+            return Ok((cached, false));
+        }
         let mut rewrite = false;
-        let names: Vec<String> = if names_known && cached.id == manifest.buckets[b] {
+        let names: Vec<String> = if names_cached {
             cached.entries.iter().map(|e| e.name.clone()).collect()
         } else {
             rewrite = true;
@@ -758,6 +873,27 @@ impl<'a> Area<'a> {
         ixfiles::save(&path, &bytes);
         let bucket = store::decode(&bytes).unwrap_or_default();
         Ok((bucket, true))
+    }
+
+    /// Whether every file of `bucket` has the stat data cached for it, none of them racy
+    /// (what the loop of [`Self::refresh_from`] finds when it keeps every entry).
+    fn unchanged(&self, dir_fd: &OwnedFd, bucket: &Bucket) -> bool {
+        let suffix: &[u8] = match self.place {
+            Place::Solutions => b"",
+            Place::Region(..) => b".md",
+        };
+        let mut file = Vec::with_capacity(128);
+        bucket.entries.iter().all(|e| {
+            if e.racy || e.key == StatKey::default() {
+                return false;
+            }
+            file.clear();
+            file.extend_from_slice(e.name.as_bytes());
+            file.extend_from_slice(suffix);
+            file.push(0);
+            std::ffi::CStr::from_bytes_with_nul(&file)
+                .is_ok_and(|c| stat::stat_at(dir_fd, c).is_ok_and(|k| k == e.key))
+        })
     }
 
     /// A file's stat data; None when it is gone.

@@ -97,6 +97,12 @@ impl Bucket {
         )
     }
 
+    /// The `i`th term's length in bytes.
+    pub fn term_len(&self, i: usize) -> usize {
+        let at = self.offsets[i] as usize;
+        u32::from_le_bytes(self.dict[at..at + 4].try_into().unwrap_or_default()) as usize
+    }
+
     pub fn term(&self, i: usize) -> &str {
         self.record(i).0
     }

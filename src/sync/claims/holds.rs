@@ -108,11 +108,44 @@ pub struct Held {
     pub origin: String,
 }
 
+/// A request waiting in line (`hold --wait`) on the remote: kept in the record of every
+/// shard its resources live in, in the order the remote took them (each record is a
+/// compare-and-swap, and a waiter joins every shard it needs in one atomic push, so two
+/// waiters are in the same order in every shard they share). Its lease (`until`) is
+/// renewed while it waits; a waiter that died drops out when its lease runs out.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Queued {
+    /// Unique across clones: `ORIGIN#N`.
+    pub ticket: String,
+    pub agent: String,
+    pub resources: Vec<Resource>,
+    #[serde(default)]
+    pub shared: bool,
+    pub since: String,
+    /// Its lease: it counts until then.
+    pub until: String,
+}
+
+/// What a change does to the line of waiters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueOp {
+    /// Join the line at its end (or, already in it, renew its lease in place).
+    Join,
+    /// Its turn: only earlier waiters count against its holds, and it leaves the line
+    /// with the grant.
+    Turn,
+    /// Leave the line (it gave up).
+    Leave,
+}
+
 /// A shard's record.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 struct Record {
     #[serde(default)]
     holds: Vec<Held>,
+    /// Who waits for what here, first come first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    queue: Vec<Queued>,
     /// In `globs` only: the keys of every path shard.
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     shards: BTreeSet<String>,
@@ -139,8 +172,20 @@ impl Record {
         }
         let body = message.split_once("\n\n").map_or("", |(_, b)| b).trim();
         let rec: Record = serde_json::from_str(body).map_err(|e| bad(e.to_string()))?;
-        if rec.holds.len() > MAX_HOLDS {
-            return Err(bad(format!("over {MAX_HOLDS} holds")));
+        if rec.holds.len() > MAX_HOLDS || rec.queue.len() > MAX_HOLDS {
+            return Err(bad(format!("over {MAX_HOLDS} holds or waiters")));
+        }
+        for q in &rec.queue {
+            let odd = [q.ticket.as_str(), &q.agent, &q.since, &q.until]
+                .into_iter()
+                .chain(q.resources.iter().map(Resource::text))
+                .any(|t| t.len() > crate::holds::MAX_TEXT || t.chars().any(char::is_control));
+            if odd
+                || q.resources.len() > crate::holds::MAX_RESOURCES
+                || crate::ops::validate_actor(&q.agent).is_err()
+            {
+                return Err(bad(format!("a waiter '{}' is malformed", key(&q.agent))));
+            }
         }
         for held in &rec.holds {
             let h = &held.hold;
@@ -172,6 +217,9 @@ impl Record {
 
     fn live(&mut self, now: DateTime<Utc>) {
         self.holds.retain(|h| !expired(&h.hold, now));
+        self.queue.retain(|q| {
+            DateTime::parse_from_rfc3339(&q.until).is_ok_and(|u| u.with_timezone(&Utc) > now)
+        });
     }
 }
 
@@ -405,6 +453,14 @@ pub struct Change<'a> {
     pub drop: &'a [(String, Resource)],
     /// How messages name it: "holding src/a.rs", "releasing h-3".
     pub what: String,
+    /// A waiter joining, taking its turn or leaving the line (None: a request that does
+    /// not wait, which every live waiter it overlaps stands before).
+    pub queue: Option<(&'a Queued, QueueOp)>,
+}
+
+/// The ticket a waiter of this clone has on the remote for its local ticket `n`.
+pub fn ticket(board: &Board, n: u64) -> String {
+    format!("{}#{n}", origin(board))
 }
 
 /// What the remote said.
@@ -461,7 +517,13 @@ pub fn confirm(board: &Board, remote: &str, agent: &str, change: &Change) -> Res
             .add
             .iter()
             .map(|h| h.resource.clone())
-            .chain(change.drop.iter().map(|(_, r)| r.clone()));
+            .chain(change.drop.iter().map(|(_, r)| r.clone()))
+            .chain(
+                change
+                    .queue
+                    .iter()
+                    .flat_map(|(q, _)| q.resources.iter().cloned()),
+            );
         let mut targets: BTreeSet<Shard> = BTreeSet::new();
         let mut new_tops: BTreeSet<String> = BTreeSet::new();
         for r in resources {
@@ -486,6 +548,9 @@ pub fn confirm(board: &Board, remote: &str, agent: &str, change: &Change) -> Res
                 || matches!(s, Shard::Path(t) if new_tops.contains(t))
                 || (*s == Shard::Globs && !new_tops.is_empty())
                 || change.add.iter().any(|h| shard_of(&h.resource) == *s)
+                || change.queue.is_some_and(|(q, op)| {
+                    op == QueueOp::Join && q.resources.iter().any(|r| shard_of(r) == *s)
+                })
         });
 
         // What stands in the way: holds of others in the touched shards (a new path shard
@@ -520,6 +585,38 @@ pub fn confirm(board: &Board, remote: &str, agent: &str, change: &Change) -> Res
                         });
                     }
                 }
+                // Waiters before it (every live one, for a request that does not wait):
+                // nobody jumps the line.
+                let mine_at = match change.queue {
+                    Some((q, QueueOp::Turn)) => rec.queue.iter().position(|w| w.ticket == q.ticket),
+                    _ => None,
+                };
+                let earlier = &rec.queue[..mine_at.unwrap_or(rec.queue.len())];
+                for w in earlier {
+                    let blocks = w.agent != agent
+                        && !(w.shared && h.shared)
+                        && w.resources.iter().any(|r| r.overlaps(&h.resource));
+                    let seen = conflicts
+                        .iter()
+                        .any(|c| c.queued && c.hold.id == format!("queue:{}", w.ticket));
+                    if blocks && !seen {
+                        conflicts.push(Conflict {
+                            wanted: h.resource.clone(),
+                            hold: Hold {
+                                id: format!("queue:{}", w.ticket),
+                                resource: h.resource.clone(),
+                                shared: w.shared,
+                                agent: w.agent.clone(),
+                                task: None,
+                                reason: None,
+                                since: w.since.clone(),
+                                until: Some(w.until.clone()),
+                                owner_rule: false,
+                            },
+                            queued: true,
+                        });
+                    }
+                }
             }
         }
         if !conflicts.is_empty() {
@@ -551,6 +648,7 @@ pub fn confirm(board: &Board, remote: &str, agent: &str, change: &Change) -> Res
                 Some((_, r)) => r.clone(),
                 None if matches!(s, Shard::Path(_)) => Record {
                     holds: glob_holds.holds.clone(),
+                    queue: glob_holds.queue.clone(),
                     shards: BTreeSet::new(),
                 },
                 None => Record::default(),
@@ -566,6 +664,18 @@ pub fn confirm(board: &Board, remote: &str, agent: &str, change: &Change) -> Res
             }
             if *s == Shard::Globs {
                 rec.shards.extend(new_tops.iter().cloned());
+            }
+            match change.queue {
+                Some((q, QueueOp::Turn | QueueOp::Leave)) => {
+                    rec.queue.retain(|w| w.ticket != q.ticket);
+                }
+                Some((q, QueueOp::Join)) if q.resources.iter().any(|r| s.keeps(r)) => {
+                    match rec.queue.iter_mut().find(|w| w.ticket == q.ticket) {
+                        Some(w) => w.until = q.until.clone(),
+                        None => rec.queue.push(q.clone()),
+                    }
+                }
+                _ => {}
             }
             if before.as_deref() == Some(serde_json::to_string(&rec).unwrap_or_default().as_str()) {
                 continue;

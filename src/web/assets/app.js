@@ -494,7 +494,13 @@
       },
     });
     if (!q.trim()) return { frag: [h("div", { class: "toolbar" }, box), h("p", { class: "muted" }, "Words, \"phrases\" and filters, ranked by relevance.")] };
-    const data = await api("/api/search?q=" + encodeURIComponent(q));
+    let data;
+    try {
+      data = await api("/api/search?q=" + encodeURIComponent(q));
+    } catch (e) {
+      // A query the CLI refuses: its message, and the box kept to mend the query.
+      return { frag: [h("div", { class: "toolbar" }, box), h("p", { class: "error" }, e.message)] };
+    }
     const hits = data.hits.map((hit) =>
       h("article", { class: "item hit", dataset: { id: hit.id } },
         h("div", {}, hit.status ? chip(hit.status, "st-" + hit.status) : null, " ",
