@@ -452,6 +452,31 @@ impl BoardGit {
     }
 }
 
+impl BoardGit {
+    /// A fresh directory of this process alone for scratch files, removed with what it
+    /// holds when dropped.
+    pub fn scratch_dir(&self) -> Result<ScratchDir> {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = self
+            .repo
+            .tavern_dir()
+            .join(format!("scratch.{}.{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).map_err(|e| Error::io(&path, "create directory", e))?;
+        Ok(ScratchDir(path))
+    }
+}
+
+/// A scratch directory that is removed with its files when dropped.
+pub struct ScratchDir(pub PathBuf);
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// An index file that is removed (with git's lock beside it) when dropped.
 pub struct ScratchIndex(pub PathBuf);
 

@@ -628,21 +628,27 @@ pub(crate) fn build_commit(
         None => g.run(&["read-tree", "--empty"])?,
     };
     let zero = "0".repeat(40);
+    // The new contents (merged documents, the merged log) become blobs in one process.
+    let written = write_blobs(
+        bg,
+        changes.iter().filter_map(|(_, c)| match c {
+            Change::Bytes(bytes) => Some(bytes.as_slice()),
+            _ => None,
+        }),
+    )?;
+    let mut written = written.iter();
     let mut info = String::new();
     for (path, change) in changes {
         match change {
             Change::Blob { mode, sha } => info.push_str(&format!("{mode} {sha}\t{path}\n")),
             Change::Removed => info.push_str(&format!("0 {zero}\t{path}\n")),
-            Change::Bytes(bytes) => {
-                let out = g.output(&["hash-object", "-w", "--stdin"], Some(bytes))?;
-                if !out.success {
-                    return Err(Error::Git {
-                        command: "git hash-object -w --stdin".into(),
-                        dir: bg.root.clone(),
-                        message: out.stderr.trim().to_string(),
-                    });
-                }
-                info.push_str(&format!("100644 {}\t{path}\n", out.stdout.trim()));
+            Change::Bytes(_) => {
+                let sha = written.next().ok_or_else(|| Error::Git {
+                    command: "git hash-object -w --stdin-paths".into(),
+                    dir: bg.root.clone(),
+                    message: "fewer objects written than asked".into(),
+                })?;
+                info.push_str(&format!("100644 {sha}\t{path}\n"));
             }
         }
     }
@@ -657,6 +663,36 @@ pub(crate) fn build_commit(
     let tree = g.run(&["write-tree"])?;
     drop(index);
     bg.commit_tree(&tree, parents, message)
+}
+
+/// Writes each of `contents` as a blob of the repository, in one `git hash-object -w
+/// --stdin-paths` over scratch files of this process (removed after); returns their ids
+/// in order. As is, no attribute filter applied: what a merge made is what is stored.
+fn write_blobs<'a>(bg: &BoardGit, contents: impl Iterator<Item = &'a [u8]>) -> Result<Vec<String>> {
+    let scratch = bg.scratch_dir()?;
+    let mut paths = String::new();
+    for (i, bytes) in contents.enumerate() {
+        let path = scratch.0.join(i.to_string());
+        // Scratch input for git, read at once and removed below.
+        crate::file::write_in_place(&path, bytes)?;
+        paths.push_str(&path.to_string_lossy());
+        paths.push('\n');
+    }
+    if paths.is_empty() {
+        return Ok(Vec::new());
+    }
+    let out = bg.git.output(
+        &["hash-object", "-w", "--no-filters", "--stdin-paths"],
+        Some(paths.as_bytes()),
+    )?;
+    if !out.success {
+        return Err(Error::Git {
+            command: "git hash-object -w --no-filters --stdin-paths".into(),
+            dir: bg.root.clone(),
+            message: out.why(),
+        });
+    }
+    Ok(out.stdout.lines().map(str::to_string).collect())
 }
 
 fn is_ancestor(bg: &BoardGit, a: &str, b: &str) -> Result<bool> {

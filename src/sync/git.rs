@@ -74,6 +74,18 @@ impl Git {
 
     /// Runs git and returns its output whatever the exit status.
     pub fn output(&self, args: &[&str], stdin: Option<&[u8]>) -> Result<Output> {
+        let (out, stdout) = self.output_bytes(args, stdin)?;
+        Ok(Output {
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
+            ..out
+        })
+    }
+
+    /// Runs git and returns its output whatever the exit status, its standard output as
+    /// bytes (the returned [`Output`]'s `stdout` is empty): for the contents of blobs.
+    /// Standard input is written by a thread of its own while the output is read, so a
+    /// git that answers as it reads (`cat-file --batch`) never waits on a full pipe.
+    pub fn output_bytes(&self, args: &[&str], stdin: Option<&[u8]>) -> Result<(Output, Vec<u8>)> {
         let mut cmd = Command::new(program());
         cmd.arg("-C").arg(&self.dir).args(args);
         // Never wait for a password or an editor: tavern runs unattended.
@@ -92,35 +104,47 @@ impl Git {
         let mut child = cmd
             .spawn()
             .map_err(|e| Error::io(&self.dir, "run git in", e))?;
-        if let Some(bytes) = stdin {
-            use std::io::Write as _;
-            if let Some(mut pipe) = child.stdin.take() {
-                // A git that died before reading all of it (killed) closed the pipe: not an
-                // error of ours, and not one to report as such (a broken pipe is what a
-                // closed standard output says, which the CLI takes for success). Its exit
-                // status, below, says what happened.
-                match pipe.write_all(bytes) {
-                    Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-                        return Err(Error::io(&self.dir, "write to git in", e));
-                    }
-                    _ => {}
-                }
-            }
+        let pipe = child.stdin.take();
+        let (waited, written) = std::thread::scope(|s| {
+            let writer = match (pipe, stdin) {
+                (Some(mut pipe), Some(bytes)) => Some(s.spawn(move || {
+                    use std::io::Write as _;
+                    pipe.write_all(bytes)
+                })),
+                _ => None,
+            };
+            let waited = child.wait_with_output();
+            let written = writer.map_or(Ok(()), |w| {
+                w.join().unwrap_or_else(|_| {
+                    Err(std::io::Error::other("the thread writing to git panicked"))
+                })
+            });
+            (waited, written)
+        });
+        let out = waited.map_err(|e| Error::io(&self.dir, "run git in", e))?;
+        // A git that died before reading all of its input (killed) closed the pipe: not an
+        // error of ours, and not one to report as such (a broken pipe is what a closed
+        // standard output says, which the CLI takes for success). Its exit status, below,
+        // says what happened.
+        if let Err(e) = written
+            && e.kind() != std::io::ErrorKind::BrokenPipe
+        {
+            return Err(Error::io(&self.dir, "write to git in", e));
         }
-        let out = child
-            .wait_with_output()
-            .map_err(|e| Error::io(&self.dir, "run git in", e))?;
         #[cfg(unix)]
         let signal = std::os::unix::process::ExitStatusExt::signal(&out.status);
         #[cfg(not(unix))]
         let signal = None;
-        Ok(Output {
-            success: out.status.success(),
-            code: out.status.code(),
-            signal,
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        })
+        Ok((
+            Output {
+                success: out.status.success(),
+                code: out.status.code(),
+                signal,
+                stdout: String::new(),
+                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            },
+            out.stdout,
+        ))
     }
 
     /// Runs git as [`Git::output`] does (no standard input), for at most `limit`: None when

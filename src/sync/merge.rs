@@ -101,15 +101,88 @@ fn git_error(git: &Git, command: &str, stderr: &str) -> Error {
     }
 }
 
-fn blob(git: &Git, sha: Option<&str>) -> Result<Vec<u8>> {
-    let Some(sha) = sha else {
-        return Ok(Vec::new());
-    };
-    let out = git.output(&["cat-file", "blob", sha], None)?;
-    if !out.success {
-        return Err(git_error(git, &format!("cat-file blob {sha}"), &out.stderr));
+/// The contents of blobs, read from git in batches: each [`Blobs::load`] is one `git
+/// cat-file --batch` for every blob it is given, so that a merge of thousands of
+/// documents starts a bounded number of processes, not one per document.
+pub(crate) struct Blobs<'g> {
+    git: &'g Git,
+    cache: HashMap<String, Vec<u8>>,
+}
+
+impl<'g> Blobs<'g> {
+    pub(crate) fn new(git: &'g Git) -> Blobs<'g> {
+        Blobs {
+            git,
+            cache: HashMap::new(),
+        }
     }
-    Ok(out.stdout.into_bytes())
+
+    /// Reads every blob of `shas` not read yet, in one process.
+    pub(crate) fn load<'a>(&mut self, shas: impl IntoIterator<Item = &'a str>) -> Result<()> {
+        let mut input = String::new();
+        let mut asked = HashSet::new();
+        for sha in shas {
+            if !self.cache.contains_key(sha) && asked.insert(sha) {
+                input.push_str(sha);
+                input.push('\n');
+            }
+        }
+        if input.is_empty() {
+            return Ok(());
+        }
+        let (out, bytes) = self
+            .git
+            .output_bytes(&["cat-file", "--batch"], Some(input.as_bytes()))?;
+        if !out.success {
+            return Err(git_error(self.git, "cat-file --batch", &out.stderr));
+        }
+        // `SHA TYPE SIZE\n` then SIZE bytes and `\n`, per object; `NAME missing\n` for one
+        // that is not there.
+        let mut at = 0;
+        while at < bytes.len() {
+            let Some(nl) = bytes[at..].iter().position(|&b| b == b'\n') else {
+                break;
+            };
+            let header = String::from_utf8_lossy(&bytes[at..at + nl]).into_owned();
+            at += nl + 1;
+            let parts: Vec<&str> = header.split(' ').collect();
+            let [sha, _kind, size] = parts.as_slice() else {
+                return Err(git_error(
+                    self.git,
+                    "cat-file --batch",
+                    &format!("no such object: {header}"),
+                ));
+            };
+            let size: usize = size.parse().map_err(|_| {
+                git_error(
+                    self.git,
+                    "cat-file --batch",
+                    &format!("unexpected answer: {header}"),
+                )
+            })?;
+            let end = (at + size).min(bytes.len());
+            self.cache.insert(sha.to_string(), bytes[at..end].to_vec());
+            at = end + 1;
+        }
+        Ok(())
+    }
+
+    /// The bytes of blob `sha` (empty for None), read now if no [`Blobs::load`] read it.
+    pub(crate) fn get(&mut self, sha: Option<&str>) -> Result<Vec<u8>> {
+        let Some(sha) = sha else {
+            return Ok(Vec::new());
+        };
+        if !self.cache.contains_key(sha) {
+            self.load([sha])?;
+        }
+        self.cache.get(sha).cloned().ok_or_else(|| {
+            git_error(
+                self.git,
+                &format!("cat-file --batch {sha}"),
+                "no such object",
+            )
+        })
+    }
 }
 
 /// Merges `ours` and `theirs` (commits) over their merge base `base` (None: no common
@@ -131,12 +204,24 @@ pub fn merge(
     let paths: BTreeSet<&String> = b.keys().chain(o.keys()).chain(t.keys()).collect();
     let sha = |tree: &Tree, p: &str| tree.get(p).map(|(_, s)| s.clone());
 
-    // The logs first: they decide who wins a conflict.
     let log_path = crate::layout::LOG;
+    // Every blob the merge reads, in one process: the logs, and the three versions of
+    // each file both sides changed.
+    let mut blobs = Blobs::new(git);
+    let mut wanted: Vec<&str> = Vec::new();
+    for p in &paths {
+        let (bs, os, ts) = (b.get(*p), o.get(*p), t.get(*p));
+        let both_changed = os != ts && ts != bs && os != bs;
+        if p.as_str() == log_path || (both_changed && os.is_some() && ts.is_some()) {
+            wanted.extend([bs, os, ts].into_iter().flatten().map(|(_, s)| s.as_str()));
+        }
+    }
+    blobs.load(wanted)?;
+    // The logs first: they decide who wins a conflict.
     let logs = [
-        blob(git, sha(&b, log_path).as_deref())?,
-        blob(git, sha(&o, log_path).as_deref())?,
-        blob(git, sha(&t, log_path).as_deref())?,
+        blobs.get(sha(&b, log_path).as_deref())?,
+        blobs.get(sha(&o, log_path).as_deref())?,
+        blobs.get(sha(&t, log_path).as_deref())?,
     ];
     let base_ids: HashSet<Vec<u8>> = chunks(&logs[0]).into_iter().map(identity).collect();
     let stamps_o = stamps(&logs[1], &base_ids);
@@ -201,9 +286,9 @@ pub fn merge(
             continue;
         };
         let texts = [
-            blob(git, bs.as_deref())?,
-            blob(git, os.as_deref())?,
-            blob(git, Some(tsha))?,
+            blobs.get(bs.as_deref())?,
+            blobs.get(os.as_deref())?,
+            blobs.get(Some(tsha))?,
         ];
         let is_doc = p.ends_with(".md");
         let result = if is_doc {
@@ -240,6 +325,7 @@ pub fn merge(
     one_place(
         board,
         git,
+        &mut blobs,
         tmp,
         &b,
         &o,
@@ -306,7 +392,7 @@ pub fn merge(
                     Change::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
                     _ => None,
                 });
-            let old = String::from_utf8_lossy(&blob(git, sha(&o, d).as_deref())?).into_owned();
+            let old = String::from_utf8_lossy(&blobs.get(sha(&o, d).as_deref())?).into_owned();
             let new = new.unwrap_or_else(|| old.clone());
             let rev = rev_of(&new);
             extra.push_str(&entry(
@@ -340,6 +426,7 @@ pub fn merge(
 fn one_place(
     board: &Board,
     git: &Git,
+    blobs: &mut Blobs<'_>,
     tmp: &Path,
     b: &Tree,
     o: &Tree,
@@ -369,12 +456,24 @@ fn one_place(
             doubles.push((p.clone(), archived));
         }
     }
+    // Every version the pass reads, in one process.
+    let mut wanted: Vec<&str> = Vec::new();
+    for (live, archived) in &doubles {
+        for p in [live, archived] {
+            if let Some(Change::Blob { sha, .. }) = changed.get(p.as_str()) {
+                wanted.push(sha);
+            }
+            wanted.extend(o.get(p.as_str()).map(|(_, s)| s.as_str()));
+        }
+        wanted.extend(b.get(live.as_str()).map(|(_, s)| s.as_str()));
+    }
+    blobs.load(wanted)?;
     for (live, archived) in doubles {
-        let content = |path: &str| -> Result<Vec<u8>> {
+        let mut content = |path: &str| -> Result<Vec<u8>> {
             match changed.get(path) {
                 Some(Change::Bytes(bytes)) => Ok(bytes.clone()),
-                Some(Change::Blob { sha, .. }) => blob(git, Some(sha)),
-                _ => blob(git, o.get(path).map(|(_, s)| s.as_str())),
+                Some(Change::Blob { sha, .. }) => blobs.get(Some(sha)),
+                _ => blobs.get(o.get(path).map(|(_, s)| s.as_str())),
             }
         };
         // The side that archived it holds the archived copy and not the live one.
@@ -386,7 +485,7 @@ fn one_place(
             stamp: stamps_t.get(&live).cloned(),
         };
         let (a_text, l_text) = (content(&archived)?, content(&live)?);
-        let base = blob(git, b.get(&live).map(|(_, s)| s.as_str()))?;
+        let base = blobs.get(b.get(&live).map(|(_, s)| s.as_str()))?;
         // ours/theirs as merge_doc and the rule see them.
         let (ov, tv) = if ours_archived {
             (a_text.clone(), l_text.clone())
@@ -421,7 +520,7 @@ fn one_place(
             kept: format!("one copy, in {keep}, with both sides' changes"),
             dropped: format!("the copy in {drop} (archived on one side, changed on the other)"),
         });
-        let ours_keep = blob(git, o.get(keep).map(|(_, s)| s.as_str()))?;
+        let ours_keep = blobs.get(o.get(keep).map(|(_, s)| s.as_str()))?;
         merged.changes.retain(|(p, _)| p != keep && p != drop);
         if !o.contains_key(keep) || text != ours_keep {
             merged.changes.push((keep.clone(), Change::Bytes(text)));
@@ -860,8 +959,8 @@ fn merge_doc(
     ))
 }
 
-/// `git merge-file` of three texts: the merged text, or None when both sides changed the
-/// same lines.
+/// A three-way merge of three texts (see [`super::lines`]; one too large for it goes to
+/// `git merge-file`): the merged text, or None when both sides changed the same lines.
 fn merge_text(
     tmp: &Path,
     git: &Git,
@@ -869,6 +968,9 @@ fn merge_text(
     ours: &str,
     theirs: &str,
 ) -> Result<Option<String>> {
+    if super::lines::fits(base, ours, theirs) {
+        return Ok(super::lines::merge(base, ours, theirs));
+    }
     let pid = std::process::id();
     let names = ["ours", "base", "theirs"].map(|n| format!("merge-{pid}-{n}"));
     for (name, text) in names.iter().zip([ours, base, theirs]) {

@@ -11,6 +11,7 @@ pub mod git;
 pub mod guard;
 pub mod health;
 pub mod keep;
+pub mod lines;
 pub mod locks;
 pub mod merge;
 pub mod rejoin;
