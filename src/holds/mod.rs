@@ -41,6 +41,19 @@ pub const REMOTE_POLL: std::time::Duration = std::time::Duration::from_secs(1);
 /// A waiter's place in the remote's line lasts this long unless renewed (a third of it
 /// into it): one that died drops out then.
 pub const WAIT_LEASE: chrono::Duration = chrono::Duration::seconds(30);
+/// The waiter's environment may set its lease, in whole seconds (at least 3).
+pub const WAIT_LEASE_VAR: &str = "TAVERN_HOLDS_WAIT_LEASE";
+
+/// The lease of a waiter's place in the remote's line: [`WAIT_LEASE`], or
+/// [`WAIT_LEASE_VAR`] seconds when set to a whole number of at least 3 (anything else is
+/// ignored: a lease too short for its renewals would drop live waiters).
+pub fn wait_lease() -> chrono::Duration {
+    std::env::var(WAIT_LEASE_VAR)
+        .ok()
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .filter(|s| (3..=86_400).contains(s))
+        .map_or(WAIT_LEASE, chrono::Duration::seconds)
+}
 
 /// What is held: a path pattern of the working tree, or a named resource.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -678,7 +691,7 @@ fn in_line(
     t: u64,
     op: crate::sync::claims::holds::QueueOp,
 ) -> Result<()> {
-    let until = crate::time::stamp_millis(crate::time::now() + WAIT_LEASE);
+    let until = crate::time::stamp_millis(crate::time::now() + wait_lease());
     let q = queued(board, agent, req, t, until);
     let change = crate::sync::claims::holds::Change {
         add: &[],
@@ -766,7 +779,7 @@ pub fn hold(
     })?;
     let _ = logged;
     let mut renewed = std::time::Instant::now();
-    let renew_every = (WAIT_LEASE / 3)
+    let renew_every = (wait_lease() / 3)
         .to_std()
         .unwrap_or(std::time::Duration::from_secs(10));
     loop {
