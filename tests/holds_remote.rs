@@ -1158,3 +1158,138 @@ fn a_waiter_killed_in_line_stops_blocking_once_its_lease_ends() {
         "{log1}"
     );
 }
+
+/// `tools/call holds` over `tavern mcp --profile full` in clone `c`: the tool's answer.
+fn mcp_holds(net: &Net, c: usize) -> serde_json::Value {
+    use std::io::Write;
+    let mut child = net
+        .cmd_in(
+            &net.clone_dir(c),
+            &["mcp", "--as", "overseer", "--profile", "full"],
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = [
+        serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "holds", "arguments": {}}}),
+    ];
+    let mut stdin = child.stdin.take().unwrap();
+    for l in lines {
+        writeln!(stdin, "{l}").unwrap();
+    }
+    drop(stdin);
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let reply = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v["id"] == serde_json::json!(1))
+        .unwrap();
+    let text = reply["result"]["content"][0]["text"].as_str().unwrap();
+    serde_json::from_str(text).unwrap()
+}
+
+/// `tavern holds` (text and `--json`), the MCP `holds` tool and the dashboard's holds list
+/// show the waiters of other clones too, from the remote's line as this clone last fetched
+/// it, after this clone's own, each marked with the clone it waits on (and who it waits
+/// on); this clone's own waiters carry no clone.
+#[test]
+fn holds_lists_the_waiters_of_other_clones_marked_with_their_clone() {
+    let net = Net::new(0, 2);
+    hold(&net, 0, "holder", &["src/x.rs", "--reason", "busy"]).ok();
+    let spawn = |c: usize, agent: &str| {
+        net.cmd_in(
+            &net.clone_dir(c),
+            &["hold", "--as", agent, "src/x.rs", "--wait", "10m"],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+    };
+    let mut near = spawn(0, "near");
+    wait_for("near in the remote's line", || {
+        shard_queue(&net, "paths/src") == ["near"]
+    });
+    let mut far = spawn(1, "far");
+    wait_for("far in the remote's line", || {
+        shard_queue(&net, "paths/src") == ["near", "far"]
+    });
+    let origin = |c: usize| format!("{}:{}", hostname(), net.clone_dir(c).display());
+
+    // Clone 0 (`holds` fetches the records first): its own waiter, then clone 1's.
+    let list = net.run(0, &["holds", "--json"]).ok().json();
+    let waiting = list["waiting"].as_array().unwrap();
+    assert_eq!(waiting.len(), 2, "{list}");
+    assert_eq!(waiting[0]["agent"], "near");
+    assert!(waiting[0]["clone"].is_null(), "{list}");
+    assert!(waiting[0]["pid"].as_u64().is_some(), "{list}");
+    assert_eq!(waiting[1]["agent"], "far");
+    assert_eq!(waiting[1]["clone"], origin(1).as_str());
+    assert_eq!(waiting[1]["host"], hostname().as_str());
+    assert!(waiting[1].get("pid").is_none(), "{list}");
+    assert_eq!(
+        waiting[1]["resources"],
+        serde_json::json!([{"kind": "path", "name": "src/x.rs"}])
+    );
+    assert!(
+        list["waits_on"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["waiter"] == "far" && w["holder"] == "holder"),
+        "{list}"
+    );
+    let text = net.run(0, &["holds"]).ok().stdout.clone();
+    let far_line = text
+        .lines()
+        .find(|l| l.starts_with("waiting  far waits for src/x.rs"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        far_line.contains(&format!(" on {}, in line until ", origin(1))),
+        "{text}"
+    );
+    assert!(text.contains("far waits on holder (src/x.rs)"), "{text}");
+
+    // The MCP tool and the dashboard give the same line, as last fetched (no network).
+    let tool = mcp_holds(&net, 0);
+    assert_eq!(tool["waiting"], list["waiting"], "{tool}");
+    assert_eq!(tool["waits_on"], list["waits_on"], "{tool}");
+    let server = crate::web::serve_cmd(net.cmd_in(
+        &net.clone_dir(0),
+        &["serve", "--port", "0", "--as", "overseer"],
+    ));
+    let page = server.get("/api/holds").json();
+    assert_eq!(page["waiting"], list["waiting"], "{page}");
+    assert_eq!(page["waits_on"], list["waits_on"], "{page}");
+    drop(server);
+
+    // Clone 1 sees it the other way round.
+    let list = net.run(1, &["holds", "--json"]).ok().json();
+    let seen: Vec<(String, Option<String>)> = list["waiting"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            (
+                w["agent"].as_str().unwrap().to_string(),
+                w["clone"].as_str().map(str::to_string),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            ("far".to_string(), None),
+            ("near".to_string(), Some(origin(0)))
+        ]
+    );
+    near.kill().unwrap();
+    far.kill().unwrap();
+    near.wait().unwrap();
+    far.wait().unwrap();
+}

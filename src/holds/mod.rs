@@ -176,7 +176,18 @@ pub struct Waiter {
     /// It stops waiting then (and is dropped from the queue if it did not say so).
     pub until: String,
     pub host: String,
+    /// 0 for a waiter of another clone (its process is not known here).
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub pid: u32,
+    /// The clone it waits on (`box:/path`) when it is not this one: a waiter of another
+    /// clone, in the remote's line as this clone last fetched it (its `until` is then
+    /// its place's lease, renewed while it waits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clone: Option<String>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Waiter {
@@ -766,6 +777,7 @@ pub fn hold(
             until: crate::time::stamp_millis(deadline),
             host: crate::agents::host_name(),
             pid: std::process::id(),
+            clone: None,
         });
         let note = format!(
             "waits for {} (ticket {ticket})",
