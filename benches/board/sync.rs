@@ -10,6 +10,11 @@
 //! plain clone, and `git pull` in another: what git itself takes for that change. Each is
 //! run once per size (a sync of 10k documents is seconds); B must end with every file, or
 //! the bench fails.
+//!
+//! Beside each wall time, the CPU time (user + system) of the processes it ran (tavern or
+//! git and every process they started and waited for: the push's `receive-pack` on the
+//! local remote too), read from this process's children's times in `/proc/self/stat`: on
+//! a shared machine the wall times vary with the load, the CPU times much less.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -19,6 +24,26 @@ pub struct Row {
     pub op: String,
     pub value: Duration,
     pub base_value: Duration,
+    /// CPU time (user + system) of the processes each ran.
+    pub cpu: Duration,
+    pub base_cpu: Duration,
+}
+
+/// The CPU time (user + system) of this process's children that have ended and were
+/// waited for, and of their own such children (`/proc/self/stat`, in clock ticks of
+/// 1/100 s); zero where there is no /proc.
+fn children_cpu() -> Duration {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return Duration::ZERO;
+    };
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return Duration::ZERO;
+    };
+    // After the command's name: field 3 (state) is the first; cutime and cstime are
+    // fields 16 and 17.
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    Duration::from_millis((ticks(13) + ticks(14)) * 10)
 }
 
 pub fn sizes() -> Vec<usize> {
@@ -145,32 +170,47 @@ pub fn run(bin: &Path) -> Vec<Row> {
 
         for (what, rev) in [("new", 1), ("edited", 2)] {
             write_tasks(&a.join(".tavern/tasks"), n, rev);
+            let cpu = children_cpu();
             let send = tavern(bin, &a, &["sync"]);
+            let send_cpu = children_cpu().saturating_sub(cpu);
             let receive = tavern(bin, &b, &["sync"]);
+            let receive_cpu = children_cpu().saturating_sub(cpu + send_cpu);
             assert_eq!(count_tasks(&b.join(".tavern/tasks")), n, "B has every task");
             write_tasks(&pa.join("tasks"), n, rev);
+            let cpu = children_cpu();
             let start = Instant::now();
             git(&pa, &["add", "-A"]);
             git(&pa, &["commit", "-q", "-m", "change"]);
             git(&pa, &["push", "-q", "origin", "main"]);
             let base_send = start.elapsed();
+            let base_send_cpu = children_cpu().saturating_sub(cpu);
             let base_receive = timed_git(&pb, &["pull", "-q", "--ff-only", "origin", "main"]);
+            let base_receive_cpu = children_cpu().saturating_sub(cpu + base_send_cpu);
             rows.push(Row {
                 op: format!("`tavern sync` sending {n} {what} documents"),
                 value: send,
                 base_value: base_send,
+                cpu: send_cpu,
+                base_cpu: base_send_cpu,
             });
             rows.push(Row {
                 op: format!("`tavern sync` receiving {n} {what} documents"),
                 value: receive,
                 base_value: base_receive,
+                cpu: receive_cpu,
+                base_cpu: base_receive_cpu,
             });
+            let ms = |d: Duration| d.as_secs_f64() * 1000.0;
             eprintln!(
-                "sync {n} {what}: send {:.0} ms (git {:.0} ms), receive {:.0} ms (git {:.0} ms)",
-                send.as_secs_f64() * 1000.0,
-                base_send.as_secs_f64() * 1000.0,
-                receive.as_secs_f64() * 1000.0,
-                base_receive.as_secs_f64() * 1000.0
+                "sync {n} {what}: send {:.0} ms, CPU {:.0} ms (git {:.0} ms, CPU {:.0} ms); receive {:.0} ms, CPU {:.0} ms (git {:.0} ms, CPU {:.0} ms)",
+                ms(send),
+                ms(send_cpu),
+                ms(base_send),
+                ms(base_send_cpu),
+                ms(receive),
+                ms(receive_cpu),
+                ms(base_receive),
+                ms(base_receive_cpu)
             );
         }
         if std::env::var_os("TAVERN_BENCH_KEEP").is_some() {
@@ -185,8 +225,10 @@ pub fn render(rows: &[Row], out: &mut String) {
         return;
     }
     out.push_str("\n## tavern sync (local bare remote, board on its own branch)\n\n");
-    out.push_str("| operation | time | plain git of the same change | git time | ratio |\n");
-    out.push_str("|---|---:|---|---:|---:|\n");
+    out.push_str(
+        "| operation | time | plain git of the same change | git time | ratio | CPU | git CPU | CPU ratio |\n",
+    );
+    out.push_str("|---|---:|---|---:|---:|---:|---:|---:|\n");
     for r in rows {
         let baseline = if r.op.contains("sending") {
             "`git add -A && git commit && git push`"
@@ -194,11 +236,14 @@ pub fn render(rows: &[Row], out: &mut String) {
             "`git pull --ff-only`"
         };
         out.push_str(&format!(
-            "| {} | {:.0} ms | {baseline} | {:.0} ms | {:.2}x |\n",
+            "| {} | {:.0} ms | {baseline} | {:.0} ms | {:.2}x | {:.0} ms | {:.0} ms | {:.2}x |\n",
             r.op,
             r.value.as_secs_f64() * 1000.0,
             r.base_value.as_secs_f64() * 1000.0,
-            r.value.as_secs_f64() / r.base_value.as_secs_f64()
+            r.value.as_secs_f64() / r.base_value.as_secs_f64(),
+            r.cpu.as_secs_f64() * 1000.0,
+            r.base_cpu.as_secs_f64() * 1000.0,
+            r.cpu.as_secs_f64() / r.base_cpu.as_secs_f64().max(0.001)
         ));
     }
 }
