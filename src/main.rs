@@ -10,6 +10,11 @@ use clap::Parser;
 fn main() -> ExitCode {
     // The library reports what it handled on the way as notices; here they are warnings.
     tavern::api::on_notice(|n| cli::render::warn(&n.to_string()));
+    // A read that builds the index of a big board from nothing says how far it is, on a
+    // terminal only.
+    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        tavern::api::on_index_progress(cli::render::index_progress);
+    }
     // The hooks run at every edit and tool use: they parse only their own arguments.
     if std::env::args_os().nth(1).is_some_and(|a| a == "hook") {
         return cli::hook_main();

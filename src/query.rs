@@ -195,6 +195,29 @@ impl Query {
 }
 
 impl Query {
+    /// May a document whose frontmatter the fast parser reads (see `doc::fast`) match?
+    /// Judged from the lines of the fields its terms name, each read alone as the fast
+    /// parser reads it: false only when a field term surely fails (a `status=`, a `<=`,
+    /// `has:`, `no:`, `tag:`); the other terms are left to [`Query::matches`]. A reader
+    /// passes over such a document without parsing it whole.
+    pub fn may_match_plain(&self, frontmatter: &str, now: DateTime<Utc>) -> bool {
+        let field = |f: &str| crate::doc::fast::field(frontmatter, f);
+        self.terms.iter().all(|t| match t {
+            Term::Compare {
+                field: f,
+                op,
+                values,
+            } if f != "region" => field(f).is_none_or(|v| {
+                let have = v.as_ref().map(scalars).unwrap_or_default();
+                compare(&have, *op, values, now)
+            }),
+            Term::Has(f) => field(f).is_none_or(|v| present_value(v.as_ref())),
+            Term::No(f) => field(f).is_none_or(|v| !present_value(v.as_ref())),
+            Term::Tag(tag) => field("tags").is_none_or(|v| has_tag(v.as_ref(), tag)),
+            _ => true,
+        })
+    }
+
     /// Words a document's text must hold for the query to match it, when its frontmatter
     /// is in the fast parser's plain subset (where every scalar is written as it reads):
     /// each inner list is a set of alternatives, all ASCII and lowercase, to be looked for
@@ -340,7 +363,11 @@ fn scalars(v: &Value) -> Vec<String> {
 
 /// Does a present, non-null, non-empty value exist for `field`?
 fn present(doc: &Document, field: &str) -> bool {
-    match doc.get(field) {
+    present_value(doc.get(field))
+}
+
+fn present_value(v: Option<&Value>) -> bool {
+    match v {
         None | Some(Value::Null) => false,
         Some(Value::String(s)) => !s.is_empty(),
         Some(Value::Array(a)) => !a.is_empty(),
@@ -352,7 +379,7 @@ fn term_matches(term: &Term, doc: &Document, region: Option<Region>, now: DateTi
     match term {
         Term::Has(f) => present(doc, f),
         Term::No(f) => !present(doc, f),
-        Term::Tag(t) => doc.list("tags").iter().any(|x| x == t),
+        Term::Tag(t) => has_tag(doc.get("tags"), t),
         // Regions are alternatives, decided in `matches_in`.
         Term::Region(_) => true,
         Term::Archived => doc.archived,
@@ -363,13 +390,23 @@ fn term_matches(term: &Term, doc: &Document, region: Option<Region>, now: DateTi
                 "region" => region.map(|r| r.dir().to_string()).into_iter().collect(),
                 _ => doc.get(field).map(scalars).unwrap_or_default(),
             };
-            match op {
-                Op::Eq => have.iter().any(|h| values.contains(h)),
-                Op::Ne => !have.iter().any(|h| values.contains(h)),
-                _ => have.iter().any(|h| ordered(h, *op, &values[0], now)),
-            }
+            compare(&have, *op, values, now)
         }
     }
+}
+
+/// Does a field's value hold (Eq), lack (Ne) or compare with the query's values?
+fn compare(have: &[String], op: Op, values: &[String], now: DateTime<Utc>) -> bool {
+    match op {
+        Op::Eq => have.iter().any(|h| values.contains(h)),
+        Op::Ne => !have.iter().any(|h| values.contains(h)),
+        _ => have.iter().any(|h| ordered(h, op, &values[0], now)),
+    }
+}
+
+/// Is `tag` among a `tags` value's strings (as `Document::list` reads them)?
+fn has_tag(tags: Option<&Value>, tag: &str) -> bool {
+    crate::doc::list_value(tags).iter().any(|x| x == tag)
 }
 
 fn contains_ci(haystack: &str, needle_lower: &str) -> bool {
@@ -408,6 +445,61 @@ fn ordered(have: &str, op: Op, want: &str, now: DateTime<Utc>) -> bool {
 mod tests {
     use super::*;
     use crate::yaml::YamlLimits;
+
+    #[test]
+    fn the_plain_prefilter_never_rules_out_a_match() {
+        let fms = [
+            "id: t\nstatus: pending\npriority: 1\ntags: [parser, 1]\n",
+            "id: t\nstatus: done\npriority: -2\ntags: solo\nowner: [ann, bob]\n",
+            "id: t\nstatus: 7\npriority:\ntags: []\nflag: true\n",
+            "id: t\nstatus: pending # a comment\nupdated_at: 2026-11-01T10:00:00Z\n",
+            "id: t\n# a comment line\nstatus: review\npriority: 3\nflag: null\n",
+            "id: t\nstatus: pending\ntitle: b\n",
+        ];
+        let queries = [
+            "status=pending",
+            "status!=pending",
+            "status=7",
+            "priority<=1",
+            "priority<1",
+            "priority>=0",
+            "priority!=1",
+            "priority=-2",
+            "has:priority",
+            "no:priority",
+            "has:tags",
+            "no:tags",
+            "tag:parser",
+            "tag:1",
+            "tag:solo",
+            "owner=bob",
+            "flag=true",
+            "has:flag",
+            "updated_at<-1h",
+            "updated_at>2026-12-01T00:00:00Z",
+            "title=b",
+            "region=tasks",
+            "status=pending priority<=1",
+            "missing=x",
+            "missing!=x",
+        ];
+        let now = Utc::now();
+        let mut ruled_out = 0;
+        for fm in fms {
+            assert!(crate::doc::fast::parse(fm).is_some(), "plain: {fm}");
+            let d = doc(fm, "body\n");
+            for q in queries {
+                let q = Query::parse(&[q]).unwrap();
+                let may = q.may_match_plain(fm, now);
+                let does = q.matches(&d, now);
+                assert!(may || !does, "{q:?} on {fm:?}: ruled out, yet it matches");
+                ruled_out += usize::from(!may);
+                // Exact for the field terms: a prefilter that passes everything is useless.
+                assert_eq!(may, does, "{q:?} on {fm:?}");
+            }
+        }
+        assert!(ruled_out > 40, "{ruled_out}");
+    }
 
     fn doc(fm: &str, body: &str) -> Document {
         Document::parse(

@@ -155,9 +155,24 @@ pub fn scan_with_needles(
     needles: &[Vec<String>],
     keep: impl Fn(&Document) -> bool + Sync,
 ) -> Result<Scan> {
+    scan_prefiltered(board, regions, archived, needles, &|_| true, keep)
+}
+
+/// Like [`scan_with_needles`], and `plain` says whether a document whose frontmatter is
+/// in the fast parser's plain subset may be kept, from its frontmatter's text (see
+/// [`crate::query::Query::may_match_plain`]): those it rules out are passed over unparsed.
+pub fn scan_prefiltered(
+    board: &Board,
+    regions: &[Region],
+    archived: bool,
+    needles: &[Vec<String>],
+    plain: &(dyn Fn(&str) -> bool + Sync),
+    keep: impl Fn(&Document) -> bool + Sync,
+) -> Result<Scan> {
     let mut scan = Scan::default();
+    let pre = crate::index::Prefilter { needles, plain };
     for &region in regions {
-        let part = crate::index::read_dir(board, region, archived, needles, &keep)?;
+        let part = crate::index::read_dir(board, region, archived, &pre, &keep)?;
         scan.docs.extend(part.docs);
         scan.skipped.extend(part.skipped);
     }

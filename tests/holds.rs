@@ -154,6 +154,20 @@ fn release_hold_gives_back_what_was_held_and_only_that() {
     let released = ops(&b, "hold-released");
     assert_eq!(released.len(), 2);
     assert_eq!(released[0]["doc"], "holds/h-1");
+    // One hold's story, as the README says: its grant and its release, nothing else.
+    let story = b
+        .run(&["log", "--doc", "holds/h-1", "--json"])
+        .ok()
+        .stdout
+        .clone();
+    let story_ops: Vec<String> = story
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["op"].to_string())
+        .collect();
+    assert_eq!(story_ops, ["\"hold\"", "\"hold-released\""]);
+    b.run(&["log", "--doc", "holds/../x"])
+        .code(6)
+        .stderr_has("invalid id");
     assert!(
         released[1]["note"]
             .as_str()

@@ -465,6 +465,15 @@ fn queries_over_cached_documents_match_what_a_full_scan_matches() {
             "NEEDLE here",
         ),
         ("t-plain", "status: pending\npriority: 1\n", "kettle"),
+        // Plain lines the prefilter reads by field: numbers in a list, a tag as a
+        // string, an empty value, a status that is a number.
+        (
+            "t-num",
+            "status: pending\npriority: -1\ntags: [1, solo]\n",
+            "b",
+        ),
+        ("t-str", "status: pending\npriority:\ntags: solo\n", "b"),
+        ("t-seven", "status: 7\npriority: 0\n", "b"),
     ];
     for (id, fields, body) in docs {
         b.write(
@@ -489,6 +498,14 @@ fn queries_over_cached_documents_match_what_a_full_scan_matches() {
         &["status=pending,done", "priority<=1"],
         &["\"t-esc title\""],
         &["t-list"],
+        &["tag:1"],
+        &["tag:solo"],
+        &["priority<1"],
+        &["priority!=1"],
+        &["has:priority"],
+        &["no:priority", "status=pending"],
+        &["status!=done"],
+        &["status=7"],
     ];
     let run = |q: &[&str]| {
         let mut args = vec!["list", "--json"];
@@ -514,4 +531,20 @@ fn queries_over_cached_documents_match_what_a_full_scan_matches() {
         full[3]
     );
     same_as_full_scan(b.root(), &b.board(), "awkward values");
+    // `claim --next` through the index claims what it claims on a copy without one.
+    let copy = tempfile::tempdir().unwrap();
+    copy_tree(b.root(), copy.path());
+    std::fs::remove_dir_all(index_dir(&copy.path().join(".tavern"))).unwrap();
+    for round in 0..4 {
+        let here = tavern(b.root(), &["claim", "--next", "--json"]);
+        let there = tavern(copy.path(), &["claim", "--next", "--json"]);
+        assert_eq!(here.code, there.code, "round {round}: {}", here.stderr);
+        assert_eq!(
+            here.json()["id"],
+            there.json()["id"],
+            "round {round}: {} / {}",
+            here.stdout,
+            there.stdout
+        );
+    }
 }

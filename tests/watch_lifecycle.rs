@@ -24,6 +24,72 @@ fn one_watcher_per_board() {
     b.run(&["watch", "--once"]).ok();
 }
 
+/// The lock held by another process while the pid on record has ended: what a child of a
+/// watcher killed between fork and exec leaves for a moment. The next watcher waits for the
+/// lock instead of refusing; with the recorded holder alive, it refuses at once.
+#[test]
+fn a_lock_left_by_a_dead_watcher_s_child_is_waited_for_and_a_live_one_refused() {
+    use std::io::BufRead;
+    let b = TestBoard::new();
+    b.run(&["watch", "--once"]).ok();
+    let lock = b.board().join(".state/locks/watch.lock");
+    let pid_file = b.board().join(".state/watch/pid");
+    // Holds the lock until told to let go (a line on its stdin), after saying it holds it.
+    let hold = |secs: u32| {
+        let mut child = Command::new("flock")
+            .arg(&lock)
+            .args([
+                "sh",
+                "-c",
+                &format!("echo locked; read _ || true; sleep {secs}"),
+            ])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("flock (util-linux) is needed by this test");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line, "locked\n");
+        child
+    };
+
+    // The recorded holder is alive (this test): refused at once, naming it.
+    let mut holder = hold(0);
+    std::fs::write(&pid_file, format!("{}\n", std::process::id())).unwrap();
+    b.run(&["watch", "--once"]).code(3).stderr_is(&format!(
+        "error: .state/locks/watch.lock: another `tavern watch` is running on this board (pid {}); one watcher per board\n",
+        std::process::id()
+    ));
+    drop(holder.stdin.take());
+    assert!(holder.wait().unwrap().success());
+
+    // The recorded holder has ended and been reaped; the lock is let go a moment later.
+    let mut dead = Command::new("true").spawn().unwrap();
+    let dead_pid = dead.id();
+    dead.wait().unwrap();
+    std::fs::write(&pid_file, format!("{dead_pid}\n")).unwrap();
+    let mut holder = hold(1);
+    let waiting = std::thread::spawn({
+        let cmd = b.cmd(&["watch", "--once"]);
+        move || {
+            let mut cmd = cmd;
+            cmd.output().unwrap()
+        }
+    });
+    drop(holder.stdin.take());
+    let out = waiting.join().unwrap();
+    assert!(holder.wait().unwrap().success());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}
+
 #[test]
 fn a_board_removed_under_the_watcher_stops_it_and_nothing_is_made_in_its_place() {
     let b = TestBoard::new();

@@ -83,6 +83,17 @@ pub struct BoardCache {
     reads: u64,
 }
 
+/// The regions listed again by [`BoardCache::list_changed`]: slot, directory stat data
+/// taken before the listing, names.
+#[derive(Default)]
+pub struct Listings(Vec<(usize, Option<DirKey>, BTreeSet<String>)>);
+
+impl Listings {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// What applying a batch of changes did.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Applied {
@@ -210,23 +221,31 @@ impl BoardCache {
         applied
     }
 
-    /// Lists a region again when its directory changed since it was last listed (files
-    /// created, removed or renamed there), and reads the names it did not hold and drops
-    /// those that are gone. The change feed reports every document it can name; this finds
-    /// what it does not (a file whose name is not an id), at the cost of two `stat`s when
-    /// nothing changed.
-    pub fn check_names(&mut self, board: &Board) -> Applied {
-        let mut applied = Applied::default();
+    /// Lists each region whose directory changed since it was last listed (files created,
+    /// removed or renamed there): two `stat`s when nothing changed. Takes no more than a
+    /// shared borrow, so that reads go on meanwhile; [`BoardCache::check_names`] applies it.
+    pub fn list_changed(&self, board: &Board) -> Listings {
+        let mut out = Vec::new();
         for (i, region) in REGIONS.into_iter().enumerate() {
-            let dir = board.region_dir(region);
-            let key = DirKey::of(&dir);
+            let key = DirKey::of(&board.region_dir(region));
             if key.is_some() && key == self.files[i].dir {
                 continue;
             }
-            let listed: BTreeSet<String> = match scan::region_files(board, region) {
-                Ok(files) => files.into_iter().map(|f| f.id).collect(),
-                Err(_) => continue,
-            };
+            if let Ok(files) = scan::region_files(board, region) {
+                out.push((i, key, files.into_iter().map(|f| f.id).collect()));
+            }
+        }
+        Listings(out)
+    }
+
+    /// Reads the names listed that it did not hold, and drops those it held that are no
+    /// longer there (each checked again: a listing may be older than a change applied
+    /// since). The change feed reports every document it can name; this finds what it does
+    /// not (a file whose name is not an id).
+    pub fn check_names(&mut self, board: &Board, listings: Listings) -> Applied {
+        let mut applied = Applied::default();
+        for (i, key, listed) in listings.0 {
+            let region = REGIONS[i];
             let f = &mut self.files[i];
             let gone: Vec<String> = f
                 .by_name
@@ -235,9 +254,17 @@ impl BoardCache {
                 .cloned()
                 .collect();
             for name in gone {
-                f.by_name.remove(&name);
-                applied.dropped += 1;
-                applied.paths.push(format!("{}/{name}.md", region.dir()));
+                match read_file(board, region, &name) {
+                    // Listed before it was created: kept, as read now.
+                    Some(read) => {
+                        f.by_name.insert(name, read);
+                    }
+                    None => {
+                        f.by_name.remove(&name);
+                        applied.dropped += 1;
+                        applied.paths.push(format!("{}/{name}.md", region.dir()));
+                    }
+                }
             }
             for name in listed {
                 if !f.by_name.contains_key(&name)
@@ -455,10 +482,21 @@ mod tests {
 
         // A name the feed would not report: found when the directory changed.
         write(&board, "tasks/Another Bad.md", "x");
-        assert_eq!(cache.check_names(&board).paths, ["tasks/Another Bad.md"]);
+        let listed = cache.list_changed(&board);
+        assert_eq!(
+            cache.check_names(&board, listed).paths,
+            ["tasks/Another Bad.md"]
+        );
         same(&board, &cache);
         // Listed again only while the directory's last change is recent; never read again.
-        assert!(cache.check_names(&board).is_empty());
+        let listed = cache.list_changed(&board);
+        assert!(cache.check_names(&board, listed).is_empty());
+        // A listing older than a change: what is there now counts.
+        let listed = cache.list_changed(&board);
+        write(&board, "tasks/t-6.md", &task("t-6", "pending", 3, ""));
+        cache.apply(&board, ["tasks/t-6.md"]);
+        assert!(cache.check_names(&board, listed).is_empty());
+        same(&board, &cache);
     }
 
     #[test]

@@ -77,14 +77,19 @@ pub fn list(board: &Board, req: &ListRequest) -> Result<Listing> {
     let now = crate::time::now();
     // Filter while reading: a big board is never held in memory whole.
     let needles = query.needles();
+    let plain = |fm: &str| query.may_match_plain(fm, now);
+    let read = |archived| {
+        scan::scan_prefiltered(board, &regions, archived, &needles, &plain, |d| {
+            query.matches(d, now)
+        })
+    };
     let mut scanned = if query.archived() {
         scan::Scan::default()
     } else {
-        scan::scan_with_needles(board, &regions, false, &needles, |d| query.matches(d, now))?
+        read(false)?
     };
     if req.archived || query.archived() {
-        let old =
-            scan::scan_with_needles(board, &regions, true, &needles, |d| query.matches(d, now))?;
+        let old = read(true)?;
         scanned.docs.extend(old.docs);
         scanned.skipped.extend(old.skipped);
     }

@@ -129,6 +129,11 @@ fn doc_path(board: &Board, reference: &str) -> Result<String> {
     if let Some(rel) = crate::ops::resolve::solution_path(reference) {
         return rel;
     }
+    // A hold is no file; its entries carry `holds/h-N` (README, "Holds on resources").
+    if let Some(id) = reference.strip_prefix("holds/") {
+        crate::id::validate(id)?;
+        return Ok(reference.to_string());
+    }
     match crate::ops::resolve::resolve(board, reference, &Region::ALL) {
         Ok((region, id)) => Ok(format!("{}/{id}.md", region.dir())),
         Err(Error::NotFound { .. }) => {

@@ -62,6 +62,12 @@ pub fn on_notice(sink: impl Fn(&Notice) + Send + Sync + 'static) {
     crate::notice::set_sink(sink);
 }
 
+/// Where the progress of building the read index from nothing goes (the directory, files
+/// read, files in it), once it has taken a second: the front-end installs one, once.
+pub fn on_index_progress(sink: fn(&std::path::Path, usize, usize)) {
+    crate::index::on_progress(sink);
+}
+
 /// Writes a whole file as tavern writes its own (a temporary file synced, then renamed
 /// over the old one): a front-end's own files, such as a client's configuration.
 pub fn write_file(path: &std::path::Path, bytes: &[u8]) -> Result<()> {

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 // Writing to stderr is output's; rendering says it where a renderer does.
 use super::output::line;
-pub use super::output::{err_line, warn};
+pub use super::output::{err_line, index_progress, warn};
 use tavern::api::Result;
 use tavern::api::Skipped;
 

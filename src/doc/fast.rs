@@ -33,30 +33,52 @@ pub fn parse(frontmatter: &str) -> Option<Map<String, Value>> {
         if !(rest.is_empty() || rest.starts_with(' ')) {
             return None;
         }
-        let value = strip_comment(rest).trim();
-        let value = if value.is_empty() {
-            Value::Null
-        } else if let Some(inner) = value.strip_prefix('[') {
-            let inner = inner.strip_suffix(']')?;
-            let mut items = Vec::new();
-            if !inner.trim().is_empty() {
-                for item in inner.split(',') {
-                    let item = item.trim();
-                    if item.is_empty() || item.contains([':', '#', '[', ']', '{', '}', '"', '\'']) {
-                        return None;
-                    }
-                    items.push(scalar(item)?);
-                }
-            }
-            Value::Array(items)
-        } else {
-            scalar(value)?
-        };
+        let value = value(rest)?;
         if map.insert(key.to_string(), value).is_some() {
             return None; // Duplicate key: the full parser reports it.
         }
     }
     Some(map)
+}
+
+/// A plain value (what follows `key:` on a line), as [`parse`] reads it.
+fn value(rest: &str) -> Option<Value> {
+    let value = strip_comment(rest).trim();
+    if value.is_empty() {
+        Some(Value::Null)
+    } else if let Some(inner) = value.strip_prefix('[') {
+        let inner = inner.strip_suffix(']')?;
+        let mut items = Vec::new();
+        if !inner.trim().is_empty() {
+            for item in inner.split(',') {
+                let item = item.trim();
+                if item.is_empty() || item.contains([':', '#', '[', ']', '{', '}', '"', '\'']) {
+                    return None;
+                }
+                items.push(scalar(item)?);
+            }
+        }
+        Some(Value::Array(items))
+    } else {
+        scalar(value)
+    }
+}
+
+/// One field of a frontmatter that [`parse`] reads (only then is the answer its): the
+/// value [`parse`] would give `key`, read from its line alone; `Some(None)` when no line
+/// holds it; None when the line does not read as plain.
+pub fn field(frontmatter: &str, key: &str) -> Option<Option<Value>> {
+    for line in frontmatter.split('\n') {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.is_empty() || line.as_bytes()[0] == b'#' {
+            continue;
+        }
+        let colon = line.find(':')?;
+        if &line[..colon] == key {
+            return value(&line[colon + 1..]).map(Some);
+        }
+    }
+    Some(None)
 }
 
 fn is_simple_key(key: &str) -> bool {

@@ -225,18 +225,7 @@ impl Document {
 
     /// A field that holds a list of strings (a single string counts as a list of one).
     pub fn list(&self, key: &str) -> Vec<String> {
-        match self.fields.get(key) {
-            Some(Value::Array(items)) => items
-                .iter()
-                .filter_map(|v| match v {
-                    Value::String(s) => Some(s.clone()),
-                    Value::Number(n) => Some(n.to_string()),
-                    _ => None,
-                })
-                .collect(),
-            Some(Value::String(s)) if !s.is_empty() => vec![s.clone()],
-            _ => Vec::new(),
-        }
+        list_value(self.fields.get(key))
     }
 
     /// The text after applying field edits (and optionally a new body), re-parsed so that
@@ -255,5 +244,21 @@ impl Document {
         raw.push_str(&self.raw[self.fm_end..self.body_start]);
         raw.push_str(new_body.unwrap_or(self.body()));
         Document::parse(self.region, &self.file_id, raw, limits)
+    }
+}
+
+/// A field's value as a list of strings (see [`Document::list`]).
+pub fn list_value(v: Option<&Value>) -> Vec<String> {
+    match v {
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(|v| match v {
+                Value::String(s) => Some(s.clone()),
+                Value::Number(n) => Some(n.to_string()),
+                _ => None,
+            })
+            .collect(),
+        Some(Value::String(s)) if !s.is_empty() => vec![s.clone()],
+        _ => Vec::new(),
     }
 }

@@ -268,6 +268,33 @@ pub struct Conflict {
 }
 
 impl Conflict {
+    /// An earlier waiter in the way of `wanted`: it holds nothing yet, so it stands as a
+    /// hold with id `queue:TICKET` (this clone's line or the remote's).
+    pub(crate) fn queued_behind(
+        wanted: &Resource,
+        ticket: impl std::fmt::Display,
+        agent: &str,
+        shared: bool,
+        since: &str,
+        until: &str,
+    ) -> Conflict {
+        Conflict {
+            wanted: wanted.clone(),
+            hold: Hold {
+                id: format!("queue:{ticket}"),
+                resource: wanted.clone(),
+                shared,
+                agent: agent.to_string(),
+                task: None,
+                reason: None,
+                since: since.to_string(),
+                until: Some(until.to_string()),
+                owner_rule: false,
+            },
+            queued: true,
+        }
+    }
+
     pub fn describe(&self) -> String {
         if self.queued {
             format!(
@@ -346,21 +373,9 @@ fn conflicts(
         for w in &reg.queue {
             let earlier = ticket.is_none_or(|t| w.ticket < t);
             if earlier && w.live(now) && w.wants(agent, r, req.shared) {
-                out.push(Conflict {
-                    wanted: r.clone(),
-                    hold: Hold {
-                        id: format!("queue:{}", w.ticket),
-                        resource: r.clone(),
-                        shared: w.shared,
-                        agent: w.agent.clone(),
-                        task: None,
-                        reason: None,
-                        since: w.since.clone(),
-                        until: Some(w.until.clone()),
-                        owner_rule: false,
-                    },
-                    queued: true,
-                });
+                out.push(Conflict::queued_behind(
+                    r, w.ticket, &w.agent, w.shared, &w.since, &w.until,
+                ));
             }
         }
     }

@@ -11,12 +11,15 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::files::{self, Manifest};
-use super::stat::{self, Clocks, StatKey};
+use super::stat::{self, Clocks, Stamp, StatKey};
 use crate::error::{Error, Result};
 
 /// Files per bucket an index aims at: small enough that one change rewrites little,
 /// large enough that a small board is one file.
 pub const PER_BUCKET: usize = 1024;
+
+/// The file an index touches to read the file system's time (see [`Area::stamp`]).
+const STAMP: &str = "stamp";
 
 /// Opens a directory of the board to stat its files relative to it; None when it is not
 /// there. `nofollow`: a symlink (or anything not a directory) in its place counts as not
@@ -63,6 +66,10 @@ pub struct Area {
     /// The listing's names by bucket (indices into it), split once: every bucket takes its
     /// share without going over the whole listing (which would cost buckets × names).
     shares: OnceLock<Vec<Vec<usize>>>,
+    /// The directory's device (from [`Area::start`]).
+    dev: OnceLock<u64>,
+    /// The file system's time, taken once before the first file or listing was read.
+    stamp: OnceLock<Stamp>,
 }
 
 /// The manifest a read starts from.
@@ -90,6 +97,51 @@ impl Area {
             lister,
             listing: OnceLock::new(),
             shares: OnceLock::new(),
+            dev: OnceLock::new(),
+            stamp: OnceLock::new(),
+        }
+    }
+
+    /// The stamp against which what is read now is judged (see [`Stamp`]): to be taken
+    /// before a file of device `dev` (or the directory's listing) is read, never after.
+    /// The file system's time, read back from the `stamp` file of the index's directory
+    /// just touched, when that file is on the same device; else the wall clock's rule.
+    pub fn stamp(&self, dev: u64) -> Stamp {
+        let stamp = *self.stamp.get_or_init(|| {
+            let path = self.index_dir.join(STAMP);
+            let touch = || {
+                let now = rustix::fs::Timespec {
+                    tv_sec: 0,
+                    tv_nsec: rustix::fs::UTIME_NOW,
+                };
+                rustix::fs::utimensat(
+                    rustix::fs::CWD,
+                    &path,
+                    &rustix::fs::Timestamps {
+                        last_access: now,
+                        last_modification: now,
+                    },
+                    rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+                )
+            };
+            if touch().is_err() {
+                let _ = std::fs::create_dir_all(&self.index_dir);
+                let _ = std::fs::write(&path, b"");
+            }
+            match (touch(), rustix::fs::lstat(&path)) {
+                (Ok(()), Ok(st)) => {
+                    let key = StatKey::of(&st);
+                    Stamp::Fs {
+                        dev: key.dev,
+                        time: key.ctime,
+                    }
+                }
+                _ => Stamp::Wall(self.now.wall),
+            }
+        });
+        match stamp {
+            Stamp::Fs { dev: d, .. } if d != dev => Stamp::Wall(self.now.wall),
+            s => s,
         }
     }
 
@@ -100,6 +152,9 @@ impl Area {
         let manifest = files::load(&files::manifest_path(&self.index_dir))
             .and_then(|b| files::decode_manifest(&b))
             .filter(|m| m.fingerprint == self.fingerprint && !self.now.jumped_since(&m.clocks));
+        if let Some(k) = dir_key {
+            let _ = self.dev.set(k.dev);
+        }
         let names_known = dir_key.is_some()
             && manifest
                 .as_ref()
@@ -132,8 +187,14 @@ impl Area {
     /// a bucket was written or a listing used. `dir_key` as given to [`Area::start`].
     pub fn finish(&self, start: Start, dir_key: Option<StatKey>, ids: Vec<u64>, changed: bool) {
         // The names were listed (or known) after `dir_key` was taken: they are the
-        // directory's as of it, unless it changed within a tick of now.
-        let dir = dir_key.filter(|k| !k.is_racy(self.now.wall));
+        // directory's as of it, unless it changed in the tick of the listing (or later).
+        let dir = match (dir_key, self.stamp.get()) {
+            (Some(k), Some(_)) => (!self.stamp(k.dev).racy(&k)).then_some(k),
+            // Not listed: the names are the manifest's, as trusted when it was written.
+            (Some(k), None) if start.names_known => Some(k),
+            (Some(k), None) => (!Stamp::Wall(self.now.wall).racy(&k)).then_some(k),
+            (None, _) => None,
+        };
         let manifest = start.manifest;
         if start.fresh || changed || manifest.dir != dir || ids != manifest.buckets {
             let written = Manifest {
@@ -167,7 +228,12 @@ impl Area {
 
     /// The directory's names, sorted (listed on the first call).
     pub fn listing(&self) -> Result<&[String]> {
-        let listed = self.listing.get_or_init(|| (self.lister)(&self.dir));
+        let listed = self.listing.get_or_init(|| {
+            if let Some(&dev) = self.dev.get() {
+                self.stamp(dev);
+            }
+            (self.lister)(&self.dir)
+        });
         match listed {
             Ok(names) => Ok(names),
             Err(e) => Err(Error::io(
@@ -207,7 +273,10 @@ impl Area {
                     .ok()
                     .and_then(|t| t.elapsed().ok())
                     .is_some_and(|age| age.as_secs() > 600);
-            let other = !name.starts_with('.') && name != "manifest" && !name.starts_with(&ours);
+            let other = !name.starts_with('.')
+                && name != "manifest"
+                && name != STAMP
+                && !name.starts_with(&ours);
             if old_temp || other {
                 let _ = std::fs::remove_file(entry.path());
             }

@@ -34,8 +34,62 @@ use crate::doc::{Document, Region};
 use crate::error::{Error, Result};
 use crate::scan::{DocFile, Scan, Skipped};
 
+/// Where the progress of a long build goes: (the directory, files read, files in it).
+type ProgressSink = fn(&std::path::Path, usize, usize);
+
+static PROGRESS: std::sync::OnceLock<ProgressSink> = std::sync::OnceLock::new();
+
+/// Sets where the progress of an index built from nothing goes (see [`Progress`]): the
+/// front-end installs one, once; without one it is not reported.
+pub fn on_progress(sink: ProgressSink) {
+    let _ = PROGRESS.set(sink);
+}
+
+/// The progress of one directory's index being built from nothing: reported once the
+/// build has taken a second, then at most four times a second, and once at its end.
+struct Progress {
+    sink: ProgressSink,
+    total: usize,
+    started: std::time::Instant,
+    done: std::sync::atomic::AtomicUsize,
+    /// Milliseconds since `started` of the last report (0: none yet).
+    last: std::sync::atomic::AtomicU64,
+}
+
+impl Progress {
+    fn add(&self, dir: &std::path::Path, n: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let done = self.done.fetch_add(n, Relaxed) + n;
+        let now = self.started.elapsed().as_millis() as u64;
+        let last = self.last.load(Relaxed);
+        if now >= 1000
+            && (last == 0 || now >= last + 250)
+            && self
+                .last
+                .compare_exchange(last, now, Relaxed, Relaxed)
+                .is_ok()
+        {
+            (self.sink)(dir, done.min(self.total), self.total);
+        }
+    }
+
+    fn end(&self, dir: &std::path::Path) {
+        if self.last.load(std::sync::atomic::Ordering::Relaxed) != 0 {
+            (self.sink)(dir, self.total, self.total);
+        }
+    }
+}
+
 /// Bumped whenever what the index stores, or how a file's outcome is decided, changes.
 const FORMAT: u32 = 2;
+
+/// What a read may pass over unparsed among the cached documents in the fast parser's
+/// plain subset (and ASCII): those whose text lacks one word of each list of `needles`,
+/// and those whose frontmatter `plain` rules out.
+pub(crate) struct Prefilter<'a> {
+    pub needles: &'a [Vec<String>],
+    pub plain: &'a (dyn Fn(&str) -> bool + Sync),
+}
 
 /// Reads every document file of one directory (a region, or its archive) through the
 /// index: the documents `keep` accepts, sorted by file name, and the files skipped.
@@ -43,7 +97,7 @@ pub(crate) fn read_dir(
     board: &Board,
     region: Region,
     archived: bool,
-    needles: &[Vec<String>],
+    pre: &Prefilter<'_>,
     keep: &(dyn Fn(&Document) -> bool + Sync),
 ) -> Result<Scan> {
     let dir = if archived {
@@ -73,7 +127,7 @@ pub(crate) fn read_dir(
             fingerprint(board),
             dir::list_docs,
         ),
-        needles,
+        pre,
     };
     area.read(dir_key, keep)
 }
@@ -85,8 +139,8 @@ struct Area<'a> {
     archived: bool,
     dir_fd: OwnedFd,
     area: dir::Area,
-    /// Words the documents wanted must hold (see `Query::needles`).
-    needles: &'a [Vec<String>],
+    /// What the documents wanted must hold.
+    pre: &'a Prefilter<'a>,
 }
 
 /// What reading one bucket gave.
@@ -98,15 +152,34 @@ struct Part {
     /// A listing had to be used, or the bucket was written.
     changed: bool,
     error: Option<Error>,
+    /// How many files it holds.
+    entries: usize,
 }
 
 impl Area<'_> {
     fn read(&self, dir_key: StatKey, keep: &(dyn Fn(&Document) -> bool + Sync)) -> Result<Scan> {
         let start = self.area.start(Some(dir_key))?;
         let count = start.manifest.buckets.len();
+        let progress = match PROGRESS.get() {
+            Some(&sink) if start.fresh => Some(Progress {
+                sink,
+                total: self.area.listing()?.len(),
+                started: std::time::Instant::now(),
+                done: Default::default(),
+                last: Default::default(),
+            }),
+            _ => None,
+        };
         let parts = dir::each_bucket(count, |b| {
-            self.read_bucket(&start.manifest, b, start.names_known, keep)
+            let part = self.read_bucket(&start.manifest, b, start.names_known, keep);
+            if let Some(p) = &progress {
+                p.add(&self.area.dir, part.entries);
+            }
+            part
         });
+        if let Some(p) = &progress {
+            p.end(&self.area.dir);
+        }
         let mut scan = Scan::default();
         let mut ids = Vec::with_capacity(count);
         let mut changed = false;
@@ -197,6 +270,7 @@ impl Area<'_> {
             }
             entries.push(entry);
         }
+        part.entries = entries.len();
         if rewrite {
             let bucket = Bucket {
                 id: files::unique(),
@@ -241,7 +315,7 @@ impl Area<'_> {
             Some(mut old) if !old.racy && old.key == key && key != StatKey::default() => {
                 if old.plain
                     && let Outcome::Doc(text) = &old.outcome
-                    && !holds_needles(text, self.needles)
+                    && !self.may_match(text)
                 {
                     return Read::Cached(old, None);
                 }
@@ -273,7 +347,9 @@ impl Area<'_> {
             old => old,
         };
         // Read it as a full scan does, between two looks at its stat data: a change while
-        // it was read shows in them, and the read is not trusted next time.
+        // it was read shows in them, and the read is not trusted next time. The stamp it
+        // is judged by is taken before.
+        let stamp = self.area.stamp(key.dev);
         let outcome =
             crate::scan::read_one(self.board, self.region, &file(Some(key))).map(|mut d| {
                 d.archived = self.archived;
@@ -283,7 +359,7 @@ impl Area<'_> {
         let entry = Entry {
             name: Cow::Owned(name.to_string()),
             key,
-            racy: key.racy_read(after, self.area.now.wall),
+            racy: stamp.racy_read(&key, after),
             plain: outcome.as_ref().is_ok_and(|d| {
                 d.raw.is_ascii() && crate::doc::fast::parse(d.frontmatter()).is_some()
             }),
@@ -308,6 +384,15 @@ enum Read<'e> {
         Option<std::result::Result<Document, Skipped>>,
         bool,
     ),
+}
+
+impl Area<'_> {
+    /// May a cached plain document match? (Its text holds the needles, and its
+    /// frontmatter passes the plain test.)
+    fn may_match(&self, text: &str) -> bool {
+        holds_needles(text, self.pre.needles)
+            && crate::doc::split::split(text).is_ok_and(|parts| (self.pre.plain)(parts.frontmatter))
+    }
 }
 
 /// Does an ASCII text hold one word of each list, ignoring ASCII case?
@@ -344,12 +429,19 @@ mod tests {
         (dir, board)
     }
 
+    fn everything() -> Prefilter<'static> {
+        Prefilter {
+            needles: &[],
+            plain: &|_| true,
+        }
+    }
+
     fn doc(id: &str, title: &str) -> String {
         format!("---\nid: {id}\ntitle: {title}\nstatus: pending\n---\n")
     }
 
     fn titles(board: &Board) -> Vec<String> {
-        read_dir(board, Region::Tasks, false, &[], &|_| true)
+        read_dir(board, Region::Tasks, false, &everything(), &|_| true)
             .unwrap()
             .docs
             .iter()
@@ -370,15 +462,71 @@ mod tests {
         files::save(&path, &files::encode_bucket(&bucket));
     }
 
+    /// The stat data of a file (following no symlink).
+    fn key_of(path: &std::path::Path) -> StatKey {
+        StatKey::of(&rustix::fs::lstat(path).unwrap())
+    }
+
+    /// The stamp the last read of the tasks took: its file's ctime.
+    fn stamp_of(board: &Board) -> i128 {
+        key_of(&crate::layout::index_dir(&board.root).join("tasks/stamp")).ctime
+    }
+
+    /// Waits until the file system's clock has moved past `time` (a file touched now gets
+    /// a later ctime): no sleep is trusted to be long enough.
+    fn wait_past(board: &Board, time: i128) {
+        let probe = board.root.join(".state/clock-probe");
+        loop {
+            std::fs::write(&probe, b"").unwrap();
+            if key_of(&probe).ctime > time {
+                return;
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    #[test]
+    fn a_file_is_racy_exactly_when_its_change_is_not_older_than_the_stamp() {
+        let (_dir, board) = board();
+        let path = board.root.join("tasks/t-1.md");
+        std::fs::write(&path, doc("t-1", "first")).unwrap();
+        assert_eq!(titles(&board), ["first"]);
+        let key = key_of(&path);
+        let stamp = stamp_of(&board);
+        with_bucket(&board, |b| {
+            assert_eq!(b.entries[0].racy, key.ctime.max(key.mtime) >= stamp);
+        });
+        // Once the file system's clock has moved past the change, the next read that
+        // reads the file trusts it: no fixed window of seconds.
+        wait_past(&board, key.ctime.max(key.mtime));
+        with_bucket(&board, |b| b.entries[0].racy = true);
+        assert_eq!(titles(&board), ["first"]);
+        assert!(stamp_of(&board) > key.ctime.max(key.mtime));
+        with_bucket(&board, |b| {
+            assert!(!b.entries[0].racy, "read after its tick: trusted")
+        });
+        // An mtime set into the future stays racy whatever the stamp.
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(3600);
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(later)
+            .unwrap();
+        assert_eq!(titles(&board), ["first"]);
+        with_bucket(&board, |b| assert!(b.entries[0].racy, "an mtime ahead"));
+    }
+
     #[test]
     fn a_file_read_within_a_tick_of_its_change_is_read_again_next_time() {
         let (_dir, board) = board();
         std::fs::write(board.root.join("tasks/t-1.md"), doc("t-1", "first")).unwrap();
         assert_eq!(titles(&board), ["first"]);
-        // Just written: racy, so a same-tick change could hide behind equal stat data.
+        // Racy (as a read in the tick of its change leaves it): a same-tick change could
+        // hide behind equal stat data.
         let mut cached_key = StatKey::default();
         with_bucket(&board, |b| {
-            assert!(b.entries[0].racy, "a file changed just now is racy");
+            b.entries[0].racy = true;
             cached_key = b.entries[0].key;
             // What a same-tick change would leave: other text under the same stat data.
             b.entries[0].outcome = Outcome::Doc(Cow::Owned(doc("t-1", "stale")));
@@ -408,13 +556,14 @@ mod tests {
         )
         .unwrap();
         let pending = |board: &Board| {
-            read_dir(
-                board,
-                Region::Tasks,
-                false,
-                &[vec!["pending".into()]],
-                &|d| d.status() == Some("pending"),
-            )
+            let needles = [vec!["pending".to_string()]];
+            let pre = Prefilter {
+                needles: &needles,
+                plain: &|_| true,
+            };
+            read_dir(board, Region::Tasks, false, &pre, &|d| {
+                d.status() == Some("pending")
+            })
             .unwrap()
             .docs
             .len()

@@ -60,12 +60,37 @@ impl StatKey {
     pub fn is_racy(&self, now: i128) -> bool {
         self.ctime.max(self.mtime) > now - RACY_NS
     }
+}
 
-    /// Must what was read of a file with these stat data be read again next time? When
+/// What a read of files is judged against, taken before it: git's racy rule. A file whose
+/// last change (ctime, or mtime) is older than the stamp cannot change again without its
+/// ctime moving to the stamp or later, so equal stat data later mean the same file; one
+/// that is not older could change again within the same tick unseen, and is read again
+/// next time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stamp {
+    /// The file system's own time (a file's ctime just set to now), on device `dev`: the
+    /// same clock and the same granularity as the files' timestamps.
+    Fs { dev: u64, time: i128 },
+    /// The wall clock before the read, when the file system's time cannot be had for
+    /// the files' device: racy within [`RACY_NS`] of it.
+    Wall(i128),
+}
+
+impl Stamp {
+    /// Could a file with these stat data change again without them changing?
+    pub fn racy(&self, key: &StatKey) -> bool {
+        match *self {
+            Stamp::Fs { time, .. } => key.ctime.max(key.mtime) >= time,
+            Stamp::Wall(now) => key.is_racy(now),
+        }
+    }
+
+    /// Must what was read of a file with stat data `key` be read again next time? When
     /// its stat data after the read (`after`; None: gone) differ, when they could not be
     /// had (all zeros), or when it is racy.
-    pub fn racy_read(&self, after: Option<StatKey>, now: i128) -> bool {
-        after != Some(*self) || *self == StatKey::default() || self.is_racy(now)
+    pub fn racy_read(&self, key: &StatKey, after: Option<StatKey>) -> bool {
+        after != Some(*key) || *key == StatKey::default() || self.racy(key)
     }
 }
 
@@ -148,6 +173,32 @@ mod tests {
             ..StatKey::default()
         };
         assert!(future_mtime.is_racy(now));
+    }
+
+    #[test]
+    fn racy_against_the_file_systems_stamp() {
+        let stamp = Stamp::Fs { dev: 1, time: 500 };
+        let key = |ctime, mtime| StatKey {
+            dev: 1,
+            ino: 9,
+            ctime,
+            mtime,
+            ..StatKey::default()
+        };
+        assert!(!stamp.racy(&key(499, 499)), "older than the stamp");
+        assert!(stamp.racy(&key(500, 400)), "in the stamp's tick");
+        assert!(stamp.racy(&key(400, 501)), "an mtime ahead of it");
+        assert!(!stamp.racy_read(&key(499, 1), Some(key(499, 1))));
+        assert!(
+            stamp.racy_read(&key(499, 1), Some(key(499, 2))),
+            "changed meanwhile"
+        );
+        assert!(stamp.racy_read(&key(499, 1), None), "gone meanwhile");
+        assert!(stamp.racy_read(&StatKey::default(), Some(StatKey::default())));
+        // The wall clock's rule, where the file system's time cannot be had.
+        let now = 100 * 1_000_000_000;
+        assert!(Stamp::Wall(now).racy(&key(now - RACY_NS + 1, 0)));
+        assert!(!Stamp::Wall(now).racy(&key(now - RACY_NS - 1, 0)));
     }
 
     #[test]

@@ -908,6 +908,7 @@ impl<'a> Area<'a> {
     /// Reads and analyses one file, between two looks at its stat data.
     fn read(&self, dir_fd: &OwnedFd, name: &str, key: StatKey) -> Analysed {
         let board = self.ctx.board;
+        let stamp = self.area.stamp(key.dev);
         let (kind, terms) = match self.place {
             Place::Region(region, _) => {
                 let file = DocFile {
@@ -943,7 +944,7 @@ impl<'a> Area<'a> {
         let entry = Entry {
             name: name.to_string(),
             key,
-            racy: key.racy_read(after, self.ctx.now.wall),
+            racy: stamp.racy_read(&key, after),
             kind,
             len,
         };

@@ -162,6 +162,22 @@ pub fn walk(board: &Board) -> Vec<Tracked> {
 /// subdirectories when `recursive`.
 pub fn walk_dir(board: &Board, dir: &Path, recursive: bool) -> Vec<Tracked> {
     let mut out = Vec::new();
+    each_under(board, dir, recursive, &mut |t, _| out.push(t));
+    out
+}
+
+/// Calls `f` with every tracked file on the board now and its path, in no set order, each
+/// once: what [`walk`] lists, without holding the whole list.
+pub fn each(board: &Board, f: &mut dyn FnMut(Tracked, &Path)) {
+    for dir in FLAT_DIRS {
+        each_under(board, &board.root.join(dir), false, f);
+    }
+    for dir in RECURSIVE_DIRS {
+        each_under(board, &board.root.join(dir), true, f);
+    }
+}
+
+fn each_under(board: &Board, dir: &Path, recursive: bool, f: &mut dyn FnMut(Tracked, &Path)) {
     let walker = walkdir::WalkDir::new(dir)
         .follow_links(false)
         .follow_root_links(false)
@@ -173,10 +189,9 @@ pub fn walk_dir(board: &Board, dir: &Path, recursive: bool) -> Vec<Tracked> {
             continue;
         }
         if let Some(t) = relative(board, entry.path()).and_then(|rel| classify(&rel)) {
-            out.push(t);
+            f(t, entry.path());
         }
     }
-    out
 }
 
 /// The absolute path of a tracked file.

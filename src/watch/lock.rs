@@ -6,6 +6,11 @@
 //! lock file while the watcher runs; a second watcher would then lock a new file of the
 //! same name. So the watcher checks every second that the file at the lock's path is still
 //! the one it holds, and locks the new one, or stops when another watcher got it first.
+//!
+//! A watcher killed while it starts a knowledge source can leave the lock held for a moment
+//! after it is gone: the child shares the lock's open file until it has replaced itself with
+//! the source's program (the descriptor is closed on exec, not at fork). So a watcher that
+//! finds the lock held by a pid that no longer runs waits a little for it before refusing.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -54,7 +59,19 @@ fn try_lock(board: &Board, path: &Path, pid_path: &Path) -> Result<File> {
         .write(true)
         .open(path)
         .map_err(|e| Error::io(path, "open lock file", e))?;
-    match file.try_lock() {
+    let mut result = file.try_lock();
+    if matches!(result, Err(std::fs::TryLockError::WouldBlock))
+        && holder_is_gone(&snapshot::read_state(pid_path).unwrap_or_default())
+    {
+        let end = std::time::Instant::now() + HOLDER_GONE_GRACE;
+        while matches!(result, Err(std::fs::TryLockError::WouldBlock))
+            && std::time::Instant::now() < end
+        {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            result = file.try_lock();
+        }
+    }
+    match result {
         Ok(()) => {
             let pid = format!("{}\n", std::process::id());
             // Only for the message of a second watcher; the lock itself is what counts.
@@ -73,6 +90,22 @@ fn try_lock(board: &Board, path: &Path, pid_path: &Path) -> Result<File> {
         }
         Err(std::fs::TryLockError::Error(e)) => Err(Error::io(path, "lock", e)),
     }
+}
+
+/// How long a watcher waits for a lock whose recorded holder no longer runs: a child of
+/// the dead watcher between fork and exec holds it for microseconds, or for a few scheduling
+/// slices on a loaded machine.
+const HOLDER_GONE_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Is the process with this recorded pid known to have ended? Only where `/proc` tells:
+/// elsewhere (or for a pid file that is missing or garbled) the holder is taken as alive,
+/// and the lock is refused at once as before.
+fn holder_is_gone(pid: &str) -> bool {
+    let Ok(pid) = pid.trim().parse::<u32>() else {
+        return false;
+    };
+    let proc = Path::new("/proc");
+    proc.join("self").exists() && !proc.join(pid.to_string()).exists()
 }
 
 fn same_file(file: &File, path: &Path) -> bool {

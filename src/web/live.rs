@@ -10,8 +10,7 @@
 //! feed may have missed makes it read the whole board again (through the read index): the
 //! board gone and back, the log replaced (a checkout, a pull, a merge), a batch of more
 //! than `REBUILD_AT` changes; names the feed does not report (not ids) are found by a
-//! listing of a directory whose stat data changed, looked at on every batch and every
-//! second.
+//! listing of a directory whose stat data changed, looked at most once a second.
 //!
 //! The board directory disappearing is reported by the feed (and its coming back); a
 //! board that is not there when the server starts is waited for.
@@ -33,6 +32,9 @@ const CHECK_ROOT: Duration = Duration::from_millis(250);
 /// A batch of more changes than this is followed by reading the whole board again (in
 /// parallel, through the read index) rather than file by file.
 const REBUILD_AT: usize = 512;
+
+/// How often the regions' directories are looked at for names the feed does not report.
+const CHECK_NAMES: Duration = Duration::from_secs(1);
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "lowercase")]
@@ -194,8 +196,9 @@ fn follow(
     if gone.swap(false, Ordering::Relaxed) {
         let _ = tx.send(Update::Back);
     }
+    let mut names_checked = std::time::Instant::now();
     loop {
-        let batch = feed.next(Duration::from_secs(1));
+        let batch = feed.next(CHECK_NAMES);
         // board.yaml is read again each time: a request finds a cache built for another
         // configuration and builds it anew.
         let board = tavern::api::board::reopen(root).ok();
@@ -210,11 +213,19 @@ fn follow(
             }
             let _ = tx.send(update);
         }
-        // After the pages heard of the batch: a listing, when a directory changed, finds
-        // the files the feed does not name.
-        if let Some(board) = &board {
+        // After the pages heard of the batch, at most once a second: a listing of a
+        // directory that changed finds the files the feed does not name (made outside the
+        // write lock, so that pages read meanwhile).
+        if let Some(board) = &board
+            && names_checked.elapsed() >= CHECK_NAMES
+        {
+            names_checked = std::time::Instant::now();
+            let listings = cache.read().as_ref().map(|c| c.list_changed(board));
+            let Some(listings) = listings.filter(|l| !l.is_empty()) else {
+                continue;
+            };
             let found = match cache.write().as_mut() {
-                Some(c) => c.check_names(board),
+                Some(c) => c.check_names(board, listings),
                 None => continue,
             };
             if !found.is_empty() {

@@ -62,7 +62,16 @@ fn ready_all(board: &Board, query: &Query) -> Result<(Vec<Document>, Vec<scan::S
                 .collect(),
         );
     }
-    let scan = scan::scan_with_needles(board, &[Region::Tasks], false, &needles, |d| {
+    // A plain frontmatter whose status line is not a claimable state, or that fails a
+    // field term, is passed over unparsed (`status()` is the field as a string).
+    let plain = |fm: &str| {
+        crate::doc::fast::field(fm, "status").is_none_or(|v| {
+            v.as_ref()
+                .and_then(|v| v.as_str())
+                .is_some_and(|s| workflow.is_claimable(s))
+        }) && query.may_match_plain(fm, now)
+    };
+    let scan = scan::scan_prefiltered(board, &[Region::Tasks], false, &needles, &plain, |d| {
         d.status().is_some_and(|s| workflow.is_claimable(s)) && query.matches(d, now)
     })?;
     let mut done: std::collections::HashMap<String, bool> = std::collections::HashMap::new();

@@ -600,21 +600,14 @@ pub fn confirm(board: &Board, remote: &str, agent: &str, change: &Change) -> Res
                         .iter()
                         .any(|c| c.queued && c.hold.id == format!("queue:{}", w.ticket));
                     if blocks && !seen {
-                        conflicts.push(Conflict {
-                            wanted: h.resource.clone(),
-                            hold: Hold {
-                                id: format!("queue:{}", w.ticket),
-                                resource: h.resource.clone(),
-                                shared: w.shared,
-                                agent: w.agent.clone(),
-                                task: None,
-                                reason: None,
-                                since: w.since.clone(),
-                                until: Some(w.until.clone()),
-                                owner_rule: false,
-                            },
-                            queued: true,
-                        });
+                        conflicts.push(Conflict::queued_behind(
+                            &h.resource,
+                            &w.ticket,
+                            &w.agent,
+                            w.shared,
+                            &w.since,
+                            &w.until,
+                        ));
                     }
                 }
             }

@@ -15,20 +15,21 @@ impl Reconciler {
     /// Hints every file whose stat differs from the snapshot, and every file that is gone.
     /// (A stat per file: no file whose stat is unchanged is read.)
     pub fn rescan(&mut self) {
-        let now: Vec<Tracked> = areas::walk(&self.board);
         let mut known = 0;
-        for t in &now {
-            let stat = StatKey::read(&areas::abs(&self.board, &t.rel));
-            let was = self.snapshot.get(&t.rel).map(|k| k.stat);
+        let (snapshot, hints) = (&self.snapshot, &mut self.hints);
+        areas::each(&self.board, &mut |t, path| {
+            let stat = StatKey::read(path);
+            let was = snapshot.get(&t.rel).map(|k| k.stat);
             known += usize::from(was.is_some());
             if was != stat {
-                self.hints.insert(t.rel.clone());
+                hints.insert(t.rel);
             }
-        }
+        });
         if known == self.snapshot.count() {
             // Every file it knows is still there.
             return;
         }
+        let now: Vec<Tracked> = areas::walk(&self.board);
         let present: HashSet<&str> = now.iter().map(|t| t.rel.as_str()).collect();
         let gone: Vec<String> = self
             .snapshot

@@ -161,24 +161,28 @@ impl Reconciler {
     /// Records every tracked file as it is, without reporting anything.
     fn baseline(&mut self) -> Result<()> {
         self.snapshot.begin_baseline(&self.board);
-        for t in areas::walk(&self.board) {
-            let path = areas::abs(&self.board, &t.rel);
-            let board = &self.board;
-            match read_current(&path, self.max_bytes()) {
+        let max = self.max_bytes();
+        let (board, snapshot) = (&self.board, &mut self.snapshot);
+        let mut failed = None;
+        areas::each(board, &mut |t, path| {
+            if failed.is_some() {
+                return;
+            }
+            let added = match read_current(path, max) {
                 Current::File(stat, bytes) => {
-                    self.snapshot
-                        .add_baseline(board, &t.rel, stat, Some(&bytes))?;
+                    snapshot.add_baseline(board, &t.rel, stat, Some(&bytes))
                 }
                 Current::Big(stat) => {
                     let stand_in = big_stand_in(stat);
-                    self.snapshot
-                        .add_baseline(board, &t.rel, stat, Some(&stand_in))?;
+                    snapshot.add_baseline(board, &t.rel, stat, Some(&stand_in))
                 }
-                Current::Special(stat, _) => {
-                    self.snapshot.add_baseline(board, &t.rel, stat, None)?;
-                }
-                Current::Missing => {}
-            }
+                Current::Special(stat, _) => snapshot.add_baseline(board, &t.rel, stat, None),
+                Current::Missing => Ok(()),
+            };
+            failed = added.err();
+        });
+        if let Some(e) = failed {
+            return Err(e);
         }
         self.snapshot.end_baseline(&self.board)?;
         self.cursor.save(&self.board)
