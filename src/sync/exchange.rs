@@ -252,7 +252,7 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
                     ));
                 }
                 Err(e) => return Err(e),
-            }
+            };
             let before = x.claims_followed.len();
             follow_listed(board, records.clone(), &mut x.claims_followed)?;
             if x.claims_followed.len() > before {
