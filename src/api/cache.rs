@@ -152,10 +152,38 @@ pub struct BoardCache {
     reads: u64,
 }
 
-/// The regions listed again by [`BoardCache::list_changed`]: slot, directory stat data
-/// taken before the listing, names.
+/// The regions whose directories changed since they were last listed
+/// ([`BoardCache::dirs_changed`]): slot, and the directory's stat data now.
+pub struct Changed(Vec<(usize, Option<DirKey>)>);
+
+impl Changed {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Lists those directories (no lock needed: it reads only the file system); the stat
+    /// data were taken before, so that a change made meanwhile is listed again next time.
+    pub fn list(self, board: &Board) -> Listed {
+        Listed(
+            self.0
+                .into_iter()
+                .filter_map(|(i, key)| {
+                    let files = scan::region_files(board, REGIONS[i]).ok()?;
+                    Some((i, key, files.into_iter().map(|f| f.id).collect()))
+                })
+                .collect(),
+        )
+    }
+}
+
+/// The names found by [`Changed::list`], by region slot, sorted.
+pub struct Listed(Vec<(usize, Option<DirKey>, Vec<String>)>);
+
+/// What a listing says against what the cache held when it was compared
+/// ([`BoardCache::compare`]): slot, directory stat data, names it held that were not
+/// listed, names listed that it did not hold.
 #[derive(Default)]
-pub struct Listings(Vec<(usize, Option<DirKey>, BTreeSet<String>)>);
+pub struct Listings(Vec<(usize, Option<DirKey>, Vec<String>, Vec<String>)>);
 
 impl Listings {
     pub fn is_empty(&self) -> bool {
@@ -316,21 +344,49 @@ impl BoardCache {
         applied
     }
 
-    /// Lists each region whose directory changed since it was last listed (files created,
-    /// removed or renamed there): two `stat`s when nothing changed. Takes no more than a
-    /// shared borrow, so that reads go on meanwhile; [`BoardCache::check_names`] applies it.
-    pub fn list_changed(&self, board: &Board) -> Listings {
+    /// The regions whose directory changed since it was last listed (files created,
+    /// removed or renamed there): two `stat`s.
+    pub fn dirs_changed(&self, board: &Board) -> Changed {
+        Changed(
+            REGIONS
+                .into_iter()
+                .enumerate()
+                .filter_map(|(i, region)| {
+                    let key = DirKey::of(&board.region_dir(region));
+                    (key.is_none() || key != self.files[i].dir).then_some((i, key))
+                })
+                .collect(),
+        )
+    }
+
+    /// The names a listing and this cache disagree on (one walk of both, in order). Takes
+    /// a shared borrow only, so that reads go on meanwhile.
+    pub fn compare(&self, listed: Listed) -> Listings {
         let mut out = Vec::new();
-        for (i, region) in REGIONS.into_iter().enumerate() {
-            let key = DirKey::of(&board.region_dir(region));
-            if key.is_some() && key == self.files[i].dir {
-                continue;
+        for (i, key, mut names) in listed.0 {
+            names.sort();
+            names.dedup();
+            let held = &self.files[i].by_name;
+            let (mut gone, mut new) = (Vec::new(), Vec::new());
+            let mut listed = names.iter().peekable();
+            for name in held.keys() {
+                while let Some(l) = listed.next_if(|l| *l < name) {
+                    new.push(l.clone());
+                }
+                if listed.next_if(|l| *l == name).is_none() {
+                    gone.push(name.clone());
+                }
             }
-            if let Ok(files) = scan::region_files(board, region) {
-                out.push((i, key, files.into_iter().map(|f| f.id).collect()));
-            }
+            new.extend(listed.cloned());
+            out.push((i, key, gone, new));
         }
         Listings(out)
+    }
+
+    /// Lists each region whose directory changed since it was last listed, and compares
+    /// (what [`BoardCache::check_names`] applies): two `stat`s when nothing changed.
+    pub fn list_changed(&self, board: &Board) -> Listings {
+        self.compare(self.dirs_changed(board).list(board))
     }
 
     /// Reads the names listed that it did not hold, and drops those it held that are no
@@ -339,26 +395,21 @@ impl BoardCache {
     /// not (a file whose name is not an id).
     pub fn check_names(&mut self, board: &Board, listings: Listings) -> Applied {
         let mut applied = Applied::default();
-        for (i, key, listed) in listings.0 {
+        for (i, key, gone, new) in listings.0 {
             let region = REGIONS[i];
-            let gone: Vec<String> = self.files[i]
-                .by_name
-                .keys()
-                .filter(|n| !listed.contains(*n))
-                .cloned()
-                .collect();
             for name in gone {
                 match read_file(board, region, &name) {
                     // Listed before it was created: kept, as read now.
                     Some(read) => self.put(i, &name, read),
                     None => {
-                        self.take(i, &name);
-                        applied.dropped += 1;
-                        applied.paths.push(format!("{}/{name}.md", region.dir()));
+                        if self.take(i, &name) {
+                            applied.dropped += 1;
+                            applied.paths.push(format!("{}/{name}.md", region.dir()));
+                        }
                     }
                 }
             }
-            for name in listed {
+            for name in new {
                 if !self.files[i].by_name.contains_key(&name)
                     && let Some(read) = read_file(board, region, &name)
                 {
@@ -693,6 +744,20 @@ mod tests {
         write(&board, "tasks/t-6.md", &task("t-6", "pending", 3, ""));
         cache.apply(&board, ["tasks/t-6.md"]);
         assert!(cache.check_names(&board, listed).is_empty());
+        same(&board, &cache);
+        // A name the feed would not report, deleted; listed between two others.
+        std::fs::remove_file(board.root.join("tasks/Another Bad.md")).unwrap();
+        write(&board, "tasks/A First.md", "y");
+        write(&board, "tasks/zzz last.md", "z");
+        let listed = cache.list_changed(&board);
+        assert_eq!(
+            cache.check_names(&board, listed).paths,
+            [
+                "tasks/Another Bad.md",
+                "tasks/A First.md",
+                "tasks/zzz last.md"
+            ]
+        );
         same(&board, &cache);
     }
 

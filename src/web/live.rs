@@ -10,7 +10,8 @@
 //! feed may have missed makes it read the whole board again (through the read index): the
 //! board gone and back, the log replaced (a checkout, a pull, a merge), a batch of more
 //! than `REBUILD_AT` changes; names the feed does not report (not ids) are found by a
-//! listing of a directory whose stat data changed, looked at most once a second.
+//! listing of a directory whose stat data changed, looked at once a second on a thread of
+//! its own (so that a listing of a big directory never delays the feed's changes).
 //!
 //! The board directory disappearing is reported by the feed (and its coming back); a
 //! board that is not there when the server starts is waited for.
@@ -106,6 +107,7 @@ impl Live {
     /// watches (or the board is found missing): a page that connects after the server
     /// says where it is misses nothing.
     pub fn start(root: PathBuf) -> Live {
+        let names_root = root.clone();
         let (tx, _) = broadcast::channel(256);
         let gone = Arc::new(AtomicBool::new(!root.is_dir()));
         let cache = Cache::default();
@@ -115,6 +117,8 @@ impl Live {
             follow(&root, &thread_tx, &thread_gone, &thread_cache, ready_tx)
         });
         let _ = ready_rx.recv();
+        let (names_tx, names_cache) = (tx.clone(), cache.clone());
+        std::thread::spawn(move || check_names(&names_root, &names_tx, &names_cache));
         Live { tx, gone, cache }
     }
 
@@ -196,7 +200,6 @@ fn follow(
     if gone.swap(false, Ordering::Relaxed) {
         let _ = tx.send(Update::Back);
     }
-    let mut names_checked = std::time::Instant::now();
     loop {
         let batch = feed.next(CHECK_NAMES);
         // board.yaml is read again each time: a request finds a cache built for another
@@ -213,24 +216,34 @@ fn follow(
             }
             let _ = tx.send(update);
         }
-        // After the pages heard of the batch, at most once a second: a listing of a
-        // directory that changed finds the files the feed does not name (made outside the
-        // write lock, so that pages read meanwhile).
-        if let Some(board) = &board
-            && names_checked.elapsed() >= CHECK_NAMES
-        {
-            names_checked = std::time::Instant::now();
-            let listings = cache.read().as_ref().map(|c| c.list_changed(board));
-            let Some(listings) = listings.filter(|l| !l.is_empty()) else {
-                continue;
-            };
-            let found = match cache.write().as_mut() {
-                Some(c) => c.check_names(board, listings),
-                None => continue,
-            };
-            if !found.is_empty() {
-                let _ = tx.send(Update::Changed { paths: found.paths });
-            }
+    }
+}
+
+/// Once a second, on a thread of its own (so that the feed's changes never wait for a
+/// listing): a listing of a directory whose stat data changed finds the files the feed
+/// does not name. The directory is listed outside the lock, compared under a shared lock,
+/// and only the names that differ are read under the write lock.
+fn check_names(root: &Path, tx: &broadcast::Sender<Update>, cache: &Cache) {
+    loop {
+        std::thread::sleep(CHECK_NAMES);
+        let Ok(board) = tavern::api::board::reopen(root) else {
+            continue;
+        };
+        let changed = cache.read().as_ref().map(|c| c.dirs_changed(&board));
+        let Some(changed) = changed.filter(|c| !c.is_empty()) else {
+            continue;
+        };
+        let listed = changed.list(&board);
+        let listings = cache.read().as_ref().map(|c| c.compare(listed));
+        let Some(listings) = listings else {
+            continue;
+        };
+        let found = match cache.write().as_mut() {
+            Some(c) => c.check_names(&board, listings),
+            None => continue,
+        };
+        if !found.is_empty() {
+            let _ = tx.send(Update::Changed { paths: found.paths });
         }
     }
 }
