@@ -183,7 +183,10 @@ pub struct Listed(Vec<(usize, Option<DirKey>, Vec<String>)>);
 /// ([`BoardCache::compare`]): slot, directory stat data, names it held that were not
 /// listed, names listed that it did not hold.
 #[derive(Default)]
-pub struct Listings(Vec<(usize, Option<DirKey>, Vec<String>, Vec<String>)>);
+pub struct Listings(Vec<Difference>);
+
+/// One region's part of [`Listings`].
+type Difference = (usize, Option<DirKey>, Vec<String>, Vec<String>);
 
 impl Listings {
     pub fn is_empty(&self) -> bool {
