@@ -370,6 +370,67 @@ fn a_waiter_is_served_first_come_first_served() {
     );
 }
 
+/// A waiter killed with SIGKILL never leaves the line itself; in one working tree (no
+/// remote) the line keeps each waiter's host and process, so it drops out as soon as its
+/// process is gone, and the waiter behind it is served at the next release.
+#[test]
+fn a_waiter_killed_in_line_drops_out_at_once() {
+    let b = TestBoard::new();
+    b.run(&["hold", "--as", "a", "src/x.rs"]).ok();
+    let spawn = |who: &str| {
+        b.cmd(&["hold", "--as", who, "src/x.rs", "--wait", "5m", "--json"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let waiting = || -> Vec<String> {
+        b.run(&["holds", "--json"]).ok().json()["waiting"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["agent"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let until = |what: &str, done: &dyn Fn() -> bool| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while !done() {
+            assert!(std::time::Instant::now() < deadline, "gave up: {what}");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    };
+    let mut first = spawn("w1");
+    until("w1 waits", &|| waiting() == ["w1"]);
+    let second = spawn("w2");
+    until("w2 waits", &|| waiting().len() == 2);
+    assert_eq!(waiting(), ["w1", "w2"]);
+    first.kill().unwrap();
+    first.wait().unwrap();
+    assert_eq!(waiting(), ["w2"]);
+    // Nobody jumps the line: w2 still stands before a newcomer.
+    b.run(&["hold", "--as", "z", "src/x.rs"])
+        .code(3)
+        .stderr_has("w2 waits for it");
+    b.run(&["release-hold", "--as", "a", "src/x.rs"]).ok();
+    let out = second.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let held = holds(&b);
+    assert_eq!(held.len(), 1);
+    assert_eq!(held[0]["agent"], "w2");
+    let grants: Vec<String> = ops(&b, "hold")
+        .iter()
+        .filter(|e| e["op"] == "hold")
+        .map(|e| e["actor"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(grants, ["a", "w2"]);
+    assert!(waiting().is_empty());
+}
+
 #[test]
 fn ownership_rules_are_holds_that_never_expire_and_check_reports_overlaps() {
     let b = TestBoard::new();

@@ -1032,3 +1032,264 @@ fn waiters_in_two_clones_are_served_in_the_order_they_came() {
     assert_eq!(served, vec!["w1", "w2", "w3"]);
     assert!(shard_queue(&net, "paths/src").is_empty());
 }
+
+/// Waits (a generous deadline, never a timing assertion) for `child` to end; kills it and
+/// panics naming `what` if it never does.
+fn finish(mut child: std::process::Child, what: &str) -> std::process::Output {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(240);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let o = child.wait_with_output().unwrap();
+            panic!("{what}: {}", String::from_utf8_lossy(&o.stderr));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// The agents this clone's `holds --json` lists as waiting.
+fn waiting(net: &Net, c: usize) -> Vec<String> {
+    net.run(c, &["holds", "--json"]).ok().json()["waiting"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["clone"].is_null())
+        .map(|w| w["agent"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// A waiter killed with SIGKILL never leaves the line itself: on a connected board its
+/// place in the remote's line ends with its lease (here 10 s, from
+/// `TAVERN_HOLDS_WAIT_LEASE`), and then it stops blocking the waiters behind it, in its own
+/// clone (whose own line drops it at once: its process is gone) and in another. w1 and w2
+/// wait in clone 1, w3 in clone 2, in that order; w1 is killed -9; the path released, w2
+/// is served, then w3, and w1 never. No timing is asserted: every step polls.
+#[test]
+fn a_waiter_killed_in_line_stops_blocking_once_its_lease_ends() {
+    let net = Net::new(0, 3);
+    hold(&net, 0, "holder", &["src/x.rs"]).ok();
+    let spawn = |c: usize, agent: &str, lease: Option<&str>| {
+        let mut cmd = net.cmd_in(
+            &net.clone_dir(c),
+            &["hold", "--as", agent, "src/x.rs", "--wait", "5m", "--json"],
+        );
+        match lease {
+            Some(l) => cmd.env("TAVERN_HOLDS_WAIT_LEASE", l),
+            None => cmd.env_remove("TAVERN_HOLDS_WAIT_LEASE"),
+        };
+        cmd.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut w1 = spawn(1, "w1", Some("10"));
+    wait_for("w1 in the remote's line", || {
+        shard_queue(&net, "paths/src").contains(&"w1".to_string())
+    });
+    let w2 = spawn(1, "w2", None);
+    wait_for("w2 in the remote's line", || {
+        shard_queue(&net, "paths/src").contains(&"w2".to_string())
+    });
+    let w3 = spawn(2, "w3", None);
+    wait_for("w3 in the remote's line", || {
+        shard_queue(&net, "paths/src").contains(&"w3".to_string())
+    });
+    assert_eq!(shard_queue(&net, "paths/src"), vec!["w1", "w2", "w3"]);
+    assert_eq!(waiting(&net, 1), vec!["w1", "w2"]);
+
+    // Killed: it never leaves the line, nor renews its place.
+    w1.kill().unwrap();
+    w1.wait().unwrap();
+    // Clone 1's own line drops it at once (its process is gone).
+    assert_eq!(waiting(&net, 1), vec!["w2"]);
+    net.run(0, &["release-hold", "src/x.rs", "--as", "holder"])
+        .ok();
+
+    // w2 (behind w1 in the same clone) is served once w1's place has lapsed.
+    let o = finish(w2, "w2 was never served");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let granted: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(granted["holds"][0]["agent"], "w2");
+    assert_eq!(
+        shard_holds(&net, "paths/src"),
+        vec![("w2".to_string(), "src/x.rs".to_string())]
+    );
+    // The grant's push dropped the lapsed place: only w3 is left in line.
+    assert_eq!(shard_queue(&net, "paths/src"), vec!["w3"]);
+    net.run(1, &["release-hold", "src/x.rs", "--as", "w2"]).ok();
+
+    // w3, on another clone, is next.
+    let o = finish(w3, "w3 was never served");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        shard_holds(&net, "paths/src"),
+        vec![("w3".to_string(), "src/x.rs".to_string())]
+    );
+    assert!(shard_queue(&net, "paths/src").is_empty());
+
+    // The logs: w1 waited and was never granted; w2's grant in clone 1, w3's in clone 2.
+    let grants = |c: usize| -> Vec<String> {
+        net.run(c, &["--json", "log"])
+            .ok()
+            .stdout
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|e| e["op"] == "hold")
+            .map(|e| e["actor"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(grants(1), vec!["w2"]);
+    assert_eq!(grants(2), vec!["w3"]);
+    let log1 = net.run(1, &["--json", "log"]).ok().stdout.clone();
+    assert!(
+        log1.lines()
+            .any(|l| l.contains("\"op\":\"hold-wait\"") && l.contains("\"actor\":\"w1\"")),
+        "{log1}"
+    );
+}
+
+/// `tools/call holds` over `tavern mcp --profile full` in clone `c`: the tool's answer.
+fn mcp_holds(net: &Net, c: usize) -> serde_json::Value {
+    use std::io::Write;
+    let mut child = net
+        .cmd_in(
+            &net.clone_dir(c),
+            &["mcp", "--as", "overseer", "--profile", "full"],
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = [
+        serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "holds", "arguments": {}}}),
+    ];
+    let mut stdin = child.stdin.take().unwrap();
+    for l in lines {
+        writeln!(stdin, "{l}").unwrap();
+    }
+    drop(stdin);
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let reply = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v["id"] == serde_json::json!(1))
+        .unwrap();
+    let text = reply["result"]["content"][0]["text"].as_str().unwrap();
+    serde_json::from_str(text).unwrap()
+}
+
+/// `tavern holds` (text and `--json`), the MCP `holds` tool and the dashboard's holds list
+/// show the waiters of other clones too, from the remote's line as this clone last fetched
+/// it, after this clone's own, each marked with the clone it waits on (and who it waits
+/// on); this clone's own waiters carry no clone.
+#[test]
+fn holds_lists_the_waiters_of_other_clones_marked_with_their_clone() {
+    let net = Net::new(0, 2);
+    hold(&net, 0, "holder", &["src/x.rs", "--reason", "busy"]).ok();
+    let spawn = |c: usize, agent: &str| {
+        net.cmd_in(
+            &net.clone_dir(c),
+            &["hold", "--as", agent, "src/x.rs", "--wait", "10m"],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+    };
+    let mut near = spawn(0, "near");
+    wait_for("near in the remote's line", || {
+        shard_queue(&net, "paths/src") == ["near"]
+    });
+    let mut far = spawn(1, "far");
+    wait_for("far in the remote's line", || {
+        shard_queue(&net, "paths/src") == ["near", "far"]
+    });
+    let origin = |c: usize| format!("{}:{}", hostname(), net.clone_dir(c).display());
+
+    // Clone 0 (`holds` fetches the records first): its own waiter, then clone 1's.
+    let list = net.run(0, &["holds", "--json"]).ok().json();
+    let waiting = list["waiting"].as_array().unwrap();
+    assert_eq!(waiting.len(), 2, "{list}");
+    assert_eq!(waiting[0]["agent"], "near");
+    assert!(waiting[0]["clone"].is_null(), "{list}");
+    assert!(waiting[0]["pid"].as_u64().is_some(), "{list}");
+    assert_eq!(waiting[1]["agent"], "far");
+    assert_eq!(waiting[1]["clone"], origin(1).as_str());
+    assert_eq!(waiting[1]["host"], hostname().as_str());
+    assert!(waiting[1].get("pid").is_none(), "{list}");
+    assert_eq!(
+        waiting[1]["resources"],
+        serde_json::json!([{"kind": "path", "name": "src/x.rs"}])
+    );
+    assert!(
+        list["waits_on"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["waiter"] == "far" && w["holder"] == "holder"),
+        "{list}"
+    );
+    let text = net.run(0, &["holds"]).ok().stdout.clone();
+    let far_line = text
+        .lines()
+        .find(|l| l.starts_with("waiting  far waits for src/x.rs"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        far_line.contains(&format!(" on {}, in line until ", origin(1))),
+        "{text}"
+    );
+    assert!(text.contains("far waits on holder (src/x.rs)"), "{text}");
+
+    // The MCP tool and the dashboard give the same line, as last fetched (no network).
+    let tool = mcp_holds(&net, 0);
+    assert_eq!(tool["waiting"], list["waiting"], "{tool}");
+    assert_eq!(tool["waits_on"], list["waits_on"], "{tool}");
+    let server = crate::web::serve_cmd(net.cmd_in(
+        &net.clone_dir(0),
+        &["serve", "--port", "0", "--as", "overseer"],
+    ));
+    let page = server.get("/api/holds").json();
+    assert_eq!(page["waiting"], list["waiting"], "{page}");
+    assert_eq!(page["waits_on"], list["waits_on"], "{page}");
+    drop(server);
+
+    // Clone 1 sees it the other way round.
+    let list = net.run(1, &["holds", "--json"]).ok().json();
+    let seen: Vec<(String, Option<String>)> = list["waiting"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            (
+                w["agent"].as_str().unwrap().to_string(),
+                w["clone"].as_str().map(str::to_string),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            ("far".to_string(), None),
+            ("near".to_string(), Some(origin(0)))
+        ]
+    );
+    near.kill().unwrap();
+    far.kill().unwrap();
+    near.wait().unwrap();
+    far.wait().unwrap();
+}

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::util::TestBoard;
 
 /// A running `tavern serve`, killed when dropped.
-struct Server {
+pub(crate) struct Server {
     child: Child,
     port: u16,
     token: String,
@@ -26,7 +26,7 @@ impl Drop for Server {
 
 /// A response: status, headers (names lowercased) and body.
 #[derive(Debug)]
-struct Resp {
+pub(crate) struct Resp {
     status: u16,
     headers: Vec<(String, String)>,
     body: String,
@@ -39,7 +39,7 @@ impl Resp {
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.as_str())
     }
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.body)
             .unwrap_or_else(|e| panic!("not JSON ({e}): {} {}", self.status, self.body))
     }
@@ -70,8 +70,12 @@ fn board_with_human() -> TestBoard {
 }
 
 fn serve(b: &TestBoard, actor: &str) -> Server {
-    let mut child = b
-        .cmd(&["serve", "--port", "0", "--as", actor])
+    serve_cmd(b.cmd(&["serve", "--port", "0", "--as", actor]))
+}
+
+/// Starts `cmd` (a `tavern serve --port 0` command) and reads the URL it prints.
+pub(crate) fn serve_cmd(mut cmd: std::process::Command) -> Server {
+    let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -127,7 +131,7 @@ impl Server {
     }
 
     /// GET with the secret in the header.
-    fn get(&self, path: &str) -> Resp {
+    pub(crate) fn get(&self, path: &str) -> Resp {
         self.raw(
             "GET",
             path,

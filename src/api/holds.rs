@@ -241,9 +241,25 @@ fn listed(board: &Board, fetch: bool) -> Result<(HoldList, Option<String>)> {
     let mut reg = holds::current(board)?;
     let mut unfetched = None;
     if let Some(remote) = crate::sync::remote(board)? {
-        let (others, why) =
-            crate::sync::claims::holds::elsewhere(board, fetch.then_some(remote.as_str()))?;
+        let (others, waiting, why) =
+            crate::sync::claims::holds::elsewhere_all(board, fetch.then_some(remote.as_str()))?;
         unfetched = why;
+        // Other clones' waiters, from the remote's line as last fetched, after this
+        // clone's own (whose line is in the same order as the remote's).
+        for w in waiting {
+            let q = w.waiter;
+            reg.queue.push(Waiter {
+                ticket: w.number,
+                agent: q.agent,
+                resources: q.resources,
+                shared: q.shared,
+                since: q.since,
+                until: q.until,
+                host: w.clone.split_once(':').map_or("", |(h, _)| h).to_string(),
+                pid: 0,
+                clone: Some(w.clone),
+            });
+        }
         for h in others {
             if !reg
                 .holds

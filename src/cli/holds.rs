@@ -204,8 +204,13 @@ impl Render for HoldList {
             line(&format!("{id:<8} {}", hold_line(h)))?;
         }
         for w in &self.waiting {
+            // A waiter of another clone: its ticket there, and its place's lease.
+            let (ticket, until) = match &w.clone {
+                Some(c) => (format!("{} on {}", w.ticket, cell(c)), "in line until"),
+                None => (w.ticket.to_string(), "gives up at"),
+            };
             line(&format!(
-                "waiting  {} waits for {} since {} (ticket {}, gives up at {})",
+                "waiting  {} waits for {} since {} (ticket {ticket}, {until} {})",
                 cell(&w.agent),
                 cell(
                     &w.resources
@@ -215,7 +220,6 @@ impl Render for HoldList {
                         .join(", ")
                 ),
                 w.since,
-                w.ticket,
                 w.until
             ))?;
         }

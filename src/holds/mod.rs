@@ -41,6 +41,19 @@ pub const REMOTE_POLL: std::time::Duration = std::time::Duration::from_secs(1);
 /// A waiter's place in the remote's line lasts this long unless renewed (a third of it
 /// into it): one that died drops out then.
 pub const WAIT_LEASE: chrono::Duration = chrono::Duration::seconds(30);
+/// The waiter's environment may set its lease, in whole seconds (at least 3).
+pub const WAIT_LEASE_VAR: &str = "TAVERN_HOLDS_WAIT_LEASE";
+
+/// The lease of a waiter's place in the remote's line: [`WAIT_LEASE`], or
+/// [`WAIT_LEASE_VAR`] seconds when set to a whole number of at least 3 (anything else is
+/// ignored: a lease too short for its renewals would drop live waiters).
+pub fn wait_lease() -> chrono::Duration {
+    std::env::var(WAIT_LEASE_VAR)
+        .ok()
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .filter(|s| (3..=86_400).contains(s))
+        .map_or(WAIT_LEASE, chrono::Duration::seconds)
+}
 
 /// What is held: a path pattern of the working tree, or a named resource.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -163,7 +176,18 @@ pub struct Waiter {
     /// It stops waiting then (and is dropped from the queue if it did not say so).
     pub until: String,
     pub host: String,
+    /// 0 for a waiter of another clone (its process is not known here).
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub pid: u32,
+    /// The clone it waits on (`box:/path`) when it is not this one: a waiter of another
+    /// clone, in the remote's line as this clone last fetched it (its `until` is then
+    /// its place's lease, renewed while it waits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clone: Option<String>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Waiter {
@@ -678,7 +702,7 @@ fn in_line(
     t: u64,
     op: crate::sync::claims::holds::QueueOp,
 ) -> Result<()> {
-    let until = crate::time::stamp_millis(crate::time::now() + WAIT_LEASE);
+    let until = crate::time::stamp_millis(crate::time::now() + wait_lease());
     let q = queued(board, agent, req, t, until);
     let change = crate::sync::claims::holds::Change {
         add: &[],
@@ -753,6 +777,7 @@ pub fn hold(
             until: crate::time::stamp_millis(deadline),
             host: crate::agents::host_name(),
             pid: std::process::id(),
+            clone: None,
         });
         let note = format!(
             "waits for {} (ticket {ticket})",
@@ -766,7 +791,7 @@ pub fn hold(
     })?;
     let _ = logged;
     let mut renewed = std::time::Instant::now();
-    let renew_every = (WAIT_LEASE / 3)
+    let renew_every = (wait_lease() / 3)
         .to_std()
         .unwrap_or(std::time::Duration::from_secs(10));
     loop {

@@ -287,11 +287,41 @@ const TRIED: &str = ".state/holds-elsewhere.tried";
 /// The live holds of other clones in this clone's copies of the records, each once (its id
 /// saying where it was made: `h-3 on box:/path`).
 fn others(board: &Board, g: &Git) -> Result<Vec<Hold>> {
+    Ok(others_all(board, g)?.0)
+}
+
+/// A waiter of another clone in the remote's line, as this clone last fetched it.
+#[derive(Clone, Debug)]
+pub struct WaitingElsewhere {
+    /// The clone it waits on (`box:/path`).
+    pub clone: String,
+    /// Its number on that clone (the `N` of its ticket `ORIGIN#N`).
+    pub number: u64,
+    pub waiter: Queued,
+}
+
+/// [`others`], and the live waiters of other clones in the records' lines (each once, in
+/// the order of the first line it is in; the records are read in their refs' order).
+fn others_all(board: &Board, g: &Git) -> Result<(Vec<Hold>, Vec<WaitingElsewhere>)> {
     let mine = origin(board);
     let now = crate::time::now();
     let mut out: Vec<Hold> = Vec::new();
+    let mut waiting: Vec<WaitingElsewhere> = Vec::new();
     for (_, (_, mut rec)) in copies(board, g)? {
         rec.live(now);
+        for q in std::mem::take(&mut rec.queue) {
+            let Some((clone, n)) = q.ticket.rsplit_once('#') else {
+                continue;
+            };
+            let seen = waiting.iter().any(|w| w.waiter.ticket == q.ticket);
+            if clone != mine && !seen {
+                waiting.push(WaitingElsewhere {
+                    clone: clone.to_string(),
+                    number: n.parse().unwrap_or_default(),
+                    waiter: q,
+                });
+            }
+        }
         for h in rec.holds.into_iter().filter(|h| h.origin != mine) {
             let seen = out
                 .iter()
@@ -303,7 +333,7 @@ fn others(board: &Board, g: &Git) -> Result<Vec<Hold>> {
             }
         }
     }
-    Ok(out)
+    Ok((out, waiting))
 }
 
 /// Rewrites [`ELSEWHERE`] from this clone's copies of the records.
@@ -818,12 +848,22 @@ fn copies_sha(g: &Git, name: &str) -> Option<String> {
 /// records are fetched first; a fetch that fails leaves the copies as they were and says
 /// why (the second value).
 pub fn elsewhere(board: &Board, remote: Option<&str>) -> Result<(Vec<Hold>, Option<String>)> {
+    let (holds, _, unfetched) = elsewhere_all(board, remote)?;
+    Ok((holds, unfetched))
+}
+
+/// [`elsewhere`], with the waiters of other clones in the remote's line.
+pub fn elsewhere_all(
+    board: &Board,
+    remote: Option<&str>,
+) -> Result<(Vec<Hold>, Vec<WaitingElsewhere>, Option<String>)> {
     let g = git(board);
     let unfetched = match remote {
         Some(r) => fetch_all(board, &g, r)?.err(),
         None => None,
     };
-    Ok((others(board, &g)?, unfetched))
+    let (holds, waiting) = others_all(board, &g)?;
+    Ok((holds, waiting, unfetched))
 }
 
 #[cfg(test)]

@@ -408,8 +408,8 @@
            h("table", { class: "grid waiting-table" },
              h("thead", {}, h("tr", {}, ["ticket", "agent", "wants", "mode", "since", "gives up", "waits on"].map((t) => h("th", {}, t)))),
              h("tbody", {}, list.waiting.map((w) =>
-               h("tr", { dataset: { ticket: String(w.ticket) } },
-                 h("td", {}, String(w.ticket)),
+               h("tr", { dataset: { ticket: String(w.ticket), clone: w.clone || "" } },
+                 h("td", {}, w.clone ? w.ticket + " on " + w.clone : String(w.ticket)),
                  h("td", {}, w.agent),
                  h("td", {}, w.resources.map(describe).join(", ")),
                  h("td", {}, w.shared ? "shared" : "exclusive"),
