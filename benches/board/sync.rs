@@ -3,13 +3,23 @@
 //! (default 1000,10000; empty: none), N new task files are written in clone A, then
 //!
 //! - "send": `tavern sync` in A (records the board on its branch, fetches, pushes);
-//! - "receive": `tavern sync` in B (fetches, fast-forwards, writes the files);
+//! - "receive": `tavern sync` in B (records nothing new, fetches, fast-forwards, writes
+//!   the files);
 //!
-//! and the same again after every one of those N documents was edited in A. Baseline: the
-//! same files written, committed and pushed (`git add -A && git commit && git push`) in a
-//! plain clone, and `git pull` in another: what git itself takes for that change. Each is
-//! run once per size (a sync of 10k documents is seconds); B must end with every file, or
-//! the bench fails.
+//! and the same again after every one of those N documents was edited in A, in
+//! `TAVERN_BENCH_SYNC_RUNS` rounds (default 3; medians). Baseline, in the same round: the
+//! same files written in a plain clone of another remote and synced the way a user syncs
+//! with git: sending `git add -A`, `git commit`, `git fetch`, `git merge origin/main`,
+//! `git push`; receiving in a second plain clone `git add -A` (nothing to commit), `git
+//! fetch`, `git merge origin/main`. Tavern and git take turns going first. B must end
+//! with every file, or the bench fails. Automatic housekeeping (`gc.auto`,
+//! `maintenance.auto`) is off in every repository of the bench: git would start it in the
+//! background once loose objects pile up, during whichever measurement came next.
+//!
+//! Beside each wall time, the CPU time (user + system) of the processes it ran (tavern or
+//! git and every process they started and waited for: the push's `receive-pack` on the
+//! local remote too), read from this process's children's times in `/proc/self/stat`: on
+//! a shared machine the wall times vary with the load, the CPU times much less.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -19,6 +29,31 @@ pub struct Row {
     pub op: String,
     pub value: Duration,
     pub base_value: Duration,
+    /// CPU time (user + system) of the processes each ran.
+    pub cpu: Duration,
+    pub base_cpu: Duration,
+}
+
+/// The CPU time (user + system) of this process's children that have ended and were
+/// waited for, and of their own such children (`/proc/self/stat`, in clock ticks of
+/// 1/100 s); zero where there is no /proc.
+fn children_cpu() -> Duration {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return Duration::ZERO;
+    };
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return Duration::ZERO;
+    };
+    // After the command's name: field 3 (state) is the first; cutime and cstime are
+    // fields 16 and 17.
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    Duration::from_millis((ticks(13) + ticks(14)) * 10)
 }
 
 pub fn sizes() -> Vec<usize> {
@@ -73,12 +108,6 @@ fn tavern(bin: &Path, project: &Path, args: &[&str]) -> Duration {
     took
 }
 
-fn timed_git(dir: &Path, args: &[&str]) -> Duration {
-    let start = Instant::now();
-    git(dir, args);
-    start.elapsed()
-}
-
 /// Writes tasks `s00000…` (`n` of them) under `tasks`, at revision `rev`.
 fn write_tasks(tasks: &Path, n: usize, rev: u32) {
     std::fs::create_dir_all(tasks).unwrap();
@@ -121,11 +150,62 @@ fn pair(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
     for c in [&a, &b] {
         git(dir, &["clone", "-q", &remote, c.to_str().unwrap()]);
     }
+    // No automatic housekeeping (`git gc --auto`, `git maintenance run --auto`) on either
+    // side: git starts it in the background after a commit, fetch or push once loose
+    // objects pile up, where it would run during the next measurement, tavern's or git's,
+    // and be counted in neither.
+    for repo in [a.clone(), b.clone(), dir.join(&remote)] {
+        git(&repo, &["config", "gc.auto", "0"]);
+        git(&repo, &["config", "maintenance.auto", "false"]);
+    }
     (a, b)
+}
+
+/// `TAVERN_BENCH_SYNC_RUNS`: rounds of edits per size (default 3; the rows give their
+/// medians).
+fn runs() -> usize {
+    std::env::var("TAVERN_BENCH_SYNC_RUNS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3)
+        .clamp(1, 7)
+}
+
+/// Runs `f` and returns its wall time and the CPU time of the processes it ran.
+fn measured(f: impl FnOnce()) -> (Duration, Duration) {
+    let cpu = children_cpu();
+    let start = Instant::now();
+    f();
+    (start.elapsed(), children_cpu().saturating_sub(cpu))
+}
+
+/// A user's sync of a plain clone, as they would type it: `git add -A`, then (when
+/// sending) `git commit`, then `git fetch` and `git merge` of the remote's branch, then
+/// (when sending) `git push`.
+fn git_sync(dir: &Path, sending: bool) {
+    git(dir, &["add", "-A"]);
+    if sending {
+        git(dir, &["commit", "-q", "-m", "change"]);
+    }
+    git(dir, &["fetch", "-q", "origin"]);
+    git(dir, &["merge", "-q", "origin/main"]);
+    if sending {
+        git(dir, &["push", "-q", "origin", "main"]);
+    }
+}
+
+/// The median of each column.
+fn medians(mut v: Vec<(Duration, Duration)>) -> (Duration, Duration) {
+    let k = v.len() / 2;
+    v.sort_by_key(|s| s.0);
+    let wall = v[k].0;
+    v.sort_by_key(|s| s.1);
+    (wall, v[k].1)
 }
 
 pub fn run(bin: &Path) -> Vec<Row> {
     let mut rows = Vec::new();
+    let runs = runs();
     for n in sizes() {
         let dir = tempfile::tempdir().unwrap();
         let t = Instant::now();
@@ -143,34 +223,72 @@ pub fn run(bin: &Path) -> Vec<Row> {
             t.elapsed().as_secs_f64()
         );
 
-        for (what, rev) in [("new", 1), ("edited", 2)] {
-            write_tasks(&a.join(".tavern/tasks"), n, rev);
-            let send = tavern(bin, &a, &["sync"]);
-            let receive = tavern(bin, &b, &["sync"]);
-            assert_eq!(count_tasks(&b.join(".tavern/tasks")), n, "B has every task");
-            write_tasks(&pa.join("tasks"), n, rev);
-            let start = Instant::now();
-            git(&pa, &["add", "-A"]);
-            git(&pa, &["commit", "-q", "-m", "change"]);
-            git(&pa, &["push", "-q", "origin", "main"]);
-            let base_send = start.elapsed();
-            let base_receive = timed_git(&pb, &["pull", "-q", "--ff-only", "origin", "main"]);
+        // Round 0 writes N new documents, each later round edits all of them; tavern and
+        // git take turns going first, so a drift of the machine's load falls on both.
+        for (what, revs) in [("new", 1..2), ("edited", 2..2 + runs as u32)] {
+            let mut samples: [Vec<(Duration, Duration)>; 4] = Default::default();
+            for rev in revs {
+                let ours = || {
+                    write_tasks(&a.join(".tavern/tasks"), n, rev);
+                    let send = measured(|| {
+                        tavern(bin, &a, &["sync"]);
+                    });
+                    let receive = measured(|| {
+                        tavern(bin, &b, &["sync"]);
+                    });
+                    assert_eq!(count_tasks(&b.join(".tavern/tasks")), n, "B has every task");
+                    (send, receive)
+                };
+                let theirs = || {
+                    write_tasks(&pa.join("tasks"), n, rev);
+                    let send = measured(|| git_sync(&pa, true));
+                    let receive = measured(|| git_sync(&pb, false));
+                    assert_eq!(
+                        count_tasks(&pb.join("tasks")),
+                        n,
+                        "the plain B has every file"
+                    );
+                    (send, receive)
+                };
+                let ((send, receive), (base_send, base_receive)) = if rev % 2 == 1 {
+                    (ours(), theirs())
+                } else {
+                    let base = theirs();
+                    (ours(), base)
+                };
+                for (s, v) in samples
+                    .iter_mut()
+                    .zip([send, receive, base_send, base_receive])
+                {
+                    s.push(v);
+                }
+            }
+            let [send, receive, base_send, base_receive] = samples.map(medians);
             rows.push(Row {
                 op: format!("`tavern sync` sending {n} {what} documents"),
-                value: send,
-                base_value: base_send,
+                value: send.0,
+                base_value: base_send.0,
+                cpu: send.1,
+                base_cpu: base_send.1,
             });
             rows.push(Row {
                 op: format!("`tavern sync` receiving {n} {what} documents"),
-                value: receive,
-                base_value: base_receive,
+                value: receive.0,
+                base_value: base_receive.0,
+                cpu: receive.1,
+                base_cpu: base_receive.1,
             });
+            let ms = |d: Duration| d.as_secs_f64() * 1000.0;
             eprintln!(
-                "sync {n} {what}: send {:.0} ms (git {:.0} ms), receive {:.0} ms (git {:.0} ms)",
-                send.as_secs_f64() * 1000.0,
-                base_send.as_secs_f64() * 1000.0,
-                receive.as_secs_f64() * 1000.0,
-                base_receive.as_secs_f64() * 1000.0
+                "sync {n} {what}: send {:.0} ms, CPU {:.0} ms (git {:.0} ms, CPU {:.0} ms); receive {:.0} ms, CPU {:.0} ms (git {:.0} ms, CPU {:.0} ms)",
+                ms(send.0),
+                ms(send.1),
+                ms(base_send.0),
+                ms(base_send.1),
+                ms(receive.0),
+                ms(receive.1),
+                ms(base_receive.0),
+                ms(base_receive.1)
             );
         }
         if std::env::var_os("TAVERN_BENCH_KEEP").is_some() {
@@ -185,20 +303,25 @@ pub fn render(rows: &[Row], out: &mut String) {
         return;
     }
     out.push_str("\n## tavern sync (local bare remote, board on its own branch)\n\n");
-    out.push_str("| operation | time | plain git of the same change | git time | ratio |\n");
-    out.push_str("|---|---:|---|---:|---:|\n");
+    out.push_str(
+        "| operation | time | plain git of the same change | git time | ratio | CPU | git CPU | CPU ratio |\n",
+    );
+    out.push_str("|---|---:|---|---:|---:|---:|---:|---:|\n");
     for r in rows {
         let baseline = if r.op.contains("sending") {
-            "`git add -A && git commit && git push`"
+            "`git add -A`, `commit`, `fetch`, `merge`, `push`"
         } else {
-            "`git pull --ff-only`"
+            "`git add -A`, `fetch`, `merge`"
         };
         out.push_str(&format!(
-            "| {} | {:.0} ms | {baseline} | {:.0} ms | {:.2}x |\n",
+            "| {} | {:.0} ms | {baseline} | {:.0} ms | {:.2}x | {:.0} ms | {:.0} ms | {:.2}x |\n",
             r.op,
             r.value.as_secs_f64() * 1000.0,
             r.base_value.as_secs_f64() * 1000.0,
-            r.value.as_secs_f64() / r.base_value.as_secs_f64()
+            r.value.as_secs_f64() / r.base_value.as_secs_f64(),
+            r.cpu.as_secs_f64() * 1000.0,
+            r.base_cpu.as_secs_f64() * 1000.0,
+            r.cpu.as_secs_f64() / r.base_cpu.as_secs_f64().max(0.001)
         ));
     }
 }

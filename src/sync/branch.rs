@@ -85,8 +85,16 @@ impl BoardGit {
         })
     }
 
-    /// The commit a ref points at, if it exists.
+    /// The commit a ref points at, if it exists: read from git's ref files (no process)
+    /// when they say, else asked of git.
     pub fn rev(&self, name: &str) -> Result<Option<String>> {
+        if name.starts_with("refs/") {
+            match super::git::read_ref_file(&self.repo.common_dir, name) {
+                super::git::RefLookup::Found(sha) => return Ok(Some(sha)),
+                super::git::RefLookup::Absent => return Ok(None),
+                super::git::RefLookup::Unsure => {}
+            }
+        }
         let out = self.git.output(
             &["rev-parse", "-q", "--verify", &format!("{name}^{{commit}}")],
             None,

@@ -240,9 +240,9 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
         // holds was confirmed by a record pushed before it, so the copies of the records
         // are never older than the tasks the merge brings (following them never moves a
         // task back).
-        {
-            match claims::fetch_all(board) {
-                Ok(_) => {}
+        let records = {
+            let records = match claims::fetch_all(board) {
+                Ok(records) => records,
                 Err(Error::Git { message, .. }) => {
                     return Err(unreachable(
                         &bg,
@@ -252,16 +252,17 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
                     ));
                 }
                 Err(e) => return Err(e),
-            }
+            };
             let before = x.claims_followed.len();
-            follow_claims(board, &mut x.claims_followed)?;
+            follow_listed(board, records.clone(), &mut x.claims_followed)?;
             if x.claims_followed.len() > before {
                 ours = record(
                     &mut x,
                     "tavern sync: the tasks follow the remote's claim records",
                 )?;
             }
-        }
+            records
+        };
         match &theirs {
             Some(t) if *t == ours => {
                 x.outcome = if merged_once { "merged" } else { "up-to-date" };
@@ -271,6 +272,7 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
             Some(t) if is_ancestor(&bg, &ours, t)? => {
                 // Only the remote moved: take its commits, vetted.
                 let changes = vet::changes_between(&bg.git, Some(&ours), t)?;
+                let paths: Vec<String> = changes.iter().map(|(p, _)| p.clone()).collect();
                 let vetted = vet::vet(board.config.limits.max_doc_bytes, &bg.git, changes, || {
                     blob_at(&bg, t, crate::layout::LOG)
                 })?;
@@ -289,14 +291,20 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
                         ),
                     )?
                 };
-                let files = changed_files(&bg, &ours, &target)?;
+                // The files that differ are those of the changes, unless some were
+                // refused.
+                let files = if target == *t {
+                    paths
+                } else {
+                    changed_files(&bg, &ours, &target)?
+                };
                 if !materialize_locked(board, &bg, &ours, &target, &files)? {
                     setbacks.written += 1;
                     continue; // written meanwhile: record it and try again
                 }
                 x.changed.extend(files);
                 bg.git.run(&["update-ref", REF, &target, &ours])?;
-                follow_claims(board, &mut x.claims_followed)?;
+                follow_listed(board, records, &mut x.claims_followed)?;
                 if target != *t {
                     merged_once = true;
                     continue; // the repair goes to the remote at the next round
@@ -594,12 +602,26 @@ fn materialize_locked(
 const MAX_DOC_LOCKS: usize = 512;
 
 fn follow_claims(board: &Board, out: &mut Vec<String>) -> Result<()> {
-    for id in claims::reconcile(board)? {
+    note_followed(claims::reconcile(board)?, out);
+    Ok(())
+}
+
+/// [`follow_claims`] over the records as [`claims::fetch_all`] listed them.
+fn follow_listed(
+    board: &Board,
+    records: Vec<claims::record::Record>,
+    out: &mut Vec<String>,
+) -> Result<()> {
+    note_followed(claims::reconcile_listed(board, records)?, out);
+    Ok(())
+}
+
+fn note_followed(ids: Vec<String>, out: &mut Vec<String>) {
+    for id in ids {
         if !out.contains(&id) {
             out.push(id);
         }
     }
-    Ok(())
 }
 
 /// The files that differ between two commits of the board branch.

@@ -137,9 +137,16 @@ fn is_news(board: &Board, record: &Record, seen: Option<&Seen>) -> Result<bool> 
 /// their history (each record's parent is the one it replaced), never by clocks.
 /// Returns the ids of the tasks that changed, each logged as a `remote-claim` entry.
 pub fn reconcile(board: &Board) -> Result<Vec<String>> {
+    reconcile_listed(board, all_known(board)?)
+}
+
+/// [`reconcile`] over `records`, this clone's copies of the records as listed a moment ago
+/// (by [`super::fetch_all`]): each task's record is read again under its lock when its copy
+/// moved since.
+pub fn reconcile_listed(board: &Board, records: Vec<Record>) -> Result<Vec<String>> {
     let remote = super::remote(board)?.unwrap_or_default();
     let mut changed = Vec::new();
-    for listed in all_known(board)? {
+    for listed in records {
         let task = listed.task.clone();
         if crate::id::validate(&task).is_err() {
             continue;

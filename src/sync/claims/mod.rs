@@ -34,7 +34,7 @@ mod wording;
 
 pub use confirm::{Confirmed, Pushed, Step, confirm, renew, undo};
 pub use exchange::{fetch_all, fetch_for_next, survey};
-pub use follow::{follow, reconcile, settle, unconfirmed};
+pub use follow::{follow, reconcile, reconcile_listed, settle, unconfirmed};
 pub use next::{spread, worth_trying};
 pub use wording::Failure;
 
