@@ -483,6 +483,42 @@ fn time_commands(
     }
     let [raw, list, next, search] = samples.map(median);
 
+    // The same reads with `tavern watch` running: they go by its change journal instead
+    // of a statat per file (README, "The read index"). Interleaved with the raw read.
+    let mut watcher = Command::new(&b.bin)
+        .arg("watch")
+        .current_dir(built.board.parent().unwrap())
+        .env("TAVERN_AGENT", "bench")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start tavern watch");
+    let journal = built.board.join(".state/journal");
+    let end = Instant::now() + Duration::from_secs(600);
+    while !journal.exists() && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(journal.exists(), "tavern watch kept no journal");
+    let mut samples: [Vec<Duration>; 4] = Default::default();
+    for i in 0..=scan_runs {
+        let raw = Instant::now();
+        std::hint::black_box(read_raw(&built.board));
+        let round = [
+            raw.elapsed(),
+            b.time(&["list", "tasks", "status=pending", "priority<=1"]),
+            b.time(&["claim", "--next"]),
+            b.time(&["search", "parser", "input"]),
+        ];
+        if i > 0 {
+            for (s, d) in samples.iter_mut().zip(round) {
+                s.push(d);
+            }
+        }
+    }
+    let _ = watcher.kill();
+    let _ = watcher.wait();
+    let [w_raw, w_list, w_next, w_search] = samples.map(median);
+
     // Reading the log: what an agent's `events` or a human's `log --since` costs, beside
     // reading log.yaml raw in-process.
     let mut samples: [Vec<Duration>; 3] = Default::default();
@@ -530,6 +566,21 @@ fn time_commands(
     );
     row("claim --next", next, "read all raw", raw, None);
     row("search parser input", search, "read all raw", raw, None);
+    row(
+        "list tasks status=pending priority<=1 (watcher running)",
+        w_list,
+        "read all raw",
+        w_raw,
+        at(100_000, 0.25),
+    );
+    row("claim --next (watcher running)", w_next, "read all raw", w_raw, None);
+    row(
+        "search parser input (watcher running)",
+        w_search,
+        "read all raw",
+        w_raw,
+        None,
+    );
     row("read all raw (in-process)", raw, "/bin/true", spawn, None);
     row(
         "log --since (last 10 entries)",
