@@ -573,7 +573,13 @@ fn time_commands(
         w_raw,
         at(100_000, 0.25),
     );
-    row("claim --next (watcher running)", w_next, "read all raw", w_raw, None);
+    row(
+        "claim --next (watcher running)",
+        w_next,
+        "read all raw",
+        w_raw,
+        None,
+    );
     row(
         "search parser input (watcher running)",
         w_search,
