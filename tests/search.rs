@@ -799,11 +799,7 @@ fn a_near_miss_weighs_half_even_when_it_is_another_word_searched_for() {
 
 fn with_a_watcher(b: &TestBoard, body: impl FnOnce(&TestBoard)) {
     let w = crate::util::watcher::Watcher::start(b, &[]);
-    let end = std::time::Instant::now() + Duration::from_secs(60);
-    while !b.board().join(".state/journal").exists() {
-        assert!(std::time::Instant::now() < end, "no journal");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    crate::util::watcher::wait_for_journal(b);
     body(b);
     w.stop();
 }
@@ -825,20 +821,9 @@ fn with_a_watcher_running_a_search_of_an_unchanged_board_looks_at_no_task_file()
         searches(b.root());
         searches(b.root());
         let statted = |b: &TestBoard| {
-            let out = Command::new("strace")
-                .args(["-f", "-qq", "-e", "trace=stat,lstat,newfstatat,statx"])
-                .args(["-o", "/dev/stderr"])
-                .arg(BIN)
-                .args(["search", "lock"])
-                .current_dir(b.root())
-                .env("TAVERN_AGENT", "tester")
-                .output()
-                .expect("strace is needed by this test (apt install strace)");
-            assert!(out.status.success());
-            String::from_utf8_lossy(&out.stderr)
-                .lines()
-                .filter(|l| l.contains("\"t-"))
-                .count()
+            let (names, out) = crate::util::watcher::task_files_statted(b, &["search", "lock"]);
+            out.ok();
+            names.len()
         };
         // A watcher too slow to answer makes a search look at every file (right too):
         // asked a few times, one must go by the journal.
