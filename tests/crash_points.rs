@@ -40,7 +40,7 @@ fn strace_available() -> bool {
         .is_ok_and(|s| s.success())
 }
 
-fn require_strace() {
+pub fn require_strace() {
     assert!(
         strace_available(),
         "these tests need strace (apt-get install strace; .ci/run installs it)"

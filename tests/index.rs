@@ -111,7 +111,10 @@ fn board_with_tasks(n: usize) -> TestBoard {
 
 #[test]
 fn same_size_edits_in_place_within_one_second_are_seen() {
-    let b = board_with_tasks(30);
+    same_size_edits_in_place(&board_with_tasks(30));
+}
+
+fn same_size_edits_in_place(b: &TestBoard) {
     let path = b.board().join("tasks/t-0007.md");
     reads(b.root());
     // Statuses of one length: every write keeps the file's size and inode, and several
@@ -171,7 +174,10 @@ fn an_edit_that_puts_back_the_old_mtime_is_seen() {
 
 #[test]
 fn editors_writing_by_rename_creations_deletions_and_odd_files_are_seen() {
-    let b = board_with_tasks(40);
+    editors_creations_deletions_and_odd_files(&board_with_tasks(40));
+}
+
+fn editors_creations_deletions_and_odd_files(b: &TestBoard) {
     reads(b.root());
     let tasks = b.board().join("tasks");
     // An editor's save: a temp file renamed over the document.
@@ -547,4 +553,135 @@ fn queries_over_cached_documents_match_what_a_full_scan_matches() {
             there.stdout
         );
     }
+}
+
+// With `tavern watch` running, reads go by its change journal (`.state/journal`) instead of
+// a `statat` of every file. The same changes behind the index's back must read the same.
+
+/// Waits until the watcher's journal is there (it is made again a second after the index
+/// directory holding the manifests is removed; the journal itself is beside it).
+fn wait_for_journal(board: &Path) {
+    let end = std::time::Instant::now() + Duration::from_secs(60);
+    while !board.join(".state/journal").exists() {
+        assert!(std::time::Instant::now() < end, "no journal");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn with_a_watcher_running_same_size_edits_in_place_are_seen() {
+    let b = board_with_tasks(30);
+    let w = crate::util::watcher::Watcher::start(&b, &[]);
+    wait_for_journal(&b.board());
+    same_size_edits_in_place(&b);
+    w.stop();
+}
+
+#[test]
+fn with_a_watcher_running_editors_creations_deletions_and_odd_files_are_seen() {
+    let b = board_with_tasks(40);
+    let w = crate::util::watcher::Watcher::start(&b, &[]);
+    wait_for_journal(&b.board());
+    editors_creations_deletions_and_odd_files(&b);
+    w.stop();
+}
+
+/// The task files `tavern list tasks` looked at with a stat call, by name, counted.
+fn files_statted(b: &TestBoard) -> (std::collections::BTreeMap<String, usize>, String) {
+    let out = Command::new("strace")
+        .args([
+            "-f",
+            "-qq",
+            "-e",
+            "trace=stat,lstat,newfstatat,statx",
+            "-o",
+            "/dev/stderr",
+        ])
+        .arg(BIN)
+        .args(["list", "tasks"])
+        .current_dir(b.root())
+        .env("TAVERN_AGENT", "tester")
+        .output()
+        .expect("strace is needed by this test (apt install strace)");
+    assert!(out.status.success());
+    let trace = String::from_utf8_lossy(&out.stderr);
+    let mut seen = std::collections::BTreeMap::new();
+    for line in trace.lines() {
+        if let Some(i) = line.find("\"t-") {
+            let name = &line[i + 1..];
+            let name = &name[..name.find('"').unwrap_or(name.len())];
+            *seen.entry(name.to_string()).or_insert(0) += 1;
+        }
+    }
+    (seen, String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn with_a_watcher_running_a_read_stats_only_what_its_journal_names_and_without_one_every_file() {
+    crate::crash_points::require_strace();
+    let b = board_with_tasks(40);
+    let mut w = crate::util::watcher::Watcher::start(&b, &[]);
+    wait_for_journal(&b.board());
+    // The first read through the journal records where it stood; the next goes by it.
+    reads(b.root());
+    reads(b.root());
+    // A watcher too slow to answer (a loaded machine) makes a read look at every file,
+    // which is right too: asked again a few times, one read must go by the journal.
+    let mut tries = 0;
+    let statted = loop {
+        let (statted, _) = files_statted(&b);
+        tries += 1;
+        if statted.len() < 40 || tries == 5 {
+            break statted;
+        }
+    };
+    assert!(
+        statted.is_empty(),
+        "an unchanged board: no file looked at, {statted:?}"
+    );
+
+    // An edit in place: that file only is looked at, and read.
+    let mut tries = 0;
+    let (statted, listed) = loop {
+        tries += 1;
+        let title = format!("edited in place {tries}");
+        b.write("tasks/t-0007.md", task_text("t-0007", "pending", 1, &title));
+        let (statted, listed) = files_statted(&b);
+        assert!(listed.contains(&title), "{listed}");
+        if statted.len() < 40 || tries == 5 {
+            break (statted, listed);
+        }
+    };
+    assert_eq!(
+        statted.keys().collect::<Vec<_>>(),
+        ["t-0007.md"],
+        "{statted:?} {listed}"
+    );
+    same_as_full_scan(b.root(), &b.board(), "an edit in place with a watcher");
+
+    // A watcher killed with SIGKILL leaves its journal, unanswered: a change made then
+    // (no one records it) is still seen, because every file is looked at again.
+    wait_for_journal(&b.board());
+    reads(b.root());
+    reads(b.root());
+    crate::util::watcher::signal(w.pid(), "KILL");
+    w.wait_exit();
+    assert!(
+        b.board().join(".state/journal").exists(),
+        "a killed watcher removes nothing"
+    );
+    b.write(
+        "tasks/t-0011.md",
+        task_text("t-0011", "pending", 1, "edited unwatched"),
+    );
+    let (statted, listed) = files_statted(&b);
+    assert_eq!(statted.len(), 40, "every file looked at: {statted:?}");
+    assert!(listed.contains("edited unwatched"), "{listed}");
+    same_as_full_scan(b.root(), &b.board(), "an edit after the watcher was killed");
+
+    // A watcher stopped as usual takes its journal with it.
+    let w = crate::util::watcher::Watcher::start(&b, &[]);
+    wait_for_journal(&b.board());
+    w.stop();
+    assert!(!b.board().join(".state/journal").exists());
 }

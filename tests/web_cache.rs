@@ -86,6 +86,10 @@ impl Server {
         let state = self.get("/api/state");
         serde_json::json!({
             "board": self.get("/api/board?per=500"),
+            // Pages of one column, as "show more" reads them.
+            "pending, second page": self.get("/api/board?per=2&state=pending&offset=2"),
+            "other, second page": self.get("/api/board?per=1&state=(other)&offset=1"),
+            "first cards": self.get("/api/board?per=1"),
             "filtered": self.get("/api/board?per=500&q=priority%3C%3D1"),
             "waiting": self.get("/api/waiting"),
             "count": state["waiting"],
@@ -209,6 +213,31 @@ fn what_the_server_shows_follows_every_change_behind_its_back() {
     b.write("tasks/t-broken.md", "---\ntitle: [unclosed\n---\n");
     b.write("tasks/Not An Id.md", "anything");
     agrees(&s, &board, "saves, a new file, a deletion, broken files");
+
+    // States the workflow does not name (one "(other)" column, best first across them), a
+    // second file under an existing id (the last by name gives the id its status), a task
+    // moved between columns and up the order.
+    for (name, status, priority) in [("t-limbo", "limbo", 2), ("t-parked", "parked", 1)] {
+        save(
+            &board,
+            &format!("tasks/{name}.md"),
+            &task_file(name, status, priority, "Elsewhere"),
+        );
+    }
+    save(
+        &board,
+        "tasks/zz-copy.md",
+        &task_file(&t1, "done", 3, "A copy under the first one's id"),
+    );
+    let text = b.read(&format!("tasks/{t2}.md"));
+    save(
+        &board,
+        &format!("tasks/{t2}.md"),
+        &text
+            .replace("status: pending", "status: working")
+            .replace("priority: 2", "priority: 0"),
+    );
+    agrees(&s, &board, "other states, an id twice, a task moved");
 
     // A question answered by hand: it no longer waits, nor blocks.
     let q = b.read("questions/q-1.md");

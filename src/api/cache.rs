@@ -15,8 +15,10 @@
 //! ([`crate::api::columns::columns`], [`crate::api::waiting::waiting`]): the answers are
 //! identical.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, SystemTime};
+
+use chrono::{DateTime, Utc};
 
 use super::columns::{BoardView, Paging};
 use super::waiting::Waiting;
@@ -72,11 +74,78 @@ struct Files {
     dir: Option<DirKey>,
 }
 
+/// A task's place in the board view's order, best first: priority, then oldest (as
+/// [`crate::time::stamp_key`] orders time stamps), then id, then file name (a read's
+/// order among tasks that share an id).
+type Rank = (i64, bool, Option<DateTime<Utc>>, String, String, String);
+
+fn rank(d: &Document) -> Rank {
+    let (parsed, at, raw) = crate::time::stamp_key(d.created_at());
+    (
+        d.priority(),
+        parsed,
+        at,
+        raw.to_string(),
+        d.id().to_string(),
+        d.file_id.clone(),
+    )
+}
+
+/// The tasks in the board view's order, kept up to date one document at a time, so that
+/// the unfiltered view (what a page shows first, and reads again after every change) costs
+/// the cards it shows, not a sort of the board.
+#[derive(Default)]
+struct Order {
+    /// By status as written (`""` for none): the tasks, best first.
+    by_status: HashMap<String, BTreeSet<Rank>>,
+    /// Each task's status and rank, by file name (to move or drop it).
+    of_file: HashMap<String, (String, Rank)>,
+    /// The file names of the tasks with each id (a read gives an id the last one's status).
+    files_of_id: HashMap<String, BTreeSet<String>>,
+}
+
+impl Order {
+    fn remove(&mut self, name: &str) {
+        let Some((status, rank)) = self.of_file.remove(name) else {
+            return;
+        };
+        if let Some(set) = self.by_status.get_mut(&status) {
+            set.remove(&rank);
+            if set.is_empty() {
+                self.by_status.remove(&status);
+            }
+        }
+        let id = &rank.4;
+        if let Some(files) = self.files_of_id.get_mut(id) {
+            files.remove(name);
+            if files.is_empty() {
+                self.files_of_id.remove(id);
+            }
+        }
+    }
+
+    fn insert(&mut self, name: &str, d: &Document) {
+        let status = d.status().unwrap_or("").to_string();
+        let rank = rank(d);
+        self.files_of_id
+            .entry(rank.4.clone())
+            .or_default()
+            .insert(name.to_string());
+        self.by_status
+            .entry(status.clone())
+            .or_default()
+            .insert(rank.clone());
+        self.of_file.insert(name.to_string(), (status, rank));
+    }
+}
+
 /// The documents of the board's tasks and questions, in memory.
 pub struct BoardCache {
     /// board.yaml as it was read for it: another configuration reads documents differently.
     config: String,
     files: [Files; 2],
+    /// The tasks' order (of `files[0]`).
+    order: Order,
     /// Bumped by every change to what it holds.
     generation: u64,
     /// Documents read one by one since it was built (for tests and the benchmark).
@@ -156,12 +225,38 @@ impl BoardCache {
                 f.by_name.insert(name, Err(s));
             }
         }
+        let mut order = Order::default();
+        for (name, read) in &files[0].by_name {
+            if let Ok(d) = read {
+                order.insert(name, d);
+            }
+        }
         Ok(BoardCache {
             config: config_of(board),
             files,
+            order,
             generation: 0,
             reads: 0,
         })
+    }
+
+    /// Holds `read` as the file `name` of region slot `i`.
+    fn put(&mut self, i: usize, name: &str, read: Read) {
+        if i == 0 {
+            self.order.remove(name);
+            if let Ok(d) = &read {
+                self.order.insert(name, d);
+            }
+        }
+        self.files[i].by_name.insert(name.to_string(), read);
+    }
+
+    /// Drops the file `name` of region slot `i`; whether it held it.
+    fn take(&mut self, i: usize, name: &str) -> bool {
+        if i == 0 {
+            self.order.remove(name);
+        }
+        self.files[i].by_name.remove(name).is_some()
     }
 
     /// Was it built with this board's configuration? If not, build it again.
@@ -202,13 +297,13 @@ impl BoardCache {
             let Some(i) = slot(region) else { continue };
             match read_file(board, region, name) {
                 Some(read) => {
-                    self.files[i].by_name.insert(name.to_string(), read);
+                    self.put(i, name, read);
                     applied.read += 1;
                     applied.paths.push(format!("{}/{name}.md", region.dir()));
                     self.reads += 1;
                 }
                 None => {
-                    if self.files[i].by_name.remove(name).is_some() {
+                    if self.take(i, name) {
                         applied.dropped += 1;
                         applied.paths.push(format!("{}/{name}.md", region.dir()));
                     }
@@ -246,8 +341,7 @@ impl BoardCache {
         let mut applied = Applied::default();
         for (i, key, listed) in listings.0 {
             let region = REGIONS[i];
-            let f = &mut self.files[i];
-            let gone: Vec<String> = f
+            let gone: Vec<String> = self.files[i]
                 .by_name
                 .keys()
                 .filter(|n| !listed.contains(*n))
@@ -256,26 +350,25 @@ impl BoardCache {
             for name in gone {
                 match read_file(board, region, &name) {
                     // Listed before it was created: kept, as read now.
-                    Some(read) => {
-                        f.by_name.insert(name, read);
-                    }
+                    Some(read) => self.put(i, &name, read),
                     None => {
-                        f.by_name.remove(&name);
+                        self.take(i, &name);
                         applied.dropped += 1;
                         applied.paths.push(format!("{}/{name}.md", region.dir()));
                     }
                 }
             }
             for name in listed {
-                if !f.by_name.contains_key(&name)
+                if !self.files[i].by_name.contains_key(&name)
                     && let Some(read) = read_file(board, region, &name)
                 {
                     applied.paths.push(format!("{}/{name}.md", region.dir()));
-                    f.by_name.insert(name, read);
+                    self.put(i, &name, read);
                     applied.read += 1;
                     self.reads += 1;
                 }
             }
+            let f = &mut self.files[i];
             f.dir = key.filter(|d| !d.racy());
         }
         if !applied.is_empty() {
@@ -311,11 +404,14 @@ impl BoardCache {
     }
 
     pub(crate) fn columns_of(&self, board: &Board, query: &Query, paging: &Paging) -> BoardView {
-        let tasks = self.tasks_in_id_order();
         let questions: Vec<&Document> = self
             .docs(Region::Questions)
             .filter(|d| super::columns::blocks_tasks(d))
             .collect();
+        if query.is_empty() {
+            return self.unfiltered(board, &questions, paging);
+        }
+        let tasks = self.tasks_in_id_order();
         super::columns::columns_in(
             board,
             &tasks,
@@ -326,27 +422,88 @@ impl BoardCache {
         )
     }
 
+    /// The board view of every task, from the order kept: each column's page taken from
+    /// its sorted tasks, and only the cards shown looked at.
+    fn unfiltered(&self, board: &Board, questions: &[&Document], paging: &Paging) -> BoardView {
+        let workflow = &board.config.workflow;
+        let tasks = &self.files[0].by_name;
+        let doc = |rank: &Rank| tasks.get(&rank.5).and_then(|r| r.as_ref().ok());
+        let status_of = |id: &str| -> Option<&str> {
+            let name = self.order.files_of_id.get(id)?.last()?;
+            Some(doc_status(tasks.get(name)?.as_ref().ok()?))
+        };
+        let others: Vec<&BTreeSet<Rank>> = self
+            .order
+            .by_status
+            .iter()
+            .filter(|(s, set)| !workflow.is_state(s) && !set.is_empty())
+            .map(|(_, set)| set)
+            .collect();
+        let sorted = super::columns::Sorted {
+            has_other: !others.is_empty(),
+            tasks: self.docs(Region::Tasks).count(),
+            skipped: self.skipped(Region::Tasks),
+            questions,
+            status_of: &status_of,
+        };
+        super::columns::assemble(board, sorted, paging, |state, offset, per| {
+            if state == super::columns::OTHER_STATE && !workflow.is_state(state) {
+                let mut all: Vec<&Rank> = others.iter().flat_map(|s| s.iter()).collect();
+                all.sort();
+                let offset = offset.min(all.len());
+                let page = all[offset..]
+                    .iter()
+                    .take(per)
+                    .filter_map(|r| doc(r))
+                    .collect();
+                return (all.len(), offset, page);
+            }
+            let Some(set) = self.order.by_status.get(state) else {
+                return (0, 0, Vec::new());
+            };
+            let offset = offset.min(set.len());
+            let page = set.iter().skip(offset).take(per).filter_map(doc).collect();
+            (set.len(), offset, page)
+        })
+    }
+
     /// The tasks in the order a scan returns them (by file name).
     fn tasks_in_id_order(&self) -> Vec<&Document> {
         self.docs(Region::Tasks).collect()
     }
 
-    /// [`crate::api::waiting::waiting`], from memory (a question's decision is still read
-    /// from the log, as it is in every read).
-    pub fn waiting(&self, board: &Board) -> Result<Waiting> {
+    /// How many things [`BoardCache::waiting`] lists, without building them: the open
+    /// questions and permission requests, and the tasks in the review states.
+    pub fn waiting_count(&self, board: &Board) -> Result<usize> {
+        let in_review: usize = super::waiting::review_states(board)
+            .iter()
+            .filter_map(|s| self.order.by_status.get(s))
+            .map(BTreeSet::len)
+            .sum();
+        Ok(self.open_questions(board)?.docs.len() + in_review)
+    }
+
+    /// The questions that still wait, each with its decision as the log says it.
+    fn open_questions(&self, board: &Board) -> Result<crate::scan::Scan> {
         let questions: Vec<Document> = self
             .docs(Region::Questions)
             .filter(|d| crate::ops::questions::may_be_open(d))
             .cloned()
             .collect();
-        let open = crate::ops::questions::open_of(
+        crate::ops::questions::open_of(
             board,
             crate::scan::Scan {
                 docs: questions,
                 skipped: self.skipped(Region::Questions),
             },
             false,
-        )?;
+        )
+    }
+
+    /// [`crate::api::waiting::waiting`], from memory (a question's decision is still read
+    /// from the log, as it is in every read).
+    pub fn waiting(&self, board: &Board) -> Result<Waiting> {
+        let open = self.open_questions(board)?;
         super::waiting::waiting_from(board, open, |states| {
             let paging = Paging {
                 per_column: usize::MAX,
@@ -356,6 +513,10 @@ impl BoardCache {
             Ok(self.columns_of(board, &Query::default(), &paging))
         })
     }
+}
+
+fn doc_status(d: &Document) -> &str {
+    d.status().unwrap_or("")
 }
 
 /// One document file read as a scan reads it; None when there is no file by that name.
@@ -398,20 +559,41 @@ mod tests {
 
     /// The cache's views beside the same views read from the files.
     fn same(board: &Board, cache: &BoardCache) {
-        let paging = Paging {
+        let mut pagings = vec![Paging {
             per_column: 2,
             ..Paging::default()
-        };
-        for terms in [vec![], vec!["priority<=1".to_string()]] {
-            let want =
-                serde_json::to_value(crate::api::columns::columns(board, &terms, &paging).unwrap())
-                    .unwrap();
-            let got = serde_json::to_value(cache.columns(board, &terms, &paging).unwrap()).unwrap();
-            assert_eq!(got, want, "board view, terms {terms:?}");
+        }];
+        // Every column paged one card at a time, past its end.
+        let mut states = board.config.workflow.states.clone();
+        states.push(crate::api::columns::OTHER_STATE.to_string());
+        for state in states {
+            for offset in 0..4 {
+                pagings.push(Paging {
+                    per_column: 1,
+                    offsets: [(state.clone(), offset)].into(),
+                    only: vec![state.clone()],
+                });
+            }
+        }
+        for paging in &pagings {
+            for terms in [vec![], vec!["priority<=1".to_string()]] {
+                let want = serde_json::to_value(
+                    crate::api::columns::columns(board, &terms, paging).unwrap(),
+                )
+                .unwrap();
+                let got =
+                    serde_json::to_value(cache.columns(board, &terms, paging).unwrap()).unwrap();
+                assert_eq!(got, want, "board view, terms {terms:?}, {paging:?}");
+            }
         }
         let want = serde_json::to_value(crate::api::waiting::waiting(board).unwrap()).unwrap();
         let got = serde_json::to_value(cache.waiting(board).unwrap()).unwrap();
         assert_eq!(got, want, "waiting queue");
+        assert_eq!(
+            cache.waiting_count(board).unwrap(),
+            crate::api::waiting::waiting(board).unwrap().count(),
+            "waiting count"
+        );
     }
 
     #[test]
@@ -429,6 +611,15 @@ mod tests {
             &task("t-3", "pending", 2, "depends_on: [t-9]\n"),
         );
         write(&board, "tasks/Bad Name.md", "not a document");
+        // States the workflow does not name, the same id in two files, ties in priority.
+        write(&board, "tasks/t-7.md", &task("t-7", "limbo", 1, ""));
+        write(&board, "tasks/t-8.md", &task("t-8", "parked", 1, ""));
+        write(&board, "tasks/t-9.md", &task("t-8", "limbo", 0, ""));
+        write(
+            &board,
+            "tasks/t-10.md",
+            &task("t-10", "pending", 1, "depends_on: [t-8, t-1]\n"),
+        );
         write(
             &board,
             "questions/q-1.md",
@@ -445,6 +636,8 @@ mod tests {
             &task("t-4", "claimed", 0, "claimed_by: coder\n"),
         );
         write(&board, "tasks/t-5.md", "---\nid: [unclosed\n---\n");
+        write(&board, "tasks/t-9.md", &task("t-8", "done", 1, ""));
+        write(&board, "tasks/t-7.md", &task("t-7", "pending", 1, ""));
         std::fs::remove_file(board.root.join("tasks/t-3.md")).unwrap();
         write(
             &board,
@@ -459,13 +652,15 @@ mod tests {
                 "tasks/t-4.md",
                 "tasks/t-5.md",
                 "tasks/t-3.md",
+                "tasks/t-9.md",
+                "tasks/t-7.md",
                 "questions/q-1.md",
                 "log.yaml",
                 "archive/tasks/t-9.md",
                 "tasks/t-1.md",
             ],
         );
-        assert_eq!((applied.read, applied.dropped), (4, 1), "each path once");
+        assert_eq!((applied.read, applied.dropped), (6, 1), "each path once");
         assert_eq!(
             applied.paths,
             [
@@ -473,10 +668,12 @@ mod tests {
                 "tasks/t-3.md",
                 "tasks/t-4.md",
                 "tasks/t-5.md",
+                "tasks/t-7.md",
+                "tasks/t-9.md",
                 "questions/q-1.md"
             ]
         );
-        assert_eq!(cache.reads(), 4);
+        assert_eq!(cache.reads(), 6);
         assert!(cache.generation() > before);
         same(&board, &cache);
 

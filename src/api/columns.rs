@@ -114,16 +114,6 @@ pub(crate) fn columns_in(
         .iter()
         .map(|d| (d.id(), d.status().unwrap_or("")))
         .collect();
-    let mut blocked_by: HashMap<String, Vec<Blocker>> = HashMap::new();
-    for q in questions {
-        for t in q.list("blocks") {
-            blocked_by.entry(t).or_default().push(Blocker {
-                id: q.id().to_string(),
-                kind: "question",
-                what: q.title().to_string(),
-            });
-        }
-    }
     let workflow = &board.config.workflow;
     let mut matching: Vec<&Document> = tasks
         .iter()
@@ -148,8 +138,59 @@ pub(crate) fn columns_in(
         };
         by_state.entry(key).or_default().push(d);
     }
-    let mut states: Vec<String> = workflow.states.clone();
-    if by_state.contains_key(OTHER_STATE) {
+    let has_other = by_state.contains_key(OTHER_STATE);
+    assemble(
+        board,
+        Sorted {
+            has_other,
+            tasks: tasks.len(),
+            skipped,
+            questions,
+            status_of: &|id| status_of.get(id).copied(),
+        },
+        paging,
+        |state, offset, per| {
+            let docs = by_state.remove(state).unwrap_or_default();
+            let offset = offset.min(docs.len());
+            let page = docs[offset..].iter().take(per).copied().collect();
+            (docs.len(), offset, page)
+        },
+    )
+}
+
+/// What [`assemble`] needs besides the columns' pages.
+pub(crate) struct Sorted<'a, 'q> {
+    /// Some matching task is in a state the workflow does not name.
+    pub has_other: bool,
+    /// Tasks on the board (matching or not).
+    pub tasks: usize,
+    pub skipped: Vec<Skipped>,
+    /// The open questions that block tasks ([`blocks_tasks`]).
+    pub questions: &'q [&'q Document],
+    /// The status of the task with this id on the board (the last by file name).
+    pub status_of: &'q dyn Fn(&str) -> Option<&'a str>,
+}
+
+/// The board view, given for each column (`page(state, offset, per)`) how many tasks
+/// match in it, the offset shown (at most that many) and that page of them, best first.
+pub(crate) fn assemble<'a>(
+    board: &Board,
+    sorted: Sorted<'_, '_>,
+    paging: &Paging,
+    mut page: impl FnMut(&str, usize, usize) -> (usize, usize, Vec<&'a Document>),
+) -> BoardView {
+    let mut blocked_by: HashMap<String, Vec<Blocker>> = HashMap::new();
+    for q in sorted.questions {
+        for t in q.list("blocks") {
+            blocked_by.entry(t).or_default().push(Blocker {
+                id: q.id().to_string(),
+                kind: "question",
+                what: q.title().to_string(),
+            });
+        }
+    }
+    let mut states: Vec<String> = board.config.workflow.states.clone();
+    if sorted.has_other {
         states.push(OTHER_STATE.to_string());
     }
     let per = paging.per_column.max(1);
@@ -158,29 +199,23 @@ pub(crate) fn columns_in(
         if !paging.only.is_empty() && !paging.only.contains(&state) {
             continue;
         }
-        let docs = by_state.remove(&state).unwrap_or_default();
-        let offset = paging
-            .offsets
-            .get(&state)
-            .copied()
-            .unwrap_or(0)
-            .min(docs.len());
-        let cards = docs[offset..]
+        let offset = paging.offsets.get(&state).copied().unwrap_or(0);
+        let (total, offset, docs) = page(&state, offset, per);
+        let cards = docs
             .iter()
-            .take(per)
-            .map(|d| card(board, d, &status_of, &blocked_by))
+            .map(|d| card(board, d, sorted.status_of, &blocked_by))
             .collect();
         columns.push(Column {
             state,
-            total: docs.len(),
+            total,
             offset,
             cards,
         });
     }
     BoardView {
         columns,
-        tasks: tasks.len(),
-        skipped,
+        tasks: sorted.tasks,
+        skipped: sorted.skipped,
     }
 }
 
@@ -210,13 +245,18 @@ pub fn blockers(board: &Board, task: &Document) -> Result<Vec<Blocker>> {
         })
         .collect();
     let blocked_by = HashMap::from([(task.id().to_string(), asked)]);
-    Ok(dependency_blockers(board, task, &status_of, &blocked_by))
+    Ok(dependency_blockers(
+        board,
+        task,
+        &|id| status_of.get(id).copied(),
+        &blocked_by,
+    ))
 }
 
-fn card(
+fn card<'a>(
     board: &Board,
     d: &Document,
-    status_of: &HashMap<&str, &str>,
+    status_of: &dyn Fn(&str) -> Option<&'a str>,
     blocked_by: &HashMap<String, Vec<Blocker>>,
 ) -> Card {
     let blockers = dependency_blockers(board, d, status_of, blocked_by);
@@ -237,16 +277,16 @@ fn card(
 
 /// The dependencies of `d` that are not finished (`status_of`: the tasks on the board;
 /// others are looked for in the archive), then the questions in `blocked_by` for it.
-fn dependency_blockers(
+fn dependency_blockers<'a>(
     board: &Board,
     d: &Document,
-    status_of: &HashMap<&str, &str>,
+    status_of: &dyn Fn(&str) -> Option<&'a str>,
     blocked_by: &HashMap<String, Vec<Blocker>>,
 ) -> Vec<Blocker> {
     let depends_on = d.list("depends_on");
     let mut blockers: Vec<Blocker> = depends_on
         .iter()
-        .filter_map(|dep| match status_of.get(dep.as_str()) {
+        .filter_map(|dep| match status_of(dep.as_str()) {
             Some(s) if board.config.workflow.is_success(s) => None,
             Some(s) => Some(Blocker {
                 id: dep.clone(),

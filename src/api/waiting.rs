@@ -81,7 +81,7 @@ impl Waiting {
 }
 
 /// The states a reviewer decides on: those the workflow's `approve` transition leaves from.
-fn review_states(board: &Board) -> Vec<String> {
+pub(crate) fn review_states(board: &Board) -> Vec<String> {
     let wf = &board.config.workflow;
     match wf.transition("approve") {
         Some(t) => wf

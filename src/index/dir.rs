@@ -11,6 +11,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::files::{self, Manifest};
+use super::journal::{self, View};
 use super::stat::{self, Clocks, Stamp, StatKey};
 use crate::error::{Error, Result};
 
@@ -70,6 +71,12 @@ pub struct Area {
     dev: OnceLock<u64>,
     /// The file system's time, taken once before the first file or listing was read.
     stamp: OnceLock<Stamp>,
+    /// The directory relative to the board (`/` separators), when the watcher's journal
+    /// may cover it.
+    rel: Option<String>,
+    root: PathBuf,
+    /// Where the watcher's journal stood when this read began (see [`Area::start`]).
+    view: OnceLock<Option<View>>,
 }
 
 /// The manifest a read starts from.
@@ -79,17 +86,56 @@ pub struct Start {
     pub fresh: bool,
     /// The directory is as it was when the manifest's names were listed.
     pub names_known: bool,
+    /// The watcher's journal vouches for the buckets written with the manifest: every
+    /// file of theirs is as cached (no stat needed), except these names (sorted), which
+    /// changed since (or were made or removed). None: check every file.
+    pub trusted: Option<Vec<String>>,
+}
+
+impl Start {
+    /// Does the journal vouch for bucket `b` as cached with id `id`?
+    pub fn vouched(&self, b: usize, id: u64) -> bool {
+        self.trusted.is_some() && self.manifest.buckets.get(b) == Some(&id)
+    }
+
+    /// The names of bucket `b` of `count` that changed since the index was written (and
+    /// may need to be added to its cached names).
+    pub fn changed_in_bucket(&self, b: usize, count: usize) -> Vec<&str> {
+        self.trusted
+            .iter()
+            .flatten()
+            .filter(|n| bucket_of(n, count) == b)
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// Did `name` change since the index was written (so its cache is not vouched for)?
+    pub fn changed(&self, name: &str) -> bool {
+        self.trusted
+            .as_ref()
+            .is_some_and(|t| t.binary_search_by(|n| n.as_str().cmp(name)).is_ok())
+    }
 }
 
 impl Area {
     pub fn new(
+        root: &Path,
         dir: PathBuf,
         index_dir: PathBuf,
         now: Clocks,
         fingerprint: u64,
         lister: Lister,
     ) -> Area {
+        let rel = dir
+            .strip_prefix(root)
+            .ok()
+            .and_then(|r| r.to_str())
+            .map(|r| r.replace(std::path::MAIN_SEPARATOR, "/"))
+            .filter(|r| journal::covers(r));
         Area {
+            rel,
+            root: root.to_path_buf(),
+            view: OnceLock::new(),
             dir,
             index_dir,
             now,
@@ -149,11 +195,33 @@ impl Area {
     /// jump, and its bucket count still fits; else a fresh one. `dir_key`: the directory's
     /// stat data, taken before any listing (None: list it every time).
     pub fn start(&self, dir_key: Option<StatKey>) -> Result<Start> {
+        if let Some(k) = dir_key {
+            let _ = self.dev.set(k.dev);
+        }
+        // Before anything is read: what changed after this is recorded after the view.
+        let view = self
+            .view
+            .get_or_init(|| self.rel.as_ref().and_then(|_| View::take(&self.root)));
         let manifest = files::load(&files::manifest_path(&self.index_dir))
             .and_then(|b| files::decode_manifest(&b))
             .filter(|m| m.fingerprint == self.fingerprint && !self.now.jumped_since(&m.clocks));
-        if let Some(k) = dir_key {
-            let _ = self.dev.set(k.dev);
+        let trusted = match (view, &manifest, &self.rel) {
+            (Some(v), Some(m), Some(rel)) => m
+                .feed
+                .filter(|&(epoch, at)| epoch == v.epoch && at <= v.at)
+                .and_then(|(_, at)| v.changed_in(at, rel))
+                .map(|names| names.into_iter().map(str::to_string).collect()),
+            _ => None,
+        };
+        if let (Some(trusted), Some(m)) = (trusted, &manifest) {
+            // The names are the cached ones and those the journal named: no listing, and
+            // the bucket count is looked at again by a read that lists.
+            return Ok(Start {
+                manifest: m.clone(),
+                fresh: false,
+                names_known: false,
+                trusted: Some(trusted),
+            });
         }
         let names_known = dir_key.is_some()
             && manifest
@@ -164,6 +232,7 @@ impl Area {
                 manifest: m,
                 fresh: false,
                 names_known,
+                trusted: None,
             },
             _ => {
                 let _ = std::fs::create_dir_all(&self.index_dir);
@@ -174,9 +243,11 @@ impl Area {
                         dir: None,
                         clocks: self.now,
                         buckets: vec![0; self.ideal_buckets()?],
+                        feed: None,
                     },
                     fresh: true,
                     names_known: false,
+                    trusted: None,
                 }
             }
         };
@@ -188,7 +259,11 @@ impl Area {
     pub fn finish(&self, start: Start, dir_key: Option<StatKey>, ids: Vec<u64>, changed: bool) {
         // The names were listed (or known) after `dir_key` was taken: they are the
         // directory's as of it, unless it changed in the tick of the listing (or later).
+        let listed = self.listing.get().is_some();
         let dir = match (dir_key, self.stamp.get()) {
+            // Names from the journal, not a listing: the next read that does not go by the
+            // journal lists again.
+            _ if start.trusted.is_some() && !listed => None,
             (Some(k), Some(_)) => (!self.stamp(k.dev).racy(&k)).then_some(k),
             // Not listed: the names are the manifest's, as trusted when it was written.
             (Some(k), None) if start.names_known => Some(k),
@@ -196,11 +271,24 @@ impl Area {
             (None, _) => None,
         };
         let manifest = start.manifest;
-        if start.fresh || changed || manifest.dir != dir || ids != manifest.buckets {
+        // Every bucket was brought up to date after the view was taken: the journal from
+        // the view on says what changed since.
+        let feed = self
+            .view
+            .get()
+            .and_then(|v| v.as_ref())
+            .map(|v| (v.epoch, v.at));
+        if start.fresh
+            || changed
+            || manifest.dir != dir
+            || ids != manifest.buckets
+            || manifest.feed != feed
+        {
             let written = Manifest {
                 dir,
                 clocks: self.now,
                 buckets: ids,
+                feed,
                 ..manifest
             };
             files::save(

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::stat::{Clocks, StatKey};
 
-const MANIFEST_MAGIC: &[u8; 8] = b"TVIXMAN1";
+const MANIFEST_MAGIC: &[u8; 8] = b"TVIXMAN2";
 const BUCKET_MAGIC: &[u8; 8] = b"TVIXBKT1";
 
 /// What a directory's index holds besides its buckets.
@@ -26,6 +26,9 @@ pub struct Manifest {
     /// The id of each bucket as written with this manifest: a bucket file with another id
     /// was written by someone else since, and its names must be checked against a listing.
     pub buckets: Vec<u64>,
+    /// The watcher's journal (epoch, offset) as of which the buckets written with this
+    /// manifest were up to date (see `journal`); None when no watcher kept one.
+    pub feed: Option<(u64, u64)>,
 }
 
 /// What one document file held when it was last read.
@@ -205,6 +208,14 @@ pub fn encode_manifest(m: &Manifest) -> Vec<u8> {
     for id in &m.buckets {
         out.u64(*id);
     }
+    match m.feed {
+        Some((epoch, at)) => {
+            out.u8(1);
+            out.u64(epoch);
+            out.u64(at);
+        }
+        None => out.u8(0),
+    }
     out.seal()
 }
 
@@ -226,12 +237,18 @@ pub fn decode_manifest(bytes: &[u8]) -> Option<Manifest> {
     for _ in 0..n {
         buckets.push(input.u64()?);
     }
+    let feed = match input.u8()? {
+        0 => None,
+        1 => Some((input.u64()?, input.u64()?)),
+        _ => return None,
+    };
     input.0.is_empty().then_some(Manifest {
         fingerprint,
         generation,
         dir,
         clocks,
         buckets,
+        feed,
     })
 }
 
@@ -397,10 +414,15 @@ mod tests {
                 boot_id: 3,
             },
             buckets: vec![5, 6, 7],
+            feed: Some((11, 12)),
         };
         let bytes = encode_manifest(&m);
         assert_eq!(decode_manifest(&bytes), Some(m.clone()));
-        let none = Manifest { dir: None, ..m };
+        let none = Manifest {
+            dir: None,
+            feed: None,
+            ..m
+        };
         assert_eq!(decode_manifest(&encode_manifest(&none)), Some(none));
         assert_eq!(decode_manifest(&bytes[..bytes.len() - 1]), None);
     }

@@ -20,12 +20,13 @@
 
 pub(crate) mod dir;
 pub(crate) mod files;
+pub(crate) mod journal;
 pub(crate) mod stat;
 
 use std::borrow::Cow;
 use std::os::fd::OwnedFd;
 
-use files::{Bucket, Entry, Manifest, Outcome};
+use files::{Bucket, Entry, Outcome};
 use rustix::fs::FileType;
 use stat::StatKey;
 
@@ -121,6 +122,7 @@ pub(crate) fn read_dir(
         archived,
         dir_fd,
         area: dir::Area::new(
+            &board.root,
             dir,
             index_dir,
             stat::Clocks::now(),
@@ -171,7 +173,7 @@ impl Area<'_> {
             _ => None,
         };
         let parts = dir::each_bucket(count, |b| {
-            let part = self.read_bucket(&start.manifest, b, start.names_known, keep);
+            let part = self.read_bucket(&start, b, keep);
             if let Some(p) = &progress {
                 p.add(&self.area.dir, part.entries);
             }
@@ -200,11 +202,12 @@ impl Area<'_> {
 
     fn read_bucket(
         &self,
-        manifest: &Manifest,
+        start: &dir::Start,
         b: usize,
-        names_known: bool,
         keep: &(dyn Fn(&Document) -> bool + Sync),
     ) -> Part {
+        let manifest = &start.manifest;
+        let names_known = start.names_known;
         let count = manifest.buckets.len();
         let path = files::bucket_path(&self.area.index_dir, manifest.generation, b);
         let bytes = files::load(&path).unwrap_or_default();
@@ -216,23 +219,42 @@ impl Area<'_> {
             ..Part::default()
         };
         // Its names: the cached ones while the directory is unchanged and this bucket is
-        // the one the manifest was written with; else this bucket's share of a listing.
-        let listed: Option<Vec<&str>> = if names_known && cached.id == manifest.buckets[b] {
-            None
-        } else {
-            part.changed = true;
-            match self.area.share(b, count) {
-                Ok(names) => Some(names),
-                Err(e) => {
-                    part.error = Some(e);
-                    return part;
+        // the one the manifest was written with; with the watcher's journal vouching for
+        // it, the cached ones and those the journal named; else this bucket's share of a
+        // listing.
+        let vouched = start.vouched(b, cached.id);
+        let listed: Option<Vec<&str>> =
+            if vouched || (names_known && cached.id == manifest.buckets[b]) {
+                None
+            } else {
+                part.changed = true;
+                match self.area.share(b, count) {
+                    Ok(names) => Some(names),
+                    Err(e) => {
+                        part.error = Some(e);
+                        return part;
+                    }
                 }
-            }
-        };
+            };
         // Both are sorted by name: walk them side by side.
+        let cached_len = cached.entries.len();
         let mut old = cached.entries.into_iter().peekable();
         let mut rewrite = false;
         let pairs: Vec<(Cow<'_, str>, Option<Entry<'_>>)> = match listed {
+            // The cached names, and those the journal named that the bucket lacks.
+            None if vouched => {
+                let mut pairs = Vec::with_capacity(cached_len);
+                for name in start.changed_in_bucket(b, count) {
+                    while let Some(e) = old.next_if(|e| *e.name < *name) {
+                        pairs.push((e.name.clone(), Some(e)));
+                    }
+                    if old.peek().is_none_or(|e| e.name != name) {
+                        pairs.push((Cow::Owned(name.to_string()), None));
+                    }
+                }
+                pairs.extend(old.map(|e| (e.name.clone(), Some(e))));
+                pairs
+            }
             None => old.map(|e| (e.name.clone(), Some(e))).collect(),
             Some(names) => {
                 let mut pairs = Vec::with_capacity(names.len());
@@ -249,7 +271,8 @@ impl Area<'_> {
         let mut entries = Vec::with_capacity(pairs.len());
         for (name, old) in pairs {
             let had = old.is_some();
-            let (entry, outcome) = match self.read_entry(&name, old) {
+            let trust = vouched && !start.changed(&name);
+            let (entry, outcome) = match self.read_entry(&name, old, trust) {
                 Read::Gone => {
                     rewrite |= had;
                     continue;
@@ -284,8 +307,9 @@ impl Area<'_> {
         part
     }
 
-    /// One file: its cached outcome when its stat data are unchanged, else read again.
-    fn read_entry<'e>(&self, name: &str, old: Option<Entry<'e>>) -> Read<'e> {
+    /// One file: its cached outcome when its stat data are unchanged (or `trust`: the
+    /// watcher's journal says it did not change), else read again.
+    fn read_entry<'e>(&self, name: &str, old: Option<Entry<'e>>, trust: bool) -> Read<'e> {
         let path = self.area.dir.join(format!("{name}.md"));
         let file = |key: Option<StatKey>| DocFile {
             id: name.to_string(),
@@ -308,8 +332,12 @@ impl Area<'_> {
             return Read::Cached(entry, Some(outcome));
         }
         let file_name = format!("{name}.md");
-        let Some(key) = dir::stat_name(&self.dir_fd, &file_name) else {
-            return Read::Gone;
+        let key = match &old {
+            Some(old) if trust && !old.racy && old.key != StatKey::default() => old.key,
+            _ => match dir::stat_name(&self.dir_fd, &file_name) {
+                Some(key) => key,
+                None => return Read::Gone,
+            },
         };
         let old = match old {
             Some(mut old) if !old.racy && old.key == key && key != StatKey::default() => {

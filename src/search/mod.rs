@@ -735,6 +735,7 @@ impl<'a> Area<'a> {
             place,
             dir_fd,
             area: ixdir::Area::new(
+                &ctx.board.root,
                 dir,
                 crate::layout::search_dir(&ctx.board.root).join(place.index_name()),
                 ctx.now,

@@ -349,6 +349,7 @@ impl<'a> Watch<'a> {
         if self.lock.verify(&self.board)? {
             (self.emit)(Event::Warning(Warning::Relocked));
         }
+        self.intake.check_journal();
         Ok(())
     }
 
@@ -403,6 +404,7 @@ impl<'a> Watch<'a> {
     }
 
     fn shutdown(&mut self) -> Result<()> {
+        self.intake.close_journal();
         self.drain_log()?;
         self.persist()?;
         self.save_state(true)?;

@@ -179,6 +179,7 @@ impl Feed {
     fn start_native(&mut self) {
         let extra = Extra {
             log_and_board: true,
+            journal: None,
         };
         match Native::start(&self.board, self.tx.clone(), self.backlog.clone(), extra) {
             Ok(n) => self.native = Some(n),

@@ -67,18 +67,21 @@ fn relevant(kind: &EventKind) -> bool {
 }
 
 /// What a native watcher reports besides the tracked files.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Default)]
 pub struct Extra {
     /// Appends to log.yaml and the comings and goings of board.yaml (the change feed
     /// reports them; the watcher reads the log only when a file changed, and would
     /// otherwise wake up for its own appends).
     pub log_and_board: bool,
+    /// The change journal reads are checked against (`tavern watch` keeps it; a server's
+    /// feed does not): every event's paths are written to it first, in the kernel's order.
+    pub journal: Option<Arc<crate::index::journal::Writer>>,
 }
 
 /// Could a change of this path be a change of a tracked file or of a directory holding
 /// some? Not the log, board.yaml, the reports watch mode writes, or temp and swap files:
 /// every append to log.yaml (the watcher's own included) would wake the watcher up.
-fn worth_a_look(root: &std::path::Path, path: &std::path::Path, extra: Extra) -> bool {
+fn worth_a_look(root: &std::path::Path, path: &std::path::Path, log_and_board: bool) -> bool {
     let Ok(rel) = path.strip_prefix(root) else {
         return false;
     };
@@ -92,7 +95,7 @@ fn worth_a_look(root: &std::path::Path, path: &std::path::Path, extra: Extra) ->
         "" => {
             areas::FLAT_DIRS.contains(&name)
                 || areas::RECURSIVE_DIRS.contains(&name)
-                || (extra.log_and_board && matches!(name, "log.yaml" | "board.yaml"))
+                || (log_and_board && matches!(name, "log.yaml" | "board.yaml"))
         }
         "control" => !matches!(name, "schedule.md" | "metrics.md"),
         _ => true,
@@ -131,13 +134,29 @@ impl Native {
         extra: Extra,
     ) -> Result<Native, notify::Error> {
         let root = board.root.clone();
+        let journal = extra.journal.clone();
+        let cookies = journal.as_ref().map(|j| j.cookie_dir().to_path_buf());
+        let log_and_board = extra.log_and_board;
         let handler = move |res: notify::Result<notify::Event>| {
+            if let Some(j) = &journal {
+                match &res {
+                    Ok(ev) if ev.need_rescan() => j.lost(),
+                    Ok(ev) if relevant(&ev.kind) => {
+                        j.record(&ev.paths, matches!(ev.kind, EventKind::Create(_)))
+                    }
+                    Ok(_) => {}
+                    Err(_) => j.lost(),
+                }
+            }
             let msg = match res {
                 Ok(ev) if ev.need_rescan() => Msg::Rescan,
                 Ok(ev) if !relevant(&ev.kind) => return,
                 Ok(mut ev) => {
-                    // The log, our own reports and temp files: not worth waking up for.
-                    ev.paths.retain(|p| worth_a_look(&root, p, extra));
+                    // The log, our own reports, temp files and cookies: not worth waking
+                    // up for.
+                    ev.paths.retain(|p| {
+                        cookies.as_deref() != p.parent() && worth_a_look(&root, p, log_and_board)
+                    });
                     if ev.paths.is_empty() {
                         return;
                     }
@@ -155,10 +174,20 @@ impl Native {
         // A symlink under solutions/ may point anywhere: never watched through.
         let config = notify::Config::default().with_follow_symlinks(false);
         let mut watcher = notify::RecommendedWatcher::new(handler, config)?;
+        // The cookies first: a cookie answered means every other watch was in place.
+        if let Some(j) = &extra.journal {
+            watcher.watch(j.cookie_dir(), RecursiveMode::NonRecursive)?;
+        }
         for (dir, mode) in watches(board) {
             watcher.watch(&dir, mode)?;
         }
         Ok(Native { watcher })
+    }
+
+    /// Watches the journal's cookie directory again (it was removed and made anew).
+    pub fn watch_cookies(&mut self, dir: &std::path::Path) {
+        let _ = self.watcher.unwatch(dir);
+        let _ = self.watcher.watch(dir, RecursiveMode::NonRecursive);
     }
 
     /// Watches a directory again (it was removed and created anew).
@@ -302,7 +331,7 @@ mod tests {
     #[test]
     fn the_log_reports_and_temp_files_wake_nobody() {
         let root = std::path::Path::new("/p/.tavern");
-        let look = |rel: &str| worth_a_look(root, &root.join(rel), Extra::default());
+        let look = |rel: &str| worth_a_look(root, &root.join(rel), false);
         for yes in [
             "tasks",
             "tasks/task-1.md",
@@ -329,11 +358,9 @@ mod tests {
         assert!(!worth_a_look(
             root,
             std::path::Path::new("/elsewhere/x.md"),
-            Extra::default()
+            false
         ));
-        let feed = Extra {
-            log_and_board: true,
-        };
+        let feed = true;
         assert!(worth_a_look(root, &root.join("log.yaml"), feed));
         assert!(worth_a_look(root, &root.join("board.yaml"), feed));
         assert!(!worth_a_look(root, &root.join("control/schedule.md"), feed));

@@ -22,6 +22,8 @@ const RETRIES: u32 = 3;
 pub struct Intake {
     pub backlog: Backlog,
     native: Option<Native>,
+    /// The change journal the native watcher writes (see `index::journal`).
+    journal: Option<std::sync::Arc<crate::index::journal::Writer>>,
     /// Poll mode: the interval and the next rescan.
     poll: Option<(Duration, Instant)>,
     /// Paths to look at again later (written half a moment ago and invalid, or a look
@@ -46,6 +48,7 @@ impl Intake {
         let mut intake = Intake {
             backlog: Backlog::default(),
             native: None,
+            journal: None,
             poll: None,
             deferred: Vec::new(),
             retries: HashMap::new(),
@@ -58,13 +61,20 @@ impl Intake {
             intake.poll = Some((every, Instant::now() + every));
             return intake;
         }
-        match Native::start(
-            board,
-            tx,
-            intake.backlog.clone(),
-            fsevents::Extra::default(),
-        ) {
-            Ok(n) => intake.native = Some(n),
+        // The journal reads check themselves against while this watcher runs; without
+        // one (it cannot be written) they check every file, as without a watcher.
+        let journal = crate::index::journal::Writer::start(&board.root)
+            .ok()
+            .map(std::sync::Arc::new);
+        let extra = fsevents::Extra {
+            log_and_board: false,
+            journal: journal.clone(),
+        };
+        match Native::start(board, tx, intake.backlog.clone(), extra) {
+            Ok(n) => {
+                intake.native = Some(n);
+                intake.journal = journal;
+            }
             Err(e) => {
                 emit(native_failed(&e, true));
                 intake.poll = Some((FALLBACK_POLL, Instant::now() + FALLBACK_POLL));
@@ -81,9 +91,27 @@ impl Intake {
         }
     }
 
+    /// Puts the change journal back when it or its cookie directory was removed (checked
+    /// every second, with the lock).
+    pub fn check_journal(&mut self) {
+        if let (Some(j), Some(n)) = (&self.journal, &mut self.native)
+            && j.verify()
+        {
+            n.watch_cookies(j.cookie_dir());
+        }
+    }
+
+    /// The watcher stops: its journal goes (the process may end before anything drops).
+    pub fn close_journal(&mut self) {
+        if let Some(j) = self.journal.take() {
+            j.close();
+        }
+    }
+
     /// The native watcher failed while it ran: polling from now on.
     pub fn native_failed(&mut self, e: &notify::Error) -> Event {
         self.native = None;
+        self.close_journal();
         self.poll = Some((FALLBACK_POLL, Instant::now()));
         native_failed(e, false)
     }

@@ -232,8 +232,7 @@ async fn state(State(app): State<Shared>) -> Response {
             v["waiting"] = app
                 .live
                 .cache()
-                .with(&board, |c| c.waiting(&board))?
-                .count()
+                .with(&board, |c| c.waiting_count(&board))?
                 .into();
         }
         Ok(v)
