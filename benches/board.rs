@@ -465,23 +465,31 @@ fn time_commands(
     // Commands that read the whole board, interleaved with reading it raw in-process
     // (the first read warms the page cache, as on a board in use).
     let scan_runs = if n >= 100_000 { 5 } else { 9 };
-    let mut samples: [Vec<Duration>; 4] = Default::default();
-    for i in 0..=scan_runs {
-        let raw = Instant::now();
-        std::hint::black_box(read_raw(&built.board));
-        let round = [
-            raw.elapsed(),
-            b.time(&["list", "tasks", "status=pending", "priority<=1"]),
-            b.time(&["claim", "--next"]),
-            b.time(&["search", "parser", "input"]),
-        ];
-        if i > 0 {
-            for (s, d) in samples.iter_mut().zip(round) {
-                s.push(d);
-            }
-        }
-    }
-    let [raw, list, next, search] = samples.map(median);
+    let [raw, list, next, search] = time_reads(b, &built.board, scan_runs);
+
+    // The same reads with `tavern watch` running: they go by its change journal instead
+    // of a statat per file (README, "The read index"). Timed once it watches (its first
+    // look at the board done).
+    let mut watcher = Command::new(&b.bin)
+        .args(["watch", "--json"])
+        .current_dir(built.board.parent().unwrap())
+        .env("TAVERN_AGENT", "bench")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start tavern watch");
+    let lines = std::io::BufReader::new(watcher.stdout.take().unwrap());
+    let watching = std::io::BufRead::lines(lines)
+        .map_while(|l| l.ok())
+        .any(|l| l.contains("\"event\":\"watching\""));
+    assert!(watching, "tavern watch ended before it watched");
+    assert!(
+        built.board.join(".state/journal").exists(),
+        "tavern watch kept no journal"
+    );
+    let [w_raw, w_list, w_next, w_search] = time_reads(b, &built.board, scan_runs);
+    let _ = watcher.kill();
+    let _ = watcher.wait();
 
     // Reading the log: what an agent's `events` or a human's `log --since` costs, beside
     // reading log.yaml raw in-process.
@@ -530,6 +538,27 @@ fn time_commands(
     );
     row("claim --next", next, "read all raw", raw, None);
     row("search parser input", search, "read all raw", raw, None);
+    row(
+        "list tasks status=pending priority<=1 (watcher running)",
+        w_list,
+        "read all raw",
+        w_raw,
+        at(100_000, 0.25),
+    );
+    row(
+        "claim --next (watcher running)",
+        w_next,
+        "read all raw",
+        w_raw,
+        None,
+    );
+    row(
+        "search parser input (watcher running)",
+        w_search,
+        "read all raw",
+        w_raw,
+        None,
+    );
     row("read all raw (in-process)", raw, "/bin/true", spawn, None);
     row(
         "log --since (last 10 entries)",
@@ -547,6 +576,28 @@ fn time_commands(
         None,
     );
     raw
+}
+
+/// `list` with a query, `claim --next` and `search`, each round beside reading every task
+/// file raw in-process; round 0 warms up. The medians: [raw, list, next, search].
+fn time_reads(b: &Bench, board: &Path, runs: usize) -> [Duration; 4] {
+    let mut samples: [Vec<Duration>; 4] = Default::default();
+    for i in 0..=runs {
+        let raw = Instant::now();
+        std::hint::black_box(read_raw(board));
+        let round = [
+            raw.elapsed(),
+            b.time(&["list", "tasks", "status=pending", "priority<=1"]),
+            b.time(&["claim", "--next"]),
+            b.time(&["search", "parser", "input"]),
+        ];
+        if i > 0 {
+            for (s, d) in samples.iter_mut().zip(round) {
+                s.push(d);
+            }
+        }
+    }
+    samples.map(median)
 }
 
 fn render(rows: &[Row], watch_rows: &[watch::Row], bin: &Path) -> String {

@@ -558,21 +558,11 @@ fn queries_over_cached_documents_match_what_a_full_scan_matches() {
 // With `tavern watch` running, reads go by its change journal (`.state/journal`) instead of
 // a `statat` of every file. The same changes behind the index's back must read the same.
 
-/// Waits until the watcher's journal is there (it is made again a second after the index
-/// directory holding the manifests is removed; the journal itself is beside it).
-fn wait_for_journal(board: &Path) {
-    let end = std::time::Instant::now() + Duration::from_secs(60);
-    while !board.join(".state/journal").exists() {
-        assert!(std::time::Instant::now() < end, "no journal");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn with_a_watcher_running_same_size_edits_in_place_are_seen() {
     let b = board_with_tasks(30);
     let w = crate::util::watcher::Watcher::start(&b, &[]);
-    wait_for_journal(&b.board());
+    crate::util::watcher::wait_for_journal(&b);
     same_size_edits_in_place(&b);
     w.stop();
 }
@@ -581,39 +571,21 @@ fn with_a_watcher_running_same_size_edits_in_place_are_seen() {
 fn with_a_watcher_running_editors_creations_deletions_and_odd_files_are_seen() {
     let b = board_with_tasks(40);
     let w = crate::util::watcher::Watcher::start(&b, &[]);
-    wait_for_journal(&b.board());
+    crate::util::watcher::wait_for_journal(&b);
     editors_creations_deletions_and_odd_files(&b);
     w.stop();
 }
 
-/// The task files `tavern list tasks` looked at with a stat call, by name, counted.
+/// The task files `tavern list tasks` looked at with a stat call, by name, counted;
+/// and what it listed.
 fn files_statted(b: &TestBoard) -> (std::collections::BTreeMap<String, usize>, String) {
-    let out = Command::new("strace")
-        .args([
-            "-f",
-            "-qq",
-            "-e",
-            "trace=stat,lstat,newfstatat,statx",
-            "-o",
-            "/dev/stderr",
-        ])
-        .arg(BIN)
-        .args(["list", "tasks"])
-        .current_dir(b.root())
-        .env("TAVERN_AGENT", "tester")
-        .output()
-        .expect("strace is needed by this test (apt install strace)");
-    assert!(out.status.success());
-    let trace = String::from_utf8_lossy(&out.stderr);
+    let (names, out) = crate::util::watcher::task_files_statted(b, &["list", "tasks"]);
+    out.ok();
     let mut seen = std::collections::BTreeMap::new();
-    for line in trace.lines() {
-        if let Some(i) = line.find("\"t-") {
-            let name = &line[i + 1..];
-            let name = &name[..name.find('"').unwrap_or(name.len())];
-            *seen.entry(name.to_string()).or_insert(0) += 1;
-        }
+    for name in names {
+        *seen.entry(name).or_insert(0) += 1;
     }
-    (seen, String::from_utf8_lossy(&out.stdout).into_owned())
+    (seen, out.stdout)
 }
 
 #[test]
@@ -621,7 +593,7 @@ fn with_a_watcher_running_a_read_stats_only_what_its_journal_names_and_without_o
     crate::crash_points::require_strace();
     let b = board_with_tasks(40);
     let mut w = crate::util::watcher::Watcher::start(&b, &[]);
-    wait_for_journal(&b.board());
+    crate::util::watcher::wait_for_journal(&b);
     // The first read through the journal records where it stood; the next goes by it.
     reads(b.root());
     reads(b.root());
@@ -661,7 +633,7 @@ fn with_a_watcher_running_a_read_stats_only_what_its_journal_names_and_without_o
 
     // A watcher killed with SIGKILL leaves its journal, unanswered: a change made then
     // (no one records it) is still seen, because every file is looked at again.
-    wait_for_journal(&b.board());
+    crate::util::watcher::wait_for_journal(&b);
     reads(b.root());
     reads(b.root());
     crate::util::watcher::signal(w.pid(), "KILL");
@@ -681,7 +653,7 @@ fn with_a_watcher_running_a_read_stats_only_what_its_journal_names_and_without_o
 
     // A watcher stopped as usual takes its journal with it.
     let w = crate::util::watcher::Watcher::start(&b, &[]);
-    wait_for_journal(&b.board());
+    crate::util::watcher::wait_for_journal(&b);
     w.stop();
     assert!(!b.board().join(".state/journal").exists());
 }

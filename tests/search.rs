@@ -325,7 +325,10 @@ fn agent_written_text_reaches_the_terminal_without_control_characters() {
 
 #[test]
 fn same_size_edits_in_place_within_one_second_are_seen() {
-    let b = board_with_tasks(30);
+    same_size_edits_in_place(&board_with_tasks(30));
+}
+
+fn same_size_edits_in_place(b: &TestBoard) {
     let path = b.board().join("tasks/t-0007.md");
     searches(b.root());
     for (round, seed) in [1, 2, 3, 4, 5].iter().enumerate() {
@@ -375,7 +378,10 @@ fn an_edit_that_puts_back_the_old_mtime_is_seen() {
 
 #[test]
 fn editors_renames_creations_deletions_odd_files_and_solutions_are_seen() {
-    let b = board_with_tasks(40);
+    editors_renames_creations_deletions(&board_with_tasks(40));
+}
+
+fn editors_renames_creations_deletions(b: &TestBoard) {
     b.write(
         "solutions/t-0001/notes.md",
         "# lock notes\n\ncache network\n",
@@ -786,4 +792,45 @@ fn a_near_miss_weighs_half_even_when_it_is_another_word_searched_for() {
         "format formal: {both}, formal: {alone}"
     );
     assert!((score(&["format"]) / alone - 0.5).abs() < 0.01);
+}
+
+// With `tavern watch` running, searches go by its change journal (README, "The read
+// index"): the same changes must find the same, and an unchanged board no stat call.
+
+fn with_a_watcher(b: &TestBoard, body: impl FnOnce(&TestBoard)) {
+    let w = crate::util::watcher::Watcher::start(b, &[]);
+    crate::util::watcher::wait_for_journal(b);
+    body(b);
+    w.stop();
+}
+
+#[test]
+fn with_a_watcher_running_same_size_edits_in_place_are_found() {
+    with_a_watcher(&board_with_tasks(30), same_size_edits_in_place);
+}
+
+#[test]
+fn with_a_watcher_running_renames_creations_deletions_and_odd_files_are_found() {
+    with_a_watcher(&board_with_tasks(40), editors_renames_creations_deletions);
+}
+
+#[test]
+fn with_a_watcher_running_a_search_of_an_unchanged_board_looks_at_no_task_file() {
+    crate::crash_points::require_strace();
+    with_a_watcher(&board_with_tasks(40), |b| {
+        searches(b.root());
+        searches(b.root());
+        let statted = |b: &TestBoard| {
+            let (names, out) = crate::util::watcher::task_files_statted(b, &["search", "lock"]);
+            out.ok();
+            names.len()
+        };
+        // A watcher too slow to answer makes a search look at every file (right too):
+        // asked a few times, one must go by the journal.
+        let counts: Vec<usize> = (0..5).map(|_| statted(b)).collect();
+        assert!(
+            counts.contains(&0),
+            "task files looked at per search: {counts:?}"
+        );
+    });
 }

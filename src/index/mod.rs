@@ -130,6 +130,16 @@ pub(crate) fn read_dir(
             dir::list_docs,
         ),
         pre,
+        needles: pre
+            .needles
+            .iter()
+            .map(|any| {
+                aho_corasick::AhoCorasick::builder()
+                    .ascii_case_insensitive(true)
+                    .build(any)
+            })
+            .collect::<std::result::Result<_, _>>()
+            .ok(),
     };
     area.read(dir_key, keep)
 }
@@ -143,6 +153,9 @@ struct Area<'a> {
     area: dir::Area,
     /// What the documents wanted must hold.
     pre: &'a Prefilter<'a>,
+    /// The needles, one matcher per list (ASCII case ignored); None when they could not
+    /// be built (then nothing is passed over for its words).
+    needles: Option<Vec<aho_corasick::AhoCorasick>>,
 }
 
 /// What reading one bucket gave.
@@ -418,20 +431,11 @@ impl Area<'_> {
     /// May a cached plain document match? (Its text holds the needles, and its
     /// frontmatter passes the plain test.)
     fn may_match(&self, text: &str) -> bool {
-        holds_needles(text, self.pre.needles)
+        self.needles
+            .as_ref()
+            .is_none_or(|all| all.iter().all(|any| any.is_match(text)))
             && crate::doc::split::split(text).is_ok_and(|parts| (self.pre.plain)(parts.frontmatter))
     }
-}
-
-/// Does an ASCII text hold one word of each list, ignoring ASCII case?
-fn holds_needles(text: &str, needles: &[Vec<String>]) -> bool {
-    if needles.is_empty() {
-        return true;
-    }
-    let lower = text.to_ascii_lowercase();
-    needles
-        .iter()
-        .all(|any| any.iter().any(|n| lower.contains(n.as_str())))
 }
 
 /// What the cached outcomes depend on besides the files: this program, the board's

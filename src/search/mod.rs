@@ -33,7 +33,7 @@ use crate::board::Board;
 use crate::doc::{Document, Region};
 use crate::error::{Error, Result};
 use crate::index::dir as ixdir;
-use crate::index::files::{self as ixfiles, Manifest};
+use crate::index::files::{self as ixfiles};
 use crate::index::stat::{self, Clocks, StatKey};
 use crate::query::{Query, Term};
 use crate::scan::{DocFile, Skipped};
@@ -759,9 +759,7 @@ impl<'a> Area<'a> {
         };
         let start = self.area.start(dir_key)?;
         let count = start.manifest.buckets.len();
-        let parts = ixdir::each_bucket(count, |b| {
-            self.refresh_bucket(dir_fd, &start.manifest, b, start.names_known)
-        });
+        let parts = ixdir::each_bucket(count, |b| self.refresh_bucket(dir_fd, &start, b));
         let mut buckets = Vec::with_capacity(count);
         let mut changed = false;
         for part in parts {
@@ -778,36 +776,48 @@ impl<'a> Area<'a> {
     fn refresh_bucket(
         &self,
         dir_fd: &OwnedFd,
-        manifest: &Manifest,
+        start: &ixdir::Start,
         b: usize,
-        names_known: bool,
     ) -> Result<(Bucket, bool)> {
+        let manifest = &start.manifest;
         let path = ixfiles::bucket_path(&self.area.index_dir, manifest.generation, b);
         let cached = store::open(&path)
             .filter(|bk| bk.fingerprint == self.ctx.fingerprint)
             .unwrap_or_default();
-        self.refresh_from(dir_fd, manifest, b, names_known, cached)
+        self.refresh_from(dir_fd, start, b, cached)
     }
 
     /// One bucket brought up to date from what its file held.
     fn refresh_from(
         &self,
         dir_fd: &OwnedFd,
-        manifest: &Manifest,
+        start: &ixdir::Start,
         b: usize,
-        names_known: bool,
         cached: Bucket,
     ) -> Result<(Bucket, bool)> {
+        let manifest = &start.manifest;
         let count = manifest.buckets.len();
         let path = ixfiles::bucket_path(&self.area.index_dir, manifest.generation, b);
-        let names_cached = names_known && cached.id == manifest.buckets[b];
+        // The watcher's journal vouches for the bucket but the names it lists since.
+        let vouched = start.vouched(b, cached.id);
+        let changed = start.changed_in_bucket(b, count);
+        if vouched && changed.is_empty() && cached.entries.iter().all(|e| !e.racy) {
+            return Ok((cached, false));
+        }
+        let names_cached = (start.names_known || vouched) && cached.id == manifest.buckets[b];
         // The common case, without allocating: every file's stat data as cached.
-        if names_cached && self.unchanged(dir_fd, &cached) {
+        if names_cached && !vouched && self.unchanged(dir_fd, &cached) {
             return Ok((cached, false));
         }
         let mut rewrite = false;
         let names: Vec<String> = if names_cached {
-            cached.entries.iter().map(|e| e.name.clone()).collect()
+            let mut names: Vec<String> = cached.entries.iter().map(|e| e.name.clone()).collect();
+            if vouched {
+                names.extend(changed.iter().map(|n| n.to_string()));
+                names.sort_unstable();
+                names.dedup();
+            }
+            names
         } else {
             rewrite = true;
             self.area
@@ -826,7 +836,12 @@ impl<'a> Area<'a> {
         let mut kept = vec![false; cached.entries.len()];
         for name in &names {
             let old = by_name.get(name.as_str()).copied();
-            let key = self.stat(dir_fd, name);
+            let key = match old {
+                Some(i) if vouched && !start.changed(name) && !cached.entries[i].racy => {
+                    Some(cached.entries[i].key)
+                }
+                _ => self.stat(dir_fd, name),
+            };
             match (old, key) {
                 (_, None) => {
                     // Gone since it was listed (or never a file): not in the bucket.
@@ -860,7 +875,7 @@ impl<'a> Area<'a> {
         }
         let Some(mut old_terms) = cached.per_entry() else {
             // Postings that fail their check: every file of the bucket is read again.
-            return self.refresh_from(dir_fd, manifest, b, names_known, Bucket::default());
+            return self.refresh_from(dir_fd, start, b, Bucket::default());
         };
         let mut entries: Vec<Analysed> = fresh
             .into_iter()

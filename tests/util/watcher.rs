@@ -268,3 +268,40 @@ pub fn find_all(dir: &std::path::Path) -> Vec<String> {
         .map(str::to_string)
         .collect()
 }
+
+/// The task files (`t-…` names) that `tavern ARGS`, run in `b`, looked at with a stat
+/// call, each as often as it did (traced with strace, which the test needs).
+pub fn task_files_statted(b: &TestBoard, args: &[&str]) -> (Vec<String>, Out) {
+    let out = Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=stat,lstat,newfstatat,statx"])
+        .args(["-o", "/dev/stderr"])
+        .arg(BIN)
+        .args(args)
+        .current_dir(b.root())
+        .env("TAVERN_AGENT", "tester")
+        .output()
+        .expect("strace is needed by this test (apt install strace)");
+    let trace = String::from_utf8_lossy(&out.stderr).into_owned();
+    let names: Vec<String> = trace
+        .lines()
+        .filter_map(|line| {
+            let name = &line[line.find("\"t-")? + 1..];
+            Some(name[..name.find('"').unwrap_or(name.len())].to_string())
+        })
+        .collect();
+    let out = Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into(),
+        stderr: trace,
+    };
+    (names, out)
+}
+
+/// Waits until the running watcher keeps its change journal (`.state/journal`).
+pub fn wait_for_journal(b: &TestBoard) {
+    let end = Instant::now() + PATIENCE;
+    while !b.board().join(".state/journal").exists() {
+        assert!(Instant::now() < end, "the watcher keeps no journal");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
