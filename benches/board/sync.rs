@@ -6,8 +6,9 @@
 //! - "receive": `tavern sync` in B (records nothing new, fetches, fast-forwards, writes
 //!   the files);
 //!
-//! and the same again after every one of those N documents was edited in A, in
-//! `TAVERN_BENCH_SYNC_RUNS` rounds (default 3; medians). Baseline, in the same round: the
+//! and the same again after every one of those N documents was edited in A; each in
+//! `TAVERN_BENCH_SYNC_RUNS` rounds (default 3; medians), a new set of N documents per "new"
+//! round (the board grows by N each time). Baseline, in the same round: the
 //! same files written in a plain clone of another remote and synced the way a user syncs
 //! with git: sending `git add -A`, `git commit`, `git fetch`, `git merge origin/main`,
 //! `git push`; receiving in a second plain clone `git add -A` (nothing to commit), `git
@@ -108,11 +109,12 @@ fn tavern(bin: &Path, project: &Path, args: &[&str]) -> Duration {
     took
 }
 
-/// Writes tasks `s00000…` (`n` of them) under `tasks`, at revision `rev`.
-fn write_tasks(tasks: &Path, n: usize, rev: u32) {
+/// Writes the tasks of set `set`, `s{set}x00000…` (`n` of them), under `tasks`, at
+/// revision `rev`.
+fn write_tasks(tasks: &Path, n: usize, set: usize, rev: u32) {
     std::fs::create_dir_all(tasks).unwrap();
     for i in 0..n {
-        let id = format!("s{i:05}");
+        let id = format!("s{set}x{i:05}");
         std::fs::write(
             tasks.join(format!("{id}.md")),
             format!(
@@ -124,14 +126,24 @@ fn write_tasks(tasks: &Path, n: usize, rev: u32) {
     }
 }
 
-fn count_tasks(tasks: &Path) -> usize {
-    std::fs::read_dir(tasks)
+/// Asserts that `tasks` holds the `n` tasks of set `set`, the last at revision `rev`.
+fn assert_has(tasks: &Path, n: usize, set: usize, rev: u32, who: &str) {
+    let prefix = format!("s{set}x");
+    let count = std::fs::read_dir(tasks)
         .map(|d| {
             d.filter_map(|e| e.ok())
-                .filter(|e| e.file_name().to_string_lossy().starts_with('s'))
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
                 .count()
         })
-        .unwrap_or(0)
+        .unwrap_or(0);
+    assert_eq!(count, n, "{who} has every task of set {set}");
+    let last = tasks.join(format!("{prefix}{:05}.md", n - 1));
+    let text = std::fs::read_to_string(&last).unwrap_or_default();
+    assert!(
+        text.contains(&format!("\nrev: {rev}\n")),
+        "{who}: {} is not at rev {rev}",
+        last.display()
+    );
 }
 
 /// A project pushed to `dir/NAME.git`, and two clones of it; returns (a, b).
@@ -223,34 +235,35 @@ pub fn run(bin: &Path) -> Vec<Row> {
             t.elapsed().as_secs_f64()
         );
 
-        // Round 0 writes N new documents, each later round edits all of them; tavern and
-        // git take turns going first, so a drift of the machine's load falls on both.
-        for (what, revs) in [("new", 1..2), ("edited", 2..2 + runs as u32)] {
+        // The "new" rounds each write N new documents (a set of their own), the "edited"
+        // rounds each edit every document of the first set; tavern and git take turns
+        // going first, so a drift of the machine's load falls on both.
+        let new: Vec<(usize, u32)> = (0..runs).map(|set| (set, 1)).collect();
+        let edited: Vec<(usize, u32)> = (0..runs).map(|k| (0, 2 + k as u32)).collect();
+        let mut round = 0;
+        for (what, changes) in [("new", new), ("edited", edited)] {
             let mut samples: [Vec<(Duration, Duration)>; 4] = Default::default();
-            for rev in revs {
+            for (set, rev) in changes {
+                round += 1;
                 let ours = || {
-                    write_tasks(&a.join(".tavern/tasks"), n, rev);
+                    write_tasks(&a.join(".tavern/tasks"), n, set, rev);
                     let send = measured(|| {
                         tavern(bin, &a, &["sync"]);
                     });
                     let receive = measured(|| {
                         tavern(bin, &b, &["sync"]);
                     });
-                    assert_eq!(count_tasks(&b.join(".tavern/tasks")), n, "B has every task");
+                    assert_has(&b.join(".tavern/tasks"), n, set, rev, "B");
                     (send, receive)
                 };
                 let theirs = || {
-                    write_tasks(&pa.join("tasks"), n, rev);
+                    write_tasks(&pa.join("tasks"), n, set, rev);
                     let send = measured(|| git_sync(&pa, true));
                     let receive = measured(|| git_sync(&pb, false));
-                    assert_eq!(
-                        count_tasks(&pb.join("tasks")),
-                        n,
-                        "the plain B has every file"
-                    );
+                    assert_has(&pb.join("tasks"), n, set, rev, "the plain B");
                     (send, receive)
                 };
-                let ((send, receive), (base_send, base_receive)) = if rev % 2 == 1 {
+                let ((send, receive), (base_send, base_receive)) = if round % 2 == 1 {
                     (ours(), theirs())
                 } else {
                     let base = theirs();
