@@ -194,6 +194,12 @@ pub fn delivery_cursor(root: &Path, actor: &str) -> PathBuf {
     state_dir(root).join("delivered").join(actor)
 }
 
+/// Where a delivery that found nothing for the agent leaves how far it read, unsynced:
+/// the next one starts there instead of reading the same entries again.
+pub fn delivery_passed(root: &Path, actor: &str) -> PathBuf {
+    state_dir(root).join("delivered-passed").join(actor)
+}
+
 /// `tavern setup`'s copies of client files as they were before it changed them.
 pub fn setup_backups(root: &Path) -> PathBuf {
     state_dir(root).join("setup")

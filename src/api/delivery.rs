@@ -209,9 +209,20 @@ impl Cursor {
         crate::layout::delivery_cursor(&board.root, actor)
     }
 
-    /// None: there is no cursor yet.
+    /// None: there is no cursor yet. The cursor a quiet read left unsynced (see
+    /// [`passed_quietly`]) when it is there, whole and ahead of the synced one.
     fn load(board: &Board, actor: &str) -> Option<Cursor> {
-        let text = std::fs::read_to_string(Cursor::path(board, actor)).ok()?;
+        let synced = Cursor::read(&Cursor::path(board, actor))?;
+        match Cursor::read(&crate::layout::delivery_passed(&board.root, actor)) {
+            Some(passed) if passed.log.is_some() && passed.marks.covers(&synced.marks) => {
+                Some(passed)
+            }
+            _ => Some(synced),
+        }
+    }
+
+    fn read(path: &std::path::Path) -> Option<Cursor> {
+        let text = std::fs::read_to_string(path).ok()?;
         let mut log = None;
         let mut waits = BTreeSet::new();
         let mut rest = String::new();
@@ -238,7 +249,13 @@ impl Cursor {
     }
 
     fn save(&self, board: &Board, actor: &str) -> Result<()> {
-        let path = Cursor::path(board, actor);
+        self.write(&Cursor::path(board, actor), crate::file::Durability::Whole)?;
+        // The synced cursor is ahead of a quiet one now.
+        let _ = std::fs::remove_file(crate::layout::delivery_passed(&board.root, actor));
+        Ok(())
+    }
+
+    fn write(&self, path: &std::path::Path, durability: crate::file::Durability) -> Result<()> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
         }
@@ -250,9 +267,9 @@ impl Cursor {
             text.push_str(&format!("{WAIT_LINE} {id}\n"));
         }
         text.push_str(&self.marks.render());
-        // Synced whole: going back one step after a power loss only delivers again; an
-        // empty cursor would deliver the whole log.
-        crate::file::write(&path, text.as_bytes(), crate::file::Durability::Whole)
+        // The agent's cursor is synced whole: going back one step after a power loss only
+        // delivers again; an empty cursor would deliver the whole log.
+        crate::file::write(path, text.as_bytes(), durability)
     }
 }
 
@@ -396,6 +413,21 @@ pub fn for_me(board: &Board, actor: &str, bounds: Bounds) -> Result<Delivery> {
         passed: entries.len(),
         _lock: Some(lock),
     })
+}
+
+/// Notes how far a read that found nothing for the agent got, without a sync: the next
+/// read starts there instead of reading the same entries of others again. Lost to a power
+/// loss (or torn: then it is not whole, and not taken), the next read only reads them
+/// again; nothing is delivered twice, since nothing was delivered.
+pub fn passed_quietly(board: &Board, delivery: Delivery) -> Result<()> {
+    if !delivery.items.is_empty() || delivery.more > 0 {
+        return delivered(board, delivery);
+    }
+    if let Some(c) = &delivery.advance {
+        let path = crate::layout::delivery_passed(&board.root, &delivery.agent);
+        c.write(&path, crate::file::Durability::Cache)?;
+    }
+    Ok(())
 }
 
 /// Moves the agent's cursor past what `delivery` holds, once it reached the agent.

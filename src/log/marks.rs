@@ -22,6 +22,16 @@ pub struct Marks {
 const NO_ORIGIN: &str = "-";
 
 impl Marks {
+    /// Has a reader with these marks passed everything one with `other` has? (Every mark
+    /// of `other` at most this one's; an origin these lack counts as 0.)
+    pub fn covers(&self, other: &Marks) -> bool {
+        self.base >= other.base
+            && other
+                .by_origin
+                .iter()
+                .all(|(o, n)| self.by_origin.get(o).copied().unwrap_or(0) >= *n)
+    }
+
     /// Everything up to and including `seq`, from every origin (a `--since SEQ`).
     pub fn after(seq: u64) -> Marks {
         Marks {
@@ -109,6 +119,21 @@ impl Marks {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn marks_cover_those_they_are_at_or_past_in_every_origin() {
+        let m = |base, origins: &[(&str, u64)]| Marks {
+            base,
+            by_origin: origins.iter().map(|(o, n)| (o.to_string(), *n)).collect(),
+        };
+        let synced = m(3, &[("a", 5), ("b", 2)]);
+        assert!(m(3, &[("a", 5), ("b", 2)]).covers(&synced));
+        assert!(m(4, &[("a", 7), ("b", 2), ("c", 1)]).covers(&synced));
+        assert!(!m(3, &[("a", 7)]).covers(&synced), "an origin missing");
+        assert!(!m(3, &[("a", 4), ("b", 9)]).covers(&synced), "one behind");
+        assert!(!m(2, &[("a", 5), ("b", 2)]).covers(&synced));
+        assert!(!Marks::default().covers(&synced), "an empty note");
+    }
 
     #[test]
     fn marks_round_trip_and_read_old_cursors() {

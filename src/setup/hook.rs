@@ -148,10 +148,6 @@ fn drain() {
     }
 }
 
-/// Log entries a delivery hook with nothing to say reads past its cursor before it saves
-/// the cursor (one sync): at most this many are read again by each later hook.
-const QUIET_SAVE: usize = 16;
-
 /// What ends a delivery that has more than it shows: the command the agent runs for the
 /// rest (as `events --for-me` words it too).
 const MORE: &str = "run `tavern events --for-me`";
@@ -163,11 +159,10 @@ fn deliver(board: &Board, client: &str, name: &str, event: &str) -> Result<()> {
     use tavern::api::delivery::{self, Bounds};
     let d = delivery::for_me(board, name, Bounds::HOOK)?;
     let Some(text) = d.fenced(MORE) else {
-        // Nothing for this agent in what others logged. Saving the cursor costs a sync, so
-        // it is saved only once it passes QUIET_SAVE entries: a quiet hook neither syncs
-        // after every change of others nor reads an ever longer tail of the log again.
-        if d.passed() >= QUIET_SAVE {
-            delivery::delivered(board, d)?;
+        // Nothing for this agent in what others logged: how far it read is noted without
+        // a sync, so the next hook reads only what is newer, and never syncs for others.
+        if d.passed() > 0 {
+            delivery::passed_quietly(board, d)?;
         }
         return Ok(());
     };
