@@ -560,20 +560,15 @@ fn queries_over_cached_documents_match_what_a_full_scan_matches() {
 
 #[test]
 fn with_a_watcher_running_same_size_edits_in_place_are_seen() {
-    let b = board_with_tasks(30);
-    let w = crate::util::watcher::Watcher::start(&b, &[]);
-    crate::util::watcher::wait_for_journal(&b);
-    same_size_edits_in_place(&b);
-    w.stop();
+    crate::util::watcher::with_a_watcher(&board_with_tasks(30), same_size_edits_in_place);
 }
 
 #[test]
 fn with_a_watcher_running_editors_creations_deletions_and_odd_files_are_seen() {
-    let b = board_with_tasks(40);
-    let w = crate::util::watcher::Watcher::start(&b, &[]);
-    crate::util::watcher::wait_for_journal(&b);
-    editors_creations_deletions_and_odd_files(&b);
-    w.stop();
+    crate::util::watcher::with_a_watcher(
+        &board_with_tasks(40),
+        editors_creations_deletions_and_odd_files,
+    );
 }
 
 /// The task files `tavern list tasks` looked at with a stat call, by name, counted;

@@ -797,27 +797,23 @@ fn a_near_miss_weighs_half_even_when_it_is_another_word_searched_for() {
 // With `tavern watch` running, searches go by its change journal (README, "The read
 // index"): the same changes must find the same, and an unchanged board no stat call.
 
-fn with_a_watcher(b: &TestBoard, body: impl FnOnce(&TestBoard)) {
-    let w = crate::util::watcher::Watcher::start(b, &[]);
-    crate::util::watcher::wait_for_journal(b);
-    body(b);
-    w.stop();
-}
-
 #[test]
 fn with_a_watcher_running_same_size_edits_in_place_are_found() {
-    with_a_watcher(&board_with_tasks(30), same_size_edits_in_place);
+    crate::util::watcher::with_a_watcher(&board_with_tasks(30), same_size_edits_in_place);
 }
 
 #[test]
 fn with_a_watcher_running_renames_creations_deletions_and_odd_files_are_found() {
-    with_a_watcher(&board_with_tasks(40), editors_renames_creations_deletions);
+    crate::util::watcher::with_a_watcher(
+        &board_with_tasks(40),
+        editors_renames_creations_deletions,
+    );
 }
 
 #[test]
 fn with_a_watcher_running_a_search_of_an_unchanged_board_looks_at_no_task_file() {
     crate::crash_points::require_strace();
-    with_a_watcher(&board_with_tasks(40), |b| {
+    crate::util::watcher::with_a_watcher(&board_with_tasks(40), |b| {
         searches(b.root());
         searches(b.root());
         let statted = |b: &TestBoard| {

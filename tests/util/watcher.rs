@@ -305,3 +305,12 @@ pub fn wait_for_journal(b: &TestBoard) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Runs `body` on board `b` with `tavern watch` running and keeping its journal, then
+/// stops the watcher.
+pub fn with_a_watcher(b: &TestBoard, body: impl FnOnce(&TestBoard)) {
+    let w = Watcher::start(b, &[]);
+    wait_for_journal(b);
+    body(b);
+    w.stop();
+}
