@@ -50,6 +50,7 @@ mod sources;
 mod summary;
 mod sync_branch;
 mod sync_claims;
+mod sync_races;
 mod sync_scale;
 mod sync_seams;
 mod teamwork;

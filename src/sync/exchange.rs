@@ -90,11 +90,27 @@ struct Setbacks {
     lock: Option<String>,
     /// Merges taken again because the board here was written while they were made.
     written: usize,
+    /// Rounds started over because a git command of theirs lost a race in this clone
+    /// (another git process updated or locked a ref or the index it needed); the last
+    /// command and git's words.
+    local: usize,
+    local_why: Option<String>,
+}
+
+/// How one round of an exchange ended, when it did not fail.
+enum Flow {
+    /// The exchange is done: the board branch and the remote's agree.
+    Done,
+    /// Another round: fetch, merge or push again.
+    Again,
 }
 
 impl Setbacks {
     fn exhausted(&self) -> bool {
-        self.lost >= MAX_ATTEMPTS || self.written >= MAX_ATTEMPTS || self.locked >= MAX_LOCKED
+        self.lost >= MAX_ATTEMPTS
+            || self.written >= MAX_ATTEMPTS
+            || self.locked >= MAX_LOCKED
+            || self.local >= super::LOCAL_RACE_ATTEMPTS
     }
 
     /// What happened, cause by cause, for the message of a sync that gave up.
@@ -117,6 +133,13 @@ impl Setbacks {
             parts.push(format!(
                 "{} merge(s) made again because the board here was written meanwhile",
                 self.written
+            ));
+        }
+        if self.local > 0 {
+            parts.push(format!(
+                "{} round(s) started over because another git process of this clone updated or locked a ref or the index the exchange needed (last: {}; a git left running by a killed tavern process, or one of your own: not the remote)",
+                self.local,
+                self.local_why.as_deref().unwrap_or("?")
             ));
         }
         if parts.is_empty() {
@@ -212,250 +235,292 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
         if setbacks.exhausted() {
             break;
         }
-        x.retries = setbacks.lost + setbacks.locked + setbacks.written;
-        follow_claims(board, &mut x.claims_followed)?;
-        let mut ours = record(&mut x, "tavern sync: the board as it is")?;
-        let theirs = fetch(&bg, &remote)?;
-        if let Some(last) = &last_fetched
-            && *last != theirs
-        {
-            match refused_by {
-                // Counted when the lease refused it.
-                Refused::Lease => {}
-                // The lock was another clone's push, live: a race lost, not a lock left.
-                Refused::Locked => {
-                    setbacks.locked -= 1;
-                    setbacks.lost += 1;
-                }
-                // Another clone pushed between this clone's fetches: a race lost as well.
-                Refused::No => {
-                    setbacks.lost += 1;
-                    backoff(setbacks.lost, 0);
+        x.retries = setbacks.lost + setbacks.locked + setbacks.written + setbacks.local;
+        // One round; a git command of it that lost a race in this clone (another git
+        // process updated or locked a ref or the index it needed) starts the round over:
+        // it reads the branch, the board and the remote's branch again, never forcing a
+        // ref to what an older read said.
+        let round = (|| -> Result<Flow> {
+            follow_claims(board, &mut x.claims_followed)?;
+            let mut ours = record(&mut x, "tavern sync: the board as it is")?;
+            let theirs = fetch(&bg, &remote)?;
+            if let Some(last) = &last_fetched
+                && *last != theirs
+            {
+                match refused_by {
+                    // Counted when the lease refused it.
+                    Refused::Lease => {}
+                    // The lock was another clone's push, live: a race lost, not a lock left.
+                    Refused::Locked => {
+                        setbacks.locked -= 1;
+                        setbacks.lost += 1;
+                    }
+                    // Another clone pushed between this clone's fetches: a race lost as well.
+                    Refused::No => {
+                        setbacks.lost += 1;
+                        backoff(setbacks.lost, 0);
+                    }
                 }
             }
-        }
-        last_fetched = Some(theirs.clone());
-        refused_by = Refused::No;
-        // The records after the branch, each round: every task state the fetched branch
-        // holds was confirmed by a record pushed before it, so the copies of the records
-        // are never older than the tasks the merge brings (following them never moves a
-        // task back).
-        let records = {
-            let records = match claims::fetch_all(board) {
-                Ok(records) => records,
-                Err(Error::Git { message, .. }) => {
-                    return Err(unreachable(
-                        &bg,
-                        &remote,
-                        "fetch the claim records from",
-                        &message,
-                    ));
+            last_fetched = Some(theirs.clone());
+            refused_by = Refused::No;
+            // The records after the branch, each round: every task state the fetched branch
+            // holds was confirmed by a record pushed before it, so the copies of the records
+            // are never older than the tasks the merge brings (following them never moves a
+            // task back).
+            let records = {
+                let records = match claims::fetch_all(board) {
+                    Ok(records) => records,
+                    // A race lost in this clone (after the fetch's own attempts):
+                    // the round starts over (below), it is not the remote.
+                    Err(Error::Git { message, .. }) if !super::git::local_race(&message) => {
+                        return Err(unreachable(
+                            &bg,
+                            &remote,
+                            "fetch the claim records from",
+                            &message,
+                        ));
+                    }
+                    Err(e) => return Err(e),
+                };
+                let before = x.claims_followed.len();
+                follow_listed(board, records.clone(), &mut x.claims_followed)?;
+                if x.claims_followed.len() > before {
+                    ours = record(
+                        &mut x,
+                        "tavern sync: the tasks follow the remote's claim records",
+                    )?;
                 }
-                Err(e) => return Err(e),
+                records
             };
-            let before = x.claims_followed.len();
-            follow_listed(board, records.clone(), &mut x.claims_followed)?;
-            if x.claims_followed.len() > before {
-                ours = record(
-                    &mut x,
-                    "tavern sync: the tasks follow the remote's claim records",
-                )?;
-            }
-            records
-        };
-        match &theirs {
-            Some(t) if *t == ours => {
-                x.outcome = if merged_once { "merged" } else { "up-to-date" };
-                x.commit = ours;
-                return Ok(x);
-            }
-            Some(t) if is_ancestor(&bg, &ours, t)? => {
-                // Only the remote moved: take its commits, vetted.
-                let changes = vet::changes_between(&bg.git, Some(&ours), t)?;
-                let paths: Vec<String> = changes.iter().map(|(p, _)| p.clone()).collect();
-                let vetted = vet::vet(board.config.limits.max_doc_bytes, &bg.git, changes, || {
-                    blob_at(&bg, t, crate::layout::LOG)
-                })?;
-                let target = if vetted.refused.is_empty() {
-                    t.clone()
-                } else {
-                    alert_refused(board, &remote, t, &vetted.refused)?;
-                    x.refused.extend(vetted.refused.iter().cloned());
-                    build_commit(
+            match &theirs {
+                Some(t) if *t == ours => {
+                    x.outcome = if merged_once { "merged" } else { "up-to-date" };
+                    x.commit = ours;
+                    Ok(Flow::Done)
+                }
+                Some(t) if is_ancestor(&bg, &ours, t)? => {
+                    // Only the remote moved: take its commits, vetted.
+                    let changes = vet::changes_between(&bg.git, Some(&ours), t)?;
+                    let paths: Vec<String> = changes.iter().map(|(p, _)| p.clone()).collect();
+                    let vetted =
+                        vet::vet(board.config.limits.max_doc_bytes, &bg.git, changes, || {
+                            blob_at(&bg, t, crate::layout::LOG)
+                        })?;
+                    let target = if vetted.refused.is_empty() {
+                        t.clone()
+                    } else {
+                        alert_refused(board, &remote, t, &vetted.refused)?;
+                        x.refused.extend(vetted.refused.iter().cloned());
+                        build_commit(
+                            &bg,
+                            Some(&ours),
+                            &vetted.taken,
+                            &[t],
+                            &format!(
+                                "tavern sync: take the board of '{remote}' without what it may not bring"
+                            ),
+                        )?
+                    };
+                    // The files that differ are those of the changes, unless some were
+                    // refused.
+                    let files = if target == *t {
+                        paths
+                    } else {
+                        changed_files(&bg, &ours, &target)?
+                    };
+                    if !materialize_locked(board, &bg, &ours, &target, &files)? {
+                        setbacks.written += 1;
+                        return Ok(Flow::Again); // written meanwhile: record it and try again
+                    }
+                    x.changed.extend(files);
+                    bg.git.run(&["update-ref", REF, &target, &ours])?;
+                    follow_listed(board, records, &mut x.claims_followed)?;
+                    if target != *t {
+                        merged_once = true;
+                        return Ok(Flow::Again); // the repair goes to the remote at the next round
+                    }
+                    x.outcome = if merged_once {
+                        "merged"
+                    } else {
+                        "fast-forwarded"
+                    };
+                    x.commit = t.clone();
+                    Ok(Flow::Done)
+                }
+                Some(t) if !is_ancestor(&bg, t, &ours)? => {
+                    let base = bg
+                        .git
+                        .output(&["merge-base", &ours, t], None)?
+                        .stdout
+                        .trim()
+                        .to_string();
+                    let base = (!base.is_empty()).then_some(base);
+                    let m = merge::merge(
+                        board,
+                        &bg.git,
+                        &bg.repo.tavern_dir(),
+                        base.as_deref(),
+                        &ours,
+                        t,
+                    )?;
+                    // Deletions are explained by the merged log: theirs' entries, and the
+                    // merge's own (a copy dropped so that a document is in one place).
+                    let merged_log = m.changes.iter().find_map(|(p, c)| match c {
+                        Change::Bytes(bytes) if p == crate::layout::LOG => Some(bytes.clone()),
+                        _ => None,
+                    });
+                    let vetted = vet::vet(
+                        board.config.limits.max_doc_bytes,
+                        &bg.git,
+                        m.changes,
+                        || match merged_log {
+                            Some(log) => Ok(log),
+                            None => blob_at(&bg, t, crate::layout::LOG),
+                        },
+                    )?;
+                    if !vetted.refused.is_empty() {
+                        alert_refused(board, &remote, t, &vetted.refused)?;
+                        x.refused.extend(vetted.refused.iter().cloned());
+                    }
+                    let commit = build_commit(
                         &bg,
                         Some(&ours),
                         &vetted.taken,
-                        &[t],
-                        &format!(
-                            "tavern sync: take the board of '{remote}' without what it may not bring"
-                        ),
-                    )?
-                };
-                // The files that differ are those of the changes, unless some were
-                // refused.
-                let files = if target == *t {
-                    paths
-                } else {
-                    changed_files(&bg, &ours, &target)?
-                };
-                if !materialize_locked(board, &bg, &ours, &target, &files)? {
-                    setbacks.written += 1;
-                    continue; // written meanwhile: record it and try again
-                }
-                x.changed.extend(files);
-                bg.git.run(&["update-ref", REF, &target, &ours])?;
-                follow_listed(board, records, &mut x.claims_followed)?;
-                if target != *t {
+                        &[&ours, t],
+                        &format!("tavern sync: merge the board of '{remote}'"),
+                    )?;
+                    let files = changed_files(&bg, &ours, &commit)?;
+                    if !materialize_locked(board, &bg, &ours, &commit, &files)? {
+                        setbacks.written += 1;
+                        return Ok(Flow::Again);
+                    }
+                    bg.git.run(&["update-ref", REF, &commit, &ours])?;
+                    x.changed.extend(files);
+                    x.merged.extend(m.merged_docs);
+                    x.conflicts.extend(m.conflicts);
                     merged_once = true;
-                    continue; // the repair goes to the remote at the next round
+                    // The merge is pushed by the next round, which also makes the tasks
+                    // follow the claim records again.
+                    Ok(Flow::Again)
                 }
-                x.outcome = if merged_once {
-                    "merged"
-                } else {
-                    "fast-forwarded"
-                };
-                x.commit = t.clone();
-                return Ok(x);
-            }
-            Some(t) if !is_ancestor(&bg, t, &ours)? => {
-                let base = bg
-                    .git
-                    .output(&["merge-base", &ours, t], None)?
-                    .stdout
-                    .trim()
-                    .to_string();
-                let base = (!base.is_empty()).then_some(base);
-                let m = merge::merge(
-                    board,
-                    &bg.git,
-                    &bg.repo.tavern_dir(),
-                    base.as_deref(),
-                    &ours,
-                    t,
-                )?;
-                // Deletions are explained by the merged log: theirs' entries, and the
-                // merge's own (a copy dropped so that a document is in one place).
-                let merged_log = m.changes.iter().find_map(|(p, c)| match c {
-                    Change::Bytes(bytes) if p == crate::layout::LOG => Some(bytes.clone()),
-                    _ => None,
-                });
-                let vetted = vet::vet(
-                    board.config.limits.max_doc_bytes,
-                    &bg.git,
-                    m.changes,
-                    || match merged_log {
-                        Some(log) => Ok(log),
-                        None => blob_at(&bg, t, crate::layout::LOG),
-                    },
-                )?;
-                if !vetted.refused.is_empty() {
-                    alert_refused(board, &remote, t, &vetted.refused)?;
-                    x.refused.extend(vetted.refused.iter().cloned());
-                }
-                let commit = build_commit(
-                    &bg,
-                    Some(&ours),
-                    &vetted.taken,
-                    &[&ours, t],
-                    &format!("tavern sync: merge the board of '{remote}'"),
-                )?;
-                let files = changed_files(&bg, &ours, &commit)?;
-                if !materialize_locked(board, &bg, &ours, &commit, &files)? {
-                    setbacks.written += 1;
-                    continue;
-                }
-                bg.git.run(&["update-ref", REF, &commit, &ours])?;
-                x.changed.extend(files);
-                x.merged.extend(m.merged_docs);
-                x.conflicts.extend(m.conflicts);
-                merged_once = true;
-                // The merge is pushed by the next round, which also makes the tasks
-                // follow the claim records again.
-                continue;
-            }
-            _ => {
-                let lease = format!(
-                    "--force-with-lease={REF}:{}",
-                    theirs.as_deref().unwrap_or("")
-                );
-                let out = bg.remote_git().output(
-                    &[
-                        "push",
-                        "-q",
-                        "--no-verify",
-                        &lease,
-                        &remote,
-                        &format!("{REF}:{REF}"),
-                    ],
-                    None,
-                )?;
-                if !out.success {
-                    // The remote's ref lock exists: another clone pushing this very moment
-                    // (it holds it for milliseconds: wait a little), or a git on the remote
-                    // killed while it updated the branch (then it stays: said below).
-                    if let Some(lock) = super::git::remote_lock(&out.stderr) {
-                        setbacks.locked += 1;
-                        setbacks.lock = Some(lock);
-                        refused_by = Refused::Locked;
-                        if !setbacks.exhausted() {
-                            backoff(setbacks.locked, 100 * setbacks.locked as u64);
+                _ => {
+                    let lease = format!(
+                        "--force-with-lease={REF}:{}",
+                        theirs.as_deref().unwrap_or("")
+                    );
+                    let out = bg.remote_git().output(
+                        &[
+                            "push",
+                            "-q",
+                            "--no-verify",
+                            &lease,
+                            &remote,
+                            &format!("{REF}:{REF}"),
+                        ],
+                        None,
+                    )?;
+                    if !out.success {
+                        // The remote's ref lock exists: another clone pushing this very moment
+                        // (it holds it for milliseconds: wait a little), or a git on the remote
+                        // killed while it updated the branch (then it stays: said below).
+                        if let Some(lock) = super::git::remote_lock(&out.stderr) {
+                            setbacks.locked += 1;
+                            setbacks.lock = Some(lock);
+                            refused_by = Refused::Locked;
+                            if !setbacks.exhausted() {
+                                backoff(setbacks.locked, 100 * setbacks.locked as u64);
+                            }
+                            return Ok(Flow::Again);
                         }
-                        continue;
-                    }
-                    // Only a lost race is tried again; a remote that refuses (a hook,
-                    // permissions) or is gone is exit 7.
-                    if out.stderr.contains("stale info")
-                        || out.stderr.contains("fetch first")
-                        || out.stderr.contains("non-fast-forward")
-                        || out.stderr.contains("cannot lock ref")
-                    {
-                        // Another clone pushed first: wait a random while, then fetch
-                        // and merge again.
-                        setbacks.lost += 1;
-                        refused_by = Refused::Lease;
-                        if !setbacks.exhausted() {
-                            backoff(setbacks.lost, 0);
-                        }
-                        continue;
-                    }
-                    // The remote said no (a hook, permissions): nothing was taken.
-                    let refused = out.stderr.contains("[remote rejected]")
-                        || out.stderr.contains("[rejected]");
-                    // Otherwise the push may have reached the remote even so: its answer
-                    // lost (the connection dropped, the process died after the remote took
-                    // the branch), or a per-ref status that said accepted with a failing
-                    // exit. The remote's branch tells, before anything is said.
-                    match if refused {
-                        Ok(theirs.clone())
-                    } else {
-                        remote_branch(&bg, &remote)
-                    } {
-                        Ok(Some(head)) if head == ours => {} // taken: pushed
-                        Ok(head) if head != theirs => {
-                            // Another clone's push got in first.
+                        // Only a lost race is tried again; a remote that refuses (a hook,
+                        // permissions) or is gone is exit 7.
+                        if out.stderr.contains("stale info")
+                            || out.stderr.contains("fetch first")
+                            || out.stderr.contains("non-fast-forward")
+                            || out.stderr.contains("cannot lock ref")
+                        {
+                            // Another clone pushed first: wait a random while, then fetch
+                            // and merge again.
                             setbacks.lost += 1;
                             refused_by = Refused::Lease;
                             if !setbacks.exhausted() {
                                 backoff(setbacks.lost, 0);
                             }
-                            continue;
+                            return Ok(Flow::Again);
                         }
-                        Ok(_) => {
-                            return Err(unreachable(
-                                &bg,
-                                &remote,
-                                "push the board branch to",
-                                &out.stderr,
-                            ));
+                        // The remote said no (a hook, permissions): nothing was taken.
+                        let refused = out.stderr.contains("[remote rejected]")
+                            || out.stderr.contains("[rejected]");
+                        // Otherwise the push may have reached the remote even so: its answer
+                        // lost (the connection dropped, the process died after the remote took
+                        // the branch), or a per-ref status that said accepted with a failing
+                        // exit. The remote's branch tells, before anything is said.
+                        match if refused {
+                            Ok(theirs.clone())
+                        } else {
+                            remote_branch(&bg, &remote)
+                        } {
+                            Ok(Some(head)) if head == ours => {} // taken: pushed
+                            Ok(head) if head != theirs => {
+                                // Another clone's push got in first.
+                                setbacks.lost += 1;
+                                refused_by = Refused::Lease;
+                                if !setbacks.exhausted() {
+                                    backoff(setbacks.lost, 0);
+                                }
+                                return Ok(Flow::Again);
+                            }
+                            Ok(_) => {
+                                return Err(unreachable(
+                                    &bg,
+                                    &remote,
+                                    "push the board branch to",
+                                    &out.stderr,
+                                ));
+                            }
+                            Err(asked) => {
+                                return Err(unknown_push(&bg, &remote, &out.stderr, &asked));
+                            }
                         }
-                        Err(asked) => return Err(unknown_push(&bg, &remote, &out.stderr, &asked)),
                     }
+                    // This clone's copy of the remote's branch, from what the fetch left
+                    // to what the remote took: only if it is still what the fetch left.
+                    // Moved meanwhile by another git process of this clone (a fetch): its
+                    // value stays, not forced to this one, and the next fetch corrects it
+                    // either way. The push was taken: that is not a failure.
+                    let zero = "0".repeat(40);
+                    let old = theirs.as_deref().unwrap_or(&zero);
+                    let out = bg
+                        .git
+                        .output(&["update-ref", REMOTE_REF, &ours, old], None)?;
+                    if !out.success && !super::git::local_race(&out.stderr) {
+                        return Err(Error::Git {
+                            command: format!("git update-ref {REMOTE_REF} {ours} {old}"),
+                            dir: bg.repo.common_dir.clone(),
+                            message: out.why(),
+                        });
+                    }
+                    x.outcome = if merged_once { "merged" } else { "pushed" };
+                    x.commit = ours;
+                    Ok(Flow::Done)
                 }
-                bg.git.run(&["update-ref", REMOTE_REF, &ours])?;
-                x.outcome = if merged_once { "merged" } else { "pushed" };
-                x.commit = ours;
-                return Ok(x);
             }
+        })();
+        match round {
+            Ok(Flow::Done) => return Ok(x),
+            Ok(Flow::Again) => {}
+            Err(Error::Git {
+                command, message, ..
+            }) if super::git::local_race(&message) => {
+                setbacks.local += 1;
+                let first = message.lines().map(str::trim).find(|l| !l.is_empty());
+                setbacks.local_why = Some(format!("{command}: {}", first.unwrap_or("")));
+                if !setbacks.exhausted() {
+                    super::local_pause(setbacks.local);
+                }
+            }
+            Err(e) => return Err(e),
         }
     }
     // Only the remote's lock, every time: a stale lock there (or a push that held it at
@@ -482,7 +547,12 @@ pub fn exchange(board: &Board, opts: &Options) -> Result<Exchange> {
         path: Some(board.root.clone()),
         message: crate::msg!(
             format!(
-                "the board branch on '{remote}' could not be updated: {}{stale}; this clone's changes are kept on the branch {}; run `",
+                "{}: {}{stale}; this clone's changes are kept on the branch {}; run `",
+                if setbacks.local > 0 && setbacks.lost + setbacks.locked + setbacks.written == 0 {
+                    "this clone's refs of the board could not be updated".to_string()
+                } else {
+                    format!("the board branch on '{remote}' could not be updated")
+                },
                 setbacks.said(),
                 branch::BRANCH
             ),
@@ -735,10 +805,28 @@ mod tests {
             locked: 1,
             lock: Some("/r.git/refs/heads/tavern.lock".into()),
             written: 2,
+            ..Setbacks::default()
         };
         assert_eq!(
             s.said(),
             "3 race(s) lost to other clones' pushes of the branch, 1 push(es) refused because the remote's lock of the branch, /r.git/refs/heads/tavern.lock, existed, 2 merge(s) made again because the board here was written meanwhile"
+        );
+        let local = Setbacks {
+            local: 2,
+            local_why: Some("git update-ref: error: cannot lock ref 'refs/heads/tavern': is at a but expected b".into()),
+            ..Setbacks::default()
+        };
+        assert_eq!(
+            local.said(),
+            "2 round(s) started over because another git process of this clone updated or locked a ref or the index the exchange needed (last: git update-ref: error: cannot lock ref 'refs/heads/tavern': is at a but expected b; a git left running by a killed tavern process, or one of your own: not the remote)"
+        );
+        assert!(!local.exhausted());
+        assert!(
+            Setbacks {
+                local: crate::sync::LOCAL_RACE_ATTEMPTS,
+                ..Setbacks::default()
+            }
+            .exhausted()
         );
         let lost = Setbacks {
             lost: MAX_ATTEMPTS,

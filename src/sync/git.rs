@@ -258,6 +258,23 @@ pub fn remote_lock(stderr: &str) -> Option<String> {
     })
 }
 
+/// Git lost a race in this clone: another git process updated one of its refs (or held
+/// the ref's lock, or the index's) at the same moment: `cannot lock ref 'R': is at X but
+/// expected Y`, or `Unable to create '….lock': File exists`. Not a word about the remote:
+/// the remote's own lock refusing a push says so on a `remote:` line, which is not counted.
+/// Another tavern command of this clone, a git left running by a killed tavern process,
+/// or the user's own git: tried again, never reported as the remote being unreachable.
+pub fn local_race(stderr: &str) -> bool {
+    stderr
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| !l.starts_with("remote:"))
+        .any(|l| {
+            l.contains("cannot lock ref")
+                || (l.contains("Unable to create '") && l.contains(".lock': File exists"))
+        })
+}
+
 /// The `git` executable, found on `PATH` once per process (a spawn by bare name would
 /// search `PATH` again, one failed `exec` per directory before git's).
 fn program() -> &'static std::ffi::OsStr {
@@ -472,6 +489,22 @@ mod tests {
             ),
             None
         );
+    }
+
+    #[test]
+    fn a_local_race_is_told_from_the_remotes_lock() {
+        assert!(local_race(
+            "error: cannot lock ref 'refs/tavern/remote/tavern': is at 1111 but expected 2222\n"
+        ));
+        assert!(local_race(
+            "error: Unable to create '/p/.git/refs/heads/tavern.lock': File exists.\n"
+        ));
+        assert!(!local_race(
+            "remote: error: cannot lock ref 'refs/heads/tavern': Unable to create '/srv/r.git/refs/heads/tavern.lock': File exists.\n"
+        ));
+        assert!(!local_race(
+            "fatal: '/gone.git' does not appear to be a git repository\n"
+        ));
     }
 
     #[test]

@@ -151,19 +151,41 @@ fn exclude_board(repo: &repo::Repo, root: &std::path::Path) -> Result<()> {
 
 /// Fetches the remote's board branch into REMOTE_REF; None when it has none. A remote
 /// that cannot be reached is exit 7 (unconfirmed), with nothing changed here.
+///
+/// The fetch updates this clone's copy with the value it read first as the expected old
+/// one; another git process of this clone that updates the copy meanwhile (a fetch left
+/// running by a tavern process killed during its exchange: the exchange lock went with
+/// the process, its git did not) makes it fail with `cannot lock ref …: is at X but
+/// expected Y`. That is a race lost here, not the remote failing: the fetch is made again
+/// (it reads the copy again, and takes whatever the remote's branch is then), up to
+/// [`LOCAL_RACE_ATTEMPTS`] times, then exit 3 saying so. The copy is never forced.
 fn fetch(bg: &BoardGit, remote: &str) -> Result<Option<String>> {
     let spec = format!("+{REF}:{REMOTE_REF}");
-    let out = bg.remote_git().output(
-        &[
-            "fetch",
-            "-q",
-            "--no-tags",
-            "--no-write-fetch-head",
-            remote,
-            &spec,
-        ],
-        None,
-    )?;
+    let args = [
+        "fetch",
+        "-q",
+        "--no-tags",
+        "--no-write-fetch-head",
+        remote,
+        &spec,
+    ];
+    let mut attempt = 0;
+    let out = loop {
+        let out = bg.remote_git().output(&args, None)?;
+        if out.success || !git::local_race(&out.stderr) {
+            break out;
+        }
+        attempt += 1;
+        if attempt >= LOCAL_RACE_ATTEMPTS {
+            return Err(local_race_lost(
+                bg,
+                &format!("its copy of the remote's board branch, {REMOTE_REF}"),
+                attempt,
+                &out.why(),
+            ));
+        }
+        local_pause(attempt);
+    };
     if !out.success {
         if out.stderr.contains("couldn't find remote ref") {
             let _ = bg.git.output(&["update-ref", "-d", REMOTE_REF], None);
@@ -177,6 +199,39 @@ fn fetch(bg: &BoardGit, remote: &str) -> Result<Option<String>> {
         ));
     }
     bg.rev(REMOTE_REF)
+}
+
+/// How many times a git command of an exchange that lost a race in this clone (see
+/// [`git::local_race`]) is made again before the exchange says so.
+pub const LOCAL_RACE_ATTEMPTS: usize = 8;
+
+/// The wait before the `n`th attempt (1, 2, ...) after a race lost in this clone: 10 ms
+/// doubled each time, at most 500 ms (a git holds a ref's lock for milliseconds; one left
+/// running by a killed process ends within a fetch's time).
+pub(crate) fn local_pause(n: usize) {
+    let ms = (10u64 << n.saturating_sub(1).min(6)).min(500);
+    std::thread::sleep(std::time::Duration::from_millis(ms));
+}
+
+/// Exit 3: a ref (or the index) of this clone's board was updated or locked by another
+/// git process of this clone at each of `attempts` attempts. Not the remote: it was not
+/// asked to take anything yet.
+pub(crate) fn local_race_lost(bg: &BoardGit, what: &str, attempts: usize, why: &str) -> Error {
+    Error::Request {
+        kind: crate::error::Kind::Conflict,
+        path: Some(bg.root.clone()),
+        message: crate::msg!(
+            format!(
+                "lost {attempts} race(s) in a row in this clone for {what} ({why}): another git process of this clone updated it or held its lock each time (another exchange's git left running by a killed tavern process, or a git command of your own); the remote is not at fault and nothing more was sent. The board here is intact (its changes are recorded on the branch {}); run `",
+                branch::BRANCH,
+            ),
+            crate::error::Command::Sync,
+            format!(
+                "` again (if no git process runs in {} and a `.lock` file named above stays, remove it)",
+                bg.repo.common_dir.display()
+            )
+        ),
+    }
 }
 
 fn unreachable(bg: &BoardGit, remote: &str, what: &str, stderr: &str) -> Error {

@@ -150,9 +150,8 @@ const STALE_REF_LOCK: std::time::Duration = std::time::Duration::from_secs(10);
 /// Git lost a race for the lock of a ref of this clone: another process (another tavern
 /// command, a sync) updated it at the same moment. Tried again, never reported as the
 /// remote being unreachable.
-fn local_race(stderr: &str) -> bool {
-    stderr.contains("cannot lock ref")
-        || (stderr.contains("Unable to create '") && stderr.contains(".lock': File exists"))
+pub(super) fn local_race(stderr: &str) -> bool {
+    git::local_race(stderr)
 }
 
 /// The `….lock` files a failed git command says it found in its way, with their paths.
@@ -560,6 +559,9 @@ pub fn fetch_for_next(
 ) -> Result<std::collections::HashMap<String, Record>> {
     let g = git(board);
     let out = fetch_every_record(&g, board, remote)?;
+    if !out.success && local_race(&out.stderr) {
+        return Err(local_copies_raced(&out));
+    }
     if !out.success {
         return Err(Failure::Unsurveyed {
             remote: remote.to_string(),
@@ -573,6 +575,30 @@ pub fn fetch_for_next(
         .into_iter()
         .map(|r| (r.task.clone(), r))
         .collect())
+}
+
+/// `claim --next` lost every attempt to update this clone's copies of the records to
+/// another git process of this clone (exit 1, as a lock that stays in the way of one
+/// record's copy is): the remote is not at fault, and nothing was claimed.
+fn local_copies_raced(out: &Output) -> Error {
+    let locks = lock_files(&out.stderr);
+    Error::Request {
+        kind: crate::error::Kind::Other,
+        path: locks.first().cloned(),
+        message: crate::msg!(format!(
+            "cannot update this clone's copies of the claim records ({}): another git process of this clone updated them or held {} at each of {LOCAL_RACE_ATTEMPTS} attempts (another tavern command's git, one left running by a killed tavern process, or your own); the remote is not at fault. Nothing was claimed: run the same command again (if no git process runs and the lock stays, remove it)",
+            out.why(),
+            if locks.is_empty() {
+                "a ref's lock".to_string()
+            } else {
+                locks
+                    .iter()
+                    .map(|l| l.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        )),
+    }
 }
 
 /// `claim --next` could not read this clone's copies of the records (its git was killed,

@@ -513,6 +513,19 @@ fn unconfirmed(board: &Board, remote: &str, what: &str, why: &str) -> Error {
     }
 }
 
+/// The fetch of the hold records lost every attempt to another git process of this clone
+/// updating or locking its copies (exit 1, as for a claim record's copy): not the remote.
+fn local_race_lost(board: &Board, what: &str, why: &str) -> Error {
+    Error::Request {
+        kind: Kind::Other,
+        path: None,
+        message: crate::msg!(format!(
+            "cannot confirm {what}: this clone's copies of the hold records could not be updated ({why}): another git process of this clone updated them or held a lock at each attempt (another tavern command's git, one left running by a killed tavern process, or your own); the remote is not at fault. Nothing was changed in {}: run the same command again (if no git process runs and the lock stays, remove it)",
+            board.project().display()
+        )),
+    }
+}
+
 /// Confirms `change` with `remote`: decides from this clone's copies first, and from the
 /// remote's records (one fetch) when a copy is stale or shows a conflict; pushes every
 /// shard it touches in one atomic push under leases. Called under the holds' lock, before
@@ -525,7 +538,13 @@ pub fn confirm(board: &Board, remote: &str, agent: &str, change: &Change) -> Res
     let mut fresh = false;
     let mut busy: Option<(String, Option<String>)> = None;
     let refetch = || -> Result<()> {
-        fetch_all(board, &g, remote)?.map_err(|why| unconfirmed(board, remote, &change.what, &why))
+        fetch_all(board, &g, remote)?.map_err(|why| {
+            if crate::sync::git::local_race(&why) {
+                local_race_lost(board, &change.what, &why)
+            } else {
+                unconfirmed(board, remote, &change.what, &why)
+            }
+        })
     };
     // What to drop is decided on the remote's records: a copy may lack a shard.
     if !change.drop.is_empty() {

@@ -1,0 +1,454 @@
+//! Races inside one clone: `tavern sync` and `tavern claim` processes of one clone (and of
+//! two worktrees sharing its git directory) at once, a git left running by a killed sync,
+//! and a race for a local ref that never ends. A race lost here is made again; what cannot
+//! be resolved says so with its own exit code, never 7 (the remote unreachable). Real git,
+//! real processes, a local bare repository as the remote.
+
+#![cfg(unix)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::sync_branch::two_clones;
+use crate::util::BIN;
+use crate::util::git::{self, git};
+use crate::worktrees::tavern;
+
+const REMOTE_REF: &str = "refs/tavern/remote/tavern";
+
+/// A `tavern` process started in `dir`, not waited for; `path` (if any) goes first on
+/// PATH, so that the `git` tavern starts is the one found there.
+fn spawn(dir: &Path, args: &[&str], path: Option<&Path>) -> std::process::Child {
+    let mut c = Command::new(BIN);
+    c.args(args)
+        .current_dir(dir)
+        .env_remove("TAVERN_BOARD")
+        .env_remove("TAVERN_AGENT")
+        .env("USER", "tester")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    git::env(&mut c);
+    if let Some(p) = path {
+        let old = std::env::var_os("PATH").unwrap_or_default();
+        let mut paths = vec![p.to_path_buf()];
+        paths.extend(std::env::split_paths(&old));
+        c.env("PATH", std::env::join_paths(paths).unwrap());
+    }
+    c.spawn().expect("start tavern")
+}
+
+struct Done {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn finish(child: std::process::Child) -> Done {
+    let out = child.wait_with_output().unwrap();
+    Done {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The real git, found on PATH as tavern finds it.
+fn real_git() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join("git"))
+        .find(|p| p.is_file())
+        .expect("git on PATH")
+}
+
+/// A directory holding a `git` that runs the real one, except for a fetch whose
+/// arguments contain `matches`: there it plays the other git process of the clone that
+/// won a race for the ref being fetched into. `once`: the first such fetch runs the real
+/// fetch (the winner's update of the ref: the remote's branch taken into the copy), then
+/// fails with git's own words for the loser (`cannot lock ref …: is at NEW but expected
+/// OLD`); a file `raced` beside it says it did. Otherwise every such fetch fails so, the
+/// ref left as it is (a race that never ends).
+fn racing_git(tmp: &Path, matches: &str, once: bool) -> PathBuf {
+    let dir = tmp.join(format!("racing-git-{}", matches.replace(['/', '*'], "_")));
+    std::fs::create_dir_all(&dir).unwrap();
+    let real = real_git();
+    let script = format!(
+        r#"#!/bin/sh
+real='{real}'
+dir='{dir}'
+case " $* " in
+  *" fetch "*'{matches}'*)
+    if [ {once} = 0 ] || [ ! -e "$dir/raced" ]; then
+      : > "$dir/raced"
+      old=$("$real" rev-parse -q --verify '{remote_ref}' || echo 0000000000000000000000000000000000000000)
+      if [ {once} = 1 ]; then "$real" "$@" || exit $?; fi
+      new=$("$real" rev-parse -q --verify '{remote_ref}' || echo 1111111111111111111111111111111111111111)
+      echo "error: cannot lock ref '{remote_ref}': is at $new but expected $old" >&2
+      exit 1
+    fi;;
+esac
+exec "$real" "$@"
+"#,
+        real = real.display(),
+        dir = dir.display(),
+        once = u8::from(once),
+        remote_ref = if matches.contains("claims") {
+            "refs/tavern/claims/x"
+        } else if matches.contains("holds") {
+            "refs/tavern/holds/paths/x"
+        } else {
+            REMOTE_REF
+        },
+    );
+    let path = dir.join("git");
+    std::fs::write(&path, script).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+/// The files of the board branch at `rev` in `dir`.
+fn branch_files(dir: &Path, rev: &str) -> BTreeSet<String> {
+    git(dir, &["ls-tree", "-r", "--name-only", rev])
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// The task files on disk in a clone's board.
+fn task_files(clone: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(clone.join(".tavern/tasks"))
+        .unwrap()
+        .flatten()
+        .map(|e| format!("tasks/{}", e.file_name().to_string_lossy()))
+        .filter(|n| n.ends_with(".md"))
+        .collect()
+}
+
+fn log_of(dir: &Path) -> Vec<serde_json::Value> {
+    tavern(dir, &["log", "--json"])
+        .ok()
+        .text()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn new_task(dir: &Path, title: &str) -> String {
+    tavern(dir, &["new", "task", "--title", title]).ok().text()
+}
+
+/// The race the soak met, made certain: while this clone's sync fetches the remote's
+/// branch, another git process of the clone (a fetch left running by a killed sync) takes
+/// it into the copy first, and the sync's fetch fails with `cannot lock ref
+/// 'refs/tavern/remote/tavern': is at X but expected Y`. That was exit 7, "cannot fetch
+/// the board branch from the remote". The fetch is made again, and the sync finishes.
+#[test]
+fn a_fetch_that_loses_a_race_in_this_clone_is_made_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b, remote) = two_clones(tmp.path());
+    let id = new_task(&b, "from b");
+    tavern(&b, &["sync"]).ok();
+    let path = racing_git(tmp.path(), REMOTE_REF, true);
+    let out = finish(spawn(&a, &["--json", "sync"], Some(&path)));
+    assert!(
+        path.join("raced").exists(),
+        "the fetch met the other git process"
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let x: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(x["outcome"], "fast-forwarded", "{x}");
+    assert!(a.join(format!(".tavern/tasks/{id}.md")).is_file());
+    let theirs = git(&remote, &["rev-parse", "tavern"]);
+    assert_eq!(git(&a, &["rev-parse", "tavern"]), theirs);
+    assert_eq!(git(&a, &["rev-parse", REMOTE_REF]), theirs);
+    assert!(
+        log_of(&a)
+            .iter()
+            .any(|e| e["op"] == "create" && e["doc"] == format!("tasks/{id}.md")),
+        "b's entry arrived with its task"
+    );
+}
+
+/// A race in this clone that never ends (here: a git that always says another process
+/// moved the copy) is bounded, and said for what it is: exit 3 naming this clone and
+/// the ref, not exit 7; the board and the branch here are intact, nothing is sent. Once
+/// it ends, the next sync sends everything. The same for the claim records: a sync says
+/// so with exit 3, `claim --next` with exit 1 (as a lock of one record's copy that stays
+/// in the way), neither with 7.
+#[test]
+fn a_race_in_this_clone_that_never_ends_is_not_called_an_unreachable_remote() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b, remote) = two_clones(tmp.path());
+    let id = new_task(&a, "waits for the race to end");
+    let before = git(&remote, &["rev-parse", "tavern"]);
+
+    let path = racing_git(tmp.path(), REMOTE_REF, false);
+    let out = finish(spawn(&a, &["sync"], Some(&path)));
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    for said in [
+        "in this clone",
+        REMOTE_REF,
+        "is at",
+        "the remote is not at fault",
+    ] {
+        assert!(out.stderr.contains(said), "{said}: {}", out.stderr);
+    }
+    assert!(!out.stderr.contains("cannot fetch"), "{}", out.stderr);
+    assert_eq!(
+        git(&remote, &["rev-parse", "tavern"]),
+        before,
+        "nothing sent"
+    );
+    assert!(
+        branch_files(&a, "tavern").contains(&format!("tasks/{id}.md")),
+        "recorded here"
+    );
+
+    let path = racing_git(tmp.path(), "refs/tavern/claims/*", false);
+    let out = finish(spawn(&a, &["sync"], Some(&path)));
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("another git process of this clone"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        git(&remote, &["rev-parse", "tavern"]),
+        before,
+        "nothing sent"
+    );
+    tavern(&a, &["sync"]).ok();
+    assert!(branch_files(&remote, "tavern").contains(&format!("tasks/{id}.md")));
+
+    // `claim --next` fetches the records when every candidate's changed on the remote:
+    // another clone claimed and released the only one since this clone looked.
+    tavern(&b, &["sync"]).ok();
+    tavern(&b, &["claim", &id, "--as", "other"]).ok();
+    tavern(&b, &["release", &id, "--as", "other"]).ok();
+    let out = finish(spawn(
+        &a,
+        &["claim", "--next", "--as", "coder"],
+        Some(&path),
+    ));
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("the remote is not at fault") && out.stderr.contains("claim records"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !log_of(&a)
+            .iter()
+            .any(|e| e["op"] == "claim" && e["actor"] == "coder"),
+        "nothing claimed"
+    );
+    tavern(&a, &["claim", "--next", "--as", "coder"]).ok();
+    tavern(&a, &["check"]).ok();
+}
+
+/// Many `tavern sync` and `tavern claim --next` processes at once in one clone and in a
+/// linked worktree of it (one git directory), while another clone keeps changing the
+/// remote: every one exits 0, no task is claimed twice, no document is lost or moved back,
+/// every claim is logged once and recorded on the remote, and the clones agree after.
+#[test]
+fn syncs_and_claims_at_once_in_one_clone_and_its_worktree_all_succeed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b, remote) = two_clones(tmp.path());
+    let aw = tmp.path().join("aw");
+    git(
+        &a,
+        &["worktree", "add", "-q", aw.to_str().unwrap(), "-b", "aw"],
+    );
+    let mut tasks = BTreeSet::new();
+    for i in 0..24 {
+        tasks.insert(format!("tasks/{}.md", new_task(&a, &format!("seed {i}"))));
+    }
+    tavern(&a, &["sync"]).ok();
+    tavern(&b, &["sync"]).ok();
+    let mut claimed: BTreeMap<String, String> = BTreeMap::new();
+    for round in 0..3 {
+        tasks.insert(format!("tasks/{}.md", new_task(&b, &format!("b {round}"))));
+        tavern(&b, &["sync"]).ok();
+        tasks.insert(format!(
+            "tasks/{}.md",
+            new_task(&aw, &format!("aw {round}"))
+        ));
+        let mut running = Vec::new();
+        for (k, dir) in [&a, &aw, &a, &aw].into_iter().enumerate() {
+            running.push((format!("sync {k}"), spawn(dir, &["--json", "sync"], None)));
+        }
+        for (k, dir) in [&a, &aw, &a, &aw, &a, &aw].into_iter().enumerate() {
+            let agent = format!("agent-{round}-{k}");
+            let args = ["--json", "claim", "--next", "--as", agent.as_str()];
+            running.push((agent.clone(), spawn(dir, &args, None)));
+        }
+        for (who, child) in running {
+            let out = finish(child);
+            assert_eq!(out.code, 0, "round {round}, {who}: {}", out.stderr);
+            if who.starts_with("agent-") {
+                let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+                let path = v["path"].as_str().unwrap().to_string();
+                if let Some(other) = claimed.insert(path.clone(), who.clone()) {
+                    panic!("{path} claimed by {other} and {who}");
+                }
+            }
+        }
+    }
+    tavern(&a, &["sync"]).ok();
+    tavern(&b, &["sync"]).ok();
+    tavern(&a, &["sync"]).ok();
+    let theirs = git(&remote, &["rev-parse", "tavern"]);
+    assert_eq!(git(&a, &["rev-parse", "tavern"]), theirs);
+    assert_eq!(git(&b, &["rev-parse", "tavern"]), theirs);
+    let on_remote = branch_files(&remote, "tavern");
+    for t in &tasks {
+        assert!(on_remote.contains(t), "{t} lost on the remote");
+    }
+    assert_eq!(task_files(&a), task_files(&b));
+    assert!(tasks.is_subset(&task_files(&a)), "no task lost on disk");
+    let log = log_of(&a);
+    for (path, agent) in &claimed {
+        let claims: Vec<_> = log
+            .iter()
+            .filter(|e| e["op"] == "claim" && e["doc"] == path.as_str())
+            .collect();
+        assert_eq!(claims.len(), 1, "{path}: {claims:?}");
+        assert_eq!(claims[0]["actor"], agent.as_str());
+        // Never moved back: each clone's copy still says who claimed it.
+        for dir in [&a, &b] {
+            let text = std::fs::read_to_string(dir.join(".tavern").join(path)).unwrap();
+            assert!(text.contains("status: claimed"), "{path} in {dir:?}");
+            assert!(text.contains(&format!("claimed_by: {agent}")), "{path}");
+        }
+        let id = path.trim_start_matches("tasks/").trim_end_matches(".md");
+        let record = git(
+            &remote,
+            &[
+                "log",
+                "-1",
+                "--format=%B",
+                &format!("refs/tavern/claims/{id}"),
+            ],
+        );
+        assert!(record.contains(&format!("agent: {agent}")), "{record}");
+    }
+    assert_eq!(claimed.len(), 18);
+    tavern(&a, &["check"]).ok();
+    tavern(&b, &["check"]).ok();
+}
+
+/// A sync killed while its git fetches the remote's branch leaves that git running (the
+/// exchange lock went with the process), and the next sync of the clone races it for
+/// this clone's copy of the remote's branch: the soak's final syncs. Round after round,
+/// whenever the race comes, the next sync finishes (exit 0) and nothing is lost.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_git_left_running_by_a_killed_sync_does_not_fail_the_next() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b, remote) = two_clones(tmp.path());
+    let solved = new_task(&b, "carries a large solution");
+    let mut tasks = BTreeSet::new();
+    let mut killed = 0;
+    // Eight rounds, and more until one sync was killed while it fetched.
+    let mut round = 0u32;
+    while round < 8 || (killed == 0 && round < 40) {
+        round += 1;
+        // Something to fetch, large enough that the fetch takes a while.
+        tasks.insert(format!("tasks/{}.md", new_task(&b, &format!("b {round}"))));
+        let dir = b.join(format!(".tavern/solutions/{solved}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bytes: Vec<u8> = (0..600_000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761).wrapping_add(round) >> 13) as u8)
+            .collect();
+        std::fs::write(dir.join(format!("data-{round}.bin")), bytes).unwrap();
+        tavern(&b, &["sync"]).ok();
+        tasks.insert(format!("tasks/{}.md", new_task(&a, &format!("a {round}"))));
+        let mut victim = spawn(&a, &["sync"], None);
+        // Killed (the process alone, as an agent's command is) once its fetch runs.
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while std::time::Instant::now() < end && victim.try_wait().unwrap().is_none() {
+            if fetching_child(victim.id()) {
+                victim.kill().unwrap();
+                killed += 1;
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let _ = victim.wait();
+        let out = finish(spawn(&a, &["--json", "sync"], None));
+        assert_eq!(out.code, 0, "round {round}: {}", out.stderr);
+    }
+    assert!(killed > 0, "no sync was killed while it fetched");
+    // The clones converge.
+    tavern(&a, &["sync"]).ok();
+    tavern(&b, &["sync"]).ok();
+    tavern(&a, &["sync"]).ok();
+    let theirs = git(&remote, &["rev-parse", "tavern"]);
+    assert_eq!(git(&a, &["rev-parse", "tavern"]), theirs);
+    assert_eq!(git(&b, &["rev-parse", "tavern"]), theirs);
+    let on_remote = branch_files(&remote, "tavern");
+    for t in &tasks {
+        assert!(on_remote.contains(t), "{t} lost");
+    }
+    assert_eq!(task_files(&a), task_files(&b));
+    tavern(&a, &["check"]).ok();
+}
+
+/// A `git fetch` child of `pid` that fetches into the copy of the remote's branch.
+#[cfg(target_os = "linux")]
+fn fetching_child(pid: u32) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    dir.flatten().any(|e| {
+        let p = e.path();
+        let parent = std::fs::read_to_string(p.join("stat")).ok().and_then(|s| {
+            s.rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
+        });
+        parent == Some(pid)
+            && std::fs::read(p.join("cmdline")).is_ok_and(|c| {
+                let c = String::from_utf8_lossy(&c);
+                c.contains("fetch") && c.contains(REMOTE_REF)
+            })
+    })
+}
+
+/// The same for the hold records: a release that must fetch them (what to drop is decided
+/// on the remote's records) and loses every attempt to another git process of this clone
+/// exits 1 saying so, not 7, and changes nothing; once the race ends it goes through.
+#[test]
+fn a_hold_whose_records_race_in_this_clone_is_not_called_unconfirmed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, _b, remote) = two_clones(tmp.path());
+    tavern(&a, &["hold", "src/parser.rs", "--as", "coder-1"]).ok();
+    let held = git(&remote, &["for-each-ref", "refs/tavern/holds/"]);
+    assert!(!held.is_empty(), "the hold is on the remote");
+    let path = racing_git(tmp.path(), "refs/tavern/holds/*", false);
+    let out = finish(spawn(
+        &a,
+        &["release-hold", "src/parser.rs", "--as", "coder-1"],
+        Some(&path),
+    ));
+    assert!(path.join("raced").exists(), "the fetch met the race");
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("the remote is not at fault") && out.stderr.contains("hold records"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        git(&remote, &["for-each-ref", "refs/tavern/holds/"]),
+        held,
+        "nothing changed on the remote"
+    );
+    tavern(&a, &["holds"]).ok().stdout_has("src/parser.rs");
+    tavern(&a, &["release-hold", "src/parser.rs", "--as", "coder-1"]).ok();
+    assert!(
+        !tavern(&a, &["holds"]).ok().text().contains("src/parser.rs"),
+        "released once the race ended"
+    );
+}
