@@ -96,6 +96,8 @@ exec "$real" "$@"
         once = u8::from(once),
         remote_ref = if matches.contains("claims") {
             "refs/tavern/claims/x"
+        } else if matches.contains("holds") {
+            "refs/tavern/holds/paths/x"
         } else {
             REMOTE_REF
         },
@@ -413,4 +415,40 @@ fn fetching_child(pid: u32) -> bool {
                 c.contains("fetch") && c.contains(REMOTE_REF)
             })
     })
+}
+
+/// The same for the hold records: a release that must fetch them (what to drop is decided
+/// on the remote's records) and loses every attempt to another git process of this clone
+/// exits 1 saying so, not 7, and changes nothing; once the race ends it goes through.
+#[test]
+fn a_hold_whose_records_race_in_this_clone_is_not_called_unconfirmed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, _b, remote) = two_clones(tmp.path());
+    tavern(&a, &["hold", "src/parser.rs", "--as", "coder-1"]).ok();
+    let held = git(&remote, &["for-each-ref", "refs/tavern/holds/"]);
+    assert!(!held.is_empty(), "the hold is on the remote");
+    let path = racing_git(tmp.path(), "refs/tavern/holds/*", false);
+    let out = finish(spawn(
+        &a,
+        &["release-hold", "src/parser.rs", "--as", "coder-1"],
+        Some(&path),
+    ));
+    assert!(path.join("raced").exists(), "the fetch met the race");
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("the remote is not at fault") && out.stderr.contains("hold records"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        git(&remote, &["for-each-ref", "refs/tavern/holds/"]),
+        held,
+        "nothing changed on the remote"
+    );
+    tavern(&a, &["holds"]).ok().stdout_has("src/parser.rs");
+    tavern(&a, &["release-hold", "src/parser.rs", "--as", "coder-1"]).ok();
+    assert!(
+        !tavern(&a, &["holds"]).ok().text().contains("src/parser.rs"),
+        "released once the race ended"
+    );
 }
