@@ -285,7 +285,8 @@ impl Board {
     pub fn open(root: &Path) -> Result<Board> {
         let path = layout::board_yaml(root);
         let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, "read", e))?;
-        let config = parse_config(&text).map_err(|problem| Error::invalid_doc(&path, problem))?;
+        let config =
+            parse_config_kept(root, &text).map_err(|problem| Error::invalid_doc(&path, problem))?;
         for d in KEPT_DIRS {
             let dir = root.join(d);
             if std::fs::symlink_metadata(&dir).is_err() {
@@ -399,10 +400,116 @@ impl Board {
 }
 
 /// Reads board.yaml. Every setting must be present (the default file has them all), so a
-/// typo is an error rather than a silent default.
+/// typo is an error rather than a silent default. (A board is opened through
+/// [`Board::open`], which may take the YAML as parsed before.)
+#[cfg(test)]
 pub fn parse_config(text: &str) -> std::result::Result<Config, String> {
-    let value = crate::yaml::parse_value(text, YamlLimits::default())
-        .map_err(|e| format!("line {}: {}", e.line, e.message))?;
+    config_of(yaml_of(text)?)
+}
+
+/// board.yaml's YAML, as data (the part of reading it that costs: most of a hook's work).
+fn yaml_of(text: &str) -> std::result::Result<serde_json::Value, String> {
+    crate::yaml::parse_value(text, YamlLimits::default())
+        .map_err(|e| format!("line {}: {}", e.line, e.message))
+}
+
+/// Reads board.yaml as [`parse_config`] does, taking its YAML as this same program parsed
+/// the same text before, when `.state/` keeps that ([`layout::parsed_config`]). Only the
+/// YAML parse is skipped: the settings are read and checked from its result every time,
+/// so a board.yaml gives the same configuration, or the same error, either way.
+fn parse_config_kept(root: &Path, text: &str) -> std::result::Result<Config, String> {
+    let path = layout::parsed_config(root);
+    let program = program_identity();
+    if let Some(value) = program.as_deref().and_then(|p| kept::load(&path, p, text)) {
+        return config_of(value);
+    }
+    let value = yaml_of(text)?;
+    let kept = program.is_some().then(|| value.clone());
+    let config = config_of(value)?;
+    // Only a valid board.yaml is kept (an invalid one is read again, and refused again).
+    if let (Some(program), Some(value)) = (program, kept) {
+        kept::save(&path, &program, text, &value);
+    }
+    Ok(config)
+}
+
+/// Which program this is: its version and its executable's size, inode and modification
+/// time. A rebuilt or upgraded tavern is another program, which parses board.yaml again.
+fn program_identity() -> Option<String> {
+    #[cfg(target_os = "linux")]
+    let meta = std::fs::metadata("/proc/self/exe").ok()?;
+    #[cfg(not(target_os = "linux"))]
+    let meta = std::fs::metadata(std::env::current_exe().ok()?).ok()?;
+    let mtime = meta
+        .modified()
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_nanos();
+    #[cfg(unix)]
+    let inode = std::os::unix::fs::MetadataExt::ino(&meta);
+    #[cfg(not(unix))]
+    let inode = 0;
+    Some(format!(
+        "tavern {} {} {inode} {mtime}",
+        env!("CARGO_PKG_VERSION"),
+        meta.len()
+    ))
+}
+
+/// board.yaml's YAML as a program parsed it: `{"program", "text", "yaml"}`, taken only by
+/// the same program for the same text, byte for byte. A cache: written without a sync,
+/// and anything unreadable, other or missing is parsed again.
+mod kept {
+    use std::path::Path;
+
+    use serde::{Deserialize, Serialize};
+    use serde_json::Value;
+
+    #[derive(Deserialize)]
+    struct Kept {
+        program: String,
+        text: String,
+        yaml: Value,
+    }
+
+    #[derive(Serialize)]
+    struct Keep<'a> {
+        program: &'a str,
+        text: &'a str,
+        yaml: &'a Value,
+    }
+
+    /// A file this small is all a copy of board.yaml's parse can be; a bigger one is not read.
+    const MAX_BYTES: u64 = 1 << 20;
+
+    pub fn load(path: &Path, program: &str, text: &str) -> Option<Value> {
+        use std::io::Read;
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_BYTES).read_to_end(&mut bytes))
+            .ok()?;
+        let k: Kept = serde_json::from_slice(&bytes).ok()?;
+        (k.program == program && k.text == text).then_some(k.yaml)
+    }
+
+    pub fn save(path: &Path, program: &str, text: &str, yaml: &Value) {
+        let Ok(bytes) = serde_json::to_vec(&Keep {
+            program,
+            text,
+            yaml,
+        }) else {
+            return;
+        };
+        // Best effort: a board without `.state/` (a fresh clone), or read-only, parses again.
+        if path.parent().is_some_and(Path::is_dir) {
+            let _ = crate::file::write(path, &bytes, crate::file::Durability::Cache);
+        }
+    }
+}
+
+/// The settings of board.yaml's YAML, checked.
+fn config_of(value: serde_json::Value) -> std::result::Result<Config, String> {
     let config: Config = serde_json::from_value(value).map_err(|e| format!("{e}"))?;
     let problems = config.workflow.problems();
     if !problems.is_empty() {
@@ -500,6 +607,81 @@ mod tests {
             ["claim", "fail", "cancel"]
         );
         assert_eq!(c.workflow.allowed_from("done"), ["reopen"]);
+    }
+
+    /// What the kept YAML gives, as text: the settings (Config has no `PartialEq`).
+    fn kept(root: &Path, text: &str) -> std::result::Result<String, String> {
+        parse_config_kept(root, text).map(|c| format!("{c:?}"))
+    }
+
+    #[test]
+    fn a_kept_parse_gives_the_same_config_and_is_taken_only_for_the_same_text_and_program() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir(root.join(".state")).unwrap();
+        let file = layout::parsed_config(root);
+        let fresh = format!("{:?}", parse_config(DEFAULT_BOARD_YAML).unwrap());
+        // Parsed, then kept; then taken from what was kept: the same settings.
+        assert_eq!(kept(root, DEFAULT_BOARD_YAML).unwrap(), fresh);
+        assert!(file.is_file());
+        assert_eq!(kept(root, DEFAULT_BOARD_YAML).unwrap(), fresh);
+        // It is taken: a planted copy of the same text and program decides.
+        let program = program_identity().unwrap();
+        let other = DEFAULT_BOARD_YAML.replace("lease: 5m", "lease: 2h");
+        let plant = |program: &str, text: &str| {
+            let bytes = serde_json::to_vec(&serde_json::json!({
+                "program": program, "text": text, "yaml": yaml_of(&other).unwrap()
+            }))
+            .unwrap();
+            std::fs::write(&file, bytes).unwrap();
+        };
+        plant(&program, DEFAULT_BOARD_YAML);
+        assert!(
+            kept(root, DEFAULT_BOARD_YAML)
+                .unwrap()
+                .contains("lease: \"2h\"")
+        );
+        // Another text (one byte more), or another program: parsed again, and kept anew.
+        let edited = format!("{DEFAULT_BOARD_YAML}\n");
+        assert_eq!(kept(root, &edited).unwrap(), fresh);
+        let now: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert_eq!(now["text"], edited.as_str());
+        assert_eq!(now["program"], program.as_str());
+        plant("tavern 0.0.0 1 2 3", DEFAULT_BOARD_YAML);
+        assert_eq!(kept(root, DEFAULT_BOARD_YAML).unwrap(), fresh);
+        // Torn or not JSON: parsed again.
+        std::fs::write(&file, "{\"program\"").unwrap();
+        assert_eq!(kept(root, DEFAULT_BOARD_YAML).unwrap(), fresh);
+        // Without `.state/`, nothing is kept and the board reads the same.
+        let bare = tempfile::tempdir().unwrap();
+        assert_eq!(kept(bare.path(), DEFAULT_BOARD_YAML).unwrap(), fresh);
+        assert!(!layout::parsed_config(bare.path()).exists());
+    }
+
+    #[test]
+    fn an_invalid_board_yaml_is_refused_the_same_each_time_and_never_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir(root.join(".state")).unwrap();
+        let file = layout::parsed_config(root);
+        for bad in [
+            DEFAULT_BOARD_YAML.replace("lease: 5m", "lease: soon"),
+            DEFAULT_BOARD_YAML.replace("schema: 1", "schema: [1"),
+            DEFAULT_BOARD_YAML.replace("to: review", "to: reviewing"),
+        ] {
+            let want = parse_config(&bad).unwrap_err();
+            assert_eq!(kept(root, &bad).unwrap_err(), want);
+            assert_eq!(kept(root, &bad).unwrap_err(), want);
+            assert!(!file.exists(), "{want}");
+        }
+        // A valid board.yaml kept, then broken: the broken text is parsed and refused.
+        kept(root, DEFAULT_BOARD_YAML).unwrap();
+        let bad = DEFAULT_BOARD_YAML.replace("lease: 5m", "lease: soon");
+        assert_eq!(
+            kept(root, &bad).unwrap_err(),
+            "lease 'soon' is not a duration like 5m or 1h"
+        );
     }
 
     #[test]

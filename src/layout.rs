@@ -194,6 +194,12 @@ pub fn delivery_cursor(root: &Path, actor: &str) -> PathBuf {
     state_dir(root).join("delivered").join(actor)
 }
 
+/// `.state/board-yaml.json`: board.yaml's YAML as the program last parsed it, with the
+/// text it parsed (a cache: the board is read the same without it).
+pub fn parsed_config(root: &Path) -> PathBuf {
+    state_dir(root).join("board-yaml.json")
+}
+
 /// Where a delivery that found nothing for the agent leaves how far it read, unsynced:
 /// the next one starts there instead of reading the same entries again.
 pub fn delivery_passed(root: &Path, actor: &str) -> PathBuf {

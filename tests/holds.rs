@@ -1036,19 +1036,36 @@ fn with_nothing_held_the_pre_edit_hook_reads_board_yaml_and_one_stat() {
             .map(str::to_string)
             .collect()
     };
+    // The first run keeps board.yaml's parse in `.state/` (as any command does); the next
+    // takes it from there.
+    traced("trace-first");
     let quiet = traced("trace-free");
     let board = format!("{root}/.tavern/");
     let of_board: Vec<&String> = quiet
         .iter()
-        .filter(|l| l.contains(&board) && !l.contains("board.yaml"))
+        .filter(|l| l.contains(&board) && !l.contains(".tavern/board.yaml"))
         .collect();
-    // The board's directories (kept by opening it) and the registry: nothing is read.
+    // The board's directories (kept by opening it) and the registry: nothing is read but
+    // the kept parse of board.yaml, and nothing is written.
     for l in &of_board {
+        let kept = l.contains(".state/board-yaml.json") && l.contains("O_RDONLY");
         assert!(
-            !l.contains("openat") || l.contains("holds.json"),
-            "only board.yaml is opened: {l}"
+            !l.contains("openat") || l.contains("holds.json") || kept,
+            "only board.yaml and its kept parse are opened: {l}"
         );
     }
+    assert!(
+        of_board
+            .iter()
+            .any(|l| l.contains(".state/board-yaml.json") && l.contains("O_RDONLY")),
+        "board.yaml's kept parse is read: {of_board:#?}"
+    );
+    assert!(
+        !quiet
+            .iter()
+            .any(|l| l.contains("rename") || l.contains("O_WRONLY") || l.contains("O_RDWR")),
+        "nothing is written: {quiet:#?}"
+    );
     assert!(
         of_board
             .iter()
@@ -1078,4 +1095,48 @@ fn with_nothing_held_the_pre_edit_hook_reads_board_yaml_and_one_stat() {
             && !l.contains("ENOENT")),
         "{held:#?}"
     );
+}
+
+/// board.yaml's YAML is kept parsed in `.state/` for the next process (most of what a
+/// quiet hook cost): a hook still sees board.yaml as it is now. An ownership rule added
+/// after a hook kept the parse refuses the next edit; a board.yaml made invalid is refused
+/// by every hook alike, the first and the next; put back, the edit goes through again.
+#[test]
+fn the_hooks_see_board_yaml_as_it_is_now_though_its_parse_is_kept() {
+    let b = TestBoard::new();
+    let root = b.root().to_str().unwrap().to_string();
+    let edit = json!({"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse",
+        "tool_name": "Edit", "tool_input": {"file_path": format!("{root}/DESIGN.md")}});
+    let kept = b.board().join(".state/board-yaml.json");
+    pre_edit(&b, "claude", "coder", edit.clone())
+        .ok()
+        .stdout_is("");
+    assert!(kept.is_file(), "the parse is kept");
+    let yaml = b.read("board.yaml");
+    b.write(
+        "board.yaml",
+        format!("{yaml}\nowners:\n  DESIGN.md: architect\n"),
+    );
+    let why = denied(&pre_edit(&b, "claude", "coder", edit.clone()));
+    assert!(why.contains("architect holds DESIGN.md"), "{why}");
+    let agent = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--as", "coder"]);
+        b.run_stdin(
+            &all,
+            r#"{"session_id":"s1","hook_event_name":"PostToolUse"}"#,
+        )
+    };
+    b.write("board.yaml", yaml.replace("lease: 5m", "lease: soon"));
+    let said = "board.yaml: lease 'soon' is not a duration like 5m or 1h";
+    for _ in 0..2 {
+        // The pre-edit hook says why on stderr and lets the edit through (exit 1).
+        let out = pre_edit(&b, "claude", "coder", edit.clone());
+        out.code(1).stdout_is("").stderr_has(said);
+        let heartbeat = agent(&["hook", "claude", "heartbeat"]);
+        heartbeat.code(6).stdout_is("").stderr_has(said);
+    }
+    b.write("board.yaml", &yaml);
+    pre_edit(&b, "claude", "coder", edit).ok().stdout_is("");
+    agent(&["hook", "claude", "heartbeat"]).ok().stdout_is("");
 }

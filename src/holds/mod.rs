@@ -755,18 +755,22 @@ pub fn hold(
     // On a connected board the remote keeps the line every clone waits in: joined under
     // the registry's lock, so this clone's own waiters are in the same order in both.
     let remote = remote_for(board, req.local)?;
-    let (ticket, logged) = update(board, |reg, now| {
+    // Joins the remote's line, or renews this waiter's place in it (its lease).
+    let join = |r: &str, ticket: u64| {
+        in_line(
+            board,
+            r,
+            agent,
+            req,
+            ticket,
+            crate::sync::claims::holds::QueueOp::Join,
+        )
+    };
+    let (ticket, _) = update(board, |reg, now| {
         reg.next += 1;
         let ticket = reg.next;
         if let Some(r) = &remote {
-            in_line(
-                board,
-                r,
-                agent,
-                req,
-                ticket,
-                crate::sync::claims::holds::QueueOp::Join,
-            )?;
+            join(r, ticket)?;
         }
         reg.queue.push(Waiter {
             ticket,
@@ -789,7 +793,6 @@ pub fn hold(
         );
         Ok((ticket, vec![entry(agent, "hold-wait", "holds", note)]))
     })?;
-    let _ = logged;
     let mut renewed = std::time::Instant::now();
     let renew_every = (wait_lease() / 3)
         .to_std()
@@ -798,17 +801,7 @@ pub fn hold(
         if let Some(r) = &remote
             && renewed.elapsed() >= renew_every
         {
-            update(board, |_, _| {
-                in_line(
-                    board,
-                    r,
-                    agent,
-                    req,
-                    ticket,
-                    crate::sync::claims::holds::QueueOp::Join,
-                )?;
-                Ok(((), Vec::new()))
-            })?;
+            update(board, |_, _| join(r, ticket).map(|()| ((), Vec::new())))?;
             renewed = std::time::Instant::now();
         }
         match try_grant(board, agent, req, Some(ticket), false)? {
