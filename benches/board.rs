@@ -70,6 +70,28 @@
 //! of TAVERN_BENCH_SIZES beside reading every task file raw and a bare `statat` of every
 //! task file (the floor of the index's validity check), with CPU times and the load.
 //!
+//! A million documents (issue 21; board/scale.rs): the reads (`list`, `claim --next`,
+//! `search`) report their CPU time and peak memory beside their wall time (through GNU
+//! `/usr/bin/time` when installed: its start is in their wall time, well under a
+//! millisecond), and every size of TAVERN_BENCH_SIZES also times, once each:
+//! - the read index and the search index built from nothing (`.state/index/` and
+//!   `.state/search/` removed; the first `list`, then the first `search`), with what each
+//!   leaves on disk and the index's progress lines on stderr (counted; a build of more
+//!   than 2 s that says nothing is warned about);
+//! - `tavern watch --once` with no `.state/watch/`, then again with nothing changed, with
+//!   `.state/watch/` on disk after.
+//!
+//! `TAVERN_BENCH_BOARD=DIR` times the board a run kept in DIR (`TAVERN_BENCH_KEEP=1`
+//! prints it) instead of building one: its size is its count of `task-NNNNNN` files, its
+//! claimable tasks read from them; TAVERN_BENCH_SIZES is then ignored, and no watch, web,
+//! claims or sync rows run unless asked for by their own variables. The commands change
+//! the board (claims, new tasks), so a rerun sees a few more tasks claimed. For a 1M run:
+//!
+//!     TAVERN_BENCH_SIZES=1000000 TAVERN_BENCH_RUNS=3 TAVERN_BENCH_KEEP=1 TAVERN_BENCH_MCP=0 \
+//!       TAVERN_BENCH_CLAIMS=0 TAVERN_BENCH_WATCH_SIZES= TAVERN_BENCH_WEB_SIZES= \
+//!       TAVERN_BENCH_SYNC_SIZES= cargo bench --bench board
+//!     TAVERN_BENCH_BOARD=/tmp/.tmpXXXX TAVERN_BENCH_RUNS=3 TAVERN_BENCH_MCP=0 ... (the same)
+//!
 //! The report is printed and written to target/bench-report.md.
 //!
 //! Every board also holds four of the hand-written documents of `fixtures/` (shared with
@@ -79,6 +101,8 @@
 mod claims;
 #[path = "board/mcp.rs"]
 mod mcp;
+#[path = "board/scale.rs"]
+mod scale;
 #[path = "board/search.rs"]
 mod search;
 #[path = "board/sync.rs"]
@@ -125,7 +149,8 @@ fn timed(cmd: &mut Command) -> Duration {
 /// The tavern binary to time.
 fn tavern_bin() -> PathBuf {
     if let Some(p) = std::env::var_os("TAVERN_BENCH_BIN") {
-        return PathBuf::from(p);
+        // Absolute: the watcher rows start it in the board's directory.
+        return std::fs::canonicalize(&p).unwrap_or_else(|_| PathBuf::from(p));
     }
     let built = PathBuf::from(env!("CARGO_BIN_EXE_tavern"));
     if built.exists() {
@@ -309,8 +334,15 @@ struct Row {
     median: Duration,
     baseline: &'static str,
     base: Duration,
+    /// CPU time (user + system) of the command and of its baseline, when measured.
+    cpu: Option<Duration>,
+    base_cpu: Option<Duration>,
+    /// Peak resident set of the command, KiB, when measured.
+    rss_kib: Option<u64>,
     /// The target ratio, when this row has one.
     target: Option<f64>,
+    /// What else the row measured (sizes on disk, progress lines).
+    note: String,
 }
 
 fn sizes() -> Vec<usize> {
@@ -331,7 +363,14 @@ fn sizes() -> Vec<usize> {
 fn main() {
     // `cargo bench` passes --bench (and maybe a filter); there is nothing to filter.
     let bin = tavern_bin();
-    let sizes = sizes();
+    // `TAVERN_BENCH_BOARD=DIR`: a kept board, timed instead of a built one.
+    let reuse = std::env::var_os("TAVERN_BENCH_BOARD")
+        .filter(|d| !d.is_empty())
+        .map(|d| scale::load_board(Path::new(&d)));
+    let sizes = match &reuse {
+        Some((_, n)) => vec![*n],
+        None => sizes(),
+    };
     let runs: usize = std::env::var("TAVERN_BENCH_RUNS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -359,8 +398,16 @@ fn main() {
     };
 
     // The watch sizes not among the command sizes get a board of their own.
-    let watch_sizes = watch::sizes();
-    let web_sizes = web::sizes();
+    let reused = reuse.is_some();
+    let only_if_asked = |name: &str, sizes: Vec<usize>| {
+        if reused && std::env::var_os(name).is_none() {
+            Vec::new()
+        } else {
+            sizes
+        }
+    };
+    let watch_sizes = only_if_asked("TAVERN_BENCH_WATCH_SIZES", watch::sizes());
+    let web_sizes = only_if_asked("TAVERN_BENCH_WEB_SIZES", web::sizes());
     let mut all = sizes.clone();
     all.extend(watch_sizes.iter().filter(|n| !sizes.contains(n)));
     let known = all.clone();
@@ -375,15 +422,30 @@ fn main() {
     let mut mcp_rows = Vec::new();
     let mut mcp_sizes = Vec::new();
     let mut web_rows = Vec::new();
+    let mut reuse = reuse;
     for &n in &all {
-        let dir = tempfile::tempdir().unwrap();
         let keep = std::env::var_os("TAVERN_BENCH_KEEP").is_some();
-        let t = Instant::now();
-        let built = build_board(&bin, dir.path(), n);
-        eprintln!(
-            "{n} tasks: board built in {:.1} s",
-            t.elapsed().as_secs_f64()
-        );
+        let (dir, built) = match reuse.take() {
+            Some((built, n)) => {
+                eprintln!(
+                    "{n} tasks: the board in {} (TAVERN_BENCH_BOARD), {} claimable",
+                    built.board.display(),
+                    built.claimable.len()
+                );
+                (None, built)
+            }
+            None => {
+                let dir = tempfile::tempdir().unwrap();
+                let t = Instant::now();
+                let built = build_board(&bin, dir.path(), n);
+                eprintln!(
+                    "{n} tasks: board built in {:.1} s",
+                    t.elapsed().as_secs_f64()
+                );
+                (Some(dir), built)
+            }
+        };
+        let dir_path = built.board.parent().unwrap().to_path_buf();
         let b = Bench {
             bin: bin.clone(),
             board: built.board.clone(),
@@ -399,18 +461,26 @@ fn main() {
             mcp_rows.extend(mcp::time(&b, &built, n, runs, runs + 1));
         }
         if watch_sizes.contains(&n) {
-            watch_rows.extend(watch::run(&b, dir.path(), n, raw));
+            watch_rows.extend(watch::run(&b, &dir_path, n, raw));
         }
         if web_sizes.contains(&n) {
             web_rows.extend(web::run(&b, n, raw));
         }
-        if keep {
+        if keep && let Some(dir) = dir {
             eprintln!("{n} tasks: board kept in {}", dir.keep().display());
         }
     }
 
-    let claim_rows = claims::run(&bin);
-    let sync_rows = sync::run(&bin);
+    let claim_rows = if reused && std::env::var_os("TAVERN_BENCH_CLAIMS").is_none() {
+        Vec::new()
+    } else {
+        claims::run(&bin)
+    };
+    let sync_rows = if reused && std::env::var_os("TAVERN_BENCH_SYNC_SIZES").is_none() {
+        Vec::new()
+    } else {
+        sync::run(&bin)
+    };
     let mut report = render(&rows, &watch_rows, &bin);
     mcp::render(&mcp_rows, &mcp_sizes, &mut report);
     claims::render(&claim_rows, &mut report);
@@ -464,8 +534,20 @@ fn time_commands(
 
     // Commands that read the whole board, interleaved with reading it raw in-process
     // (the first read warms the page cache, as on a board in use).
-    let scan_runs = if n >= 100_000 { 5 } else { 9 };
+    let scan_runs = if n >= 1_000_000 {
+        runs.min(5)
+    } else if n >= 100_000 {
+        5
+    } else {
+        9
+    };
+    // The read index and the search index built from nothing (board/scale.rs): first, so
+    // that on a fresh board no index is built twice.
+    scale::from_nothing(b, n, rows);
     let [raw, list, next, search] = time_reads(b, &built.board, scan_runs);
+
+    // The watcher's own state: a first start, then a restart with nothing changed.
+    scale::watch_once(b, n, rows);
 
     // The same reads with `tavern watch` running: they go by its change journal instead
     // of a statat per file (README, "The read index"). Timed once it watches (its first
@@ -514,16 +596,22 @@ fn time_commands(
     eprintln!("{n} tasks: timed in {:.1} s", t.elapsed().as_secs_f64());
 
     let at = |size: usize, ratio: f64| (n == size).then_some(ratio);
-    let mut row = |op: &str, median: Duration, baseline, base, target| {
+    let mut row = |op: &str, m: Sample, baseline, base: Sample, target| {
         rows.push(Row {
             op: op.into(),
             size: n,
-            median,
+            median: m.wall,
+            cpu: m.cpu,
+            rss_kib: m.rss_kib,
             baseline,
-            base,
+            base: base.wall,
+            base_cpu: base.cpu,
             target,
+            note: String::new(),
         })
     };
+    let [spawn, cat, show, claim, new, log_raw, log_since, log_doc] =
+        [spawn, cat, show, claim, new, log_raw, log_since, log_doc].map(Sample::wall);
     row("show ID", show, "/bin/true", spawn, at(10_000, 3.0));
     row("claim ID", claim, "/bin/true", spawn, at(10_000, 3.0));
     row("new task", new, "/bin/true", spawn, None);
@@ -575,21 +663,44 @@ fn time_commands(
         spawn,
         None,
     );
-    raw
+    raw.wall
+}
+
+/// A row's measure: the median wall time, and when measured the median CPU time and the
+/// highest peak resident set (KiB) over the runs.
+#[derive(Clone, Copy)]
+struct Sample {
+    wall: Duration,
+    cpu: Option<Duration>,
+    rss_kib: Option<u64>,
+}
+
+impl Sample {
+    fn wall(wall: Duration) -> Sample {
+        Sample {
+            wall,
+            cpu: None,
+            rss_kib: None,
+        }
+    }
 }
 
 /// `list` with a query, `claim --next` and `search`, each round beside reading every task
-/// file raw in-process; round 0 warms up. The medians: [raw, list, next, search].
-fn time_reads(b: &Bench, board: &Path, runs: usize) -> [Duration; 4] {
-    let mut samples: [Vec<Duration>; 4] = Default::default();
+/// file raw in-process; round 0 warms up. [raw, list, next, search].
+fn time_reads(b: &Bench, board: &Path, runs: usize) -> [Sample; 4] {
+    let mut samples: [Vec<scale::Run>; 4] = Default::default();
     for i in 0..=runs {
-        let raw = Instant::now();
-        std::hint::black_box(read_raw(board));
+        let (wall, cpu) = scale::raw_read(board);
         let round = [
-            raw.elapsed(),
-            b.time(&["list", "tasks", "status=pending", "priority<=1"]),
-            b.time(&["claim", "--next"]),
-            b.time(&["search", "parser", "input"]),
+            scale::Run {
+                wall,
+                cpu: Some(cpu),
+                rss_kib: None,
+                stderr: String::new(),
+            },
+            scale::measured(&b.tavern(&["list", "tasks", "status=pending", "priority<=1"])),
+            scale::measured(&b.tavern(&["claim", "--next"])),
+            scale::measured(&b.tavern(&["search", "parser", "input"])),
         ];
         if i > 0 {
             for (s, d) in samples.iter_mut().zip(round) {
@@ -597,7 +708,15 @@ fn time_reads(b: &Bench, board: &Path, runs: usize) -> [Duration; 4] {
             }
         }
     }
-    samples.map(median)
+    samples.map(|runs| Sample {
+        wall: median(runs.iter().map(|r| r.wall).collect()),
+        cpu: runs
+            .iter()
+            .map(|r| r.cpu)
+            .collect::<Option<Vec<_>>>()
+            .map(median),
+        rss_kib: runs.iter().filter_map(|r| r.rss_kib).max(),
+    })
 }
 
 fn render(rows: &[Row], watch_rows: &[watch::Row], bin: &Path) -> String {
@@ -607,26 +726,39 @@ fn render(rows: &[Row], watch_rows: &[watch::Row], bin: &Path) -> String {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
     out.push_str(
-        "| operation | tasks | median ms | baseline | baseline ms | ratio | target | result |\n",
+        "CPU is user + system (10 ms resolution; of this process for the in-process baselines); peak is the highest resident set over the runs.\n\n",
     );
-    out.push_str("|---|---:|---:|---|---:|---:|---:|---|\n");
+    out.push_str(
+        "| operation | tasks | median ms | CPU ms | peak MiB | baseline | baseline ms | ratio | CPU ratio | target | result | notes |\n",
+    );
+    out.push_str("|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---|---|\n");
+    let opt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or_else(String::new, f);
     for r in rows {
         let ratio = r.median.as_secs_f64() / r.base.as_secs_f64();
         let (target, verdict) = match r.target {
             Some(t) => (format!("≤ {t}x"), if ratio <= t { "PASS" } else { "MISS" }),
             None => (String::new(), ""),
         };
+        let cpu_ratio = r
+            .cpu
+            .zip(r.base_cpu)
+            .filter(|(_, b)| !b.is_zero())
+            .map(|(c, b)| c.as_secs_f64() / b.as_secs_f64());
         writeln!(
             out,
-            "| {} | {} | {:.2} | {} | {:.2} | {:.2}x | {} | {} |",
+            "| {} | {} | {:.2} | {} | {} | {} | {:.2} | {:.2}x | {} | {} | {} | {} |",
             r.op,
             r.size,
             ms(r.median),
+            opt(r.cpu.map(ms), &|v| format!("{v:.0}")),
+            opt(r.rss_kib.map(|k| k as f64 / 1024.0), &|v| format!("{v:.1}")),
             r.baseline,
             ms(r.base),
             ratio,
+            opt(cpu_ratio, &|v| format!("{v:.2}x")),
             target,
-            verdict
+            verdict,
+            r.note
         )
         .unwrap();
     }

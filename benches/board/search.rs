@@ -37,7 +37,7 @@ pub fn loadavg() -> String {
 
 /// (this process's CPU time, its waited-for children's), from /proc/self/stat (in clock
 /// ticks of 10 ms, as Linux reports them to user space).
-fn cpu_times() -> (Duration, Duration) {
+pub fn cpu_times() -> (Duration, Duration) {
     let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
         return Default::default();
     };

@@ -356,7 +356,7 @@ const MIB: f64 = 1024.0 * 1024.0;
 
 /// What a directory takes on disk, in bytes: its blocks and those of everything under it
 /// (a file of a few hundred bytes takes a whole block).
-fn disk_bytes(dir: &Path) -> u64 {
+pub fn disk_bytes(dir: &Path) -> u64 {
     use std::os::unix::fs::MetadataExt;
     let Ok(meta) = std::fs::symlink_metadata(dir) else {
         return 0;
