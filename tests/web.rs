@@ -1346,3 +1346,74 @@ fn a_dependency_done_and_archived_blocks_nothing_as_tavern_deps_says() {
         json!([{"id": "task-gone", "kind": "task", "what": "failed, archived"}])
     );
 }
+
+/// The tasks in review come a page at a time (`per`, from `offset`, oldest update first, as
+/// the whole list orders them), with the count of all of them; the questions are listed
+/// whole, and the count beside "Waiting on you" is exact.
+#[test]
+fn the_tasks_in_review_are_paged_and_counted_whole() {
+    let b = board_with_human();
+    let mut submitted = Vec::new();
+    for i in 0..7 {
+        let id = b.task(&format!("Review me {i}"), &["--id", &format!("task-r{i}")]);
+        for step in ["claim", "start", "submit"] {
+            b.run(&[step, &id, "--as", "coder"]).ok();
+        }
+        submitted.push(id);
+    }
+    b.task("Still pending", &["--id", "task-p"]);
+    b.run(&["ask", "Which one?", "--id", "q-1", "--as", "coder"])
+        .ok();
+    let s = serve(&b, HUMAN);
+    let ids = |v: &Value| -> Vec<String> {
+        v["review"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let all = s.get("/api/waiting").json();
+    assert_eq!(ids(&all), submitted, "oldest update first");
+    assert_eq!(
+        (all["review_total"].clone(), all["review_offset"].clone()),
+        (json!(7), json!(0))
+    );
+    assert_eq!(all["questions"].as_array().unwrap().len(), 1);
+    let mut paged = Vec::new();
+    for offset in [0, 3, 6] {
+        let page = s.get(&format!("/api/waiting?per=3&offset={offset}")).json();
+        assert_eq!(page["review_total"], 7);
+        assert_eq!(page["review_offset"], offset);
+        assert_eq!(
+            page["questions"], all["questions"],
+            "questions listed whole"
+        );
+        paged.extend(ids(&page));
+    }
+    assert_eq!(paged, submitted, "the pages are the list, in order");
+    let past = s.get("/api/waiting?per=3&offset=100").json();
+    assert_eq!(ids(&past), Vec::<String>::new());
+    assert_eq!(
+        (past["review_total"].clone(), past["review_offset"].clone()),
+        (json!(7), json!(7))
+    );
+    assert_eq!(ids(&s.get("/api/waiting?per=0").json()), submitted[..1]);
+    assert_eq!(s.get("/api/state").json()["waiting"], 8);
+    // Approved at the CLI: the page and the count follow (once the server has heard).
+    b.run(&["approve", &submitted[0], "--as", HUMAN]).ok();
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let after = loop {
+        let w = s.get("/api/waiting?per=3").json();
+        if w["review_total"] == 6 {
+            break w;
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "the approval never showed: {w}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(ids(&after), submitted[1..4]);
+    assert_eq!(s.get("/api/state").json()["waiting"], 7);
+}

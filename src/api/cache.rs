@@ -21,7 +21,7 @@ use std::time::{Duration, SystemTime};
 use chrono::{DateTime, Utc};
 
 use super::columns::{BoardView, Paging};
-use super::waiting::Waiting;
+use super::waiting::{ReviewPage, Waiting};
 use crate::board::Board;
 use crate::doc::{Document, Region};
 use crate::error::Result;
@@ -554,17 +554,38 @@ impl BoardCache {
         )
     }
 
-    /// [`crate::api::waiting::waiting`], from memory (a question's decision is still read
-    /// from the log, as it is in every read).
-    pub fn waiting(&self, board: &Board) -> Result<Waiting> {
+    /// [`crate::api::waiting::waiting_page`], from memory (a question's decision is still
+    /// read from the log, as it is in every read). The tasks in review come from the order
+    /// kept per status; only the page's are made cards.
+    pub fn waiting(&self, board: &Board, page: ReviewPage) -> Result<Waiting> {
         let open = self.open_questions(board)?;
         super::waiting::waiting_from(board, open, |states| {
-            let paging = Paging {
-                per_column: usize::MAX,
-                only: states,
-                ..Paging::default()
+            let tasks = &self.files[0].by_name;
+            // The board's order (the review states in the workflow's order, each best
+            // first), then oldest update first.
+            let mut docs: Vec<&Document> = states
+                .iter()
+                .filter_map(|s| self.order.by_status.get(s))
+                .flat_map(|set| set.iter())
+                .filter_map(|rank| tasks.get(&rank.5).and_then(|r| r.as_ref().ok()))
+                .collect();
+            super::waiting::oldest_update_first(&mut docs, |d| d.text("updated_at"));
+            let range = page.range(docs.len());
+            let offset = range.start;
+            let questions: Vec<&Document> = self
+                .docs(Region::Questions)
+                .filter(|d| super::columns::blocks_tasks(d))
+                .collect();
+            let status_of = |id: &str| -> Option<&str> {
+                let name = self.order.files_of_id.get(id)?.last()?;
+                Some(doc_status(tasks.get(name)?.as_ref().ok()?))
             };
-            Ok(self.columns_of(board, &Query::default(), &paging))
+            Ok(super::waiting::InReview {
+                total: docs.len(),
+                offset,
+                cards: super::columns::cards_of(board, &docs[range], &questions, &status_of),
+                skipped: self.skipped(Region::Tasks),
+            })
         })
     }
 }
@@ -640,14 +661,80 @@ mod tests {
                 assert_eq!(got, want, "board view, terms {terms:?}, {paging:?}");
             }
         }
-        let want = serde_json::to_value(crate::api::waiting::waiting(board).unwrap()).unwrap();
-        let got = serde_json::to_value(cache.waiting(board).unwrap()).unwrap();
-        assert_eq!(got, want, "waiting queue");
+        let all = crate::api::waiting::waiting(board).unwrap();
+        let total = all.review_total;
+        assert_eq!(all.review.len(), total);
+        let mut pages = vec![ReviewPage::ALL];
+        for offset in 0..=total + 1 {
+            for limit in [1, 2] {
+                pages.push(ReviewPage { offset, limit });
+            }
+        }
+        for page in pages {
+            let want =
+                serde_json::to_value(crate::api::waiting::waiting_page(board, page).unwrap())
+                    .unwrap();
+            let got = serde_json::to_value(cache.waiting(board, page).unwrap()).unwrap();
+            assert_eq!(got, want, "waiting queue, {page:?}");
+            // A page is a part of the whole list, in its order; the count is the whole's.
+            let range = page.range(total);
+            assert_eq!(
+                want["review"],
+                serde_json::to_value(&all.review[range.clone()]).unwrap()
+            );
+            assert_eq!(want["review_total"], total);
+            assert_eq!(want["review_offset"], range.start);
+        }
         assert_eq!(
             cache.waiting_count(board).unwrap(),
             crate::api::waiting::waiting(board).unwrap().count(),
             "waiting count"
         );
+    }
+
+    #[test]
+    fn the_tasks_in_review_are_paged_oldest_update_first() {
+        let (_dir, board) = board();
+        // Updates at seconds and milliseconds, a tie, one never updated, other states.
+        let updated = [
+            ("r-1", "2026-11-21T10:00:05.120Z"),
+            ("r-2", "2026-11-21T10:00:05Z"),
+            ("r-3", ""),
+            ("r-4", "2026-11-21T09:00:00Z"),
+            ("r-5", "2026-11-21T10:00:05Z"),
+            ("r-6", "2026-11-21T11:00:00+02:00"),
+        ];
+        for (i, (id, at)) in updated.iter().enumerate() {
+            let extra = if at.is_empty() {
+                String::new()
+            } else {
+                format!("updated_at: {at}\n")
+            };
+            write(
+                &board,
+                &format!("tasks/{id}.md"),
+                &task(id, "review", (i % 3) as u8, &extra),
+            );
+        }
+        write(&board, "tasks/p-1.md", &task("p-1", "pending", 0, ""));
+        let cache = BoardCache::build(&board).unwrap();
+        same(&board, &cache);
+        let ids = |w: &Waiting| -> Vec<String> { w.review.iter().map(|c| c.id.clone()).collect() };
+        let all = cache.waiting(&board, ReviewPage::ALL).unwrap();
+        assert_eq!(ids(&all), ["r-3", "r-4", "r-6", "r-2", "r-5", "r-1"]);
+        let second = cache
+            .waiting(
+                &board,
+                ReviewPage {
+                    offset: 2,
+                    limit: 2,
+                },
+            )
+            .unwrap();
+        assert_eq!(ids(&second), ["r-6", "r-2"]);
+        assert_eq!((second.review_total, second.review_offset), (6, 2));
+        assert_eq!(second.count(), 6);
+        assert_eq!(cache.waiting_count(&board).unwrap(), 6);
     }
 
     #[test]

@@ -179,16 +179,7 @@ pub(crate) fn assemble<'a>(
     paging: &Paging,
     mut page: impl FnMut(&str, usize, usize) -> (usize, usize, Vec<&'a Document>),
 ) -> BoardView {
-    let mut blocked_by: HashMap<String, Vec<Blocker>> = HashMap::new();
-    for q in sorted.questions {
-        for t in q.list("blocks") {
-            blocked_by.entry(t).or_default().push(Blocker {
-                id: q.id().to_string(),
-                kind: "question",
-                what: q.title().to_string(),
-            });
-        }
-    }
+    let blocked_by = blocked_by_questions(sorted.questions);
     let mut states: Vec<String> = board.config.workflow.states.clone();
     if sorted.has_other {
         states.push(OTHER_STATE.to_string());
@@ -217,6 +208,35 @@ pub(crate) fn assemble<'a>(
         tasks: sorted.tasks,
         skipped: sorted.skipped,
     }
+}
+
+/// The tasks each of the open `questions` blocks, and the blocker it is for them.
+fn blocked_by_questions(questions: &[&Document]) -> HashMap<String, Vec<Blocker>> {
+    let mut blocked_by: HashMap<String, Vec<Blocker>> = HashMap::new();
+    for q in questions {
+        for t in q.list("blocks") {
+            blocked_by.entry(t).or_default().push(Blocker {
+                id: q.id().to_string(),
+                kind: "question",
+                what: q.title().to_string(),
+            });
+        }
+    }
+    blocked_by
+}
+
+/// The cards of `docs` as the board shows them, with the open `questions` that block
+/// tasks ([`blocks_tasks`]) and the status of each task on the board (`status_of`).
+pub(crate) fn cards_of<'a>(
+    board: &Board,
+    docs: &[&Document],
+    questions: &[&Document],
+    status_of: &dyn Fn(&str) -> Option<&'a str>,
+) -> Vec<Card> {
+    let blocked_by = blocked_by_questions(questions);
+    docs.iter()
+        .map(|d| card(board, d, status_of, &blocked_by))
+        .collect()
 }
 
 /// What one task waits for: its dependencies not finished, the open questions that list

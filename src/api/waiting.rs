@@ -69,15 +69,54 @@ pub struct PermissionRequest {
 pub struct Waiting {
     pub questions: Vec<OpenQuestion>,
     pub permissions: Vec<PermissionRequest>,
+    /// One page of the tasks in review, oldest update first ([`ReviewPage`]).
     pub review: Vec<Card>,
+    /// How many tasks are in review (all of them, not only the page's).
+    pub review_total: usize,
+    /// Where the page starts in that order (at most `review_total`).
+    pub review_offset: usize,
     pub skipped: Vec<Skipped>,
 }
 
 impl Waiting {
-    /// How many things wait.
+    /// How many things wait (every task in review, the page or not).
     pub fn count(&self) -> usize {
-        self.questions.len() + self.permissions.len() + self.review.len()
+        self.questions.len() + self.permissions.len() + self.review_total
     }
+}
+
+/// Which of the tasks in review to list: `limit` of them from `offset`, in the order of
+/// the queue (oldest update first). The questions and permission requests are always
+/// listed whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReviewPage {
+    pub offset: usize,
+    pub limit: usize,
+}
+
+impl ReviewPage {
+    /// Every task in review.
+    pub const ALL: ReviewPage = ReviewPage {
+        offset: 0,
+        limit: usize::MAX,
+    };
+
+    /// `(offset, the part of items on the page)`, the offset at most `len`.
+    pub(crate) fn range(&self, len: usize) -> std::ops::Range<usize> {
+        let start = self.offset.min(len);
+        start..start.saturating_add(self.limit).min(len)
+    }
+}
+
+/// The order of the waiting queue's tasks in review: oldest update first, ties in the
+/// board's order (`items` come in it).
+/// Each stamp is parsed once ([`crate::time::stamp_key`] orders as `cmp_stamps` does).
+pub(crate) fn oldest_update_first<T>(items: &mut [T], updated_at: impl Fn(&T) -> Option<String>) {
+    items.sort_by_cached_key(|item| {
+        let at = updated_at(item).unwrap_or_default();
+        let (parsed, time, raw) = crate::time::stamp_key(&at);
+        (parsed, time, raw.to_string())
+    });
 }
 
 /// The states a reviewer decides on: those the workflow's `approve` transition leaves from.
@@ -94,8 +133,13 @@ pub(crate) fn review_states(board: &Board) -> Vec<String> {
     }
 }
 
-/// What waits on a human, oldest first.
+/// What waits on a human, oldest first: every task in review.
 pub fn waiting(board: &Board) -> Result<Waiting> {
+    waiting_page(board, ReviewPage::ALL)
+}
+
+/// [`waiting`], with one page of the tasks in review.
+pub fn waiting_page(board: &Board, page: ReviewPage) -> Result<Waiting> {
     let open = crate::ops::questions::open_questions(board)?;
     waiting_from(board, open, |states| {
         let paging = Paging {
@@ -103,16 +147,36 @@ pub fn waiting(board: &Board) -> Result<Waiting> {
             only: states,
             ..Paging::default()
         };
-        super::columns::columns_of(board, &Query::default(), &paging)
+        let view = super::columns::columns_of(board, &Query::default(), &paging)?;
+        let mut cards: Vec<Card> = view.columns.into_iter().flat_map(|c| c.cards).collect();
+        oldest_update_first(&mut cards, |c| c.updated_at.clone());
+        let range = page.range(cards.len());
+        let total = cards.len();
+        let offset = range.start;
+        let cards = cards.drain(range).collect();
+        Ok(InReview {
+            total,
+            offset,
+            cards,
+            skipped: view.skipped,
+        })
     })
 }
 
-/// [`waiting`] of the open questions read, with the board view `review` gives of the
-/// review states it is asked for (all their cards).
+/// One page of the tasks in review, as [`waiting_from`] is given it.
+pub(crate) struct InReview {
+    pub total: usize,
+    pub offset: usize,
+    pub cards: Vec<Card>,
+    pub skipped: Vec<Skipped>,
+}
+
+/// [`waiting`] of the open questions read, with the page `review` gives of the tasks in
+/// the review states it is asked for (oldest update first: [`oldest_update_first`]).
 pub(crate) fn waiting_from(
     board: &Board,
     open: crate::scan::Scan,
-    review: impl FnOnce(Vec<String>) -> Result<super::columns::BoardView>,
+    review: impl FnOnce(Vec<String>) -> Result<InReview>,
 ) -> Result<Waiting> {
     let mut questions = Vec::new();
     let mut permissions = Vec::new();
@@ -134,25 +198,23 @@ pub(crate) fn waiting_from(
         }
     }
     let states = review_states(board);
-    let mut in_review = Vec::new();
     let mut skipped = open.skipped;
+    let mut in_review = InReview {
+        total: 0,
+        offset: 0,
+        cards: Vec::new(),
+        skipped: Vec::new(),
+    };
     if !states.is_empty() {
-        let view = review(states)?;
-        for c in view.columns {
-            in_review.extend(c.cards);
-        }
-        in_review.sort_by(|a, b| {
-            crate::time::cmp_stamps(
-                a.updated_at.as_deref().unwrap_or(""),
-                b.updated_at.as_deref().unwrap_or(""),
-            )
-        });
-        skipped.extend(view.skipped);
+        in_review = review(states)?;
+        skipped.append(&mut in_review.skipped);
     }
     Ok(Waiting {
         questions,
         permissions,
-        review: in_review,
+        review: in_review.cards,
+        review_total: in_review.total,
+        review_offset: in_review.offset,
         skipped,
     })
 }

@@ -276,10 +276,22 @@ async fn board_view(State(app): State<Shared>, Query(q): Query<BoardQuery>) -> R
     .await
 }
 
-async fn waiting(State(app): State<Shared>) -> Response {
-    blocking(app, |app| {
+#[derive(Deserialize)]
+struct WaitingQuery {
+    /// Tasks in review per page (the questions and permission requests are all listed).
+    per: Option<usize>,
+    #[serde(default)]
+    offset: usize,
+}
+
+async fn waiting(State(app): State<Shared>, Query(q): Query<WaitingQuery>) -> Response {
+    blocking(app, move |app| {
         let board = app.board()?;
-        let waiting = app.live.cache().with(&board, |c| c.waiting(&board))?;
+        let page = api::waiting::ReviewPage {
+            offset: q.offset,
+            limit: q.per.unwrap_or(50).clamp(1, 500),
+        };
+        let waiting = app.live.cache().with(&board, |c| c.waiting(&board, page))?;
         let mut v = to_json(&waiting)?;
         if let Some(Value::Array(items)) = v.get_mut("permissions") {
             items.iter_mut().for_each(|item| rendered(item, false));

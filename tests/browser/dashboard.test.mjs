@@ -368,7 +368,7 @@ test("Pause and Resume from the page", async () => {
   assert.equal(ops.length, 2);
 });
 
-test("a 10,000-task board shows 50 cards per column and more on request", async () => {
+test("a 10,000-task board shows 50 cards per column, 50 tasks in review, and more on request", async () => {
   const big = path.join(tmp, "big");
   const bigBoard = path.join(big, ".tavern");
   fs.mkdirSync(big, { recursive: true });
@@ -409,6 +409,20 @@ test("a 10,000-task board shows 50 cards per column and more on request", async 
       throw e;
     });
     await fresh.screenshot({ path: path.join(shots, "board-10k.png") });
+    // Waiting on you: the 1,250 tasks in review come 50 at a time too, the count whole.
+    await fresh.click('a[data-view="waiting"]');
+    await fresh.waitForSelector(".review", { timeout: 60_000 });
+    assert.equal(await fresh.locator("#waiting-count").innerText(), "1250");
+    assert.equal(await fresh.locator(".waiting-section:has(.review) h2 .count").innerText(), "1250");
+    assert.equal(await fresh.locator(".review").count(), 50);
+    assert.equal(await fresh.locator(".waiting-section button.more").innerText(), "show more (1200)");
+    await fresh.click(".waiting-section button.more");
+    await fresh.waitForFunction(() => document.querySelectorAll(".review").length >= 100, null, { timeout: 60_000 });
+    assert.equal(await fresh.locator(".review").count(), 100);
+    assert.equal(await fresh.locator(".waiting-section button.more").innerText(), "show more (1150)");
+    // No task twice: the second page follows the first.
+    const ids = await fresh.locator(".review").evaluateAll((items) => items.map((e) => e.dataset.id));
+    assert.equal(new Set(ids).size, 100);
     await fresh.close();
   } finally {
     await stop(big_server);

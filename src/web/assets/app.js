@@ -19,6 +19,7 @@
     dirtyView: false,
     firstPaint: null,
     boardPer: 50,
+    reviewPer: 50,
     logLimit: 100,
   };
 
@@ -294,7 +295,7 @@
   }
 
   async function viewWaiting() {
-    const w = await api("/api/waiting");
+    const w = await api("/api/waiting?per=" + state.reviewPer);
     const questions = each(w.questions, (q) => {
       const text = h("input", { type: "text", class: "answer-text", placeholder: "your answer", maxlength: "10000", "data-key": "answer:" + q.id });
       return h(
@@ -351,7 +352,7 @@
         confirm,
       );
     });
-    const review = each(w.review, (t) => {
+    const reviewItem = (t) => {
       const note = h("input", { type: "text", class: "note", placeholder: "note (for the log)", maxlength: "2000", "data-key": "note:" + t.id });
       const run = (name) => (ev) =>
         act("/api/task/" + encodeURIComponent(t.id) + "/transition", { name, note: note.value, if_rev: t.rev }, ev.target);
@@ -362,16 +363,45 @@
         h("div", { class: "muted" }, t.id, t.claimed_by ? " · by " + t.claimed_by : "", " · updated ", ago(t.updated_at), " ago"),
         h("div", { class: "row" }, note, actButton("Approve", run("approve"), "approve"), actButton("Reject", run("reject"), "deny")),
       );
-    });
-    const section = (title, items, empty) =>
-      h("section", { class: "waiting-section" }, h("h2", {}, title, " ", h("span", { class: "count" }, String(items.length))),
+    };
+    const section = (title, items, empty, count = items.length) =>
+      h("section", { class: "waiting-section" }, h("h2", {}, title, " ", h("span", { class: "count" }, String(count))),
         items.length ? items : h("p", { class: "muted" }, empty));
+    // The tasks in review come a page at a time (oldest update first), as a column of the
+    // board does; the count is all of them.
+    const reviewList = h("div", { class: "review-list" }, each(w.review, reviewItem));
+    const reviewSection = section("Tasks in review", w.review.length ? [reviewList] : [], "Nothing to review.", w.review_total);
+    let shown = w.review_offset + w.review.length;
+    if (shown < w.review_total) {
+      const more = h("button", { type: "button", class: "more" }, "show more (" + (w.review_total - shown) + ")");
+      more.addEventListener("click", async () => {
+        more.disabled = true;
+        try {
+          const next = await api("/api/waiting?per=50&offset=" + shown);
+          shown += next.review.length;
+          state.reviewPer = Math.min(500, Math.max(state.reviewPer, shown));
+          // As on the board: a read under way reads again, a list replaced is read afresh.
+          if (state.refreshing) state.dirty = state.dirtyView = true;
+          if (!reviewList.isConnected) {
+            refresh();
+            return;
+          }
+          add(reviewList, each(next.review, reviewItem));
+          if (shown >= next.review_total || !next.review.length) more.remove();
+          else more.textContent = "show more (" + (next.review_total - shown) + ")";
+        } catch (e) {
+          flash(e.message, "error");
+        }
+        more.disabled = false;
+      });
+      reviewSection.appendChild(more);
+    }
     return {
       frag: [
         skippedNote(w.skipped),
         section("Permission requests", permissions, "No permission requests."),
         section("Questions", questions, "No open questions."),
-        section("Tasks in review", review, "Nothing to review."),
+        reviewSection,
       ],
     };
   }
@@ -748,6 +778,7 @@
     document.getElementById("flash").hidden = true;
     state.confirming = null;
     state.boardPer = 50;
+    state.reviewPer = 50;
     state.logLimit = 100;
     window.scrollTo(0, 0);
     refresh();
