@@ -1140,3 +1140,109 @@ fn the_hooks_see_board_yaml_as_it_is_now_though_its_parse_is_kept() {
     pre_edit(&b, "claude", "coder", edit).ok().stdout_is("");
     agent(&["hook", "claude", "heartbeat"]).ok().stdout_is("");
 }
+
+/// `tavern hook CLIENT EVENT`, the words alone (as setup installs the hooks of Claude Code
+/// and Codex), is read without the command-line parser; the same hook with `--` before
+/// its words goes through it. Both give the same answer, byte for byte and exit code, for
+/// a free path, a held path, a quiet heartbeat, a client or event that does not exist, a
+/// board named by TAVERN_BOARD, and a malformed board.yaml.
+#[test]
+fn a_hook_read_without_the_parser_answers_as_the_parser_does() {
+    let b = TestBoard::new();
+    let root = b.root().to_str().unwrap().to_string();
+    let run = |words: &[&str], env: &[(&str, &str)], dir: &Path, input: &str| {
+        let mut c = b.cmd(words);
+        c.current_dir(dir)
+            .envs(env.iter().copied())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        // A hook refused before it reads its input may have closed the pipe already.
+        let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
+        let o = child.wait_with_output().unwrap();
+        crate::util::Out {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into(),
+            stderr: String::from_utf8_lossy(&o.stderr).into(),
+        }
+    };
+    // The hook both ways: the same code, stdout and stderr.
+    let both = |client: &str, event: &str, env: &[(&str, &str)], dir: &Path, input: &str| {
+        let alone = run(&["hook", client, event], env, dir, input);
+        let parsed = run(&["hook", "--", client, event], env, dir, input);
+        assert_eq!(
+            (alone.code, &alone.stdout, &alone.stderr),
+            (parsed.code, &parsed.stdout, &parsed.stderr),
+            "`hook {client} {event}` alone and through the parser"
+        );
+        alone
+    };
+    let here = b.root().to_path_buf();
+    let edit = |file: &str| {
+        json!({"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse",
+            "tool_name": "Edit", "tool_input": {"file_path": format!("{root}/{file}")}})
+        .to_string()
+    };
+    let patch = json!({"session_id": "s1", "cwd": root, "hook_event_name": "PreToolUse",
+        "tool_name": "apply_patch",
+        "tool_input": {"command": "*** Begin Patch\n*** Update File: src/b.rs\n@@\n-a\n+b\n*** End Patch\n"}})
+    .to_string();
+    let after_tool = r#"{"session_id":"s1","hook_event_name":"PostToolUse","tool_name":"Bash"}"#;
+    let me = [("TAVERN_AGENT", "claude-1")];
+    both("claude", "pre-edit", &me, &here, &edit("src/a.rs"))
+        .ok()
+        .stdout_is("");
+    both("claude", "heartbeat", &me, &here, after_tool)
+        .ok()
+        .stdout_is("");
+    b.run(&["hold", "--as", "coder-7", "src/", "--reason", "refactor"])
+        .ok();
+    for (client, input) in [("claude", edit("src/a.rs")), ("codex", patch)] {
+        let out = both(client, "pre-edit", &me, &here, &input);
+        let why = denied(&out);
+        assert!(why.contains("coder-7 holds src/** (exclusive"), "{why}");
+    }
+    both("claude", "pre-edit", &me, &here, &edit("README.md"))
+        .ok()
+        .stdout_is("");
+    both("nope", "heartbeat", &me, &here, after_tool)
+        .code(2)
+        .stderr_has("no client 'nope'");
+    both("git", "pre-edit", &me, &here, "")
+        .code(2)
+        .stderr_has("'git pre-edit' is not a hook");
+    // The board named by TAVERN_BOARD, from outside the project.
+    let away = tempfile::tempdir().unwrap();
+    let board = b.board().to_str().unwrap().to_string();
+    let named = [
+        ("TAVERN_AGENT", "claude-1"),
+        ("TAVERN_BOARD", board.as_str()),
+    ];
+    let why = denied(&both(
+        "claude",
+        "pre-edit",
+        &named,
+        away.path(),
+        &edit("src/a.rs"),
+    ));
+    assert!(why.contains("coder-7 holds src/**"), "{why}");
+    // An empty TAVERN_BOARD is refused by the parser, as before.
+    run(
+        &["hook", "claude", "heartbeat"],
+        &[("TAVERN_BOARD", "")],
+        &here,
+        after_tool,
+    )
+    .code(2)
+    .stderr_has("a value is required for '--board <DIR>'");
+    let yaml = b.read("board.yaml");
+    b.write("board.yaml", yaml.replace("lease: 5m", "lease: soon"));
+    let said = "board.yaml: lease 'soon' is not a duration like 5m or 1h";
+    both("claude", "pre-edit", &me, &here, &edit("src/a.rs"))
+        .code(1)
+        .stderr_has(said);
+    both("claude", "heartbeat", &me, &here, after_tool)
+        .code(6)
+        .stderr_has(said);
+}

@@ -652,3 +652,214 @@ fn with_a_watcher_running_a_read_stats_only_what_its_journal_names_and_without_o
     w.stop();
     assert!(!b.board().join(".state/journal").exists());
 }
+
+// `claim --next` without a query chooses by the heads the index keeps beside each cached
+// text (status, priority, creation time), without parsing every task. Its choice must be
+// `ready`'s first for the claiming agent, every time, whatever changed behind the index.
+
+/// Tasks that put every part of `ready`'s order and checks to the test: priorities and
+/// severities, creation times that are not times, missing, or in other offsets, ties on
+/// both broken by id, frontmatters only the full YAML parser reads, a dependency not done
+/// and one done, needs the agent lacks, and files that are skipped.
+fn awkward_ready_board() -> TestBoard {
+    let b = TestBoard::new();
+    let task = |id: &str, fields: &str| {
+        b.write(
+            &format!("tasks/{id}.md"),
+            format!("---\nid: {id}\ntitle: {id}\n{fields}---\nbody\n"),
+        );
+    };
+    task("t-done", "status: done\npriority: 0\n");
+    task("t-open-dep", "status: working\npriority: 0\n");
+    task(
+        "t-a",
+        "status: pending\npriority: 1\ncreated_at: 2026-11-02T10:00:00Z\n",
+    );
+    task(
+        "t-b",
+        "status: pending\npriority: 1\ncreated_at: 2026-11-02T11:00:00+02:00\n",
+    );
+    task(
+        "t-c",
+        "status: pending\npriority: 1\ncreated_at: 2026-11-02T10:00:00Z\n",
+    );
+    task("t-d", "status: pending\npriority: 1\ncreated_at: soon\n");
+    task("t-e", "status: pending\npriority: 1\n");
+    task(
+        "t-f",
+        "status: 'pending'\npriority: 0\ncreated_at: \"2026-11-03T10:00:00Z\"\n",
+    );
+    task("t-g", "status: pending\nseverity: high\n");
+    task(
+        "t-h",
+        "status: pending\npriority: 0\ndepends_on: [t-open-dep]\n",
+    );
+    task(
+        "t-i",
+        "status: pending\npriority: 0\ndepends_on: [t-done]\n",
+    );
+    task("t-j", "status: pending\npriority: 0\nneeds: [cobol]\n");
+    task("t-k", "status: pending\n");
+    task("t-l", "status: [pending]\npriority: 0\n");
+    task(
+        "t-m",
+        "status: pending\npriority: -1\ncreated_at: 2026-11-09T10:00:00.5Z\n",
+    );
+    b.write("tasks/t-broken.md", "---\nid: t-broken\nstatus: [\n---\n");
+    b.write("tasks/Not-An-Id.md", "---\nid: x\n---\n");
+    b.run(&[
+        "agent",
+        "register",
+        "--name",
+        "tester",
+        "--capabilities",
+        "rust",
+        "--pid",
+        &std::process::id().to_string(),
+    ])
+    .ok();
+    b
+}
+
+/// Claims with `claim --next` until nothing is left, each time checking that it took what
+/// `ready` lists first from the files alone (on a copy without the index), and warned of
+/// the same skipped files; before each claim `between` changes files behind the index's
+/// back. The claimed ids, in order.
+fn claims_follow_ready(b: &TestBoard, mut between: impl FnMut(usize)) -> Vec<String> {
+    let mut claimed = Vec::new();
+    for round in 0..30 {
+        between(round);
+        let copy = tempfile::tempdir().unwrap();
+        copy_tree(b.root(), copy.path());
+        let _ = std::fs::remove_dir_all(index_dir(&copy.path().join(".tavern")));
+        let ready = tavern(copy.path(), &["ready", "--json"]);
+        let first = ready.json()["documents"][0]["id"]
+            .as_str()
+            .map(str::to_string);
+        let next = tavern(b.root(), &["claim", "--next", "--json"]);
+        let warned = |s: &str| {
+            let mut w: Vec<String> = s
+                .lines()
+                .filter(|l| l.starts_with("warning"))
+                .map(str::to_string)
+                .collect();
+            w.sort();
+            w
+        };
+        assert_eq!(
+            warned(&next.stderr),
+            warned(&ready.stderr),
+            "round {round}: the skipped files"
+        );
+        let Some(first) = first else {
+            assert_eq!(
+                next.code, 4,
+                "round {round}: nothing ready: {}",
+                next.stderr
+            );
+            return claimed;
+        };
+        assert_eq!(next.code, 0, "round {round}: {}", next.stderr);
+        assert_eq!(
+            next.json()["id"].as_str(),
+            Some(first.as_str()),
+            "round {round}: claim --next took another task than ready's first ({})",
+            ready.stdout
+        );
+        claimed.push(first);
+    }
+    panic!("claims never ran out: {claimed:?}");
+}
+
+#[test]
+fn claim_next_takes_readys_first_task_whatever_changed_behind_the_index() {
+    let b = awkward_ready_board();
+    let path = |id: &str| b.board().join(format!("tasks/{id}.md"));
+    // Reads that leave the index trusting every file and the directory's names (the last
+    // claim renamed a file into it): so the next `claim --next` reads only heads, and an
+    // edit in place after them is seen by its stat data alone.
+    let settle = || {
+        for _ in 0..2 {
+            std::thread::sleep(Duration::from_millis(50));
+            tavern(b.root(), &["list", "tasks"]).ok();
+        }
+    };
+    let claimed = claims_follow_ready(&b, |round| match round {
+        // In place: t-k becomes the best.
+        1 => {
+            settle();
+            let text = b.read("tasks/t-k.md");
+            std::fs::write(
+                path("t-k"),
+                text.replace("status: pending\n", "status: pending\npriority: -9\n"),
+            )
+            .unwrap();
+        }
+        // The open dependency is done: t-h becomes ready.
+        2 => {
+            let text = b.read("tasks/t-open-dep.md");
+            std::fs::write(
+                path("t-open-dep"),
+                text.replace("status: working", "status: done"),
+            )
+            .unwrap();
+        }
+        // An editor's rename puts a new best task in; one the index holds goes away.
+        3 => {
+            let tmp = b.board().join("tasks/.t-new.md.swp");
+            std::fs::write(&tmp, "---\nid: t-new\nstatus: pending\npriority: -5\n---\n").unwrap();
+            std::fs::rename(&tmp, path("t-new")).unwrap();
+            std::fs::remove_file(path("t-e")).unwrap();
+        }
+        // Same size, in place: t-g no longer claimable.
+        4 => {
+            settle();
+            let text = b.read("tasks/t-g.md");
+            std::fs::write(
+                path("t-g"),
+                text.replace("status: pending", "status: blocked"),
+            )
+            .unwrap();
+        }
+        _ => {}
+    });
+    // Every part of the order and every check was exercised.
+    assert_eq!(claimed[0], "t-m", "priority -1 first");
+    for id in ["t-k", "t-h", "t-new", "t-f", "t-i", "t-a", "t-d"] {
+        assert!(
+            claimed.contains(&id.to_string()),
+            "{id} never claimed: {claimed:?}"
+        );
+    }
+    for id in ["t-e", "t-g", "t-j", "t-l"] {
+        assert!(
+            !claimed.contains(&id.to_string()),
+            "{id} claimed: {claimed:?}"
+        );
+    }
+    let pos = |id: &str| claimed.iter().position(|c| c == id).unwrap();
+    // Among priority 1: not-a-time first, then by instant, ties by id.
+    assert!(
+        pos("t-d") < pos("t-b") && pos("t-b") < pos("t-a") && pos("t-a") < pos("t-c"),
+        "{claimed:?}"
+    );
+}
+
+#[test]
+fn with_a_watcher_running_claim_next_takes_readys_first_task() {
+    crate::util::watcher::with_a_watcher(&awkward_ready_board(), |b| {
+        let path = |id: &str| b.board().join(format!("tasks/{id}.md"));
+        let claimed = claims_follow_ready(b, |round| {
+            if round == 2 {
+                let text = b.read("tasks/t-k.md");
+                std::fs::write(
+                    path("t-k"),
+                    text.replace("status: pending\n", "status: pending\npriority: -9\n"),
+                )
+                .unwrap();
+            }
+        });
+        assert_eq!(claimed[0], "t-m");
+        assert!(claimed.contains(&"t-k".to_string()), "{claimed:?}");
+    });
+}

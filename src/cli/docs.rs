@@ -194,6 +194,9 @@ pub fn list(ctx: &Ctx, a: ListArgs) -> Result<ExitCode> {
     if listing.docs.is_empty() {
         super::output::note(ctx.global.json, "no documents match");
     }
+    // The process ends next: freeing every document one by one (a map and its strings
+    // each) was an eighth of a big listing's time, for memory the exit returns anyway.
+    std::mem::forget(listing);
     Ok(code)
 }
 

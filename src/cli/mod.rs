@@ -336,9 +336,52 @@ enum HookCommand {
     Hook(crate::setup::hook::HookArgs),
 }
 
+/// `tavern hook CLIENT EVENT` and nothing else, as `tavern setup` installs the hooks of
+/// Claude Code and Codex: what clap would make of it, without building its parser (most
+/// of what is left of a quiet hook's cost). Anything else (a flag, `--`, a missing or
+/// extra word, a word that is not UTF-8 or starts with `-`, an empty TAVERN_BOARD, which
+/// clap refuses) is left to clap.
+fn hook_words(args: &[std::ffi::OsString]) -> Option<HookCli> {
+    let [_, hook, client, event] = args else {
+        return None;
+    };
+    let word = |w: &std::ffi::OsString| {
+        w.to_str()
+            .filter(|w| !w.is_empty() && !w.starts_with('-'))
+            .map(str::to_string)
+    };
+    if hook != "hook" {
+        return None;
+    }
+    let board = match std::env::var_os("TAVERN_BOARD") {
+        Some(b) if b.is_empty() => return None,
+        b => b.map(PathBuf::from),
+    };
+    Some(HookCli {
+        global: Global {
+            board,
+            actor: None,
+            json: false,
+        },
+        command: HookCommand::Hook(crate::setup::hook::HookArgs {
+            client: word(client)?,
+            event: word(event)?,
+            session: None,
+            pid: None,
+            files: Vec::new(),
+            patch: None,
+        }),
+    })
+}
+
 /// `tavern hook …` as the whole program.
 pub fn hook_main() -> ExitCode {
-    let cli = match HookCli::try_parse() {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let parsed = match hook_words(&args) {
+        Some(cli) => Ok(cli),
+        None => HookCli::try_parse_from(&args),
+    };
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => return parse_error(e),
     };

@@ -9,7 +9,10 @@ use std::path::{Path, PathBuf};
 use super::stat::{Clocks, StatKey};
 
 const MANIFEST_MAGIC: &[u8; 8] = b"TVIXMAN2";
-const BUCKET_MAGIC: &[u8; 8] = b"TVIXBKT1";
+const BUCKET_MAGIC: &[u8; 8] = b"TVIXBKT2";
+/// A bucket's fixed header after its magic: id, fingerprint, entry count, the heads'
+/// length and their CRC-32 (see [`encode_bucket`]).
+const BUCKET_HEADER: usize = 8 + 8 + 4 + 4 + 4;
 
 /// What a directory's index holds besides its buckets.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -43,7 +46,73 @@ pub struct Entry<'a> {
     /// A document whose frontmatter the fast parser reads (every scalar written as it
     /// reads) and whose text is ASCII: a query's needles may rule it out unparsed.
     pub plain: bool,
+    /// What a claim's choice of task needs, taken from the document when it was read.
+    pub head: Head<'a>,
     pub outcome: Outcome<'a>,
+}
+
+/// The fields `claim --next` orders and picks tasks by, as the parsed document gave them
+/// (so they hold for any document, plain or not): a bucket's heads are read without its
+/// texts, so that a choice among every task parses none of them (see `index::read_heads`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Head<'a> {
+    /// `status` when it is a string.
+    pub status: Option<Cow<'a, str>>,
+    /// [`crate::doc::Document::priority`].
+    pub priority: i64,
+    /// `created_at` as [`crate::time::stamp_key`] orders it: the instant (seconds and
+    /// nanoseconds since the epoch) when it reads as RFC 3339, else its text.
+    pub created: Created<'a>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Created<'a> {
+    /// Not a time: sorts before every time, by its text (as `stamp_key` does).
+    Text(Cow<'a, str>),
+    At(i64, u32),
+}
+
+impl Default for Created<'_> {
+    fn default() -> Self {
+        Created::Text(Cow::Borrowed(""))
+    }
+}
+
+impl Head<'_> {
+    /// The head of a parsed document.
+    pub fn of(doc: &crate::doc::Document) -> Head<'static> {
+        let created = match crate::time::stamp_key(doc.created_at()) {
+            (true, Some(t), _) => Created::At(t.timestamp(), t.timestamp_subsec_nanos()),
+            (_, _, text) => Created::Text(Cow::Owned(text.to_string())),
+        };
+        Head {
+            status: doc.status().map(|s| Cow::Owned(s.to_string())),
+            priority: doc.priority(),
+            created,
+        }
+    }
+
+    pub fn into_owned(self) -> Head<'static> {
+        Head {
+            status: self.status.map(|s| Cow::Owned(s.into_owned())),
+            priority: self.priority,
+            created: match self.created {
+                Created::Text(t) => Created::Text(Cow::Owned(t.into_owned())),
+                Created::At(s, n) => Created::At(s, n),
+            },
+        }
+    }
+}
+
+/// One entry of a bucket read without its text ([`decode_heads`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeadEntry<'a> {
+    pub name: Cow<'a, str>,
+    pub key: StatKey,
+    pub racy: bool,
+    /// Why the file was skipped; None for a document.
+    pub skipped: Option<Cow<'a, str>>,
+    pub head: Head<'a>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -252,65 +321,201 @@ pub fn decode_manifest(bytes: &[u8]) -> Option<Manifest> {
     })
 }
 
+/// A bucket: its magic and fixed header, then every entry's head (name, stat data, flags,
+/// what `claim --next` needs, and the length of its text), then the texts one after the
+/// other, then a CRC-32 of it all. The heads come first with a CRC of their own, so that
+/// [`load_heads`] reads them without the texts.
 pub fn encode_bucket(b: &Bucket) -> Vec<u8> {
-    let size: usize = b.entries.iter().map(|e| e.name.len() + 96).sum::<usize>()
-        + b.entries
+    let mut heads = Out(Vec::with_capacity(b.entries.len() * 128));
+    let mut texts = Vec::with_capacity(
+        b.entries
             .iter()
             .map(|e| match &e.outcome {
-                Outcome::Doc(t) | Outcome::Skipped(t) => t.len(),
+                Outcome::Doc(t) => t.len(),
+                Outcome::Skipped(_) => 0,
             })
-            .sum::<usize>();
-    let mut out = Out(Vec::with_capacity(size + 32));
+            .sum::<usize>(),
+    );
+    for e in &b.entries {
+        heads.str(&e.name);
+        heads.key(&e.key);
+        heads.u8(e.racy as u8 | (e.plain as u8) << 1);
+        match &e.outcome {
+            Outcome::Doc(text) => {
+                heads.u8(0);
+                heads.u32(text.len() as u32);
+                texts.extend_from_slice(text.as_bytes());
+            }
+            Outcome::Skipped(problem) => {
+                heads.u8(1);
+                heads.str(problem);
+            }
+        }
+        match &e.head.status {
+            Some(s) => {
+                heads.u8(1);
+                heads.str(s);
+            }
+            None => heads.u8(0),
+        }
+        heads.u64(e.head.priority as u64);
+        match &e.head.created {
+            Created::Text(t) => {
+                heads.u8(0);
+                heads.str(t);
+            }
+            Created::At(secs, nanos) => {
+                heads.u8(1);
+                heads.u64(*secs as u64);
+                heads.u32(*nanos);
+            }
+        }
+    }
+    let heads = heads.0;
+    let mut out = Out(Vec::with_capacity(
+        8 + BUCKET_HEADER + heads.len() + texts.len() + 4,
+    ));
     out.0.extend_from_slice(BUCKET_MAGIC);
     out.u64(b.id);
     out.u64(b.fingerprint);
     out.u32(b.entries.len() as u32);
-    for e in &b.entries {
-        out.str(&e.name);
-        out.key(&e.key);
-        out.u8(e.racy as u8 | (e.plain as u8) << 1);
-        match &e.outcome {
-            Outcome::Doc(text) => {
-                out.u8(0);
-                out.str(text);
-            }
-            Outcome::Skipped(problem) => {
-                out.u8(1);
-                out.str(problem);
-            }
-        }
-    }
+    out.u32(heads.len() as u32);
+    let crc = heads_crc(&out.0[8..], &heads);
+    out.u32(crc);
+    out.0.extend_from_slice(&heads);
+    out.0.extend_from_slice(&texts);
     out.seal()
+}
+
+/// The CRC-32 of a bucket's header (less the CRC itself) and heads.
+fn heads_crc(header: &[u8], heads: &[u8]) -> u32 {
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(header);
+    crc.update(heads);
+    crc.finalize()
+}
+
+/// A bucket's fixed header: (id, fingerprint, entries, the heads' length and CRC).
+fn bucket_header(input: &mut Reader<'_>) -> Option<(u64, u64, usize, usize, u32)> {
+    Some((
+        input.u64()?,
+        input.u64()?,
+        input.u32()? as usize,
+        input.u32()? as usize,
+        input.u32()?,
+    ))
+}
+
+/// One entry's head as [`encode_bucket`] wrote it: the entry less its text, and the
+/// text's length (None: skipped).
+fn head_entry<'a>(input: &mut Reader<'a>) -> Option<(HeadEntry<'a>, bool, Option<usize>)> {
+    let name = Cow::Borrowed(input.str()?);
+    let key = input.key()?;
+    let flags = input.u8()?;
+    let (skipped, len) = match input.u8()? {
+        0 => (None, Some(input.u32()? as usize)),
+        1 => (Some(Cow::Borrowed(input.str()?)), None),
+        _ => return None,
+    };
+    let status = match input.u8()? {
+        0 => None,
+        1 => Some(Cow::Borrowed(input.str()?)),
+        _ => return None,
+    };
+    let priority = input.u64()? as i64;
+    let created = match input.u8()? {
+        0 => Created::Text(Cow::Borrowed(input.str()?)),
+        1 => Created::At(input.u64()? as i64, input.u32()?),
+        _ => return None,
+    };
+    let entry = HeadEntry {
+        name,
+        key,
+        racy: flags & 1 != 0,
+        skipped,
+        head: Head {
+            status,
+            priority,
+            created,
+        },
+    };
+    Some((entry, flags & 2 != 0, len))
 }
 
 pub fn decode_bucket(bytes: &[u8]) -> Option<Bucket<'_>> {
     let mut input = unseal(bytes, BUCKET_MAGIC)?;
-    let id = input.u64()?;
-    let fingerprint = input.u64()?;
-    let n = input.u32()? as usize;
+    let (id, fingerprint, n, heads_len, _) = bucket_header(&mut input)?;
+    let mut heads = Reader(input.take(heads_len)?);
+    let mut texts = input;
     let mut entries = Vec::with_capacity(n.min(bytes.len() / 64));
     for _ in 0..n {
-        let name = Cow::Borrowed(input.str()?);
-        let key = input.key()?;
-        let flags = input.u8()?;
-        let outcome = match input.u8()? {
-            0 => Outcome::Doc(Cow::Borrowed(input.str()?)),
-            1 => Outcome::Skipped(Cow::Borrowed(input.str()?)),
+        let (e, plain, len) = head_entry(&mut heads)?;
+        let outcome = match (len, e.skipped) {
+            (Some(len), None) => {
+                Outcome::Doc(Cow::Borrowed(std::str::from_utf8(texts.take(len)?).ok()?))
+            }
+            (None, Some(problem)) => Outcome::Skipped(problem),
             _ => return None,
         };
         entries.push(Entry {
-            name,
-            key,
-            racy: flags & 1 != 0,
-            plain: flags & 2 != 0,
+            name: e.name,
+            key: e.key,
+            racy: e.racy,
+            plain,
+            head: e.head,
             outcome,
         });
     }
-    input.0.is_empty().then_some(Bucket {
+    (heads.0.is_empty() && texts.0.is_empty()).then_some(Bucket {
         id,
         fingerprint,
         entries,
     })
+}
+
+/// A bucket's heads without its texts: (id, fingerprint, entries).
+pub struct Heads<'a> {
+    pub id: u64,
+    pub fingerprint: u64,
+    pub entries: Vec<HeadEntry<'a>>,
+}
+
+/// Decodes what [`load_heads`] read: the magic, the header and the heads, checked against
+/// the heads' own CRC.
+pub fn decode_heads(bytes: &[u8]) -> Option<Heads<'_>> {
+    let mut input = Reader(bytes);
+    if input.take(8)? != BUCKET_MAGIC {
+        return None;
+    }
+    let (id, fingerprint, n, heads_len, crc) = bucket_header(&mut input)?;
+    let heads = input.take(heads_len)?;
+    if heads_crc(&bytes[8..8 + BUCKET_HEADER - 4], heads) != crc {
+        return None;
+    }
+    let mut heads = Reader(heads);
+    let mut entries = Vec::with_capacity(n.min(bytes.len() / 64));
+    for _ in 0..n {
+        entries.push(head_entry(&mut heads)?.0);
+    }
+    heads.0.is_empty().then_some(Heads {
+        id,
+        fingerprint,
+        entries,
+    })
+}
+
+/// Reads the start of a bucket file up to the end of its heads (what [`decode_heads`]
+/// decodes), not its texts; None when it is missing or shorter than its header says.
+pub fn load_heads(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut bytes = vec![0; 8 + BUCKET_HEADER];
+    file.read_exact(&mut bytes).ok()?;
+    let heads_len = u32::from_le_bytes(bytes[8 + 20..8 + 24].try_into().ok()?) as usize;
+    let len = bytes.len();
+    bytes.resize(len + heads_len, 0);
+    file.read_exact(&mut bytes[len..]).ok()?;
+    Some(bytes)
 }
 
 /// Reads a file of the index; None when it is missing.
@@ -372,6 +577,11 @@ mod tests {
                     },
                     racy: true,
                     plain: true,
+                    head: Head {
+                        status: Some("pending".into()),
+                        priority: 2,
+                        created: Created::At(1_700_000_000, 5),
+                    },
                     outcome: Outcome::Doc(Cow::Owned("---\nid: task-1\n---\nbody ✓\n".into())),
                 },
                 Entry {
@@ -379,6 +589,11 @@ mod tests {
                     key: StatKey::default(),
                     racy: false,
                     plain: false,
+                    head: Head {
+                        status: None,
+                        priority: -3,
+                        created: Created::Text("soon".into()),
+                    },
                     outcome: Outcome::Skipped(Cow::Borrowed("line 2: broken")),
                 },
             ],
@@ -397,6 +612,47 @@ mod tests {
         flipped[20] ^= 1;
         assert_eq!(decode_bucket(&flipped), None);
         assert_eq!(decode_manifest(&bytes), None, "a bucket is not a manifest");
+    }
+
+    #[test]
+    fn heads_are_read_without_the_texts_and_checked_on_their_own() {
+        let b = bucket();
+        let bytes = encode_bucket(&b);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("0-0");
+        std::fs::write(&path, &bytes).unwrap();
+        let prefix = load_heads(&path).unwrap();
+        assert!(prefix.len() < bytes.len(), "the texts are not read");
+        let heads = decode_heads(&prefix).unwrap();
+        assert_eq!((heads.id, heads.fingerprint), (42, 7));
+        let want: Vec<HeadEntry> = b
+            .entries
+            .iter()
+            .map(|e| HeadEntry {
+                name: e.name.clone(),
+                key: e.key,
+                racy: e.racy,
+                skipped: match &e.outcome {
+                    Outcome::Doc(_) => None,
+                    Outcome::Skipped(p) => Some(p.clone()),
+                },
+                head: e.head.clone(),
+            })
+            .collect();
+        assert_eq!(heads.entries, want);
+        for cut in 0..prefix.len() {
+            assert!(decode_heads(&prefix[..cut]).is_none(), "cut at {cut}");
+        }
+        for at in 8..prefix.len() {
+            let mut flipped = prefix.clone();
+            flipped[at] ^= 1;
+            assert!(decode_heads(&flipped).is_none(), "flipped at {at}");
+        }
+        std::fs::write(&path, &bytes[..prefix.len() - 1]).unwrap();
+        assert_eq!(load_heads(&path), None, "shorter than its header says");
+        // The order `claim --next` sorts by: any text before any time, then by time.
+        assert!(Created::Text("zzz".into()) < Created::At(i64::MIN, 0));
+        assert!(Created::At(5, 1) < Created::At(5, 2));
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub(crate) mod stat;
 use std::borrow::Cow;
 use std::os::fd::OwnedFd;
 
-use files::{Bucket, Entry, Outcome};
+use files::{Bucket, Entry, Head, Outcome};
 use rustix::fs::FileType;
 use stat::StatKey;
 
@@ -82,7 +82,7 @@ impl Progress {
 }
 
 /// Bumped whenever what the index stores, or how a file's outcome is decided, changes.
-const FORMAT: u32 = 2;
+const FORMAT: u32 = 3;
 
 /// What a read may pass over unparsed among the cached documents in the fast parser's
 /// plain subset (and ASCII): those whose text lacks one word of each list of `needles`,
@@ -101,13 +101,62 @@ pub(crate) fn read_dir(
     pre: &Prefilter<'_>,
     keep: &(dyn Fn(&Document) -> bool + Sync),
 ) -> Result<Scan> {
+    Ok(read_area(board, region, archived, pre, Want::Docs(keep))?.scan)
+}
+
+/// A document's name (its id, less `.md`) and head.
+pub(crate) type Named = (String, Head<'static>);
+
+/// What a read of one directory gave.
+#[derive(Default)]
+struct Found {
+    /// The documents kept (none when heads were asked for), and the files skipped.
+    scan: Scan,
+    /// Each document's name and head, when heads were asked for.
+    heads: Vec<Named>,
+}
+
+/// The documents of one directory (a region, not its archive) by their heads, without
+/// parsing or even reading their texts where the index holds them: (name, head) of those
+/// `want` accepts, in no particular order, and the files skipped. What `claim --next` chooses
+/// among.
+pub(crate) fn read_heads(
+    board: &Board,
+    region: Region,
+    want: &(dyn Fn(&Head<'_>) -> bool + Sync),
+) -> Result<(Vec<Named>, Vec<Skipped>)> {
+    let pre = Prefilter {
+        needles: &[],
+        plain: &|_| true,
+    };
+    let read = read_area(board, region, false, &pre, Want::Heads(want))?;
+    Ok((read.heads, read.scan.skipped))
+}
+
+/// What a read of a directory gives.
+#[derive(Clone, Copy)]
+enum Want<'a> {
+    /// The documents this accepts.
+    Docs(&'a (dyn Fn(&Document) -> bool + Sync)),
+    /// The heads this accepts.
+    Heads(&'a (dyn Fn(&Head<'_>) -> bool + Sync)),
+}
+
+/// Reads one directory through the index.
+fn read_area(
+    board: &Board,
+    region: Region,
+    archived: bool,
+    pre: &Prefilter<'_>,
+    want: Want<'_>,
+) -> Result<Found> {
     let dir = if archived {
         board.archive_dir(region)
     } else {
         board.region_dir(region)
     };
     let Some(dir_fd) = dir::open(&dir, false)? else {
-        return Ok(Scan::default());
+        return Ok(Found::default());
     };
     // Taken before the listing: a change during it makes the next read list again.
     let dir_key = stat::fstat(&dir_fd).map_err(|e| Error::io(&dir, "list", e))?;
@@ -130,6 +179,10 @@ pub(crate) fn read_dir(
             dir::list_docs,
         ),
         pre,
+        heads: match want {
+            Want::Heads(f) => Some(f),
+            Want::Docs(_) => None,
+        },
         needles: pre
             .needles
             .iter()
@@ -140,6 +193,10 @@ pub(crate) fn read_dir(
             })
             .collect::<std::result::Result<_, _>>()
             .ok(),
+    };
+    let keep = match want {
+        Want::Docs(keep) => keep,
+        Want::Heads(_) => &|_: &Document| false,
     };
     area.read(dir_key, keep)
 }
@@ -153,6 +210,9 @@ struct Area<'a> {
     area: dir::Area,
     /// What the documents wanted must hold.
     pre: &'a Prefilter<'a>,
+    /// Heads are wanted (those this accepts), not documents: no cached document is
+    /// parsed, and a bucket whose every entry is trusted is read without its texts.
+    heads: Option<&'a (dyn Fn(&Head<'_>) -> bool + Sync)>,
     /// The needles, one matcher per list (ASCII case ignored); None when they could not
     /// be built (then nothing is passed over for its words).
     needles: Option<Vec<aho_corasick::AhoCorasick>>,
@@ -169,10 +229,12 @@ struct Part {
     error: Option<Error>,
     /// How many files it holds.
     entries: usize,
+    /// Its documents' heads (when heads are wanted).
+    heads: Vec<Named>,
 }
 
 impl Area<'_> {
-    fn read(&self, dir_key: StatKey, keep: &(dyn Fn(&Document) -> bool + Sync)) -> Result<Scan> {
+    fn read(&self, dir_key: StatKey, keep: &(dyn Fn(&Document) -> bool + Sync)) -> Result<Found> {
         let start = self.area.start(Some(dir_key))?;
         let count = start.manifest.buckets.len();
         let progress = match PROGRESS.get() {
@@ -195,7 +257,7 @@ impl Area<'_> {
         if let Some(p) = &progress {
             p.end(&self.area.dir);
         }
-        let mut scan = Scan::default();
+        let mut read = Found::default();
         let mut ids = Vec::with_capacity(count);
         let mut changed = false;
         for part in parts {
@@ -204,13 +266,73 @@ impl Area<'_> {
             }
             changed |= part.changed;
             ids.push(part.id);
-            scan.docs.extend(part.scan.docs);
-            scan.skipped.extend(part.scan.skipped);
+            read.scan.docs.extend(part.scan.docs);
+            read.scan.skipped.extend(part.scan.skipped);
+            read.heads.extend(part.heads);
         }
-        scan.docs.sort_by(|a, b| a.file_id.cmp(&b.file_id));
-        scan.skipped.sort_by(|a, b| a.path.cmp(&b.path));
+        read.scan.docs.sort_by(|a, b| a.file_id.cmp(&b.file_id));
+        read.scan.skipped.sort_by(|a, b| a.path.cmp(&b.path));
         self.area.finish(start, Some(dir_key), ids, changed);
-        Ok(scan)
+        Ok(read)
+    }
+
+    /// Bucket `b`'s heads read without its texts, when every entry of it may be trusted
+    /// as cached (vouched for by the journal, or equal stat data, and none racy); None when
+    /// anything needs the full read (which also rewrites the bucket).
+    fn heads_only(&self, start: &dir::Start, b: usize) -> Option<Part> {
+        let manifest = &start.manifest;
+        let count = manifest.buckets.len();
+        let path = files::bucket_path(&self.area.index_dir, manifest.generation, b);
+        let bytes = files::load_heads(&path)?;
+        let heads =
+            files::decode_heads(&bytes).filter(|h| h.fingerprint == self.area.fingerprint)?;
+        let vouched = start.vouched(b, heads.id);
+        if !(vouched || (start.names_known && manifest.buckets.get(b) == Some(&heads.id))) {
+            return None;
+        }
+        if vouched && !start.changed_in_bucket(b, count).is_empty() {
+            return None;
+        }
+        let mut part = Part {
+            id: heads.id,
+            entries: heads.entries.len(),
+            ..Part::default()
+        };
+        let file_name = |name: &str| format!("{name}.md");
+        for e in heads.entries {
+            // A name that is not an id is skipped whatever the file holds, as a full read
+            // skips it, without a look at the file.
+            if crate::id::validate(&e.name).is_err() {
+                let file = DocFile {
+                    id: e.name.to_string(),
+                    path: self.area.dir.join(file_name(&e.name)),
+                    is_symlink: false,
+                    is_special: false,
+                };
+                if let Err(s) = crate::scan::read_one(self.board, self.region, &file) {
+                    part.scan.skipped.push(s);
+                }
+                continue;
+            }
+            if e.racy || e.key == StatKey::default() {
+                return None;
+            }
+            if !vouched && dir::stat_name(&self.dir_fd, &file_name(&e.name)) != Some(e.key) {
+                return None;
+            }
+            match e.skipped {
+                Some(problem) => part.scan.skipped.push(Skipped {
+                    path: self.board.rel(&self.area.dir.join(file_name(&e.name))),
+                    problem: problem.into_owned(),
+                }),
+                None => {
+                    if self.heads.is_some_and(|want| want(&e.head)) {
+                        part.heads.push((e.name.into_owned(), e.head.into_owned()));
+                    }
+                }
+            }
+        }
+        Some(part)
     }
 
     fn read_bucket(
@@ -219,6 +341,11 @@ impl Area<'_> {
         b: usize,
         keep: &(dyn Fn(&Document) -> bool + Sync),
     ) -> Part {
+        if self.heads.is_some()
+            && let Some(part) = self.heads_only(start, b)
+        {
+            return part;
+        }
         let manifest = &start.manifest;
         let names_known = start.names_known;
         let count = manifest.buckets.len();
@@ -300,9 +427,17 @@ impl Area<'_> {
                 }
             };
             match outcome {
+                Some(Err(s)) => part.scan.skipped.push(s),
+                _ if self.heads.is_some() => {
+                    if let Outcome::Doc(_) = entry.outcome
+                        && self.heads.is_some_and(|want| want(&entry.head))
+                    {
+                        part.heads
+                            .push((entry.name.to_string(), entry.head.clone().into_owned()));
+                    }
+                }
                 Some(Ok(doc)) if keep(&doc) => part.scan.docs.push(doc),
                 Some(Ok(_)) | None => {}
-                Some(Err(s)) => part.scan.skipped.push(s),
             }
             entries.push(entry);
         }
@@ -340,6 +475,7 @@ impl Area<'_> {
                 key: StatKey::default(),
                 racy: false,
                 plain: false,
+                head: Head::default(),
                 outcome: Outcome::Skipped(Cow::Borrowed("")),
             };
             return Read::Cached(entry, Some(outcome));
@@ -354,6 +490,9 @@ impl Area<'_> {
         };
         let old = match old {
             Some(mut old) if !old.racy && old.key == key && key != StatKey::default() => {
+                if self.heads.is_some() && matches!(old.outcome, Outcome::Doc(_)) {
+                    return Read::Cached(old, None);
+                }
                 if old.plain
                     && let Outcome::Doc(text) = &old.outcome
                     && !self.may_match(text)
@@ -404,6 +543,7 @@ impl Area<'_> {
             plain: outcome.as_ref().is_ok_and(|d| {
                 d.raw.is_ascii() && crate::doc::fast::parse(d.frontmatter()).is_some()
             }),
+            head: outcome.as_ref().map(Head::of).unwrap_or_default(),
             outcome: match &outcome {
                 Ok(doc) => Outcome::Doc(Cow::Owned(doc.raw.clone())),
                 Err(s) => Outcome::Skipped(Cow::Owned(s.problem.clone())),

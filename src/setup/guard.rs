@@ -84,7 +84,7 @@ pub fn run(
     let name = if a.client == "git" {
         tavern::api::named_actor(actor).unwrap_or_default()
     } else {
-        let holder = a.pid.unwrap_or_else(tavern::api::client_process);
+        let holder = || a.pid.unwrap_or_else(tavern::api::client_process);
         super::hook::agent_name(&a.client, actor, holder)
     };
     let mut refused: Vec<(String, Vec<Hold>)> = Vec::new();

@@ -39,10 +39,11 @@ pub struct HookArgs {
 const SUMMARY_CHARS: usize = 20_000;
 
 /// The agent's name: --as or TAVERN_AGENT, else the client session's own name (the same
-/// name `tavern mcp --client CLIENT` takes under that client).
-pub fn agent_name(client: &str, explicit: Option<String>, holder: u32) -> String {
+/// name `tavern mcp --client CLIENT` takes under that client), which asks for the
+/// client's process (`holder`) only then.
+pub fn agent_name(client: &str, explicit: Option<String>, holder: impl FnOnce() -> u32) -> String {
     tavern::api::named_agent(explicit)
-        .unwrap_or_else(|| tavern::api::agents::session_name(client, holder))
+        .unwrap_or_else(|| tavern::api::agents::session_name(client, holder()))
 }
 
 /// The event the client sent on stdin, if any (an interactive run has none).
@@ -90,7 +91,9 @@ pub fn run(
         Err(Error::NoBoard { .. }) => return Ok(ExitCode::SUCCESS),
         Err(e) => return Err(e),
     };
-    let holder = a.pid.unwrap_or_else(tavern::api::client_process);
+    // The client's process (a walk up /proc): only for a session's name or its start.
+    let client = std::cell::OnceCell::new();
+    let holder = || *client.get_or_init(|| a.pid.unwrap_or_else(tavern::api::client_process));
     let name = agent_name(&a.client, actor, holder);
     tavern::api::validate_id(&name)?;
     // Every problem from here on goes to stderr with exit 1 (a usage error would be 2).
@@ -101,7 +104,7 @@ pub fn run(
                 if compacted {
                     tavern::api::actor(&board, &name)?;
                 } else {
-                    tavern::api::agents::join(&board, &name, None, holder)?;
+                    tavern::api::agents::join(&board, &name, None, holder())?;
                     remember_name(&name);
                     // What happened before is in the summary; news starts from here.
                     tavern::api::delivery::start(&board, &name)?;

@@ -101,6 +101,16 @@ pub fn claim_next_with(
     if let Some(reason) = board.paused() {
         return Err(Error::Paused { reason });
     }
+    // The common case, an unfiltered `claim --next` on a board without a remote, chooses
+    // by the index's heads without parsing every task (see `claim_best_local`).
+    let remote = if opts.local {
+        None
+    } else {
+        claims::remote(board)?
+    };
+    if query.terms.is_empty() && remote.is_none() {
+        return claim_best_local(board, actor, opts);
+    }
     // A registered agent only gets tasks whose `needs` its capabilities cover: what
     // `ready` shows it.
     let Ready {
@@ -111,11 +121,6 @@ pub fn claim_next_with(
     // On a connected board: first the tasks whose record this clone has is still the
     // remote's (one ls-remote says which), then, only if none of those could be claimed,
     // the others, once their records are fetched.
-    let remote = if opts.local {
-        None
-    } else {
-        claims::remote(board)?
-    };
     let mut later = Vec::new();
     if let Some(remote) = &remote {
         let survey = claims::survey(board, remote)?;
@@ -141,6 +146,61 @@ pub fn claim_next_with(
         later.retain(|d| claims::worth_trying(board, records.get(d.id()), actor));
         claims::spread(&mut later, actor);
         if let Some(outcome) = claim_first(board, actor, later, &opts)? {
+            return Ok((Some(outcome), skipped));
+        }
+    }
+    Ok((None, skipped))
+}
+
+/// `claim --next` without a query or a remote: the first task of [`ready`]'s order that it
+/// can claim, found without reading every ready task. The index's heads (status, priority,
+/// creation time of every task, kept beside its cached text) order the claimable tasks;
+/// then each, best first, is read from its file and checked as `ready` checks it (still
+/// claimable, every dependency done, its needs covered) before the claim, which checks it
+/// again under the document's lock. So the choice is `ready`'s first, and a stale head
+/// can only cost a candidate passed over, never a wrong claim.
+fn claim_best_local(
+    board: &Board,
+    actor: &str,
+    opts: &Options,
+) -> Result<(Option<Outcome>, Vec<scan::Skipped>)> {
+    crate::ops::sweep::sweep(board)?;
+    let workflow = &board.config.workflow;
+    let (candidates, skipped) = crate::index::read_heads(board, Region::Tasks, &|h| {
+        h.status
+            .as_deref()
+            .is_some_and(|s| workflow.is_claimable(s))
+    })?;
+    // Best first in the order of `scan::sort_best_first` (priority, then creation time,
+    // then id), taken from a heap: the first candidate is usually the one claimed, and
+    // building the heap costs a fraction of sorting them all.
+    let mut candidates: std::collections::BinaryHeap<_> = candidates
+        .into_iter()
+        .map(|(id, head)| std::cmp::Reverse((head.priority, head.created, id)))
+        .collect();
+    let caps = crate::agents::held_to(board, actor)?;
+    let mut done: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
+    let mut is_done = |dep: &str| {
+        *done.entry(dep.to_string()).or_insert_with(|| {
+            crate::ops::graph::read_task(board, dep)
+                .is_some_and(|d| d.status().is_some_and(|s| workflow.is_success(s)))
+        })
+    };
+    let opts = Options {
+        local: opts.local,
+        ..Options::default()
+    };
+    while let Some(std::cmp::Reverse((_, _, id))) = candidates.pop() {
+        let Ok(doc) = crate::store::read_doc(board, Region::Tasks, &id) else {
+            continue;
+        };
+        let ready = doc.status().is_some_and(|s| workflow.is_claimable(s))
+            && doc.list("depends_on").iter().all(|dep| is_done(dep))
+            && crate::agents::missing_needs(&doc, caps.as_deref()).is_empty();
+        if !ready {
+            continue;
+        }
+        if let Some(outcome) = claim_first(board, actor, vec![doc], &opts)? {
             return Ok((Some(outcome), skipped));
         }
     }
