@@ -586,7 +586,8 @@ fn a_hold_an_agent_was_refused_reaches_it_once_when_freed() {
 }
 
 /// Agent `agent`'s PostToolUse hook run under strace: what it printed, and the files it
-/// opened and synced (`openat PATH`, `fsync PATH`, relative to the board's root).
+/// opened, synced and read (`openat PATH`, `fsync PATH`, `read PATH BYTES`, relative to
+/// the board's root).
 fn traced_after_tool(b: &TestBoard, agent: &str) -> (String, Vec<String>) {
     assert!(
         Command::new("strace")
@@ -603,7 +604,7 @@ fn traced_after_tool(b: &TestBoard, agent: &str) -> (String, Vec<String>) {
         "-qq",
         "-y",
         "-e",
-        "trace=openat,fsync,fdatasync",
+        "trace=openat,fsync,fdatasync,read",
         "-o",
     ])
     .arg(&trace)
@@ -642,6 +643,10 @@ fn traced_after_tool(b: &TestBoard, agent: &str) -> (String, Vec<String>) {
                 _ => rest.split_once('<')?.1.split_once('>')?.0,
             };
             let path = path.strip_prefix(&prefix)?;
+            if name == "read" {
+                let bytes = rest.rsplit_once(") = ")?.1.split(' ').next()?;
+                return Some(format!("{name} {path} {bytes}"));
+            }
             Some(format!("{name} {path}"))
         })
         .collect();
@@ -693,4 +698,71 @@ fn a_quiet_hook_reads_each_entry_of_others_once_and_never_syncs() {
     let (out, _) = traced_after_tool(&b, "a1");
     assert!(out.contains("paused"), "{out}");
     assert_eq!(after_tool(&b, "a1"), Vec::<String>::new());
+}
+
+/// The bytes of the log a traced hook read.
+fn log_read(calls: &[String]) -> u64 {
+    calls
+        .iter()
+        .filter_map(|c| c.strip_prefix("read .tavern/log.yaml "))
+        .map(|n| n.parse::<u64>().unwrap())
+        .sum()
+}
+
+/// An agent without a delivery cursor (a name that never registered: its session-start
+/// hook never ran, or the hook named it otherwise) reads the whole log once: a quiet
+/// read notes how far it got, and the next hooks start there instead of at the log's
+/// beginning again. What concerns it still comes, each item once: an answer to a question
+/// it asked before any hook of its ran, and one to a question asked after.
+#[test]
+fn an_agent_without_a_cursor_reads_the_whole_log_once() {
+    let b = board();
+    for i in 0..20 {
+        run(&b, "a2", &["new", "task", &format!("Other work {i}")]);
+    }
+    let cursor = b.root().join(".tavern/.state/delivered/ghost");
+    let log_len = std::fs::metadata(b.board().join("log.yaml")).unwrap().len();
+    // The first hook reads the whole log: nothing in it concerns ghost.
+    let (out, calls) = traced_after_tool(&b, "ghost");
+    assert_eq!(out, "");
+    assert!(log_read(&calls) >= log_len, "{calls:?}");
+    assert!(!cursor.exists(), "a quiet read syncs no cursor");
+    // The next one, the log unchanged, reads none of it.
+    let (out, calls) = traced_after_tool(&b, "ghost");
+    assert_eq!(out, "");
+    assert_eq!(log_read(&calls), 0, "{calls:?}");
+    // Entries of others appended: read (from the log index's last checkpoint before
+    // them, the log's start on a log this small), nothing said; then quiet again.
+    run(&b, "a2", &["new", "task", "One more"]);
+    let (out, calls) = traced_after_tool(&b, "ghost");
+    assert_eq!(out, "");
+    assert!(log_read(&calls) > 0, "{calls:?}");
+    let (out, calls) = traced_after_tool(&b, "ghost");
+    assert_eq!((out.as_str(), log_read(&calls)), ("", 0), "{calls:?}");
+    assert!(!cursor.exists(), "a quiet read syncs no cursor");
+    // An answer to a question ghost asked reaches it once.
+    let q = run(&b, "ghost", &["ask", "which db?"]);
+    run(&b, "boss", &["answer", &q, "postgres"]);
+    once(
+        &b,
+        "ghost",
+        &[format!(
+            "- answer to your question {q} \"which db?\", by boss: \"postgres\""
+        )],
+    );
+    assert!(cursor.exists(), "a delivery syncs the cursor");
+
+    // Another name without a cursor, asked and answered before any hook of its ran: the
+    // answer is not lost for want of a cursor, and comes once.
+    let q = run(&b, "ghost2", &["ask", "which port?"]);
+    run(&b, "boss", &["answer", &q, "8080"]);
+    once(
+        &b,
+        "ghost2",
+        &[format!(
+            "- answer to your question {q} \"which port?\", by boss: \"8080\""
+        )],
+    );
+    let (_, calls) = traced_after_tool(&b, "ghost2");
+    assert_eq!(log_read(&calls), 0, "{calls:?}");
 }

@@ -178,17 +178,7 @@ pub fn from_nothing(b: &Bench, n: usize, rows: &mut Vec<Row>) {
         &b.tavern(&["list", "tasks", "status=pending", "priority<=1"]),
         true,
     );
-    let progress = list
-        .stderr
-        .split(['\r', '\n'])
-        .filter(|l| l.starts_with("building the read index"))
-        .count();
-    let last = list
-        .stderr
-        .split(['\r', '\n'])
-        .rfind(|l| l.starts_with("building the read index"))
-        .unwrap_or("none")
-        .to_string();
+    let (progress, last) = progress_lines(&list.stderr, "building the read index");
     // The build says how far it is once it has taken a second (of reading the files).
     if list.wall > Duration::from_secs(2) && progress == 0 {
         eprintln!(
@@ -214,10 +204,12 @@ pub fn from_nothing(b: &Bench, n: usize, rows: &mut Vec<Row>) {
             mib(index)
         ),
     );
-    let search = measured(&b.tavern(&["search", "parser", "input"]));
+    let search = measure(&b.tavern(&["search", "parser", "input"]), true);
+    let (search_progress, search_last) =
+        progress_lines(&search.stderr, "building the search index");
     let search_disk = disk_bytes(&state.join("search"));
     eprintln!(
-        "{n} tasks: search index from nothing in {:.1} s",
+        "{n} tasks: search index from nothing in {:.1} s, {search_progress} progress lines, last: {search_last}",
         search.wall.as_secs_f64()
     );
     row(
@@ -228,8 +220,24 @@ pub fn from_nothing(b: &Bench, n: usize, rows: &mut Vec<Row>) {
         "read all raw",
         raw,
         raw_cpu,
-        format!("`.state/search/` {:.0} MiB", mib(search_disk)),
+        format!(
+            "`.state/search/` {:.0} MiB; {search_progress} progress lines on stderr",
+            mib(search_disk)
+        ),
     );
+}
+
+/// How many progress lines starting with `prefix` a build wrote on the terminal, and the
+/// last one.
+fn progress_lines(stderr: &str, prefix: &str) -> (usize, String) {
+    let lines: Vec<&str> = stderr
+        .split(['\r', '\n'])
+        .filter(|l| l.starts_with(prefix))
+        .collect();
+    (
+        lines.len(),
+        lines.last().copied().unwrap_or("none").to_string(),
+    )
 }
 
 /// `tavern watch --once` with no state of its own, then again with nothing changed,

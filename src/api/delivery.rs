@@ -210,13 +210,18 @@ impl Cursor {
     }
 
     /// None: there is no cursor yet. The cursor a quiet read left unsynced (see
-    /// [`passed_quietly`]) when it is there, whole and ahead of the synced one.
+    /// [`passed_quietly`]) when it is there, whole and ahead of the synced one, or whole
+    /// when there is no synced one: an agent without a cursor (a name that never
+    /// registered) reads the whole log once, not at every hook, since a quiet read of it
+    /// delivered nothing and noted how far it got.
     fn load(board: &Board, actor: &str) -> Option<Cursor> {
-        let synced = Cursor::read(&Cursor::path(board, actor))?;
-        match Cursor::read(&crate::layout::delivery_passed(&board.root, actor)) {
-            Some(passed) if passed.log.is_some() && passed.marks.covers(&synced.marks) => {
-                Some(passed)
-            }
+        let passed = Cursor::read(&crate::layout::delivery_passed(&board.root, actor))
+            .filter(|passed| passed.log.is_some());
+        let Some(synced) = Cursor::read(&Cursor::path(board, actor)) else {
+            return passed;
+        };
+        match passed {
+            Some(passed) if passed.marks.covers(&synced.marks) => Some(passed),
             _ => Some(synced),
         }
     }

@@ -62,9 +62,10 @@ pub fn on_notice(sink: impl Fn(&Notice) + Send + Sync + 'static) {
     crate::notice::set_sink(sink);
 }
 
-/// Where the progress of building the read index from nothing goes (the directory, files
-/// read, files in it), once it has taken a second: the front-end installs one, once.
-pub fn on_index_progress(sink: fn(&std::path::Path, usize, usize)) {
+/// Where the progress of building the read index or the search index from nothing goes
+/// (which index, the directory, files read, files in it), once it has taken a second: the
+/// front-end installs one, once.
+pub fn on_index_progress(sink: fn(&str, &std::path::Path, usize, usize)) {
     crate::index::on_progress(sink);
 }
 

@@ -45,12 +45,12 @@ pub fn warn(text: &str) {
 
 /// How far building the read index from nothing is, on one line of a terminal's stderr
 /// rewritten in place, ended when it is done.
-pub fn index_progress(dir: &std::path::Path, done: usize, total: usize) {
+pub fn index_progress(what: &str, dir: &std::path::Path, done: usize, total: usize) {
     let end = if done >= total { "\n" } else { "" };
     let _ = std::io::Write::write_all(
         &mut std::io::stderr(),
         format!(
-            "\rbuilding the read index of {}: {done} of {total} files{end}",
+            "\rbuilding the {what} of {}: {done} of {total} files{end}",
             dir.display()
         )
         .as_bytes(),

@@ -35,8 +35,9 @@ use crate::doc::{Document, Region};
 use crate::error::{Error, Result};
 use crate::scan::{DocFile, Scan, Skipped};
 
-/// Where the progress of a long build goes: (the directory, files read, files in it).
-type ProgressSink = fn(&std::path::Path, usize, usize);
+/// Where the progress of a long build goes: (which index, the directory, files read, files
+/// in it).
+type ProgressSink = fn(&str, &std::path::Path, usize, usize);
 
 static PROGRESS: std::sync::OnceLock<ProgressSink> = std::sync::OnceLock::new();
 
@@ -47,9 +48,12 @@ pub fn on_progress(sink: ProgressSink) {
 }
 
 /// The progress of one directory's index being built from nothing: reported once the
-/// build has taken a second, then at most four times a second, and once at its end.
-struct Progress {
+/// build has taken a second, then at most four times a second, and once at its end. The
+/// search index reports through the same sink.
+pub(crate) struct Progress {
     sink: ProgressSink,
+    /// Which index: "read index" or "search index".
+    what: &'static str,
     total: usize,
     started: std::time::Instant,
     done: std::sync::atomic::AtomicUsize,
@@ -58,7 +62,27 @@ struct Progress {
 }
 
 impl Progress {
-    fn add(&self, dir: &std::path::Path, n: usize) {
+    /// The progress of a build from nothing (`fresh`) of `total()` files, when a sink is
+    /// installed; None otherwise (and `total` is not asked).
+    pub(crate) fn of_build(
+        what: &'static str,
+        fresh: bool,
+        total: impl FnOnce() -> Result<usize>,
+    ) -> Result<Option<Progress>> {
+        Ok(match PROGRESS.get() {
+            Some(&sink) if fresh => Some(Progress {
+                sink,
+                what,
+                total: total()?,
+                started: std::time::Instant::now(),
+                done: Default::default(),
+                last: Default::default(),
+            }),
+            _ => None,
+        })
+    }
+
+    pub(crate) fn add(&self, dir: &std::path::Path, n: usize) {
         use std::sync::atomic::Ordering::Relaxed;
         let done = self.done.fetch_add(n, Relaxed) + n;
         let now = self.started.elapsed().as_millis() as u64;
@@ -70,13 +94,13 @@ impl Progress {
                 .compare_exchange(last, now, Relaxed, Relaxed)
                 .is_ok()
         {
-            (self.sink)(dir, done.min(self.total), self.total);
+            (self.sink)(self.what, dir, done.min(self.total), self.total);
         }
     }
 
-    fn end(&self, dir: &std::path::Path) {
+    pub(crate) fn end(&self, dir: &std::path::Path) {
         if self.last.load(std::sync::atomic::Ordering::Relaxed) != 0 {
-            (self.sink)(dir, self.total, self.total);
+            (self.sink)(self.what, dir, self.total, self.total);
         }
     }
 }
@@ -237,16 +261,8 @@ impl Area<'_> {
     fn read(&self, dir_key: StatKey, keep: &(dyn Fn(&Document) -> bool + Sync)) -> Result<Found> {
         let start = self.area.start(Some(dir_key))?;
         let count = start.manifest.buckets.len();
-        let progress = match PROGRESS.get() {
-            Some(&sink) if start.fresh => Some(Progress {
-                sink,
-                total: self.area.listing()?.len(),
-                started: std::time::Instant::now(),
-                done: Default::default(),
-                last: Default::default(),
-            }),
-            _ => None,
-        };
+        let progress =
+            Progress::of_build("read index", start.fresh, || Ok(self.area.listing()?.len()))?;
         let parts = dir::each_bucket(count, |b| {
             let part = self.read_bucket(&start, b, keep);
             if let Some(p) = &progress {
@@ -764,6 +780,48 @@ mod tests {
             b.entries[0].racy = false;
         });
         assert_eq!(pending(&board), 1, "parsed from the index");
+    }
+
+    static REPORTS: std::sync::Mutex<Vec<(String, usize, usize)>> =
+        std::sync::Mutex::new(Vec::new());
+
+    fn record(what: &str, _dir: &std::path::Path, done: usize, total: usize) {
+        REPORTS
+            .lock()
+            .unwrap()
+            .push((what.to_string(), done, total));
+    }
+
+    #[test]
+    fn a_build_reports_which_index_and_how_far_only_once_it_has_taken_a_second() {
+        let dir = std::path::Path::new("tasks");
+        let progress = |started| Progress {
+            sink: record,
+            what: "search index",
+            total: 10,
+            started,
+            done: Default::default(),
+            last: Default::default(),
+        };
+        let quick = progress(std::time::Instant::now());
+        quick.add(dir, 4);
+        quick.end(dir);
+        assert!(REPORTS.lock().unwrap().is_empty(), "under a second: silent");
+        let Some(long_ago) =
+            std::time::Instant::now().checked_sub(std::time::Duration::from_secs(2))
+        else {
+            return; // a clock too young to go back two seconds
+        };
+        let slow = progress(long_ago);
+        slow.add(dir, 4);
+        slow.end(dir);
+        assert_eq!(
+            *REPORTS.lock().unwrap(),
+            [
+                ("search index".to_string(), 4, 10),
+                ("search index".to_string(), 10, 10)
+            ]
+        );
     }
 
     #[test]

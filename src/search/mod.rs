@@ -759,7 +759,20 @@ impl<'a> Area<'a> {
         };
         let start = self.area.start(dir_key)?;
         let count = start.manifest.buckets.len();
-        let parts = ixdir::each_bucket(count, |b| self.refresh_bucket(dir_fd, &start, b));
+        // Built from nothing, it reports its progress as the read index does.
+        let progress = crate::index::Progress::of_build("search index", start.fresh, || {
+            Ok(self.area.listing()?.len())
+        })?;
+        let parts = ixdir::each_bucket(count, |b| {
+            let part = self.refresh_bucket(dir_fd, &start, b);
+            if let (Some(p), Ok((bucket, _))) = (&progress, &part) {
+                p.add(&self.area.dir, bucket.entries.len());
+            }
+            part
+        });
+        if let Some(p) = &progress {
+            p.end(&self.area.dir);
+        }
         let mut buckets = Vec::with_capacity(count);
         let mut changed = false;
         for part in parts {

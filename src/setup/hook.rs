@@ -85,19 +85,22 @@ pub fn run(
         Value::Null
     };
     // Opened as every writing command opens it: interrupted changes are completed first.
+    // A board that cannot be opened (a malformed board.yaml) is said on stderr with exit 1,
+    // as every problem after it: never the exit code the command would give (6), which is
+    // not the hooks' contract.
     let board = match tavern::api::board::open(board_flag, cwd) {
         Ok(b) => b,
         // A hook installed for the user runs in every project; without a board it does nothing.
         Err(Error::NoBoard { .. }) => return Ok(ExitCode::SUCCESS),
-        Err(e) => return Err(e),
+        Err(e) => return Ok(failed(&e)),
     };
     // The client's process (a walk up /proc): only for a session's name or its start.
     let client = std::cell::OnceCell::new();
     let holder = || *client.get_or_init(|| a.pid.unwrap_or_else(tavern::api::client_process));
     let name = agent_name(&a.client, actor, holder);
-    tavern::api::validate_id(&name)?;
     // Every problem from here on goes to stderr with exit 1 (a usage error would be 2).
     let act = || -> Result<()> {
+        tavern::api::validate_id(&name)?;
         match a.event.as_str() {
             "session-start" => {
                 let compacted = event.get("source").and_then(Value::as_str) == Some("compact");
@@ -129,17 +132,20 @@ pub fn run(
             ))),
         }
     };
-    let result = act();
-    match result {
+    match act() {
         Ok(()) => Ok(ExitCode::SUCCESS),
-        Err(e) => {
-            let _ = std::io::Write::write_all(
-                &mut std::io::stderr(),
-                format!("tavern hook: {e}\n").as_bytes(),
-            );
-            Ok(ExitCode::FAILURE)
-        }
+        Err(e) => Ok(failed(&e)),
     }
+}
+
+/// A hook that failed says why on stderr and exits 1: Claude Code and Codex take any exit
+/// but 2 as an error that blocks nothing, and the OpenCode plugin ignores the status.
+fn failed(e: &Error) -> ExitCode {
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr(),
+        format!("tavern hook: {e}\n").as_bytes(),
+    );
+    ExitCode::FAILURE
 }
 
 /// Reads and drops what the client sent on stdin, so that it never writes into a closed
