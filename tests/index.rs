@@ -804,13 +804,15 @@ fn claim_next_takes_readys_first_task_whatever_changed_behind_the_index() {
             )
             .unwrap();
         }
-        // An editor's rename puts a new best task in; one the index holds goes away.
+        // An editor's rename puts a new best task in (after reads that trust the rest).
         3 => {
+            settle();
             let tmp = b.board().join("tasks/.t-new.md.swp");
             std::fs::write(&tmp, "---\nid: t-new\nstatus: pending\npriority: -5\n---\n").unwrap();
             std::fs::rename(&tmp, path("t-new")).unwrap();
-            std::fs::remove_file(path("t-e")).unwrap();
         }
+        // A task the index holds goes away.
+        5 => std::fs::remove_file(path("t-e")).unwrap(),
         // Same size, in place: t-g no longer claimable.
         4 => {
             settle();

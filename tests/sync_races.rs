@@ -452,3 +452,24 @@ fn a_hold_whose_records_race_in_this_clone_is_not_called_unconfirmed() {
         "released once the race ended"
     );
 }
+
+/// `sync --watch` stopped by SIGTERM (or SIGINT) ends the exchange under way and exits 0,
+/// so no git of it is left running to race the clone's next exchange; before, the signal
+/// killed it on the spot, whatever its git was doing.
+#[test]
+fn sync_watch_stops_on_sigterm_after_its_exchange() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, _b, remote) = two_clones(tmp.path());
+    let id = new_task(&a, "sent by the loop");
+    let watch = spawn(&a, &["sync", "--watch", "--interval", "1s"], None);
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !branch_files(&remote, "tavern").contains(&format!("tasks/{id}.md")) {
+        assert!(std::time::Instant::now() < end, "the loop never pushed");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    crate::util::watcher::signal(watch.id(), "TERM");
+    let out = finish(watch);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("origin: pushed"), "{}", out.stdout);
+    tavern(&a, &["sync"]).ok();
+}

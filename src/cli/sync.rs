@@ -165,7 +165,22 @@ pub fn sync(ctx: &Ctx, a: SyncArgs) -> Result<ExitCode> {
                 allow_deletions: a.allow_deletions,
             };
             let opts = keep_options(&a.interval, a.poll.as_deref(), exchange)?;
-            let stop = std::sync::atomic::AtomicBool::new(false);
+            // SIGINT or SIGTERM stops the loop once the exchange under way has ended, so
+            // that no git of it is left running to race the next exchange of the clone
+            // (a second signal stops it at once).
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+                let registered =
+                    signal_hook::flag::register_conditional_shutdown(signal, 1, stop.clone())
+                        .and_then(|_| signal_hook::flag::register(signal, stop.clone()));
+                if let Err(e) = registered {
+                    return Err(Error::Io {
+                        path: board.root.clone(),
+                        action: "listen for signals for",
+                        source: e,
+                    });
+                }
+            }
             let json = ctx.global.json;
             sync::keep_exchanging(&board, &opts, &stop, |r| report_exchange(json, r))?;
         }

@@ -293,8 +293,9 @@ impl Area<'_> {
     }
 
     /// Bucket `b`'s heads read without its texts, when every entry of it may be trusted
-    /// as cached (vouched for by the journal, or equal stat data, and none racy); None when
-    /// anything needs the full read (which also rewrites the bucket).
+    /// as cached (vouched for by the journal, or equal stat data, and none racy) and it
+    /// holds the names it should; None when anything needs the full read (which also
+    /// rewrites the bucket).
     fn heads_only(&self, start: &dir::Start, b: usize) -> Option<Part> {
         let manifest = &start.manifest;
         let count = manifest.buckets.len();
@@ -303,15 +304,26 @@ impl Area<'_> {
         let heads =
             files::decode_heads(&bytes).filter(|h| h.fingerprint == self.area.fingerprint)?;
         let vouched = start.vouched(b, heads.id);
-        if !(vouched || (start.names_known && manifest.buckets.get(b) == Some(&heads.id))) {
-            return None;
-        }
         if vouched && !start.changed_in_bucket(b, count).is_empty() {
             return None;
+        }
+        // Files were made, removed or renamed in the directory since (or another read
+        // wrote this bucket): its share of a listing must hold exactly the bucket's names.
+        let listed =
+            !(vouched || (start.names_known && manifest.buckets.get(b) == Some(&heads.id)));
+        if listed {
+            let names = self.area.share(b, count).ok()?;
+            if names.len() != heads.entries.len()
+                || names.iter().zip(&heads.entries).any(|(n, e)| *n != e.name)
+            {
+                return None;
+            }
         }
         let mut part = Part {
             id: heads.id,
             entries: heads.entries.len(),
+            // The manifest is written again with the directory as listed.
+            changed: listed,
             ..Part::default()
         };
         let file_name = |name: &str| format!("{name}.md");
