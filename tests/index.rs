@@ -348,7 +348,12 @@ fn copy_tree(from: &Path, to: &Path) {
         if ty.is_dir() {
             copy_tree(&entry.path(), &dest);
         } else if ty.is_file() {
-            std::fs::copy(entry.path(), dest).unwrap();
+            match std::fs::copy(entry.path(), &dest) {
+                Ok(_) => {}
+                // A running watcher's state file replaced meanwhile (temp file and rename).
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => panic!("{}: {e}", entry.path().display()),
+            }
         }
     }
 }

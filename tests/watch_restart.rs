@@ -347,3 +347,146 @@ fn a_change_after_a_kill_is_not_taken_for_one_the_killed_watcher_had_handled() {
         ]
     );
 }
+
+/// The ids and titles `tavern list tasks` prints, from the read index.
+fn listed_titles(b: &TestBoard) -> BTreeMap<String, String> {
+    let out = b.run(&["list", "tasks", "--json"]);
+    out.ok();
+    out.json()["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["id"].as_str().unwrap().to_string(),
+                d["fields"]["title"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_change_made_while_the_watcher_was_stopped_is_seen_at_its_restart_and_by_every_read() {
+    use crate::util::git::{self, git};
+    let b = TestBoard::new();
+    recorder(&b, "rec", "created, changed, deleted");
+    let titles = ["In place", "By rename", "Deleted", "Checked out"];
+    let ids: Vec<String> = titles.iter().map(|t| b.task(t, &[])).collect();
+    let rel = |id: &str| format!("tasks/{id}.md");
+    git::init_repo(b.root());
+    // Edited after the commit, so that `git checkout` puts the committed text back.
+    b.run(&["edit", &ids[3], "--set", "title=Checked out, edited"])
+        .ok();
+    // Older than the racy window (3 s) when the first start records them: what changes
+    // next is then found by the stat keys alone, not because a file is read again anyway.
+    std::thread::sleep(Duration::from_millis(3_200));
+    // The first start takes the board as it is; a read builds its index.
+    once(&b, &[]).0.ok();
+    assert!(lines_of(&b, "ran.txt").is_empty());
+    listed_titles(&b);
+
+    // While no watcher runs:
+    // in place, at the same size, with the old mtime put back (only the ctime moves);
+    let path = b.board().join(rel(&ids[0]));
+    let before = b.read(&rel(&ids[0]));
+    let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+    let after = before.replace("title: In place", "title: In-place");
+    assert_eq!(after.len(), before.len());
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.write_all(after.as_bytes()).unwrap();
+        f.set_modified(mtime).unwrap();
+    }
+    assert_eq!(std::fs::metadata(&path).unwrap().modified().unwrap(), mtime);
+    // by an editor's rename over the file;
+    let renamed = b
+        .read(&rel(&ids[1]))
+        .replace("title: By rename", "title: Renamed over");
+    b.write(&format!("tasks/.{}.md.swp", ids[1]), &renamed);
+    std::fs::rename(
+        b.board().join(format!("tasks/.{}.md.swp", ids[1])),
+        b.board().join(rel(&ids[1])),
+    )
+    .unwrap();
+    // deleted;
+    std::fs::remove_file(b.board().join(rel(&ids[2]))).unwrap();
+    // created by hand;
+    b.write("tasks/t-hand.md", task_text("t-hand", "Made by hand"));
+    // put back by git.
+    git(
+        b.root(),
+        &[
+            "checkout",
+            "-q",
+            "HEAD",
+            "--",
+            &format!(".tavern/{}", rel(&ids[3])),
+        ],
+    );
+
+    let (out, lines) = once(&b, &[]);
+    out.ok();
+    assert_eq!(
+        sorted(lines_of(&b, "ran.txt")),
+        sorted(vec![
+            format!("changed {}", ids[0]),
+            format!("changed {}", ids[1]),
+            format!("deleted {}", ids[2]),
+            "created t-hand".to_string(),
+            format!("changed {}", ids[3]),
+        ]),
+        "{lines:#?}"
+    );
+    let edits: BTreeMap<String, serde_json::Value> = ops(&b.log(), "external-edit")
+        .into_iter()
+        .map(|e| (e["doc"].as_str().unwrap().to_string(), e))
+        .collect();
+    assert_eq!(edits.len(), 5, "{edits:#?}");
+    for e in edits.values() {
+        assert!(
+            e["note"]
+                .as_str()
+                .unwrap()
+                .ends_with("(noticed when tavern watch started)"),
+            "{e}"
+        );
+    }
+    let diff = |id: &str| edits[&rel(id)]["diff"].as_str().unwrap().to_string();
+    assert!(diff(&ids[0]).contains("-title: In place\n+title: In-place\n"));
+    assert!(diff(&ids[1]).contains("+title: Renamed over\n"));
+    assert!(
+        diff(&ids[3]).contains("+title: Checked out\n"),
+        "{}",
+        diff(&ids[3])
+    );
+    assert!(
+        diff(&ids[3]).contains("-title: \"Checked out, edited\"\n"),
+        "{}",
+        diff(&ids[3])
+    );
+
+    // Every read sees the files as they are.
+    assert_eq!(
+        listed_titles(&b),
+        BTreeMap::from([
+            (ids[0].clone(), "In-place".to_string()),
+            (ids[1].clone(), "Renamed over".to_string()),
+            (ids[3].clone(), "Checked out".to_string()),
+            ("t-hand".to_string(), "Made by hand".to_string()),
+        ])
+    );
+    b.run(&["show", &ids[0]]).ok().stdout_has("title: In-place");
+
+    // And a restart after that handles nothing again.
+    let (out, lines) = once(&b, &[]);
+    out.ok();
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l["event"] == "change" || l["event"] == "external-edit"),
+        "{lines:#?}"
+    );
+    assert_eq!(lines_of(&b, "ran.txt").len(), 5);
+    assert_eq!(ops(&b.log(), "external-edit").len(), 5);
+}

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::snapshot::StatKey;
 use crate::board::Board;
 use crate::doc::Region;
 
@@ -103,26 +104,35 @@ pub fn is_noise(name: &str) -> bool {
 
 /// What a board-relative path is, or None if watch mode ignores it.
 pub fn classify(rel: &str) -> Option<Tracked> {
-    let parts: Vec<&str> = rel.split('/').collect();
-    if parts.iter().any(|p| p.is_empty() || is_noise(p)) {
+    let (area, id) = kind(rel)?;
+    Some(Tracked {
+        rel: rel.to_string(),
+        area,
+        id: id.to_string(),
+    })
+}
+
+/// What [`classify`] says of a path, without allocating: its area and id.
+pub fn kind(rel: &str) -> Option<(Area, &str)> {
+    if rel.split('/').any(|p| p.is_empty() || is_noise(p)) {
         return None;
     }
-    let tracked = |area, id: &str| {
-        Some(Tracked {
-            rel: rel.to_string(),
-            area,
-            id: id.to_string(),
-        })
-    };
-    match parts.as_slice() {
-        [region, name] if Region::parse(region).is_some_and(|r| r.dir() == *region) => {
+    let mut parts = rel.split('/');
+    let first = parts.next()?;
+    let second = parts.next()?;
+    let third = parts.next();
+    let more = parts.next().is_some();
+    match (first, second, third, more) {
+        (region, name, None, _) if Region::parse(region).is_some_and(|r| r.dir() == region) => {
             let stem = name.strip_suffix(".md")?;
-            tracked(Area::Doc(Region::parse(region)?), stem)
+            Some((Area::Doc(Region::parse(region)?), stem))
         }
-        ["solutions", task, _, ..] => tracked(Area::Solution, task),
-        ["control", "sources", name] => tracked(Area::Source, name.strip_suffix(".md")?),
-        ["control", "agents", name] => tracked(Area::Agent, name.strip_suffix(".md")?),
-        ["control", "PAUSE"] => tracked(Area::Pause, "PAUSE"),
+        ("solutions", task, Some(_), _) => Some((Area::Solution, task)),
+        ("control", "sources", Some(name), false) => {
+            Some((Area::Source, name.strip_suffix(".md")?))
+        }
+        ("control", "agents", Some(name), false) => Some((Area::Agent, name.strip_suffix(".md")?)),
+        ("control", "PAUSE", None, _) => Some((Area::Pause, "PAUSE")),
         _ => None,
     }
 }
@@ -194,6 +204,141 @@ fn each_under(board: &Board, dir: &Path, recursive: bool, f: &mut dyn FnMut(Trac
     }
 }
 
+/// What the stat pass of a rescan found: the tracked files whose stat key differs from the
+/// one known (or that are gone since they were listed), and how many known files it saw.
+#[derive(Debug, Default)]
+pub struct StatPass {
+    pub changed: Vec<String>,
+    pub known: usize,
+}
+
+/// Boards with fewer tracked files than this are statted on one thread.
+const PARALLEL_FROM: usize = 4096;
+
+/// Stats every tracked file on the board now (without reading any) and compares its stat
+/// key with `known(rel)` (the one last recorded, None if none is). The flat directories
+/// are listed with one `getdents` stream each and their files statted relative to the
+/// open directory (one path step, not the whole path), in parallel on a large board; the
+/// trees under `solutions/` are walked. Nothing is allocated for a file whose key is
+/// unchanged.
+pub fn stat_pass(
+    board: &Board,
+    known: &(dyn Fn(&str) -> Option<(StatKey, bool)> + Sync),
+) -> StatPass {
+    let mut dirs: Vec<(&str, rustix::fd::OwnedFd)> = Vec::new();
+    // Names of all flat directories, NUL-terminated, one after the other: (directory,
+    // start, end with the NUL).
+    let mut names: Vec<u8> = Vec::new();
+    let mut items: Vec<(u16, u32, u32)> = Vec::new();
+    let mut rel = String::new();
+    for dir in FLAT_DIRS {
+        let Some(fd) = open_dir(&board.root.join(dir)) else {
+            continue;
+        };
+        let Ok(mut listing) = rustix::fs::Dir::read_from(&fd) else {
+            continue;
+        };
+        let d = dirs.len() as u16;
+        while let Some(Ok(entry)) = listing.read() {
+            let name = entry.file_name().to_bytes();
+            let Ok(text) = std::str::from_utf8(name) else {
+                continue;
+            };
+            if entry.file_type() == rustix::fs::FileType::Directory || is_noise(text) {
+                continue;
+            }
+            rel.clear();
+            rel.push_str(dir);
+            rel.push('/');
+            rel.push_str(text);
+            if kind(&rel).is_none() {
+                continue;
+            }
+            let start = names.len() as u32;
+            names.extend_from_slice(entry.file_name().to_bytes_with_nul());
+            items.push((d, start, names.len() as u32));
+        }
+        dirs.push((dir, fd));
+    }
+    let stat_items = |chunk: &[(u16, u32, u32)]| -> StatPass {
+        let mut out = StatPass::default();
+        let mut rel = String::new();
+        for &(d, start, end) in chunk {
+            let (dir, fd) = &dirs[d as usize];
+            let c_name = std::ffi::CStr::from_bytes_with_nul(&names[start as usize..end as usize])
+                .expect("a name read with its NUL");
+            let stat = match rustix::fs::statat(fd, c_name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st)
+                    if rustix::fs::FileType::from_raw_mode(st.st_mode)
+                        == rustix::fs::FileType::Directory =>
+                {
+                    continue;
+                }
+                Ok(st) => Some(StatKey::of_stat(&st)),
+                Err(_) => None,
+            };
+            rel.clear();
+            rel.push_str(dir);
+            rel.push('/');
+            rel.push_str(std::str::from_utf8(c_name.to_bytes()).unwrap_or_default());
+            if differs(known(&rel), stat, &mut out.known) {
+                out.changed.push(rel.clone());
+            }
+        }
+        out
+    };
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
+    let mut pass = if threads < 2 || items.len() < PARALLEL_FROM {
+        stat_items(&items)
+    } else {
+        let per = items.len().div_ceil(threads);
+        std::thread::scope(|s| {
+            let handles: Vec<_> = items
+                .chunks(per)
+                .map(|chunk| s.spawn(|| stat_items(chunk)))
+                .collect();
+            let mut all = StatPass::default();
+            for h in handles {
+                // A thread that panicked stats nothing: its files are looked at.
+                let part = h.join().unwrap_or_default();
+                all.known += part.known;
+                all.changed.extend(part.changed);
+            }
+            all
+        })
+    };
+    for dir in RECURSIVE_DIRS {
+        each_under(board, &board.root.join(dir), true, &mut |t, path| {
+            if differs(known(&t.rel), StatKey::read(path), &mut pass.known) {
+                pass.changed.push(t.rel);
+            }
+        });
+    }
+    pass
+}
+
+/// Must a file be looked at, with the stat key and racy flag recorded for it (None: not
+/// known) and the one it has now (None: gone since it was listed)? Counts the known ones.
+fn differs(was: Option<(StatKey, bool)>, now: Option<StatKey>, known: &mut usize) -> bool {
+    match was {
+        Some((stat, racy)) => {
+            *known += 1;
+            racy || Some(stat) != now
+        }
+        None => now.is_some(),
+    }
+}
+
+/// Opens a directory of the board to list and stat in; None when it is missing or not a
+/// directory (a symlink in its place is not followed, as the walk does not follow it).
+fn open_dir(dir: &Path) -> Option<rustix::fd::OwnedFd> {
+    use rustix::fs::OFlags;
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+    rustix::fs::open(dir, flags, rustix::fs::Mode::empty()).ok()
+}
+
 /// The absolute path of a tracked file.
 pub fn abs(board: &Board, rel: &str) -> PathBuf {
     board.root.join(rel)
@@ -250,5 +395,60 @@ mod tests {
         ] {
             assert_eq!(classify(ignored), None, "{ignored}");
         }
+    }
+
+    #[test]
+    fn the_stat_pass_names_what_differs_and_counts_what_it_knows() {
+        let dir = tempfile::tempdir().unwrap();
+        crate::board::init(dir.path()).unwrap();
+        let board = Board::open(&dir.path().join(".tavern")).unwrap();
+        let put = |rel: &str, text: &str| std::fs::write(board.root.join(rel), text).unwrap();
+        for rel in [
+            "tasks/same.md",
+            "tasks/racy.md",
+            "tasks/edited.md",
+            "tasks/new.md",
+        ] {
+            put(rel, "x\n");
+        }
+        put("tasks/.same.md.1.tmp", "noise");
+        put("tasks/notes.txt", "not a document");
+        put("observations/obs-1.md", "o\n");
+        std::fs::create_dir_all(board.root.join("solutions/task-1/src")).unwrap();
+        put("solutions/task-1/src/a.rs", "fn a() {}\n");
+        std::fs::create_dir(board.root.join("tasks/dir.md")).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", board.root.join("tasks/link.md")).unwrap();
+        let stat = |rel: &str| StatKey::read(&board.root.join(rel)).unwrap();
+        let mut known: std::collections::HashMap<String, (StatKey, bool)> = [
+            "tasks/same.md",
+            "tasks/racy.md",
+            "tasks/edited.md",
+            "tasks/link.md",
+            "observations/obs-1.md",
+            "solutions/task-1/src/a.rs",
+        ]
+        .iter()
+        .map(|rel| (rel.to_string(), (stat(rel), false)))
+        .collect();
+        known.get_mut("tasks/racy.md").unwrap().1 = true;
+        known.get_mut("tasks/edited.md").unwrap().0.size += 1;
+        // Known and gone: not seen, so not counted (the caller looks for what is gone).
+        known.insert("tasks/gone.md".into(), (stat("tasks/same.md"), false));
+        let lookup = |rel: &str| known.get(rel).copied();
+        let pass = stat_pass(&board, &lookup);
+        let mut changed = pass.changed.clone();
+        changed.sort();
+        assert_eq!(
+            changed,
+            ["tasks/edited.md", "tasks/new.md", "tasks/racy.md"]
+        );
+        assert_eq!(pass.known, 6);
+        // Each file that differs, found the same on several threads.
+        for i in 0..PARALLEL_FROM {
+            put(&format!("tasks/t-{i}.md"), "y\n");
+        }
+        let pass = stat_pass(&board, &lookup);
+        assert_eq!(pass.changed.len(), 3 + PARALLEL_FROM);
+        assert_eq!(pass.known, 6);
     }
 }

@@ -19,9 +19,10 @@
 
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 
-use super::snapshot::{Known, StatKey};
+use super::snapshot::{Files, Known, StatKey};
 use crate::error::{Error, Result};
 
 const FRAME_MAGIC: &[u8; 4] = b"TWS1";
@@ -37,7 +38,8 @@ pub const FRAME_TARGET: usize = 128 * 1024;
 pub struct Loc {
     pub frame: u64,
     pub rec: u32,
-    pub len: u32,
+    /// Never 0 (a record has a header), so that an `Option<Loc>` takes no more room.
+    pub len: NonZeroU32,
 }
 
 /// What a record says of its file.
@@ -70,6 +72,9 @@ pub struct Rec<'a> {
     pub kind: Kind,
     pub rel: &'a str,
     pub stat: StatKey,
+    /// The stat key was taken in the tick of the file's last change (see
+    /// [`super::snapshot::racy`]).
+    pub racy: bool,
     pub hash: u64,
     pub content: &'a [u8],
 }
@@ -79,6 +84,7 @@ pub struct Parsed<'a> {
     pub kind: Kind,
     pub rel: &'a str,
     pub stat: StatKey,
+    pub racy: bool,
     pub hash: u64,
     pub content: &'a [u8],
     pub at: u32,
@@ -101,7 +107,7 @@ impl Batch {
         self.raw.push(r.kind as u8);
         self.raw.extend_from_slice(&(path_len as u16).to_le_bytes());
         self.raw.extend_from_slice(&path[..path_len]);
-        put_stat(&mut self.raw, &r.stat);
+        put_stat(&mut self.raw, &r.stat, r.racy);
         self.raw.extend_from_slice(&r.hash.to_le_bytes());
         self.raw
             .extend_from_slice(&(r.content.len() as u32).to_le_bytes());
@@ -110,6 +116,11 @@ impl Batch {
             let len = (self.raw.len() - at) as u32;
             self.contents.push((r.rel.to_string(), at as u32, len));
         }
+    }
+
+    /// The batch compressed into a frame, with its raw length.
+    pub fn encode(&self) -> (Vec<u8>, usize) {
+        (encode(self), self.raw.len())
     }
 
     pub fn raw_len(&self) -> usize {
@@ -121,12 +132,15 @@ impl Batch {
     }
 }
 
-fn put_stat(out: &mut Vec<u8>, s: &StatKey) {
+/// A stat key, then a byte of flags: 1 special, 2 racy. (Older versions wrote 0 or 1 there
+/// and read anything else as special: a racy key is then one that differs, and its file is
+/// read again, which is what racy asks for.)
+fn put_stat(out: &mut Vec<u8>, s: &StatKey, racy: bool) {
     out.extend_from_slice(&s.size.to_le_bytes());
     out.extend_from_slice(&s.mtime_ns.to_le_bytes());
     out.extend_from_slice(&s.ctime_ns.to_le_bytes());
     out.extend_from_slice(&s.ino.to_le_bytes());
-    out.push(u8::from(s.special));
+    out.push(u8::from(s.special) | (u8::from(racy) << 1));
 }
 
 /// A little reader over a byte slice: None at its end.
@@ -156,14 +170,18 @@ impl<'a> Cur<'a> {
     fn i64(&mut self) -> Option<i64> {
         Some(i64::from_le_bytes(self.take(8)?.try_into().ok()?))
     }
-    fn stat(&mut self) -> Option<StatKey> {
-        Some(StatKey {
-            size: self.u64()?,
-            mtime_ns: self.i64()?,
-            ctime_ns: self.i64()?,
-            ino: self.u64()?,
-            special: self.u8()? != 0,
-        })
+    /// A stat key and whether it is racy.
+    fn stat(&mut self) -> Option<(StatKey, bool)> {
+        let (size, mtime_ns, ctime_ns, ino) = (self.u64()?, self.i64()?, self.i64()?, self.u64()?);
+        let flags = self.u8()?;
+        let stat = StatKey {
+            size,
+            mtime_ns,
+            ctime_ns,
+            ino,
+            special: flags & 1 != 0,
+        };
+        Some((stat, flags & 2 != 0))
     }
     fn str(&mut self, n: usize) -> Option<&'a str> {
         std::str::from_utf8(self.take(n)?).ok()
@@ -176,7 +194,7 @@ fn record(raw: &[u8], at: usize) -> Option<Parsed<'_>> {
     let kind = Kind::of(c.u8()?)?;
     let path_len = c.u16()? as usize;
     let rel = c.str(path_len)?;
-    let stat = c.stat()?;
+    let (stat, racy) = c.stat()?;
     let hash = c.u64()?;
     let len = c.u32()? as usize;
     let content = c.take(len)?;
@@ -184,6 +202,7 @@ fn record(raw: &[u8], at: usize) -> Option<Parsed<'_>> {
         kind,
         rel,
         stat,
+        racy,
         hash,
         content,
         at: at as u32,
@@ -289,7 +308,8 @@ impl Pack {
         }
         let raw = self.frame(dir, loc.frame)?;
         let r = record(&raw, loc.rec as usize)?;
-        (r.kind == Kind::Content && r.rel == rel && r.len == loc.len).then(|| r.content.to_vec())
+        (r.kind == Kind::Content && r.rel == rel && r.len == loc.len.get())
+            .then(|| r.content.to_vec())
     }
 
     fn frame(&self, dir: &Path, offset: u64) -> Option<std::sync::Arc<Vec<u8>>> {
@@ -308,7 +328,17 @@ impl Pack {
 
     /// Appends a batch as one frame. Returns the frame's offset.
     pub fn append(&mut self, dir: &Path, batch: &Batch) -> std::io::Result<u64> {
-        let frame = encode(batch);
+        self.append_encoded(dir, &encode(batch), batch.raw.len())
+    }
+
+    /// Appends a frame compressed already (by [`Batch::encode`], on another thread) from
+    /// `raw_len` bytes of records. Returns its offset.
+    pub fn append_encoded(
+        &mut self,
+        dir: &Path,
+        frame: &[u8],
+        raw_len: usize,
+    ) -> std::io::Result<u64> {
         let path = pack_path(dir, self.generation);
         let mut file = std::fs::OpenOptions::new()
             .read(true)
@@ -328,10 +358,10 @@ impl Pack {
             file.set_len(self.len)?;
         }
         file.seek(SeekFrom::Start(self.len))?;
-        file.write_all(&frame)?;
+        file.write_all(frame)?;
         let at = self.len;
         self.len += frame.len() as u64;
-        self.raw_total += batch.raw.len() as u64;
+        self.raw_total += raw_len as u64;
         Ok(at)
     }
 
@@ -352,47 +382,51 @@ fn open_regular(path: &Path) -> Option<std::fs::File> {
 
 /// Sets the locations of a batch's content records, once it is at `frame`.
 pub fn placed(batch: &Batch, frame: u64) -> impl Iterator<Item = (&str, Loc)> {
-    batch.contents.iter().map(move |(rel, rec, len)| {
-        (
+    batch.contents.iter().filter_map(move |(rel, rec, len)| {
+        Some((
             rel.as_str(),
             Loc {
                 frame,
                 rec: *rec,
-                len: *len,
+                len: NonZeroU32::new(*len)?,
             },
-        )
+        ))
     })
 }
 
 /// Applies a record read back from the pack to the files.
-pub fn apply(files: &mut HashMap<String, Known>, r: &Parsed<'_>, frame: u64) {
+pub fn apply(files: &mut Files, r: &Parsed<'_>, frame: u64) {
     match r.kind {
         Kind::Gone => {
-            files.remove(r.rel);
+            files.swap_remove(r.rel);
         }
         Kind::Content | Kind::NoShadow => {
-            let shadow = (r.kind == Kind::Content).then_some(Loc {
-                frame,
-                rec: r.at,
-                len: r.len,
-            });
+            let shadow = NonZeroU32::new(r.len)
+                .filter(|_| r.kind == Kind::Content)
+                .map(|len| Loc {
+                    frame,
+                    rec: r.at,
+                    len,
+                });
             files.insert(
-                r.rel.to_string(),
+                r.rel.into(),
                 Known {
                     stat: r.stat,
                     hash: r.hash,
                     shadow,
+                    racy: r.racy,
                 },
             );
         }
         Kind::Known => {
             let shadow = files.get(r.rel).and_then(|k| k.shadow);
             files.insert(
-                r.rel.to_string(),
+                r.rel.into(),
                 Known {
                     stat: r.stat,
                     hash: r.hash,
                     shadow,
+                    racy: r.racy,
                 },
             );
         }
@@ -401,7 +435,7 @@ pub fn apply(files: &mut HashMap<String, Known>, r: &Parsed<'_>, frame: u64) {
 
 /// Replays the frames written after the index's length; the pack's intact length is
 /// where the first frame that is not whole (torn by a kill) began.
-pub fn replay(dir: &Path, pack: &mut Pack, files: &mut HashMap<String, Known>) {
+pub fn replay(dir: &Path, pack: &mut Pack, files: &mut Files) {
     let Some(mut file) = open_regular(&pack_path(dir, pack.generation)) else {
         pack.lost = true;
         return;
@@ -430,7 +464,7 @@ pub fn replay(dir: &Path, pack: &mut Pack, files: &mut HashMap<String, Known>) {
 pub fn write_index(
     dir: &Path,
     pack: &Pack,
-    files: &HashMap<String, Known>,
+    files: &Files,
     write: impl Fn(&Path, &[u8]) -> Result<()>,
 ) -> Result<()> {
     let mut out = Vec::with_capacity(64 + files.len() * 96);
@@ -446,14 +480,14 @@ pub fn write_index(
         }
         out.extend_from_slice(&(path.len() as u16).to_le_bytes());
         out.extend_from_slice(path);
-        put_stat(&mut out, &k.stat);
+        put_stat(&mut out, &k.stat, k.racy);
         out.extend_from_slice(&k.hash.to_le_bytes());
         match k.shadow {
             Some(loc) => {
                 out.push(1);
                 out.extend_from_slice(&loc.frame.to_le_bytes());
                 out.extend_from_slice(&loc.rec.to_le_bytes());
-                out.extend_from_slice(&loc.len.to_le_bytes());
+                out.extend_from_slice(&loc.len.get().to_le_bytes());
             }
             None => out.push(0),
         }
@@ -464,41 +498,64 @@ pub fn write_index(
 }
 
 /// Reads the index file: the pack as it covers it, and every file. None if it is missing,
-/// torn or of another format.
-pub fn read_index(dir: &Path) -> Option<(Pack, HashMap<String, Known>)> {
-    let mut bytes = Vec::new();
-    open_regular(&index_path(dir))?
-        .read_to_end(&mut bytes)
-        .ok()?;
-    let body_len = bytes.len().checked_sub(4)?;
-    let crc = u32::from_le_bytes(bytes[body_len..].try_into().ok()?);
-    let body = &bytes[..body_len];
-    if crc32fast::hash(body) != crc || !body.starts_with(INDEX_MAGIC) {
+/// torn or of another format. Read as a stream (its checksum is checked at the end), so
+/// that the file's bytes are not held beside the files they describe.
+pub fn read_index(dir: &Path) -> Option<(Pack, Files)> {
+    let file = open_regular(&index_path(dir))?;
+    let len = file.metadata().ok()?.len();
+    let mut s = Stream {
+        r: std::io::BufReader::with_capacity(256 * 1024, file),
+        crc: crc32fast::Hasher::new(),
+        left: len.checked_sub(4)?,
+    };
+    let mut magic = [0u8; INDEX_MAGIC.len()];
+    s.read(&mut magic)?;
+    if magic != INDEX_MAGIC {
         return None;
     }
-    let mut c = Cur {
-        b: body,
-        at: INDEX_MAGIC.len(),
-    };
-    let generation = c.u64()?;
-    let covered = c.u64()?;
-    let raw_total = c.u64()?;
-    let count = c.u64()? as usize;
-    let mut files = HashMap::with_capacity(count.min(body.len() / 40));
+    let generation = s.u64()?;
+    let covered = s.u64()?;
+    let raw_total = s.u64()?;
+    let count = s.u64()?;
+    let mut files = Files::with_capacity(count.min(len / 40) as usize);
+    let mut path = Vec::new();
     for _ in 0..count {
-        let path_len = c.u16()? as usize;
-        let rel = c.str(path_len)?.to_string();
-        let stat = c.stat()?;
-        let hash = c.u64()?;
-        let shadow = match c.u8()? {
+        let path_len = usize::from(u16::from_le_bytes(s.array()?));
+        path.resize(path_len, 0);
+        s.read(&mut path)?;
+        let rel: Box<str> = std::str::from_utf8(&path).ok()?.into();
+        let fixed: [u8; STAT_LEN + 9] = s.array()?;
+        let (stat, racy) = Cur { b: &fixed, at: 0 }.stat()?;
+        let hash = u64::from_le_bytes(fixed[STAT_LEN..STAT_LEN + 8].try_into().ok()?);
+        let shadow = match fixed[STAT_LEN + 8] {
             0 => None,
-            _ => Some(Loc {
-                frame: c.u64()?,
-                rec: c.u32()?,
-                len: c.u32()?,
-            }),
+            _ => {
+                let loc: [u8; 16] = s.array()?;
+                Some(Loc {
+                    frame: u64::from_le_bytes(loc[..8].try_into().ok()?),
+                    rec: u32::from_le_bytes(loc[8..12].try_into().ok()?),
+                    len: NonZeroU32::new(u32::from_le_bytes(loc[12..].try_into().ok()?))?,
+                })
+            }
         };
-        files.insert(rel, Known { stat, hash, shadow });
+        files.insert(
+            rel,
+            Known {
+                stat,
+                hash,
+                shadow,
+                racy,
+            },
+        );
+    }
+    // The whole body was read, and it is what was written.
+    if s.left != 0 {
+        return None;
+    }
+    let mut crc = [0u8; 4];
+    s.r.read_exact(&mut crc).ok()?;
+    if s.crc.finalize() != u32::from_le_bytes(crc) {
+        return None;
     }
     let pack = Pack {
         generation,
@@ -508,6 +565,33 @@ pub fn read_index(dir: &Path) -> Option<(Pack, HashMap<String, Known>)> {
         ..Pack::default()
     };
     Some((pack, files))
+}
+
+/// The bytes of a stat key in a record or the index file.
+const STAT_LEN: usize = 33;
+
+/// The index file's body being read: at most `left` more bytes, each added to the checksum.
+struct Stream {
+    r: std::io::BufReader<std::fs::File>,
+    crc: crc32fast::Hasher,
+    left: u64,
+}
+
+impl Stream {
+    fn read(&mut self, buf: &mut [u8]) -> Option<()> {
+        self.left = self.left.checked_sub(buf.len() as u64)?;
+        self.r.read_exact(buf).ok()?;
+        self.crc.update(buf);
+        Some(())
+    }
+    fn array<const N: usize>(&mut self) -> Option<[u8; N]> {
+        let mut b = [0u8; N];
+        self.read(&mut b)?;
+        Some(b)
+    }
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.array()?))
+    }
 }
 
 /// Removes the pack files of every generation but `keep` (None: all).
@@ -533,7 +617,7 @@ pub fn remove_other_packs(dir: &Path, keep: Option<u64>) {
 /// Writes every live shadow of `files` into a new generation of the pack, frame by frame,
 /// and points the files at it. Returns the new pack (the caller writes the index, then
 /// removes the old generation).
-pub fn compact(dir: &Path, old: &Pack, files: &mut HashMap<String, Known>) -> Result<Pack> {
+pub fn compact(dir: &Path, old: &Pack, files: &mut Files) -> Result<Pack> {
     let mut next = Pack {
         generation: old.generation + 1,
         ..Pack::default()
@@ -543,7 +627,7 @@ pub fn compact(dir: &Path, old: &Pack, files: &mut HashMap<String, Known>) -> Re
     // The live records, in the order they are in the old pack: each frame read once.
     let mut live: Vec<(u64, u32, String)> = files
         .iter()
-        .filter_map(|(rel, k)| k.shadow.map(|l| (l.frame, l.rec, rel.clone())))
+        .filter_map(|(rel, k)| k.shadow.map(|l| (l.frame, l.rec, rel.to_string())))
         .collect();
     live.sort_unstable();
     let mut batch = Batch::default();
@@ -569,7 +653,7 @@ pub fn compact(dir: &Path, old: &Pack, files: &mut HashMap<String, Known>) -> Re
         Ok(())
     };
     for (frame, rec, rel) in live {
-        let Some(k) = files.get(&rel).copied() else {
+        let Some(k) = files.get(rel.as_str()).copied() else {
             continue;
         };
         let Some(raw) = old.frame(dir, frame) else {
@@ -583,6 +667,7 @@ pub fn compact(dir: &Path, old: &Pack, files: &mut HashMap<String, Known>) -> Re
                     kind: Kind::Content,
                     rel: &rel,
                     stat: k.stat,
+                    racy: k.racy,
                     hash: k.hash,
                     content: r.content,
                 });
@@ -600,7 +685,7 @@ pub fn compact(dir: &Path, old: &Pack, files: &mut HashMap<String, Known>) -> Re
         std::fs::File::create(&path).map_err(|e| Error::io(&path, "create", e))?;
     }
     for (rel, loc) in moved {
-        if let Some(k) = files.get_mut(&rel) {
+        if let Some(k) = files.get_mut(rel.as_str()) {
             k.shadow = loc;
         }
     }
@@ -629,12 +714,13 @@ mod tests {
             generation: 1,
             ..Pack::default()
         };
-        let mut files = HashMap::new();
+        let mut files = Files::default();
         let mut batch = Batch::default();
         batch.push(&Rec {
             kind: Kind::Content,
             rel: "tasks/a.md",
             stat: stat(1),
+            racy: true,
             hash: 7,
             content: b"a\n",
         });
@@ -642,17 +728,19 @@ mod tests {
             kind: Kind::NoShadow,
             rel: "tasks/b.md",
             stat: stat(2),
+            racy: true,
             hash: 8,
             content: b"",
         });
         let at = pack.append(d, &batch).unwrap();
         for (rel, loc) in placed(&batch, at) {
             files.insert(
-                rel.to_string(),
+                rel.into(),
                 Known {
                     stat: stat(1),
                     hash: 7,
                     shadow: Some(loc),
+                    racy: false,
                 },
             );
         }
@@ -667,7 +755,7 @@ mod tests {
                 ..Pack::default()
             }
             .with_gen(1),
-            &HashMap::new(),
+            &Files::default(),
             |p, b| std::fs::write(p, b).map_err(|e| Error::io(p, "write", e)),
         )
         .unwrap();
@@ -676,6 +764,7 @@ mod tests {
             kind: Kind::Gone,
             rel: "tasks/b.md",
             stat: StatKey::default(),
+            racy: false,
             hash: 0,
             content: b"",
         });
@@ -692,11 +781,24 @@ mod tests {
         assert_eq!(again.len, pack.len);
         assert_eq!(seen.len(), 1);
         assert_eq!(seen["tasks/a.md"].stat, stat(1));
+        assert!(
+            seen["tasks/a.md"].racy,
+            "the racy flag is kept with the stat key"
+        );
+        assert!(!seen["tasks/a.md"].stat.special);
         let loc = seen["tasks/a.md"].shadow.unwrap();
         assert_eq!(again.read(d, loc, "tasks/a.md").unwrap(), b"a\n");
         // Compacted: the live content moves to the next generation.
         let next = compact(d, &again, &mut seen).unwrap();
         assert_eq!(next.generation, 2);
+        // The index file keeps it too.
+        write_index(d, &next, &seen, |p, b| {
+            std::fs::write(p, b).map_err(|e| Error::io(p, "write", e))
+        })
+        .unwrap();
+        let (_, indexed) = read_index(d).unwrap();
+        assert!(indexed["tasks/a.md"].racy);
+        assert_eq!(indexed["tasks/a.md"].shadow, seen["tasks/a.md"].shadow);
         let loc = seen["tasks/a.md"].shadow.unwrap();
         assert_eq!(next.read(d, loc, "tasks/a.md").unwrap(), b"a\n");
         // A missing pack is a lost one.

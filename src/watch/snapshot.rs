@@ -60,6 +60,20 @@ impl StatKey {
         }
     }
 
+    /// The stat key of what `statat` (or `fstat`) gave: the same as [`StatKey::of`].
+    // The stat fields' types differ between platforms (u32, i64, …): cast each.
+    #[allow(clippy::unnecessary_cast)]
+    pub fn of_stat(st: &rustix::fs::Stat) -> StatKey {
+        StatKey {
+            size: st.st_size as u64,
+            mtime_ns: st.st_mtime as i64 * 1_000_000_000 + st.st_mtime_nsec as i64,
+            ctime_ns: st.st_ctime as i64 * 1_000_000_000 + st.st_ctime_nsec as i64,
+            ino: st.st_ino as u64,
+            special: rustix::fs::FileType::from_raw_mode(st.st_mode)
+                != rustix::fs::FileType::RegularFile,
+        }
+    }
+
     /// The stat key of `path` itself (a symlink is not followed), or None if it is gone.
     pub fn read(path: &Path) -> Option<StatKey> {
         std::fs::symlink_metadata(path)
@@ -85,7 +99,32 @@ pub struct Known {
     pub hash: u64,
     /// Where its last handled content is kept (None: none is, or it was lost).
     pub shadow: Option<Loc>,
+    /// Its stat key was taken within [`RACY_NS`] of the file's last change: a change in the
+    /// same tick of the file system's clock could follow unseen, so a start reads it again
+    /// whatever its stat key says.
+    pub racy: bool,
 }
+
+/// How close to its last change (ctime or mtime) a file's stat key may be taken for it to
+/// be trusted at the next start: git's racy-timestamp rule, with room for the coarsest
+/// file-system clocks (FAT's two seconds).
+pub const RACY_NS: i64 = 3_000_000_000;
+
+/// Could the file change again without its stat key changing? Yes when its last change
+/// is within [`RACY_NS`] of now (or ahead of it: a clock set back, `touch -d` into the
+/// future). Called right after the stat key is taken: a later change in the same tick
+/// as its ctime falls within the window.
+pub fn racy(stat: &StatKey) -> bool {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(i64::MAX, |d| d.as_nanos() as i64);
+    stat.ctime_ns.max(stat.mtime_ns) > now.saturating_sub(RACY_NS)
+}
+
+/// Every tracked file by board-relative path. An index map: its entries in one vector and
+/// a table of 8-byte indices, not a table of entries half empty (at a million files it
+/// takes less than half the memory of a hash map).
+pub type Files = indexmap::IndexMap<Box<str>, Known>;
 
 /// A file's entry in the previous format's snapshot (JSON lines), read once to migrate it.
 #[derive(serde::Deserialize)]
@@ -98,7 +137,7 @@ struct LegacyKnown {
 /// keeps their shadows.
 #[derive(Debug, Default)]
 pub struct Snapshot {
-    files: HashMap<String, Known>,
+    files: Files,
     /// False until a snapshot exists on disk: the first start takes the board as it is.
     pub existed: bool,
     /// Files whose entry changed since it was last recorded in the pack.
@@ -107,6 +146,10 @@ pub struct Snapshot {
     /// The first start's frame being filled.
     baseline: Batch,
 }
+
+/// How the first start reads a file: its stat key and the content to keep (None: nothing
+/// to keep, as for a symlink), or None if it is gone.
+pub type ReadBaseline<'a> = dyn Fn(&Path) -> Option<(StatKey, Option<Vec<u8>>)> + Sync + 'a;
 
 /// Where watch mode keeps its state.
 pub fn dir(board: &Board) -> PathBuf {
@@ -250,25 +293,37 @@ impl Snapshot {
         self.files.len()
     }
 
+    /// A lookup of the stat key last recorded for a file, and whether it is racy, for the
+    /// threads of a stat pass.
+    pub fn stat_of(&self) -> impl Fn(&str) -> Option<(StatKey, bool)> + Sync + '_ {
+        let files = &self.files;
+        move |rel| files.get(rel).map(|k| (k.stat, k.racy))
+    }
+
     /// Every file it knows.
-    pub fn paths(&self) -> impl Iterator<Item = &String> {
-        self.files.keys()
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.files.keys().map(|k| &**k)
     }
 
     /// Records a file's stat key and content hash (its shadow is what [`Snapshot::commit`]
     /// writes).
     pub fn set(&mut self, rel: &str, stat: StatKey, hash: u64) {
         let shadow = self.files.get(rel).and_then(|k| k.shadow);
-        let known = Known { stat, hash, shadow };
+        let known = Known {
+            stat,
+            hash,
+            shadow,
+            racy: racy(&stat),
+        };
         if self.files.get(rel) != Some(&known) {
-            self.files.insert(rel.to_string(), known);
+            self.files.insert(rel.into(), known);
             self.dirty.insert(rel.to_string());
         }
     }
 
     /// Forgets a file. True if it was known.
     pub fn remove(&mut self, rel: &str) -> bool {
-        let known = self.files.remove(rel).is_some();
+        let known = self.files.swap_remove(rel).is_some();
         if known {
             self.dirty.insert(rel.to_string());
         }
@@ -321,12 +376,14 @@ impl Snapshot {
         content: Option<&[u8]>,
     ) -> Result<()> {
         let hash = hash(content.unwrap_or(b""));
+        let racy = racy(&stat);
         self.files.insert(
-            rel.to_string(),
+            rel.into(),
             Known {
                 stat,
                 hash,
                 shadow: None,
+                racy,
             },
         );
         if let Some(content) = content {
@@ -334,6 +391,7 @@ impl Snapshot {
                 kind: Kind::Content,
                 rel,
                 stat,
+                racy,
                 hash,
                 content,
             });
@@ -342,6 +400,125 @@ impl Snapshot {
             }
         }
         Ok(())
+    }
+
+    /// Every file of the first start, read, hashed and compressed on several threads
+    /// (frames appended in the order they are done): `read` gives a file's stat key and
+    /// the content to keep (None: nothing to keep, as for a symlink), or None if it is
+    /// gone.
+    pub fn add_baseline_all(
+        &mut self,
+        board: &Board,
+        files: &[(String, PathBuf)],
+        read: &ReadBaseline<'_>,
+    ) -> Result<()> {
+        /// What a thread made of some files: a frame (if any content), the contents'
+        /// places in it, and every file's entry.
+        struct Part {
+            frame: Option<(Vec<u8>, usize)>,
+            batch: Batch,
+            entries: Vec<(String, Known)>,
+        }
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, 8);
+        let per = files.len().div_ceil(threads).max(1);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Part>(2 * threads);
+        std::thread::scope(|s| {
+            for chunk in files.chunks(per) {
+                let tx = tx.clone();
+                s.spawn(move || {
+                    let mut part = Part {
+                        frame: None,
+                        batch: Batch::default(),
+                        entries: Vec::new(),
+                    };
+                    let send = |part: &mut Part| {
+                        let full = std::mem::replace(
+                            part,
+                            Part {
+                                frame: None,
+                                batch: Batch::default(),
+                                entries: Vec::new(),
+                            },
+                        );
+                        let frame = (!full.batch.is_empty()).then(|| full.batch.encode());
+                        tx.send(Part { frame, ..full }).is_ok()
+                    };
+                    for (rel, path) in chunk {
+                        let Some((stat, content)) = read(path) else {
+                            continue;
+                        };
+                        let hash = hash(content.as_deref().unwrap_or(b""));
+                        let racy = racy(&stat);
+                        if let Some(content) = &content {
+                            part.batch.push(&Rec {
+                                kind: Kind::Content,
+                                rel,
+                                stat,
+                                racy,
+                                hash,
+                                content,
+                            });
+                        }
+                        let known = Known {
+                            stat,
+                            hash,
+                            shadow: None,
+                            racy,
+                        };
+                        part.entries.push((rel.clone(), known));
+                        if part.batch.raw_len() >= pack::FRAME_TARGET && !send(&mut part) {
+                            return;
+                        }
+                    }
+                    send(&mut part);
+                });
+            }
+            drop(tx);
+            let dir = dir(board);
+            // By value: an error below drops the receiver, so that no thread waits to send.
+            for part in rx {
+                let frame = match &part.frame {
+                    Some((bytes, raw_len)) => {
+                        Some(self.append_frame(board, &dir, bytes, *raw_len)?)
+                    }
+                    None => None,
+                };
+                for (rel, known) in part.entries {
+                    self.files.insert(rel.into(), known);
+                }
+                if let Some(frame) = frame {
+                    for (rel, loc) in pack::placed(&part.batch, frame) {
+                        if let Some(k) = self.files.get_mut(rel) {
+                            k.shadow = Some(loc);
+                        }
+                    }
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Appends a frame compressed already, making `.state/watch/` if it is missing.
+    fn append_frame(
+        &mut self,
+        board: &Board,
+        dir: &Path,
+        frame: &[u8],
+        raw_len: usize,
+    ) -> Result<u64> {
+        match self.pack.append_encoded(dir, frame, raw_len) {
+            Ok(at) => Ok(at),
+            Err(_) => {
+                make_dirs_below(Some(&board.root), dir)
+                    .map_err(|e| Error::io(dir, "create directory", e))?;
+                let path = pack::pack_path(dir, self.pack.generation);
+                self.pack
+                    .append_encoded(dir, frame, raw_len)
+                    .map_err(|e| Error::io(&path, "write", e))
+            }
+        }
     }
 
     fn flush_baseline(&mut self, board: &Board) -> Result<()> {
@@ -413,18 +590,21 @@ impl Snapshot {
         self.renew_pack_if_lost(board)?;
         let mut batch = Batch::default();
         for (rel, content) in staged {
-            let known = self.files.get(rel).copied();
+            let known = self.files.get(rel.as_str()).copied();
             match (content, known) {
                 (Some(bytes), known) => {
-                    let (stat, hash) =
-                        known.map_or((StatKey::default(), hash(bytes)), |k| (k.stat, k.hash));
+                    let (stat, hash, racy) = known
+                        .map_or((StatKey::default(), hash(bytes), false), |k| {
+                            (k.stat, k.hash, k.racy)
+                        });
                     if known.is_none() {
                         self.files.insert(
-                            rel.clone(),
+                            rel.as_str().into(),
                             Known {
                                 stat,
                                 hash,
                                 shadow: None,
+                                racy,
                             },
                         );
                     }
@@ -432,6 +612,7 @@ impl Snapshot {
                         kind: Kind::Content,
                         rel,
                         stat,
+                        racy,
                         hash,
                         content: bytes,
                     });
@@ -440,6 +621,7 @@ impl Snapshot {
                     kind: Kind::NoShadow,
                     rel,
                     stat: k.stat,
+                    racy: k.racy,
                     hash: k.hash,
                     content: b"",
                 }),
@@ -447,6 +629,7 @@ impl Snapshot {
                     kind: Kind::Gone,
                     rel,
                     stat: StatKey::default(),
+                    racy: false,
                     hash: 0,
                     content: b"",
                 }),
@@ -456,11 +639,12 @@ impl Snapshot {
             if staged.contains_key(rel) {
                 continue;
             }
-            let rec = match self.files.get(rel) {
+            let rec = match self.files.get(rel.as_str()) {
                 Some(k) => Rec {
                     kind: Kind::Known,
                     rel,
                     stat: k.stat,
+                    racy: k.racy,
                     hash: k.hash,
                     content: b"",
                 },
@@ -468,6 +652,7 @@ impl Snapshot {
                     kind: Kind::Gone,
                     rel,
                     stat: StatKey::default(),
+                    racy: false,
                     hash: 0,
                     content: b"",
                 },
@@ -477,7 +662,7 @@ impl Snapshot {
         self.append(board, &batch)?;
         for (rel, content) in staged {
             if content.is_none()
-                && let Some(k) = self.files.get_mut(rel)
+                && let Some(k) = self.files.get_mut(rel.as_str())
             {
                 k.shadow = None;
             }
@@ -496,7 +681,7 @@ impl Snapshot {
             .files
             .values()
             .filter_map(|k| k.shadow)
-            .map(|l| u64::from(l.len))
+            .map(|l| u64::from(l.len.get()))
             .sum();
         if self.pack.raw_total > 2 * live + COMPACT_SLACK {
             let next = pack::compact(&dir, &self.pack, &mut self.files)?;
@@ -560,11 +745,12 @@ impl Snapshot {
                 continue;
             }
             s.files.insert(
-                rel,
+                rel.into(),
                 Known {
                     stat: k.stat,
                     hash: k.hash,
                     shadow: None,
+                    racy: false,
                 },
             );
         }

@@ -9,22 +9,14 @@ use super::Reconciler;
 use crate::error::Result;
 use crate::log;
 use crate::watch::areas::{self, Tracked};
-use crate::watch::snapshot::StatKey;
 
 impl Reconciler {
     /// Hints every file whose stat differs from the snapshot, and every file that is gone.
     /// (A stat per file: no file whose stat is unchanged is read.)
     pub fn rescan(&mut self) {
-        let mut known = 0;
-        let (snapshot, hints) = (&self.snapshot, &mut self.hints);
-        areas::each(&self.board, &mut |t, path| {
-            let stat = StatKey::read(path);
-            let was = snapshot.get(&t.rel).map(|k| k.stat);
-            known += usize::from(was.is_some());
-            if was != stat {
-                hints.insert(t.rel);
-            }
-        });
+        let pass = areas::stat_pass(&self.board, &self.snapshot.stat_of());
+        let known = pass.known;
+        self.hints.extend(pass.changed);
         if known == self.snapshot.count() {
             // Every file it knows is still there.
             return;
@@ -34,8 +26,8 @@ impl Reconciler {
         let gone: Vec<String> = self
             .snapshot
             .paths()
-            .filter(|rel| !present.contains(rel.as_str()))
-            .cloned()
+            .filter(|rel| !present.contains(rel))
+            .map(str::to_string)
             .collect();
         self.hints.extend(gone);
     }
@@ -56,7 +48,7 @@ impl Reconciler {
             .snapshot
             .paths()
             .filter(|rel| rel.starts_with(&prefix))
-            .cloned()
+            .map(str::to_string)
             .collect();
         self.hints.extend(gone);
     }

@@ -158,32 +158,22 @@ impl Reconciler {
         Ok(r)
     }
 
-    /// Records every tracked file as it is, without reporting anything.
+    /// Records every tracked file as it is, without reporting anything: each file read
+    /// once, on several threads.
     fn baseline(&mut self) -> Result<()> {
         self.snapshot.begin_baseline(&self.board);
         let max = self.max_bytes();
-        let (board, snapshot) = (&self.board, &mut self.snapshot);
-        let mut failed = None;
-        areas::each(board, &mut |t, path| {
-            if failed.is_some() {
-                return;
-            }
-            let added = match read_current(path, max) {
-                Current::File(stat, bytes) => {
-                    snapshot.add_baseline(board, &t.rel, stat, Some(&bytes))
-                }
-                Current::Big(stat) => {
-                    let stand_in = big_stand_in(stat);
-                    snapshot.add_baseline(board, &t.rel, stat, Some(&stand_in))
-                }
-                Current::Special(stat, _) => snapshot.add_baseline(board, &t.rel, stat, None),
-                Current::Missing => Ok(()),
-            };
-            failed = added.err();
+        let mut files = Vec::new();
+        areas::each(&self.board, &mut |t, path| {
+            files.push((t.rel, path.to_path_buf()))
         });
-        if let Some(e) = failed {
-            return Err(e);
-        }
+        let read = |path: &std::path::Path| match read_current(path, max) {
+            Current::File(stat, bytes) => Some((stat, Some(bytes))),
+            Current::Big(stat) => Some((stat, Some(big_stand_in(stat)))),
+            Current::Special(stat, _) => Some((stat, None)),
+            Current::Missing => None,
+        };
+        self.snapshot.add_baseline_all(&self.board, &files, &read)?;
         self.snapshot.end_baseline(&self.board)?;
         self.cursor.save(&self.board)
     }
@@ -351,6 +341,9 @@ impl Reconciler {
     fn settled(&mut self, t: &Tracked, outcome: Outcome) -> Result<Outcome> {
         if matches!(outcome, Outcome::Handled(_)) {
             self.deferred.remove(&t.rel);
+            // Looked at: a later change is one made while the watcher runs (a file hinted
+            // at start and found unchanged, as a racy one is, must not keep the mark).
+            self.catching_up.remove(&t.rel);
             if t.area == Area::Source {
                 self.sources_changed = true;
             }
