@@ -205,31 +205,54 @@ fn each_under(board: &Board, dir: &Path, recursive: bool, f: &mut dyn FnMut(Trac
 }
 
 /// What the stat pass of a rescan found: the tracked files whose stat key differs from the
-/// one known (or that are gone since they were listed), and how many known files it saw.
+/// one recorded, that are racy, that are gone, or that are new.
 #[derive(Debug, Default)]
 pub struct StatPass {
     pub changed: Vec<String>,
+    /// Known files it accounted for (present, or gone and in `changed`): when fewer than
+    /// the snapshot holds, the caller looks for the others.
     pub known: usize,
 }
 
 /// Boards with fewer tracked files than this are statted on one thread.
 const PARALLEL_FROM: usize = 4096;
 
-/// Stats every tracked file on the board now (without reading any) and compares its stat
-/// key with `known(rel)` (the one last recorded, None if none is). The flat directories
-/// are listed with one `getdents` stream each and their files statted relative to the
-/// open directory (one path step, not the whole path), in parallel on a large board; the
-/// trees under `solutions/` are walked. Nothing is allocated for a file whose key is
-/// unchanged.
-pub fn stat_pass(
-    board: &Board,
-    known: &(dyn Fn(&str) -> Option<(StatKey, bool)> + Sync),
-) -> StatPass {
-    let mut dirs: Vec<(&str, rustix::fd::OwnedFd)> = Vec::new();
-    // Names of all flat directories, NUL-terminated, one after the other: (directory,
-    // start, end with the NUL).
-    let mut names: Vec<u8> = Vec::new();
-    let mut items: Vec<(u16, u32, u32)> = Vec::new();
+/// The names of a flat directory's tracked files, as a count and a sum of their hashes: two
+/// sets of names with the same count and sum are (but for a 64-bit collision) the same.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct NameSet {
+    count: u64,
+    sum: u64,
+}
+
+impl NameSet {
+    fn add(&mut self, name: &[u8]) {
+        self.count += 1;
+        self.sum = self.sum.wrapping_add(super::snapshot::hash(name));
+    }
+}
+
+/// A flat directory being statted: its board-relative name, its open descriptor, the
+/// tracked names it lists (NUL-terminated, one after the other) and their set.
+struct Listed {
+    rel: &'static str,
+    fd: rustix::fd::OwnedFd,
+    names: Vec<u8>,
+    listed: NameSet,
+}
+
+/// Stats every tracked file the snapshot knows, and finds the ones it does not, without
+/// reading any: `known` is every file's recorded stat key and racy flag, in the snapshot's
+/// order.
+///
+/// Each flat directory is listed once (`getdents`), and each known file in it statted
+/// relative to the open directory (one path step, not the whole path), going through the
+/// known files in order (no lookup by name), on several threads on a large board. Only
+/// when a directory lists other names than the known files found in it (by count and sum
+/// of hashes: a file was created, or renamed into it) is each listed name looked up. Files
+/// under `solutions/` (trees) are walked and looked up one by one.
+pub fn stat_pass(board: &Board, known: &super::snapshot::Files) -> StatPass {
+    let mut dirs: Vec<Listed> = Vec::new();
     let mut rel = String::new();
     for dir in FLAT_DIRS {
         let Some(fd) = open_dir(&board.root.join(dir)) else {
@@ -238,7 +261,12 @@ pub fn stat_pass(
         let Ok(mut listing) = rustix::fs::Dir::read_from(&fd) else {
             continue;
         };
-        let d = dirs.len() as u16;
+        let mut d = Listed {
+            rel: dir,
+            fd,
+            names: Vec::new(),
+            listed: NameSet::default(),
+        };
         while let Some(Ok(entry)) = listing.read() {
             let name = entry.file_name().to_bytes();
             let Ok(text) = std::str::from_utf8(name) else {
@@ -254,81 +282,112 @@ pub fn stat_pass(
             if kind(&rel).is_none() {
                 continue;
             }
-            let start = names.len() as u32;
-            names.extend_from_slice(entry.file_name().to_bytes_with_nul());
-            items.push((d, start, names.len() as u32));
+            d.listed.add(name);
+            d.names
+                .extend_from_slice(entry.file_name().to_bytes_with_nul());
         }
-        dirs.push((dir, fd));
+        dirs.push(d);
     }
-    let stat_items = |chunk: &[(u16, u32, u32)]| -> StatPass {
+    // The known files, in order, on each thread: what differs, and per directory the set
+    // of names found there.
+    let stat_range = |range: std::ops::Range<usize>| -> (StatPass, Vec<NameSet>) {
         let mut out = StatPass::default();
-        let mut rel = String::new();
-        for &(d, start, end) in chunk {
-            let (dir, fd) = &dirs[d as usize];
-            let c_name = std::ffi::CStr::from_bytes_with_nul(&names[start as usize..end as usize])
-                .expect("a name read with its NUL");
-            let stat = match rustix::fs::statat(fd, c_name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
+        let mut found = vec![NameSet::default(); dirs.len()];
+        for i in range {
+            let Some((path, k)) = known.get_index(i) else {
+                continue;
+            };
+            let Some((dir, name)) = path.rsplit_once('/') else {
+                continue;
+            };
+            let Some(d) = dirs.iter().position(|d| d.rel == dir) else {
+                // Under `solutions/`, or in a directory that is gone: not here.
+                continue;
+            };
+            let now = match rustix::fs::statat(
+                &dirs[d].fd,
+                name,
+                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+            ) {
                 Ok(st)
                     if rustix::fs::FileType::from_raw_mode(st.st_mode)
-                        == rustix::fs::FileType::Directory =>
+                        != rustix::fs::FileType::Directory =>
                 {
-                    continue;
+                    found[d].add(name.as_bytes());
+                    Some(StatKey::of_stat(&st))
                 }
-                Ok(st) => Some(StatKey::of_stat(&st)),
-                Err(_) => None,
+                // Gone, or a directory now (not a file: looked at as gone).
+                _ => None,
             };
-            rel.clear();
-            rel.push_str(dir);
-            rel.push('/');
-            rel.push_str(std::str::from_utf8(c_name.to_bytes()).unwrap_or_default());
-            if differs(known(&rel), stat, &mut out.known) {
-                out.changed.push(rel.clone());
+            out.known += 1;
+            if k.racy || Some(k.stat) != now {
+                out.changed.push(path.to_string());
             }
         }
-        out
+        (out, found)
     };
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(8);
-    let mut pass = if threads < 2 || items.len() < PARALLEL_FROM {
-        stat_items(&items)
+    let parts: Vec<(StatPass, Vec<NameSet>)> = if threads < 2 || known.len() < PARALLEL_FROM {
+        vec![stat_range(0..known.len())]
     } else {
-        let per = items.len().div_ceil(threads);
+        let per = known.len().div_ceil(threads);
         std::thread::scope(|s| {
-            let handles: Vec<_> = items
-                .chunks(per)
-                .map(|chunk| s.spawn(|| stat_items(chunk)))
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let range = t * per..((t + 1) * per).min(known.len());
+                    s.spawn(move || stat_range(range))
+                })
                 .collect();
-            let mut all = StatPass::default();
-            for h in handles {
-                // A thread that panicked stats nothing: its files are looked at.
-                let part = h.join().unwrap_or_default();
-                all.known += part.known;
-                all.changed.extend(part.changed);
-            }
-            all
+            handles
+                .into_iter()
+                // A thread that panicked accounted for nothing: its files are looked for.
+                .map(|h| h.join().unwrap_or_default())
+                .collect()
         })
     };
+    let mut pass = StatPass::default();
+    let mut found = vec![NameSet::default(); dirs.len()];
+    for (part, sets) in parts {
+        pass.known += part.known;
+        pass.changed.extend(part.changed);
+        for (f, s) in found.iter_mut().zip(sets) {
+            f.count += s.count;
+            f.sum = f.sum.wrapping_add(s.sum);
+        }
+    }
+    // New names: only in a directory whose names are not the known ones found in it.
+    for (d, found) in dirs.iter().zip(found) {
+        if d.listed == found {
+            continue;
+        }
+        for name in d.names.split(|&b| b == 0).filter(|n| !n.is_empty()) {
+            rel.clear();
+            rel.push_str(d.rel);
+            rel.push('/');
+            rel.push_str(std::str::from_utf8(name).unwrap_or_default());
+            if !known.contains_key(rel.as_str()) {
+                pass.changed.push(rel.clone());
+            }
+        }
+    }
     for dir in RECURSIVE_DIRS {
         each_under(board, &board.root.join(dir), true, &mut |t, path| {
-            if differs(known(&t.rel), StatKey::read(path), &mut pass.known) {
-                pass.changed.push(t.rel);
+            let now = StatKey::read(path);
+            match known.get(t.rel.as_str()) {
+                Some(k) => {
+                    pass.known += 1;
+                    if k.racy || Some(k.stat) != now {
+                        pass.changed.push(t.rel);
+                    }
+                }
+                None if now.is_some() => pass.changed.push(t.rel),
+                None => {}
             }
         });
     }
     pass
-}
-
-/// Must a file be looked at, with the stat key and racy flag recorded for it (None: not
-/// known) and the one it has now (None: gone since it was listed)? Counts the known ones.
-fn differs(was: Option<(StatKey, bool)>, now: Option<StatKey>, known: &mut usize) -> bool {
-    match was {
-        Some((stat, racy)) => {
-            *known += 1;
-            racy || Some(stat) != now
-        }
-        None => now.is_some(),
-    }
 }
 
 /// Opens a directory of the board to list and stat in; None when it is missing or not a
@@ -419,7 +478,13 @@ mod tests {
         std::fs::create_dir(board.root.join("tasks/dir.md")).unwrap();
         std::os::unix::fs::symlink("/etc/passwd", board.root.join("tasks/link.md")).unwrap();
         let stat = |rel: &str| StatKey::read(&board.root.join(rel)).unwrap();
-        let mut known: std::collections::HashMap<String, (StatKey, bool)> = [
+        let entry = |stat, racy| super::super::snapshot::Known {
+            stat,
+            hash: 0,
+            shadow: None,
+            racy,
+        };
+        let mut known: super::super::snapshot::Files = [
             "tasks/same.md",
             "tasks/racy.md",
             "tasks/edited.md",
@@ -428,27 +493,62 @@ mod tests {
             "solutions/task-1/src/a.rs",
         ]
         .iter()
-        .map(|rel| (rel.to_string(), (stat(rel), false)))
+        .map(|rel| (Box::from(*rel), entry(stat(rel), false)))
         .collect();
-        known.get_mut("tasks/racy.md").unwrap().1 = true;
-        known.get_mut("tasks/edited.md").unwrap().0.size += 1;
-        // Known and gone: not seen, so not counted (the caller looks for what is gone).
-        known.insert("tasks/gone.md".into(), (stat("tasks/same.md"), false));
-        let lookup = |rel: &str| known.get(rel).copied();
-        let pass = stat_pass(&board, &lookup);
-        let mut changed = pass.changed.clone();
-        changed.sort();
-        assert_eq!(
-            changed,
-            ["tasks/edited.md", "tasks/new.md", "tasks/racy.md"]
+        known.get_mut("tasks/racy.md").unwrap().racy = true;
+        known.get_mut("tasks/edited.md").unwrap().stat.size += 1;
+        // Known and gone: in `changed`, and accounted for.
+        known.insert("tasks/gone.md".into(), entry(stat("tasks/same.md"), false));
+        // In a directory that is gone: not accounted for (the caller looks for it).
+        known.insert(
+            "questions/q-1.md".into(),
+            entry(stat("tasks/same.md"), false),
         );
-        assert_eq!(pass.known, 6);
+        std::fs::remove_dir(board.root.join("questions")).unwrap();
+        let sorted = |mut v: Vec<String>| {
+            v.sort();
+            v
+        };
+        let pass = stat_pass(&board, &known);
+        assert_eq!(
+            sorted(pass.changed),
+            [
+                "tasks/edited.md",
+                "tasks/gone.md",
+                "tasks/new.md",
+                "tasks/racy.md"
+            ]
+        );
+        assert_eq!(pass.known, 7);
+        // Without a new name, no name is looked up: a known file renamed within the
+        // directory is found as gone and as new all the same.
+        std::fs::remove_file(board.root.join("tasks/new.md")).unwrap();
+        std::fs::rename(
+            board.root.join("tasks/same.md"),
+            board.root.join("tasks/moved.md"),
+        )
+        .unwrap();
+        let pass = stat_pass(&board, &known);
+        assert_eq!(
+            sorted(pass.changed),
+            [
+                "tasks/edited.md",
+                "tasks/gone.md",
+                "tasks/moved.md",
+                "tasks/racy.md",
+                "tasks/same.md"
+            ]
+        );
         // Each file that differs, found the same on several threads.
         for i in 0..PARALLEL_FROM {
-            put(&format!("tasks/t-{i}.md"), "y\n");
+            let rel = format!("tasks/t-{i}.md");
+            put(&rel, "y\n");
+            if i % 2 == 0 {
+                known.insert(rel.as_str().into(), entry(stat(&rel), false));
+            }
         }
-        let pass = stat_pass(&board, &lookup);
-        assert_eq!(pass.changed.len(), 3 + PARALLEL_FROM);
-        assert_eq!(pass.known, 6);
+        let pass = stat_pass(&board, &known);
+        assert_eq!(pass.changed.len(), 5 + PARALLEL_FROM / 2);
+        assert_eq!(pass.known, 7 + PARALLEL_FROM / 2);
     }
 }

@@ -293,11 +293,9 @@ impl Snapshot {
         self.files.len()
     }
 
-    /// A lookup of the stat key last recorded for a file, and whether it is racy, for the
-    /// threads of a stat pass.
-    pub fn stat_of(&self) -> impl Fn(&str) -> Option<(StatKey, bool)> + Sync + '_ {
-        let files = &self.files;
-        move |rel| files.get(rel).map(|k| (k.stat, k.racy))
+    /// Every file it knows, with its entry, for a stat pass.
+    pub fn files(&self) -> &Files {
+        &self.files
     }
 
     /// Every file it knows.

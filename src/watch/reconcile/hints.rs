@@ -14,7 +14,7 @@ impl Reconciler {
     /// Hints every file whose stat differs from the snapshot, and every file that is gone.
     /// (A stat per file: no file whose stat is unchanged is read.)
     pub fn rescan(&mut self) {
-        let pass = areas::stat_pass(&self.board, &self.snapshot.stat_of());
+        let pass = areas::stat_pass(&self.board, self.snapshot.files());
         let known = pass.known;
         self.hints.extend(pass.changed);
         if known == self.snapshot.count() {
