@@ -125,7 +125,28 @@ pub(crate) fn read_dir(
     pre: &Prefilter<'_>,
     keep: &(dyn Fn(&Document) -> bool + Sync),
 ) -> Result<Scan> {
-    Ok(read_area(board, region, archived, pre, Want::Docs(keep))?.scan)
+    let take = |d: Document| keep(&d).then_some(d);
+    Ok(read_area(board, region, archived, pre, Want::Docs(&take))?.scan)
+}
+
+/// Reads every document file of one directory as [`read_dir`] does, but hands each
+/// document that passes the prefilter to `each` as it is read (on the reading threads, in
+/// no order) instead of gathering them: what a read keeps is then whatever `each` keeps.
+/// The files skipped are returned, sorted by path.
+pub(crate) fn each_in_dir(
+    board: &Board,
+    region: Region,
+    archived: bool,
+    pre: &Prefilter<'_>,
+    each: &(dyn Fn(Document) + Sync),
+) -> Result<Vec<Skipped>> {
+    let take = |d: Document| {
+        each(d);
+        None
+    };
+    Ok(read_area(board, region, archived, pre, Want::Docs(&take))?
+        .scan
+        .skipped)
 }
 
 /// A document's name (its id, less `.md`) and head.
@@ -160,8 +181,8 @@ pub(crate) fn read_heads(
 /// What a read of a directory gives.
 #[derive(Clone, Copy)]
 enum Want<'a> {
-    /// The documents this accepts.
-    Docs(&'a (dyn Fn(&Document) -> bool + Sync)),
+    /// The documents this gives back (it may keep or drop the others itself).
+    Docs(&'a (dyn Fn(Document) -> Option<Document> + Sync)),
     /// The heads this accepts.
     Heads(&'a (dyn Fn(&Head<'_>) -> bool + Sync)),
 }
@@ -220,7 +241,7 @@ fn read_area(
     };
     let keep = match want {
         Want::Docs(keep) => keep,
-        Want::Heads(_) => &|_: &Document| false,
+        Want::Heads(_) => &|_: Document| None,
     };
     area.read(dir_key, keep)
 }
@@ -258,7 +279,11 @@ struct Part {
 }
 
 impl Area<'_> {
-    fn read(&self, dir_key: StatKey, keep: &(dyn Fn(&Document) -> bool + Sync)) -> Result<Found> {
+    fn read(
+        &self,
+        dir_key: StatKey,
+        keep: &(dyn Fn(Document) -> Option<Document> + Sync),
+    ) -> Result<Found> {
         let start = self.area.start(Some(dir_key))?;
         let count = start.manifest.buckets.len();
         let progress =
@@ -367,7 +392,7 @@ impl Area<'_> {
         &self,
         start: &dir::Start,
         b: usize,
-        keep: &(dyn Fn(&Document) -> bool + Sync),
+        keep: &(dyn Fn(Document) -> Option<Document> + Sync),
     ) -> Part {
         if self.heads.is_some()
             && let Some(part) = self.heads_only(start, b)
@@ -464,8 +489,8 @@ impl Area<'_> {
                             .push((entry.name.to_string(), entry.head.clone().into_owned()));
                     }
                 }
-                Some(Ok(doc)) if keep(&doc) => part.scan.docs.push(doc),
-                Some(Ok(_)) | None => {}
+                Some(Ok(doc)) => part.scan.docs.extend(keep(doc)),
+                None => {}
             }
             entries.push(entry);
         }
