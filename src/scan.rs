@@ -170,7 +170,11 @@ pub fn scan_prefiltered(
     keep: impl Fn(&Document) -> bool + Sync,
 ) -> Result<Scan> {
     let mut scan = Scan::default();
-    let pre = crate::index::Prefilter { needles, plain };
+    let pre = crate::index::Prefilter {
+        needles,
+        plain,
+        status: &|_| true,
+    };
     for &region in regions {
         let part = crate::index::read_dir(board, region, archived, &pre, &keep)?;
         scan.docs.extend(part.docs);
@@ -179,18 +183,25 @@ pub fn scan_prefiltered(
     Ok(scan)
 }
 
-/// Like [`scan_prefiltered`], but each document `keep` accepts goes to `each` as it is read
-/// (on the reading threads, in no order) instead of being gathered: what the read holds is
-/// what `each` keeps. The files skipped are returned.
+/// Like [`scan_prefiltered`], but each document that passes the prefilter goes to `each`
+/// as it is read (on the reading threads, in no order) instead of being gathered: what the
+/// read holds is what `each` keeps. `status` says whether a document whose `status` is
+/// that string (None: not a string, or none) may match (see
+/// [`crate::query::Query::may_match_status`]). The files skipped are returned.
 pub fn each_prefiltered(
     board: &Board,
     regions: &[Region],
     archived: bool,
     needles: &[Vec<String>],
     plain: &(dyn Fn(&str) -> bool + Sync),
+    status: &(dyn Fn(Option<&str>) -> bool + Sync),
     each: &(dyn Fn(Document) + Sync),
 ) -> Result<Vec<Skipped>> {
-    let pre = crate::index::Prefilter { needles, plain };
+    let pre = crate::index::Prefilter {
+        needles,
+        plain,
+        status,
+    };
     let mut skipped = Vec::new();
     for &region in regions {
         skipped.extend(crate::index::each_in_dir(

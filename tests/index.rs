@@ -35,6 +35,8 @@ fn reads(dir: &Path) -> Vec<String> {
         vec!["list"],
         vec!["list", "--json", "--archived"],
         vec!["list", "tasks", "status=pending", "--json"],
+        vec!["list", "status!=done", "priority<=2"],
+        vec!["list", "status=claimed,pending", "--json", "--archived"],
         vec!["list", "observations", "archive", "--json"],
         vec!["list", "needle", "--json"],
         vec!["ready", "--json"],

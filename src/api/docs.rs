@@ -115,8 +115,10 @@ pub fn list_rows<R: Send>(
                 .push((key, row));
         }
     };
-    let read =
-        |archived| scan::each_prefiltered(board, &regions, archived, &needles, &plain, &each);
+    let status = |s: Option<&str>| query.may_match_status(s, now);
+    let read = |archived| {
+        scan::each_prefiltered(board, &regions, archived, &needles, &plain, &status, &each)
+    };
     let mut skipped = if query.archived() {
         Vec::new()
     } else {

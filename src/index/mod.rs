@@ -114,6 +114,19 @@ const FORMAT: u32 = 3;
 pub(crate) struct Prefilter<'a> {
     pub needles: &'a [Vec<String>],
     pub plain: &'a (dyn Fn(&str) -> bool + Sync),
+    /// Whether a document whose `status` is this string (None: not a string, or none) may
+    /// be wanted: judged from the head the index keeps of every cached document, plain
+    /// or not, before its text is looked at.
+    pub status: &'a (dyn Fn(Option<&str>) -> bool + Sync),
+}
+
+impl Prefilter<'_> {
+    /// Rules nothing out.
+    pub(crate) const NONE: Prefilter<'static> = Prefilter {
+        needles: &[],
+        plain: &|_| true,
+        status: &|_| true,
+    };
 }
 
 /// Reads every document file of one directory (a region, or its archive) through the
@@ -170,11 +183,7 @@ pub(crate) fn read_heads(
     region: Region,
     want: &(dyn Fn(&Head<'_>) -> bool + Sync),
 ) -> Result<(Vec<Named>, Vec<Skipped>)> {
-    let pre = Prefilter {
-        needles: &[],
-        plain: &|_| true,
-    };
-    let read = read_area(board, region, false, &pre, Want::Heads(want))?;
+    let read = read_area(board, region, false, &Prefilter::NONE, Want::Heads(want))?;
     Ok((read.heads, read.scan.skipped))
 }
 
@@ -511,10 +520,12 @@ impl Area<'_> {
     /// One file: its cached outcome when its stat data are unchanged (or `trust`: the
     /// watcher's journal says it did not change), else read again.
     fn read_entry<'e>(&self, name: &str, old: Option<Entry<'e>>, trust: bool) -> Read<'e> {
-        let path = self.area.dir.join(format!("{name}.md"));
+        // Made only when needed: most entries of a big read are cached and ruled out.
+        let path = || self.area.dir.join(format!("{name}.md"));
+        let file_name = || format!("{name}.md");
         let file = |key: Option<StatKey>| DocFile {
             id: name.to_string(),
-            path: path.clone(),
+            path: path(),
             is_symlink: key.is_some_and(|k| k.file_type() == FileType::Symlink),
             is_special: key.is_some_and(|k| {
                 !matches!(k.file_type(), FileType::RegularFile | FileType::Symlink)
@@ -533,10 +544,9 @@ impl Area<'_> {
             };
             return Read::Cached(entry, Some(outcome));
         }
-        let file_name = format!("{name}.md");
         let key = match &old {
             Some(old) if trust && !old.racy && old.key != StatKey::default() => old.key,
-            _ => match dir::stat_name(&self.dir_fd, &file_name) {
+            _ => match dir::stat_name(&self.dir_fd, &file_name()) {
                 Some(key) => key,
                 None => return Read::Gone,
             },
@@ -546,9 +556,9 @@ impl Area<'_> {
                 if self.heads.is_some() && matches!(old.outcome, Outcome::Doc(_)) {
                     return Read::Cached(old, None);
                 }
-                if old.plain
-                    && let Outcome::Doc(text) = &old.outcome
-                    && !self.may_match(text)
+                if let Outcome::Doc(text) = &old.outcome
+                    && (!(self.pre.status)(old.head.status.as_deref())
+                        || (old.plain && !self.may_match(text)))
                 {
                     return Read::Cached(old, None);
                 }
@@ -560,7 +570,7 @@ impl Area<'_> {
                         self.region,
                         name,
                         text.to_string(),
-                        &path,
+                        &path(),
                     )
                     .map(|mut d| {
                         d.archived = self.archived;
@@ -568,7 +578,7 @@ impl Area<'_> {
                     })
                     .ok(),
                     Outcome::Skipped(problem) => Some(Err(Skipped {
-                        path: self.board.rel(&path),
+                        path: self.board.rel(&path()),
                         problem: problem.to_string(),
                     })),
                 };
@@ -588,7 +598,7 @@ impl Area<'_> {
                 d.archived = self.archived;
                 d
             });
-        let after = dir::stat_name(&self.dir_fd, &file_name);
+        let after = dir::stat_name(&self.dir_fd, &file_name());
         let entry = Entry {
             name: Cow::Owned(name.to_string()),
             key,
@@ -655,10 +665,7 @@ mod tests {
     }
 
     fn everything() -> Prefilter<'static> {
-        Prefilter {
-            needles: &[],
-            plain: &|_| true,
-        }
+        Prefilter::NONE
     }
 
     fn doc(id: &str, title: &str) -> String {
@@ -785,6 +792,7 @@ mod tests {
             let pre = Prefilter {
                 needles: &needles,
                 plain: &|_| true,
+                status: &|_| true,
             };
             read_dir(board, Region::Tasks, false, &pre, &|d| {
                 d.status() == Some("pending")
