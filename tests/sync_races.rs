@@ -473,3 +473,114 @@ fn sync_watch_stops_on_sigterm_after_its_exchange() {
     assert!(out.stdout.contains("origin: pushed"), "{}", out.stdout);
     tavern(&a, &["sync"]).ok();
 }
+
+/// A directory holding a `git` that runs the real one, except a `push` while a file
+/// `gate` is beside it: that one says so (a file `pushing`) and waits for a file `go`
+/// before it runs.
+fn gated_git(tmp: &Path) -> PathBuf {
+    let dir = tmp.join("gated-git");
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = format!(
+        r#"#!/bin/sh
+dir='{dir}'
+case " $* " in
+  *" push "*)
+    if [ -e "$dir/gate" ]; then
+      : > "$dir/pushing"
+      while [ ! -e "$dir/go" ]; do sleep 0.05; done
+    fi;;
+esac
+exec '{real}' "$@"
+"#,
+        real = real_git().display(),
+        dir = dir.display(),
+    );
+    let path = dir.join("git");
+    std::fs::write(&path, script).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+/// A connected `tavern watch` stopped by SIGTERM while its exchange thread pushes: the
+/// watcher stops (no new activations, its state saved, `stopped`), then waits for that
+/// exchange to end before it exits 0, so that the push's answer is taken (the clone's
+/// copy of the remote's branch moved to it, the exchange reported) and no git of it is
+/// left running. Before, the process ended with the watch loop, whatever its exchange
+/// thread's git was doing.
+#[test]
+fn a_connected_watch_stops_after_its_exchange() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, _b, remote) = two_clones(tmp.path());
+    let id = new_task(&a, "sent while the watcher stops");
+    let gated = gated_git(tmp.path());
+    std::fs::write(gated.join("gate"), "").unwrap();
+    let mut watch = spawn(
+        &a,
+        &["watch", "--json", "--sync-interval", "1h"],
+        Some(&gated),
+    );
+    let (tx, lines) = std::sync::mpsc::channel::<String>();
+    let stdout = watch.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead as _;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let patience = std::time::Duration::from_secs(120);
+    let mut seen: Vec<serde_json::Value> = Vec::new();
+    let wait_line = |what: &str, seen: &mut Vec<serde_json::Value>| {
+        let line = lines
+            .recv_timeout(patience)
+            .unwrap_or_else(|_| panic!("waited for {what}; printed: {seen:?}"));
+        seen.push(serde_json::from_str(&line).unwrap());
+    };
+    while !seen.iter().any(|v| v["event"] == "watching") {
+        wait_line("the watcher to start", &mut seen);
+    }
+    let end = std::time::Instant::now() + patience;
+    while !gated.join("pushing").exists() {
+        assert!(std::time::Instant::now() < end, "the exchange never pushed");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    crate::util::watcher::signal(watch.id(), "TERM");
+    while !seen.iter().any(|v| v["event"] == "stopped") {
+        wait_line("the watcher to stop", &mut seen);
+    }
+    // The watch loop has ended; its exchange is still pushing. Let the push go.
+    std::fs::write(gated.join("go"), "").unwrap();
+    let end = std::time::Instant::now() + patience;
+    let status = loop {
+        if let Some(s) = watch.try_wait().unwrap() {
+            break s;
+        }
+        assert!(std::time::Instant::now() < end, "the watcher never exited");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    while let Ok(line) = lines.recv_timeout(std::time::Duration::from_secs(5)) {
+        seen.push(serde_json::from_str(&line).unwrap());
+    }
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut watch.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let stopped = seen.iter().position(|v| v["event"] == "stopped").unwrap();
+    assert!(
+        seen[stopped..]
+            .iter()
+            .any(|v| v["outcome"] == "pushed" && v["remote"] == "origin"),
+        "the exchange under way was reported after the watcher stopped: {seen:?}"
+    );
+    assert!(branch_files(&remote, "tavern").contains(&format!("tasks/{id}.md")));
+    assert_eq!(
+        git(&a, &["rev-parse", REMOTE_REF]),
+        git(&remote, &["rev-parse", "tavern"]),
+        "the copy of the remote's branch took the push's answer"
+    );
+    tavern(&a, &["sync", "--json"]).ok();
+}

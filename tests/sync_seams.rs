@@ -779,12 +779,25 @@ fn check_reports_lost_documents_and_a_missing_gitignore() {
     assert!(!out.stderr.contains(&format!("tasks/{kept}.md")));
 }
 
-/// What a git killed inside `tavern sync` leaves: the private index's lock. check names
-/// it; the next sync, holding the lock that guards it, removes it and works.
+/// Sets the time `path` was last written to `secs` seconds from now (negative: ago).
+fn written_at(path: &Path, secs: i64) {
+    let now = std::time::SystemTime::now();
+    let d = std::time::Duration::from_secs(secs.unsigned_abs());
+    let t = if secs < 0 { now - d } else { now + d };
+    let f = std::fs::File::options().write(true).open(path).unwrap();
+    f.set_modified(t).unwrap();
+}
+
+/// What a git killed inside `tavern sync` leaves: the private index's lock and the board
+/// branch's ref lock. check names them; the next sync, holding the lock that guards them,
+/// removes them once they are old enough that no git can be at work on them (a minute for
+/// an index's, 10 seconds for a ref's). A fresh one may be a git that outlived the tavern
+/// that started it: it stays, and the sync tries again, then says so (exit 3, naming it,
+/// not the remote), leaving the remote as it was.
 #[test]
 fn a_stale_lock_of_the_private_index_heals() {
     let tmp = tempfile::tempdir().unwrap();
-    let (a, _b, _remote) = two_clones(tmp.path());
+    let (a, _b, remote) = two_clones(tmp.path());
     tavern(&a, &["new", "task", "--title", "after the kill"]).ok();
     let lock = a.join(".git/tavern/index.lock");
     std::fs::write(&lock, "").unwrap();
@@ -797,8 +810,35 @@ fn a_stale_lock_of_the_private_index_heals() {
             lock.display()
         ))
         .stderr_has(&format!("{}: a lock of tavern's sync", ref_lock.display()));
+    let at_remote = || git(&remote, &["for-each-ref", "refs/heads/tavern"]);
+    let before = at_remote();
+    // Fresh: written "now", and an hour ahead, so that no slow machine ages them past
+    // the bound while the test runs.
+    written_at(&lock, 3600);
+    written_at(&ref_lock, 3600);
+    let refused = |lock: &Path| {
+        tavern(&a, &["sync"])
+            .code(3)
+            .stderr_has("this clone's refs of the board could not be updated")
+            .stderr_has(&format!(
+                "Unable to create '{}': File exists",
+                lock.display()
+            ))
+            .stderr_has("not the remote");
+        assert!(lock.exists());
+        assert_eq!(at_remote(), before);
+    };
+    refused(&lock);
+    assert!(ref_lock.exists());
+    // The index's lock old enough, the ref's fresh: the first goes, the second stays.
+    written_at(&lock, -61);
+    refused(&ref_lock);
+    assert!(!lock.exists());
+    // A ref's lock 10 seconds old is a git's that is gone.
+    written_at(&ref_lock, -11);
     tavern(&a, &["sync"]).ok();
     assert!(!lock.exists() && !ref_lock.exists());
+    assert_ne!(at_remote(), before);
     tavern(&a, &["sync"]).ok();
     tavern(&a, &["check"]).ok();
 }

@@ -67,11 +67,14 @@ pub fn run(
     if a.event == "pre-edit" || a.event == "pre-commit" {
         return crate::setup::guard::run(cwd, board_flag, actor, json, a);
     }
+    // A client or event this hook does not know is a mis-installed hook: said on stderr
+    // with exit 1, as every problem of a hook, never a usage error's 2 (which would block
+    // the user's prompt or the edit).
     if !matches!(a.client.as_str(), "claude" | "codex" | "opencode") {
-        return Err(Error::usage(format!(
-            "hook: no client '{}'; the clients are claude, codex and opencode",
+        return Ok(failed(&Error::usage(format!(
+            "no client '{}'; the clients are claude, codex and opencode (and git for pre-commit)",
             a.client
-        )));
+        ))));
     }
     // The OpenCode plugin passes --pid and nothing on stdin, which may be OpenCode's own.
     // Only a session start reads what the client sent (after a tool use it holds the
@@ -128,7 +131,7 @@ pub fn run(
             }
             "session-end" => tavern::api::agents::leave(&board, &name),
             other => Err(Error::usage(format!(
-                "hook: no event '{other}'; the events are session-start, heartbeat, turn, compact, session-end"
+                "no event '{other}'; the events are session-start, heartbeat, turn, compact, session-end and pre-edit"
             ))),
         }
     };
@@ -140,7 +143,7 @@ pub fn run(
 
 /// A hook that failed says why on stderr and exits 1: Claude Code and Codex take any exit
 /// but 2 as an error that blocks nothing, and the OpenCode plugin ignores the status.
-fn failed(e: &Error) -> ExitCode {
+pub fn failed(e: &Error) -> ExitCode {
     let _ = std::io::Write::write_all(
         &mut std::io::stderr(),
         format!("tavern hook: {e}\n").as_bytes(),
