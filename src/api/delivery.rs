@@ -281,13 +281,7 @@ impl Cursor {
 /// The log's size and modification time (nanoseconds), or None without a log.
 fn log_state(board: &Board) -> Option<(u64, u128)> {
     let meta = std::fs::metadata(board.log_path()).ok()?;
-    let mtime = meta
-        .modified()
-        .ok()?
-        .duration_since(std::time::UNIX_EPOCH)
-        .ok()?
-        .as_nanos();
-    Some((meta.len(), mtime))
+    Some((meta.len(), crate::file::mtime_nanos(&meta)?))
 }
 
 fn check_actor(actor: &str) -> Result<()> {
