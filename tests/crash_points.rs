@@ -1,6 +1,6 @@
 //! Every change reaches the log exactly once, at every crash point. Each mutating command
 //! is killed (strace's fault injection: SIGKILL on entering the Nth call of a syscall) at
-//! each write, fsync, fdatasync, rename, link and unlink it makes, in turn; then any
+//! each write, pwrite, fsync, fdatasync, rename, link and unlink it makes, in turn; then any
 //! command runs, and replaying the log from the start must give every file of the board:
 //! each document, card, archived document and control/PAUSE is what its log entries say,
 //! none is unexplained, no temp file and no intent is left, and `check` passes.
@@ -22,8 +22,10 @@ use serde_json::Value;
 use crate::util::{BIN, as_tester};
 
 /// The syscalls a change is killed at (each counted on its own, as strace counts them).
-const SYSCALLS: [&str; 6] = [
+const SYSCALLS: [&str; 7] = [
     "write",
+    // The log clock is written in place, at its start.
+    "pwrite64",
     "fsync",
     "fdatasync",
     "rename,renameat,renameat2",
