@@ -16,7 +16,7 @@ fn main() -> ExitCode {
         tavern::api::on_index_progress(cli::render::index_progress);
     }
     // The hooks run at every edit and tool use: they parse only their own arguments.
-    if std::env::args_os().nth(1).is_some_and(|a| a == "hook") {
+    if cli::is_hook(&std::env::args_os().collect::<Vec<_>>()) {
         return cli::hook_main();
     }
     let cli = match cli::Cli::try_parse() {

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::concurrency::Rng;
 use crate::util::git::{self, git};
-use crate::util::{BIN, TestBoard};
+use crate::util::{BIN, TestBoard, as_tester};
 use crate::worktrees::tavern;
 
 fn holds(b: &TestBoard) -> Vec<Value> {
@@ -1008,11 +1008,8 @@ fn with_nothing_held_the_pre_edit_hook_reads_board_yaml_and_one_stat() {
         let mut c = Command::new("strace");
         c.args(["-f", "-qq", "-e", "trace=%file,%process", "-o"])
             .arg(&trace)
-            .args([BIN, "hook", "claude", "pre-edit"])
-            .current_dir(b.root())
-            .env_remove("TAVERN_BOARD")
-            .env_remove("TAVERN_AGENT")
-            .env("USER", "tester")
+            .args([BIN, "hook", "claude", "pre-edit"]);
+        as_tester(&mut c, b.root())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -1212,12 +1209,35 @@ fn a_hook_read_without_the_parser_answers_as_the_parser_does() {
     both("claude", "pre-edit", &me, &here, &edit("README.md"))
         .ok()
         .stdout_is("");
-    both("nope", "heartbeat", &me, &here, after_tool)
-        .code(2)
-        .stderr_has("no client 'nope'");
+    // A mis-installed hook (a client, an event or a flag it does not know) says so on
+    // stderr with exit 1, never 2, which Claude Code takes as "block the prompt" (turn)
+    // or "block the edit" (pre-edit); written nowhere on the board.
+    let log = b.read("log.yaml");
+    both("nope", "turn", &me, &here, after_tool)
+        .code(1)
+        .stdout_is("")
+        .stderr_has("tavern hook: no client 'nope'; the clients are claude");
+    both("claude", "nope", &me, &here, after_tool)
+        .code(1)
+        .stderr_has("tavern hook: no event 'nope'; the events are");
     both("git", "pre-edit", &me, &here, "")
-        .code(2)
-        .stderr_has("'git pre-edit' is not a hook");
+        .code(1)
+        .stderr_has("tavern hook: 'git pre-edit' is not a hook");
+    for words in [
+        &["hook", "claude", "turn", "--bogus"][..],
+        &["hook", "claude"],
+        &["--json", "hook", "claude", "pre-edit", "--bogus"],
+        &["--as", "claude-1", "hook", "nope", "pre-edit"],
+    ] {
+        let out = run(words, &me, &here, after_tool);
+        out.code(1).stdout_is("");
+        assert!(
+            out.stderr.starts_with("tavern hook: "),
+            "{words:?}: {}",
+            out.stderr
+        );
+    }
+    assert_eq!(b.read("log.yaml"), log);
     // The board named by TAVERN_BOARD, from outside the project.
     let away = tempfile::tempdir().unwrap();
     let board = b.board().to_str().unwrap().to_string();
@@ -1233,15 +1253,10 @@ fn a_hook_read_without_the_parser_answers_as_the_parser_does() {
         &edit("src/a.rs"),
     ));
     assert!(why.contains("coder-7 holds src/**"), "{why}");
-    // An empty TAVERN_BOARD is refused by the parser, as before.
-    run(
-        &["hook", "claude", "heartbeat"],
-        &[("TAVERN_BOARD", "")],
-        &here,
-        after_tool,
-    )
-    .code(2)
-    .stderr_has("a value is required for '--board <DIR>'");
+    // An empty TAVERN_BOARD is refused, as by every command, but with a hook's exit 1.
+    both("claude", "turn", &[("TAVERN_BOARD", "")], &here, after_tool)
+        .code(1)
+        .stderr_is("tavern hook: TAVERN_BOARD is set and empty; unset it, or set it to the board's directory\n");
     let yaml = b.read("board.yaml");
     b.write("board.yaml", yaml.replace("lease: 5m", "lease: soon"));
     let said = "board.yaml: lease 'soon' is not a duration like 5m or 1h";

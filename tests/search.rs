@@ -424,6 +424,72 @@ fn editors_renames_creations_deletions(b: &TestBoard) {
     same_as_fresh(b.root(), &b.board(), "odd files fixed");
 }
 
+/// The inode of each bucket file of the tasks' search index (a bucket is rewritten by a
+/// rename over it, so a new inode is a rewrite), by file name.
+fn task_buckets(board: &Path) -> Vec<(String, u64)> {
+    let mut out: Vec<(String, u64)> = std::fs::read_dir(search_dir(board).join("tasks"))
+        .unwrap()
+        .map(|e| e.unwrap())
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e))
+        .filter(|(n, _)| !n.starts_with('.') && n != "manifest" && n != "stamp")
+        .map(|(n, e)| (n, e.metadata().unwrap().ino()))
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn a_file_created_in_the_directory_rewrites_only_the_bucket_holding_it() {
+    // Two buckets (more than PER_BUCKET tasks).
+    let b = board_with_tasks(1100);
+    let ask = ["search", "lock", "--json", "--limit", "2000"];
+    // Searched until no bucket is rewritten any more (files read in the tick of their
+    // last change are read again by a later search).
+    let mut before = Vec::new();
+    let mut settled = false;
+    for _ in 0..50 {
+        tavern(b.root(), &ask).ok();
+        let now = task_buckets(&b.board());
+        settled = now == before;
+        if settled {
+            break;
+        }
+        before = now;
+    }
+    assert!(settled, "the buckets never settled: {before:?}");
+    assert_eq!(before.len(), 2, "{before:?}");
+    // A file that is no document: the directory's stat data change, so it is listed
+    // again, and no bucket holds anything else.
+    b.write("tasks/notes.txt", "lock\n");
+    let listed = tavern(b.root(), &ask);
+    listed.ok();
+    assert_eq!(
+        task_buckets(&b.board()),
+        before,
+        "a listing that found the same names rewrote a bucket"
+    );
+    // A new task: the bucket that holds it is rewritten, the other is not.
+    b.write("tasks/t-new.md", task_text("t-new", "pending", 0));
+    let added = tavern(b.root(), &ask);
+    let after = task_buckets(&b.board());
+    let rewritten = before.iter().filter(|x| !after.contains(x)).count();
+    assert_eq!(rewritten, 1, "before {before:?}, after {after:?}");
+    assert!(ids(&added.json()).contains(&"t-new".to_string()));
+    // And both answer as the files do.
+    let indexed = [listed.stdout, added.stdout];
+    std::fs::remove_file(b.board().join("tasks/t-new.md")).unwrap();
+    std::fs::remove_dir_all(search_dir(&b.board())).unwrap();
+    assert_eq!(tavern(b.root(), &ask).stdout, indexed[0]);
+    b.write("tasks/t-new.md", task_text("t-new", "pending", 0));
+    std::fs::remove_dir_all(search_dir(&b.board())).unwrap();
+    assert_eq!(tavern(b.root(), &ask).stdout, indexed[1]);
+    same_as_fresh(
+        b.root(),
+        &b.board(),
+        "files created in a directory of two buckets",
+    );
+}
+
 #[test]
 fn a_torn_or_garbage_index_is_rebuilt_from_the_files() {
     let b = board_with_tasks(50);

@@ -5,40 +5,12 @@
 #![cfg(unix)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use crate::sync_branch::two_clones;
-use crate::util::BIN;
-use crate::util::git::{self, git};
+use crate::util::git::{self, fake_git, git, spawn, tavern_cmd};
+use crate::util::{BIN, eventually};
 use crate::worktrees::tavern;
-
-/// A `tavern` process started in `dir`, not waited for.
-fn spawn(dir: &Path, args: &[&str]) -> std::process::Child {
-    let mut c = Command::new(BIN);
-    c.args(args)
-        .current_dir(dir)
-        .env_remove("TAVERN_BOARD")
-        .env_remove("TAVERN_AGENT")
-        .env("USER", "tester")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    git::env(&mut c);
-    c.spawn().expect("start tavern")
-}
-
-/// Waits (up to a generous bound: shared machines) until `done` holds.
-#[track_caller]
-fn eventually(what: &str, done: impl Fn() -> bool) {
-    let end = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while !done() {
-        assert!(
-            std::time::Instant::now() < end,
-            "gave up waiting for {what}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-}
 
 /// The files of the board branch at `rev`.
 fn branch_files(dir: &Path, rev: &str) -> Vec<String> {
@@ -71,7 +43,7 @@ fn two_syncs_at_once_in_one_clone_never_lose_the_board() {
         tavern(&b, &["new", "task", "--title", &format!("b {round}")]).ok();
         tavern(&b, &["sync"]).ok();
         tavern(&a, &["new", "task", "--title", &format!("a {round}")]).ok();
-        let syncs = [spawn(&a, &["sync"]), spawn(&a, &["sync"])];
+        let syncs = [spawn(&a, &["sync"], None), spawn(&a, &["sync"], None)];
         for s in syncs {
             let out = s.wait_with_output().unwrap();
             assert!(
@@ -115,7 +87,7 @@ fn an_exchange_waits_for_the_one_running_in_the_same_clone() {
     lock.lock().unwrap();
     let id = tavern(&a, &["new", "task", "--title", "waits"]).ok().text();
     let before = git(&a, &["rev-parse", "tavern"]);
-    let sync = spawn(&a, &["sync", "--json"]);
+    let sync = spawn(&a, &["sync", "--json"], None);
     // The sync has opened the lock file: it is waiting for it now.
     let fds = PathBuf::from(format!("/proc/{}/fd", sync.id()));
     eventually("the sync to wait for the exchange lock", || {
@@ -779,12 +751,25 @@ fn check_reports_lost_documents_and_a_missing_gitignore() {
     assert!(!out.stderr.contains(&format!("tasks/{kept}.md")));
 }
 
-/// What a git killed inside `tavern sync` leaves: the private index's lock. check names
-/// it; the next sync, holding the lock that guards it, removes it and works.
+/// Sets the time `path` was last written to `secs` seconds from now (negative: ago).
+fn written_at(path: &Path, secs: i64) {
+    let now = std::time::SystemTime::now();
+    let d = std::time::Duration::from_secs(secs.unsigned_abs());
+    let t = if secs < 0 { now - d } else { now + d };
+    let f = std::fs::File::options().write(true).open(path).unwrap();
+    f.set_modified(t).unwrap();
+}
+
+/// What a git killed inside `tavern sync` leaves: the private index's lock and the board
+/// branch's ref lock. check names them; the next sync, holding the lock that guards them,
+/// removes them once they are old enough that no git can be at work on them (a minute for
+/// an index's, 10 seconds for a ref's). A fresh one may be a git that outlived the tavern
+/// that started it: it stays, and the sync tries again, then says so (exit 3, naming it,
+/// not the remote), leaving the remote as it was.
 #[test]
 fn a_stale_lock_of_the_private_index_heals() {
     let tmp = tempfile::tempdir().unwrap();
-    let (a, _b, _remote) = two_clones(tmp.path());
+    let (a, _b, remote) = two_clones(tmp.path());
     tavern(&a, &["new", "task", "--title", "after the kill"]).ok();
     let lock = a.join(".git/tavern/index.lock");
     std::fs::write(&lock, "").unwrap();
@@ -797,8 +782,35 @@ fn a_stale_lock_of_the_private_index_heals() {
             lock.display()
         ))
         .stderr_has(&format!("{}: a lock of tavern's sync", ref_lock.display()));
+    let at_remote = || git(&remote, &["for-each-ref", "refs/heads/tavern"]);
+    let before = at_remote();
+    // Fresh: written "now", and an hour ahead, so that no slow machine ages them past
+    // the bound while the test runs.
+    written_at(&lock, 3600);
+    written_at(&ref_lock, 3600);
+    let refused = |lock: &Path| {
+        tavern(&a, &["sync"])
+            .code(3)
+            .stderr_has("this clone's refs of the board could not be updated")
+            .stderr_has(&format!(
+                "Unable to create '{}': File exists",
+                lock.display()
+            ))
+            .stderr_has("not the remote");
+        assert!(lock.exists());
+        assert_eq!(at_remote(), before);
+    };
+    refused(&lock);
+    assert!(ref_lock.exists());
+    // The index's lock old enough, the ref's fresh: the first goes, the second stays.
+    written_at(&lock, -61);
+    refused(&ref_lock);
+    assert!(!lock.exists());
+    // A ref's lock 10 seconds old is a git's that is gone.
+    written_at(&ref_lock, -11);
     tavern(&a, &["sync"]).ok();
     assert!(!lock.exists() && !ref_lock.exists());
+    assert_ne!(at_remote(), before);
     tavern(&a, &["sync"]).ok();
     tavern(&a, &["check"]).ok();
 }
@@ -853,48 +865,17 @@ fn a_stale_lock_on_the_remote_is_named_as_such() {
 
 /// `tavern ARGS` in `dir` with the `git` of `bin` first on PATH (an injected fault).
 fn tavern_with_git(dir: &Path, bin: &Path, args: &[&str]) -> crate::util::Out {
-    let mut c = Command::new(BIN);
-    c.args(args)
-        .current_dir(dir)
-        .env_remove("TAVERN_BOARD")
-        .env_remove("TAVERN_AGENT")
-        .env("USER", "tester")
-        .env(
-            "PATH",
-            format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
-        )
-        .stdin(Stdio::null());
-    git::env(&mut c);
-    crate::util::output(c)
+    crate::util::output(tavern_cmd(dir, args, Some(bin)))
 }
 
-/// A directory holding a `git` that runs the real one, except as `faults` (shell `case`
-/// arms on the git subcommand) say.
+/// A directory holding a `git` that runs the real one (`$real`), except as `faults`
+/// (shell `case` arms on the git subcommand) say.
 fn faulty_git(dir: &Path, faults: &str) -> PathBuf {
-    let bin = dir.join("faulty-bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let real = String::from_utf8(
-        Command::new("sh")
-            .args(["-c", "command -v git"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap()
-    .trim()
-    .to_string();
-    let script = bin.join("git");
     // `git -C DIR SUBCOMMAND …`: the subcommand is the first word after the options.
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\nREAL='{real}'\nsub=''\nskip=0\nfor a in \"$@\"; do\n  if [ $skip = 1 ]; then skip=0; continue; fi\n  case \"$a\" in -C|-c) skip=1 ;; -*) ;; *) sub=\"$a\"; break ;; esac\ndone\ncase \"$sub\" in\n{faults}\nesac\nexec \"$REAL\" \"$@\"\n"
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    bin
+    let script = format!(
+        "sub=''\nskip=0\nfor a in \"$@\"; do\n  if [ $skip = 1 ]; then skip=0; continue; fi\n  case \"$a\" in -C|-c) skip=1 ;; -*) ;; *) sub=\"$a\"; break ;; esac\ndone\ncase \"$sub\" in\n{faults}\nesac"
+    );
+    fake_git(&dir.join("faulty-bin"), &script)
 }
 
 /// The push of the board branch reaches the remote, and its answer is lost (the push is
@@ -917,7 +898,7 @@ fn a_lost_answer_to_the_push_of_the_board_branch_is_found_out() {
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let child = spawn(&a, &["sync", "--json"]);
+    let child = spawn(&a, &["sync", "--json"], None);
     eventually("the remote to take the branch", || marker.exists());
     std::fs::remove_file(&hook).unwrap();
     // The connection drops: the client's push and the remote's receive-pack die.
@@ -981,7 +962,7 @@ fn a_push_that_took_the_branch_but_failed_as_a_whole_is_checked_with_the_remote(
     tavern(&a, &["new", "task", "--title", "Sent"]).ok();
     let bin = faulty_git(
         tmp.path(),
-        "push) \"$REAL\" \"$@\"; echo 'fatal: the remote end hung up unexpectedly' >&2; exit 128 ;;",
+        "push) \"$real\" \"$@\"; echo 'fatal: the remote end hung up unexpectedly' >&2; exit 128 ;;",
     );
     let out = tavern_with_git(&a, &bin, &["sync", "--json"]);
     assert_eq!(out.ok().json()["outcome"], "pushed");
@@ -1002,7 +983,7 @@ fn a_push_whose_outcome_cannot_be_known_says_so_and_the_next_sync_finds_out() {
     for (taken, push) in [
         (
             true,
-            "push) \"$REAL\" \"$@\"; echo 'fatal: the remote end hung up unexpectedly' >&2; exit 128 ;;",
+            "push) \"$real\" \"$@\"; echo 'fatal: the remote end hung up unexpectedly' >&2; exit 128 ;;",
         ),
         (
             false,

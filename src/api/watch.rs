@@ -21,7 +21,9 @@ pub use crate::watch::{Options, Summary};
 /// `once`), by `sync`, on a thread of its own: a fetch or push never holds the watch loop
 /// up, and what other machines change arrives as file changes, explained by the log
 /// entries that come with them. Each exchange's result goes to `exchanged`; the exchanges
-/// stop when the watcher does.
+/// stop when the watcher does, once the exchange under way has ended (as `sync --watch`
+/// stops), so that no git of it is left running to race the clone's next exchange. A
+/// SIGINT or SIGTERM while it waits for that exchange ends the process at once (exit 1).
 pub fn run(
     board: Board,
     opts: Options,
@@ -30,16 +32,24 @@ pub fn run(
     exchanged: impl Fn(&Result<Exchange>) + Send + 'static,
 ) -> Result<Summary> {
     let stop = Arc::new(AtomicBool::new(false));
+    let mut exchanging = None;
     if !opts.once && crate::sync::remote(&board)?.is_some() {
         let (board, stop) = (board.clone(), stop.clone());
-        std::thread::spawn(move || {
+        exchanging = Some(std::thread::spawn(move || {
             let r = crate::sync::keep_exchanging(&board, &sync, &stop, &exchanged);
             if let Err(e) = r {
                 exchanged(&Err(e));
             }
-        });
+        }));
     }
     let summary = crate::watch::run(board, opts, emit);
     stop.store(true, Ordering::Relaxed);
+    if let Some(thread) = exchanging {
+        let now = Arc::new(AtomicBool::new(true));
+        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            let _ = signal_hook::flag::register_conditional_shutdown(signal, 1, now.clone());
+        }
+        let _ = thread.join();
+    }
     summary
 }

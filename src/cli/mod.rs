@@ -289,12 +289,7 @@ pub fn parse_error(e: clap::Error) -> ExitCode {
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             "a command is required; `tavern --help` lists them".to_string()
         }
-        _ => text
-            .trim_start_matches("error: ")
-            .trim_end()
-            .trim_end_matches("For more information, try '--help'.")
-            .trim_end()
-            .to_string(),
+        _ => clap_message(&e),
     };
     let error = if kind == ErrorKind::InvalidUtf8 {
         Error::input(format!(
@@ -374,6 +369,24 @@ fn hook_words(args: &[std::ffi::OsString]) -> Option<HookCli> {
     })
 }
 
+/// Is this command line a hook's: `hook` as the command, after global flags only
+/// (`tavern --json hook …` too)?
+pub fn is_hook(args: &[std::ffi::OsString]) -> bool {
+    let mut rest = args.iter().skip(1);
+    while let Some(a) = rest.next() {
+        if a == "--board" || a == "--as" {
+            rest.next();
+        } else if a != "--json"
+            && !a
+                .to_str()
+                .is_some_and(|a| a.starts_with("--board=") || a.starts_with("--as="))
+        {
+            return a == "hook";
+        }
+    }
+    false
+}
+
 /// `tavern hook …` as the whole program.
 pub fn hook_main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -383,7 +396,7 @@ pub fn hook_main() -> ExitCode {
     };
     let cli = match parsed {
         Ok(cli) => cli,
-        Err(e) => return parse_error(e),
+        Err(e) => return hook_parse_error(e),
     };
     let json = cli.global.json;
     let HookCommand::Hook(a) = cli.command;
@@ -396,6 +409,39 @@ pub fn hook_main() -> ExitCode {
         Ok(code) => code,
         Err(e) => report_error(&e, json),
     }
+}
+
+/// A hook's words that do not parse: help and version as for any command; anything else
+/// (a flag it does not know, a missing word, an empty TAVERN_BOARD) is said on stderr
+/// with exit 1, never the usage error's 2, which Claude Code and Codex take as "block
+/// this" (the user's prompt, the edit): a mis-installed hook blocks nothing.
+fn hook_parse_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    let kind = e.kind();
+    if matches!(kind, ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        return parse_error(e);
+    }
+    let message = clap_message(&e);
+    let empty_board = std::env::var_os("TAVERN_BOARD").is_some_and(|b| b.is_empty());
+    let message = if kind == ErrorKind::InvalidValue && empty_board && message.contains("'--board")
+    {
+        "TAVERN_BOARD is set and empty; unset it, or set it to the board's directory".to_string()
+    } else {
+        message
+    };
+    crate::setup::hook::failed(&Error::usage(message))
+}
+
+/// What clap says of an argument it refused, without its "error: " and its pointer to
+/// `--help`.
+fn clap_message(e: &clap::Error) -> String {
+    e.render()
+        .to_string()
+        .trim_start_matches("error: ")
+        .trim_end()
+        .trim_end_matches("For more information, try '--help'.")
+        .trim_end()
+        .to_string()
 }
 
 pub fn run(cli: Cli) -> Result<ExitCode> {

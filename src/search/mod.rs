@@ -822,6 +822,10 @@ impl<'a> Area<'a> {
         if names_cached && !vouched && self.unchanged(dir_fd, &cached) {
             return Ok((cached, false));
         }
+        // A listing (the directory changed, or the bucket is not the manifest's) rewrites
+        // the bucket only when what it finds differs from what the bucket holds: a file
+        // created or removed elsewhere in the directory leaves this bucket as it was. Its
+        // names are the listing's, each file checked below as for any other read.
         let mut rewrite = false;
         let names: Vec<String> = if names_cached {
             let mut names: Vec<String> = cached.entries.iter().map(|e| e.name.clone()).collect();
@@ -832,7 +836,6 @@ impl<'a> Area<'a> {
             }
             names
         } else {
-            rewrite = true;
             self.area
                 .share(b, count)?
                 .into_iter()

@@ -28,10 +28,11 @@ pub fn run(
         _ => a.client == "git",
     };
     if !valid {
-        return Err(Error::usage(format!(
-            "hook: '{} {}' is not a hook; pre-edit is for claude, codex and opencode, pre-commit for git",
+        // Exit 1, as every problem of a hook (see hook::run).
+        return Ok(super::hook::failed(&Error::usage(format!(
+            "'{} {}' is not a hook; pre-edit is for claude, codex and opencode, pre-commit for git",
             a.client, a.event
-        )));
+        ))));
     }
     let event = if a.client == "claude" || a.client == "codex" {
         super::hook::input()

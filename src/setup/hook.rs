@@ -67,11 +67,14 @@ pub fn run(
     if a.event == "pre-edit" || a.event == "pre-commit" {
         return crate::setup::guard::run(cwd, board_flag, actor, json, a);
     }
+    // A client or event this hook does not know is a mis-installed hook: said on stderr
+    // with exit 1, as every problem of a hook, never a usage error's 2 (which would block
+    // the user's prompt or the edit).
     if !matches!(a.client.as_str(), "claude" | "codex" | "opencode") {
-        return Err(Error::usage(format!(
-            "hook: no client '{}'; the clients are claude, codex and opencode",
+        return Ok(failed(&Error::usage(format!(
+            "no client '{}'; the clients are claude, codex and opencode (and git for pre-commit)",
             a.client
-        )));
+        ))));
     }
     // The OpenCode plugin passes --pid and nothing on stdin, which may be OpenCode's own.
     // Only a session start reads what the client sent (after a tool use it holds the
@@ -97,7 +100,10 @@ pub fn run(
     // The client's process (a walk up /proc): only for a session's name or its start.
     let client = std::cell::OnceCell::new();
     let holder = || *client.get_or_init(|| a.pid.unwrap_or_else(tavern::api::client_process));
-    let name = agent_name(&a.client, actor, holder);
+    // A name nobody gave (`CLIENT-PID`) belongs to the client's process alone.
+    let named = tavern::api::named_agent(actor);
+    let derived = named.is_none();
+    let name = named.unwrap_or_else(|| tavern::api::agents::session_name(&a.client, holder()));
     // Every problem from here on goes to stderr with exit 1 (a usage error would be 2).
     let act = || -> Result<()> {
         tavern::api::validate_id(&name)?;
@@ -109,8 +115,15 @@ pub fn run(
                 } else {
                     tavern::api::agents::join(&board, &name, None, holder())?;
                     remember_name(&name);
-                    // What happened before is in the summary; news starts from here.
-                    tavern::api::delivery::start(&board, &name)?;
+                    // What happened before is in the summary; news starts from here. A
+                    // name of its own keeps its place (what happened while it was away
+                    // still comes); a derived one starts here, even if its pid was an
+                    // older session's whose news was never delivered.
+                    if derived {
+                        tavern::api::delivery::restart(&board, &name)?;
+                    } else {
+                        tavern::api::delivery::start(&board, &name)?;
+                    }
                 }
                 context(&board, &a.client, &name, compacted)
             }
@@ -128,7 +141,7 @@ pub fn run(
             }
             "session-end" => tavern::api::agents::leave(&board, &name),
             other => Err(Error::usage(format!(
-                "hook: no event '{other}'; the events are session-start, heartbeat, turn, compact, session-end"
+                "no event '{other}'; the events are session-start, heartbeat, turn, compact, session-end and pre-edit"
             ))),
         }
     };
@@ -140,7 +153,7 @@ pub fn run(
 
 /// A hook that failed says why on stderr and exits 1: Claude Code and Codex take any exit
 /// but 2 as an error that blocks nothing, and the OpenCode plugin ignores the status.
-fn failed(e: &Error) -> ExitCode {
+pub fn failed(e: &Error) -> ExitCode {
     let _ = std::io::Write::write_all(
         &mut std::io::stderr(),
         format!("tavern hook: {e}\n").as_bytes(),

@@ -4,8 +4,12 @@
 //! leftover of its own whenever it holds the lock that guards it: the private index's
 //! (`index.lock`) under the index lock, the board branch's and the remote branch copy's
 //! ref locks and the scratch indexes of merges under the exchange lock; nothing of
-//! tavern's can be writing them then. `check` names every stale lock it finds, tavern's
-//! and git's, with what to do.
+//! tavern's can be writing them then. But a git can outlive the tavern that started it
+//! (tavern killed, its git still at work): so only a lock old enough that no live git
+//! holds it is removed ([`STALE_REF_LOCK`] for a ref's, [`GIT_LOCK_AGE`] for an index's);
+//! a fresh one stays, and the git that needs it loses a race in this clone, which the
+//! exchange tries again and then reports. `check` names every stale lock it finds,
+//! tavern's and git's, with what to do.
 
 use std::path::{Path, PathBuf};
 
@@ -14,25 +18,47 @@ use crate::sync::branch::{REF, REMOTE_REF};
 use crate::sync::repo::Repo;
 
 /// A git lock file older than this, that no lock of tavern's guards, is named by `check`
-/// as probably stale: git holds one for the time of one command.
+/// as probably stale: git holds one for the time of one command. An index's lock of
+/// tavern's (the private index's, a merge's scratch index's) is removed only once this
+/// old: git holds it for a whole `add -A` or `read-tree`, seconds on a large board.
 pub const GIT_LOCK_AGE: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// Removes the private index's `index.lock`. Call holding the index lock.
+/// A ref's lock older than this is a git's that is gone (killed while it updated the
+/// ref): a live update holds it for milliseconds. The claims' and holds' record refs and
+/// the board branch's refs take the same bound.
+pub const STALE_REF_LOCK: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Is the file at `path` there and last written more than `age` ago?
+pub fn older_than(path: &Path, age: std::time::Duration) -> bool {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .is_ok_and(|t| t.elapsed().is_ok_and(|a| a > age))
+}
+
+/// Removes `path` if it is older than `age`.
+fn remove_if_older(path: &Path, age: std::time::Duration) {
+    if older_than(path, age) {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// Removes the private index's `index.lock` once it is older than [`GIT_LOCK_AGE`]. Call
+/// holding the index lock.
 pub fn heal_index(index: &Path) {
-    let _ = std::fs::remove_file(lock_of(index));
+    remove_if_older(&lock_of(index), GIT_LOCK_AGE);
 }
 
 /// Removes what killed exchanges left: the ref locks of the board branch and of the
-/// remote's copy, and scratch indexes of merges (with their locks). Call holding the
-/// exchange lock.
+/// remote's copy (older than [`STALE_REF_LOCK`]), and scratch indexes of merges with
+/// their locks (older than [`GIT_LOCK_AGE`]). Call holding the exchange lock.
 pub fn heal_exchange(repo: &Repo) {
     for r in [REF, REMOTE_REF] {
-        let _ = std::fs::remove_file(lock_of(&repo.common_dir.join(r)));
+        remove_if_older(&lock_of(&repo.common_dir.join(r)), STALE_REF_LOCK);
     }
     if let Ok(dir) = std::fs::read_dir(repo.tavern_dir()) {
         for e in dir.flatten() {
             if e.file_name().to_string_lossy().starts_with("merge-index.") {
-                let _ = std::fs::remove_file(e.path());
+                remove_if_older(&e.path(), GIT_LOCK_AGE);
             }
         }
     }
@@ -85,7 +111,7 @@ pub fn stale(board: &Board) -> Vec<Stale> {
     for path in own.into_iter().filter(|p| p.exists()) {
         out.push(Stale {
             shown: path.display().to_string(),
-            problem: "a lock of tavern's sync left by a killed git: the next sync removes it (or remove it now)".into(),
+            problem: "a lock of tavern's sync left by a killed git: the next sync removes it once it is old enough that no git is at work on it (10 seconds for a ref's, a minute for an index's), or remove it now".into(),
         });
     }
     let mut found = Vec::new();

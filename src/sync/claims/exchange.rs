@@ -6,6 +6,7 @@
 use crate::board::Board;
 use crate::error::{Error, Result};
 use crate::sync::git::{self, Git, Output};
+use crate::sync::locks::STALE_REF_LOCK;
 
 use super::record::Record;
 use super::refname::{REF_PREFIX, ref_name};
@@ -143,10 +144,6 @@ pub(super) fn git_error(g: &Git, what: &str, out: &Output) -> Error {
 /// process of this clone is tried.
 const LOCAL_RACE_ATTEMPTS: u32 = 6;
 
-/// A local ref lock held by a process that is gone (a git killed while it updated the ref)
-/// is older than this; one held by a live update is milliseconds old.
-const STALE_REF_LOCK: std::time::Duration = std::time::Duration::from_secs(10);
-
 /// Git lost a race for the lock of a ref of this clone: another process (another tavern
 /// command, a sync) updated it at the same moment. Tried again, never reported as the
 /// remote being unreachable.
@@ -190,10 +187,7 @@ pub(super) fn remove_stale_ref_locks(board: &Board, stderr: &str, held: bool) ->
         else {
             continue;
         };
-        let stale = std::fs::metadata(&path)
-            .and_then(|m| m.modified())
-            .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > STALE_REF_LOCK));
-        if !stale {
+        if !crate::sync::locks::older_than(&path, STALE_REF_LOCK) {
             continue;
         }
         let guard = if held {
@@ -588,15 +582,7 @@ fn local_copies_raced(out: &Output) -> Error {
         message: crate::msg!(format!(
             "cannot update this clone's copies of the claim records ({}): another git process of this clone updated them or held {} at each of {LOCAL_RACE_ATTEMPTS} attempts (another tavern command's git, one left running by a killed tavern process, or your own); the remote is not at fault. Nothing was claimed: run the same command again (if no git process runs and the lock stays, remove it)",
             out.why(),
-            if locks.is_empty() {
-                "a ref's lock".to_string()
-            } else {
-                locks
-                    .iter()
-                    .map(|l| l.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            }
+            super::wording::paths_or(&locks, "a ref's lock")
         )),
     }
 }
