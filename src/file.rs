@@ -53,6 +53,13 @@ fn parent(path: &Path) -> &Path {
     }
 }
 
+/// A file's modification time in nanoseconds since the epoch (None: the system keeps none,
+/// or it is before 1970).
+pub fn mtime_nanos(meta: &std::fs::Metadata) -> Option<u128> {
+    let t = meta.modified().ok()?;
+    Some(t.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos())
+}
+
 /// Replaces (or creates) `path` with `bytes`, whole or not at all: a temp file beside it,
 /// synced as `durability` says, renamed over. The directory must exist.
 pub fn write(path: &Path, bytes: &[u8], durability: Durability) -> Result<()> {

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::util::BIN;
+use crate::util::{BIN, as_tester};
 
 /// The syscalls a change is killed at (each counted on its own, as strace counts them).
 const SYSCALLS: [&str; 7] = [
@@ -51,13 +51,7 @@ pub fn require_strace() {
 
 /// Runs tavern in project `dir` with `args`; returns (exit code, stdout, stderr).
 fn tavern(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(BIN)
-        .args(args)
-        .current_dir(dir)
-        .env_remove("TAVERN_BOARD")
-        .env_remove("TAVERN_AGENT")
-        .env("USER", "tester")
-        .stdin(Stdio::null())
+    let out = as_tester(Command::new(BIN).args(args), dir)
         .output()
         .expect("run tavern");
     (
@@ -77,16 +71,12 @@ fn ok(dir: &Path, args: &[&str]) -> String {
 /// Runs tavern under strace, killed on entering the `n`th call of `syscalls`. True if it
 /// was killed, false if it ended before that call.
 fn killed_at(dir: &Path, args: &[&str], syscalls: &str, n: usize) -> bool {
-    let status = Command::new("strace")
-        .args(["-f", "-o", "/dev/null", "-e"])
+    let mut c = Command::new("strace");
+    c.args(["-f", "-o", "/dev/null", "-e"])
         .arg(format!("inject={syscalls}:signal=KILL:when={n}"))
         .arg(BIN)
-        .args(args)
-        .current_dir(dir)
-        .env_remove("TAVERN_BOARD")
-        .env_remove("TAVERN_AGENT")
-        .env("USER", "tester")
-        .stdin(Stdio::null())
+        .args(args);
+    let status = as_tester(&mut c, dir)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
