@@ -784,8 +784,8 @@ mod tests {
         });
         let mut cases: Vec<Vec<u8>> = vec![
             rendered.clone().into_bytes(),
-            rendered[..20].as_bytes().to_vec(),
-            rendered[..9].as_bytes().to_vec(),
+            rendered.as_bytes()[..20].to_vec(),
+            rendered.as_bytes()[..9].to_vec(),
             b"- {seq: 7}\n".to_vec(),
             b"- {seq: 7x, at: 1}\n".to_vec(),
             b"- {seq: , at: 1}\n".to_vec(),
