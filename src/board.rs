@@ -440,12 +440,7 @@ fn program_identity() -> Option<String> {
     let meta = std::fs::metadata("/proc/self/exe").ok()?;
     #[cfg(not(target_os = "linux"))]
     let meta = std::fs::metadata(std::env::current_exe().ok()?).ok()?;
-    let mtime = meta
-        .modified()
-        .ok()?
-        .duration_since(std::time::UNIX_EPOCH)
-        .ok()?
-        .as_nanos();
+    let mtime = crate::file::mtime_nanos(&meta)?;
     #[cfg(unix)]
     let inode = std::os::unix::fs::MetadataExt::ino(&meta);
     #[cfg(not(unix))]

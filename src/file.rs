@@ -53,6 +53,13 @@ fn parent(path: &Path) -> &Path {
     }
 }
 
+/// A file's modification time in nanoseconds since the epoch (None: the system keeps none,
+/// or it is before 1970).
+pub fn mtime_nanos(meta: &std::fs::Metadata) -> Option<u128> {
+    let t = meta.modified().ok()?;
+    Some(t.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos())
+}
+
 /// Replaces (or creates) `path` with `bytes`, whole or not at all: a temp file beside it,
 /// synced as `durability` says, renamed over. The directory must exist.
 pub fn write(path: &Path, bytes: &[u8], durability: Durability) -> Result<()> {
@@ -171,10 +178,12 @@ pub fn link_into_place(tmp: &Path, target: &Path, sync: bool) -> std::io::Result
 
 /// Whether the filesystem holding `dir` commits its metadata changes in order, so that
 /// syncing any file there also makes every earlier rename, link and unlink on it durable:
-/// ext4 (and ext3, whose driver it is) and XFS, whose `fsync`/`fdatasync` of a file whose
-/// size changed commits the journal up to that change, and with it everything journaled
-/// before. Elsewhere (btrfs, whose fsync logs only the file synced; tmpfs, NFS, other
-/// systems) false: a directory's names are made durable by syncing the directory.
+/// ext4 with its journal (and ext3, whose driver it is) and XFS, whose `fsync`/`fdatasync`
+/// of a file whose size changed commits the journal up to that change, and with it
+/// everything journaled before. Elsewhere (ext4 made or mounted without a journal, whose
+/// metadata reaches the disk in no order; btrfs, whose fsync logs only the file synced;
+/// tmpfs, NFS, other systems) false: a directory's names are made durable by syncing the
+/// directory.
 ///
 /// The write protocol asks this once per change: its last step is the log's append,
 /// synced, after the renames; where this is true that sync is also the directories'.
@@ -183,13 +192,48 @@ pub fn journal_orders_metadata(dir: &Path) -> bool {
     {
         const EXT4: i128 = 0xEF53;
         const XFS: i128 = 0x5846_5342;
-        rustix::fs::statfs(dir).is_ok_and(|s| matches!(i128::from(s.f_type), EXT4 | XFS))
+        match rustix::fs::statfs(dir).map(|s| i128::from(s.f_type)) {
+            Ok(XFS) => true,
+            Ok(EXT4) => ext4_has_journal(dir),
+            _ => false,
+        }
     }
     #[cfg(not(target_os = "linux"))]
     {
         let _ = dir;
         false
     }
+}
+
+/// Whether the ext4 filesystem holding `dir` keeps a journal. ext4 says so of each mounted
+/// filesystem in `/sys/fs/ext4/DEVICE/journal_task` (the journal thread's pid, or
+/// `<none>`), and, where that file is missing (older kernels), by the journal's own
+/// `/proc/fs/jbd2/DEVICE-8`; DEVICE is the name `/sys/dev/block/MAJOR:MINOR` gives the
+/// device `dir` is on. Anything that cannot be read says no: the directories are synced.
+#[cfg(target_os = "linux")]
+fn ext4_has_journal(dir: &Path) -> bool {
+    let Ok(st) = rustix::fs::stat(dir) else {
+        return false;
+    };
+    let (major, minor) = (rustix::fs::major(st.st_dev), rustix::fs::minor(st.st_dev));
+    let Some(device) = fs::read_link(format!("/sys/dev/block/{major}:{minor}"))
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+    else {
+        return false;
+    };
+    match fs::read_to_string(format!("/sys/fs/ext4/{device}/journal_task")) {
+        Ok(task) => journal_task_names_one(&task),
+        Err(_) => Path::new(&format!("/proc/fs/jbd2/{device}-8")).is_dir(),
+    }
+}
+
+/// What `/sys/fs/ext4/DEVICE/journal_task` holds when there is a journal: its thread's
+/// pid (`<none>` without one).
+#[cfg(any(target_os = "linux", test))]
+fn journal_task_names_one(text: &str) -> bool {
+    let t = text.trim();
+    !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// Syncs a directory, so that the names made or removed in it survive a power loss.
@@ -203,6 +247,14 @@ pub fn sync_dir(dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_journal_task_is_a_pid_and_none_is_no_journal() {
+        assert!(journal_task_names_one("1234\n"));
+        assert!(!journal_task_names_one("<none>\n"));
+        assert!(!journal_task_names_one(""));
+        assert!(!journal_task_names_one("12ab\n"));
+    }
 
     fn names(dir: &Path) -> Vec<String> {
         let mut v: Vec<String> = fs::read_dir(dir)

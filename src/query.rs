@@ -218,6 +218,25 @@ impl Query {
         })
     }
 
+    /// May a document whose `status` field is the string `status` match? (None: it has
+    /// none, or one that is not a string, about which nothing is said.) False only when a
+    /// term on `status` surely fails, judged as [`Query::matches`] judges it; the other
+    /// terms are left to it. A reader passes over such a document by what the index keeps
+    /// of it, without looking at its text.
+    pub fn may_match_status(&self, status: Option<&str>, now: DateTime<Utc>) -> bool {
+        let Some(status) = status else {
+            return true;
+        };
+        self.terms.iter().all(|t| match t {
+            Term::Compare { field, op, values } if field == "status" => match op {
+                Op::Eq => values.iter().any(|v| v == status),
+                Op::Ne => !values.iter().any(|v| v == status),
+                _ => ordered(status, *op, &values[0], now),
+            },
+            _ => true,
+        })
+    }
+
     /// Words a document's text must hold for the query to match it, when its frontmatter
     /// is in the fast parser's plain subset (where every scalar is written as it reads):
     /// each inner list is a set of alternatives, all ASCII and lowercase, to be looked for
@@ -499,6 +518,62 @@ mod tests {
             }
         }
         assert!(ruled_out > 40, "{ruled_out}");
+    }
+
+    /// The status prefilter never rules out what matches, and rules out what a `status`
+    /// term fails, for any kind of value `status` may hold (the head keeps only strings).
+    #[test]
+    fn the_status_prefilter_rules_out_only_what_cannot_match() {
+        let statuses = [
+            "pending",
+            "done",
+            "\"pending\"",
+            "'Pending'",
+            "7",
+            "[pending, done]",
+            "null",
+            "2026-11-01T10:00:00Z",
+            "",
+        ];
+        let queries = [
+            "status=pending",
+            "status!=pending",
+            "status=pending,done",
+            "status!=done,pending",
+            "status=7",
+            "status>=3",
+            "status<2026-12-01T00:00:00Z",
+            "status=pending priority<=1",
+            "priority<=1",
+            "tag:x",
+            "region=tasks",
+        ];
+        let now = Utc::now();
+        let mut ruled_out = 0;
+        for status in statuses {
+            let fm = format!("id: t\nstatus: {status}\npriority: 1\n");
+            let d = doc(&fm, "body\n");
+            let head = d.status();
+            for q in queries {
+                let q = Query::parse(&[q]).unwrap();
+                let may = q.may_match_status(head, now);
+                let does = q.matches(&d, now);
+                assert!(
+                    may || !does,
+                    "{q:?} on status {status:?}: ruled out, yet it matches"
+                );
+                ruled_out += usize::from(!may);
+                // Exact where the status is a string and the query only speaks of it.
+                if head.is_some()
+                    && q.terms
+                        .iter()
+                        .all(|t| matches!(t, Term::Compare { field, .. } if field == "status"))
+                {
+                    assert_eq!(may, does, "{q:?} on status {status:?}");
+                }
+            }
+        }
+        assert!(ruled_out > 15, "{ruled_out}");
     }
 
     fn doc(fm: &str, body: &str) -> Document {

@@ -170,13 +170,77 @@ pub fn scan_prefiltered(
     keep: impl Fn(&Document) -> bool + Sync,
 ) -> Result<Scan> {
     let mut scan = Scan::default();
-    let pre = crate::index::Prefilter { needles, plain };
+    let pre = crate::index::Prefilter {
+        needles,
+        plain,
+        status: &|_| true,
+    };
     for &region in regions {
         let part = crate::index::read_dir(board, region, archived, &pre, &keep)?;
         scan.docs.extend(part.docs);
         scan.skipped.extend(part.skipped);
     }
     Ok(scan)
+}
+
+/// Like [`scan_prefiltered`], but each document that passes the prefilter goes to `each`
+/// as it is read (on the reading threads, in no order) instead of being gathered: what the
+/// read holds is what `each` keeps. `status` says whether a document whose `status` is
+/// that string (None: not a string, or none) may match (see
+/// [`crate::query::Query::may_match_status`]). The files skipped are returned.
+pub fn each_prefiltered(
+    board: &Board,
+    regions: &[Region],
+    archived: bool,
+    needles: &[Vec<String>],
+    plain: &(dyn Fn(&str) -> bool + Sync),
+    status: &(dyn Fn(Option<&str>) -> bool + Sync),
+    each: &(dyn Fn(Document) + Sync),
+) -> Result<Vec<Skipped>> {
+    let pre = crate::index::Prefilter {
+        needles,
+        plain,
+        status,
+    };
+    let mut skipped = Vec::new();
+    for &region in regions {
+        skipped.extend(crate::index::each_in_dir(
+            board, region, archived, &pre, each,
+        )?);
+    }
+    Ok(skipped)
+}
+
+/// A document's place in `list`'s order: what is still open before what is finished
+/// (terminal tasks, resolved or rejected findings, decided questions), each part best
+/// first (priority, then oldest, then id), then the archive after the regions, region by
+/// region, by file name. Owned, so that a read can keep a row of each document instead of
+/// the document.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct OrderKey {
+    finished: bool,
+    priority: i64,
+    /// [`crate::time::stamp_key`] of its creation time, owned.
+    created: (bool, Option<chrono::DateTime<chrono::Utc>>, String),
+    id: String,
+    archived: bool,
+    region: Region,
+    file_id: String,
+}
+
+impl OrderKey {
+    pub fn open_first(board: &Board, d: &Document) -> OrderKey {
+        let (parsed, at, text) = crate::time::stamp_key(d.created_at());
+        OrderKey {
+            finished: finished(board, d),
+            priority: d.priority(),
+            created: (parsed, at, text.to_string()),
+            id: d.id().to_string(),
+            archived: d.archived,
+            region: d.region,
+            file_id: d.file_id.clone(),
+        }
+    }
 }
 
 /// Is a document finished, so that archiving it loses nothing in progress (and `list`
@@ -192,12 +256,6 @@ pub fn finished(board: &Board, doc: &Document) -> bool {
                 && !doc.decision.as_ref().is_some_and(|d| d.is_undecided())
         }
     }
-}
-
-/// For `list`: what is still open before what is finished (terminal tasks, resolved or
-/// rejected findings, decided questions), each part best first.
-pub fn sort_open_first(board: &Board, docs: &mut [Document]) {
-    sort_by_best(docs, |d| finished(board, d));
 }
 
 /// Best first: priority (0 = critical), then oldest, then id.

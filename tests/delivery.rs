@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use serde_json::{Value, json};
 
 use crate::decisions::at_terminal;
-use crate::util::{BIN, Out, TestBoard};
+use crate::util::{BIN, Out, TestBoard, as_tester};
 
 const OPEN: &str = "<tavern-board-data>";
 const CLOSE: &str = "</tavern-board-data>";
@@ -33,16 +33,15 @@ fn board() -> TestBoard {
 /// `tavern hook CLIENT EVENT` as the client runs it: its event as JSON on stdin, the
 /// agent named by TAVERN_AGENT.
 fn hook(b: &TestBoard, client: &str, event: &str, agent: &str, stdin: &str) -> Out {
+    hook_with(b, &[client, event], Some(agent), stdin)
+}
+
+/// `tavern hook WORDS` as [`hook`] runs it; with no `agent`, the hook names the agent
+/// itself (`CLIENT-PID`).
+fn hook_with(b: &TestBoard, words: &[&str], agent: Option<&str>, stdin: &str) -> Out {
     let mut c = Command::new(BIN);
-    c.args(["hook", client, event])
-        .current_dir(b.root())
-        .env_remove("TAVERN_BOARD")
-        .env_remove("CLAUDE_ENV_FILE")
-        .env("TAVERN_AGENT", agent)
-        .env("USER", "tester")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    c.arg("hook").args(words);
+    as_client(&mut c, b, agent);
     let mut child = c.spawn().unwrap();
     child
         .stdin
@@ -55,6 +54,19 @@ fn hook(b: &TestBoard, client: &str, event: &str, agent: &str, stdin: &str) -> O
         code: o.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&o.stdout).into(),
         stderr: String::from_utf8_lossy(&o.stderr).into(),
+    }
+}
+
+/// What a hook of the client gets: the board's directory, none of the caller's board,
+/// agent or Claude Code session file, `agent` (if any) as TAVERN_AGENT, every stream piped.
+fn as_client(c: &mut Command, b: &TestBoard, agent: Option<&str>) {
+    as_tester(c, b.root())
+        .env_remove("CLAUDE_ENV_FILE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(agent) = agent {
+        c.env("TAVERN_AGENT", agent);
     }
 }
 
@@ -379,16 +391,10 @@ fn hooks_run_at_once_deliver_an_item_once() {
     run(&b, "boss", &["answer", &q, "8080"]);
     let children: Vec<_> = (0..6)
         .map(|_| {
-            Command::new(BIN)
-                .args(["hook", "claude", "heartbeat"])
-                .current_dir(b.root())
-                .env_remove("TAVERN_BOARD")
-                .env("TAVERN_AGENT", "a1")
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
+            let mut c = Command::new(BIN);
+            c.args(["hook", "claude", "heartbeat"]);
+            as_client(&mut c, &b, Some("a1"));
+            c.stdin(Stdio::null()).spawn().unwrap()
         })
         .collect();
     let outs: Vec<String> = children
@@ -466,6 +472,42 @@ fn a_session_starts_its_cursor_and_each_client_gets_its_form() {
     hook(&b, "opencode", "heartbeat", "s1", "")
         .ok()
         .stdout_is("");
+}
+
+/// A name the hook derives (`CLIENT-PID`, no TAVERN_AGENT) belongs to one client
+/// process; a session start of it starts its news at the log's end, even when the pid was
+/// an older session's (reused) that left news undelivered: that news is not this
+/// session's. A name given (TAVERN_AGENT) keeps its place across sessions (the test
+/// above).
+#[test]
+fn a_derived_name_whose_pid_is_reused_gets_no_news_of_the_old_session() {
+    let b = board();
+    let pid = std::process::id().to_string();
+    let name = format!("claude-{pid}");
+    let derived = |event: &str| hook_with(&b, &["claude", event, "--pid", &pid], None, "");
+    let start = derived("session-start");
+    start
+        .ok()
+        .stdout_has(&format!("You are registered as agent `{name}`"));
+    derived("heartbeat").ok().stdout_is("");
+    // News for the first session, which ends (killed: no session-end) before any hook
+    // delivers it.
+    run(&b, "boss", &["pause", "for the old session"]);
+    // A new session whose client got the same pid.
+    derived("session-start").ok();
+    derived("heartbeat").ok().stdout_is("");
+    // What happens from its start reaches it, once.
+    run(&b, "boss", &["resume"]);
+    let out = derived("heartbeat");
+    let v: Value = serde_json::from_str(&out.ok().stdout).unwrap();
+    let (items, _) = fenced(
+        &name,
+        v["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap(),
+    );
+    assert_eq!(items, ["- the board was resumed by boss"]);
+    derived("heartbeat").ok().stdout_is("");
 }
 
 /// `tavern mcp`'s `status`: under `for_you`, what concerns the agent since it last looked,
@@ -608,15 +650,9 @@ fn traced_after_tool(b: &TestBoard, agent: &str) -> (String, Vec<String>) {
         "-o",
     ])
     .arg(&trace)
-    .args([BIN, "hook", "claude", "heartbeat"])
-    .current_dir(&root)
-    .env_remove("TAVERN_BOARD")
-    .env_remove("CLAUDE_ENV_FILE")
-    .env("TAVERN_AGENT", agent)
-    .env("USER", "tester")
-    .stdin(Stdio::piped())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
+    .args([BIN, "hook", "claude", "heartbeat"]);
+    as_client(&mut c, b, Some(agent));
+    c.current_dir(&root);
     let mut child = c.spawn().unwrap();
     child
         .stdin

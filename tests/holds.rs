@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::concurrency::Rng;
 use crate::util::git::{self, git};
-use crate::util::{BIN, TestBoard};
+use crate::util::{BIN, TestBoard, as_tester};
 use crate::worktrees::tavern;
 
 fn holds(b: &TestBoard) -> Vec<Value> {
@@ -1008,11 +1008,8 @@ fn with_nothing_held_the_pre_edit_hook_reads_board_yaml_and_one_stat() {
         let mut c = Command::new("strace");
         c.args(["-f", "-qq", "-e", "trace=%file,%process", "-o"])
             .arg(&trace)
-            .args([BIN, "hook", "claude", "pre-edit"])
-            .current_dir(b.root())
-            .env_remove("TAVERN_BOARD")
-            .env_remove("TAVERN_AGENT")
-            .env("USER", "tester")
+            .args([BIN, "hook", "claude", "pre-edit"]);
+        as_tester(&mut c, b.root())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use crate::util::eventually;
 use crate::util::git::{self, git};
 use crate::worktrees::tavern;
 
@@ -320,19 +321,6 @@ impl Drop for Running {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-/// Waits (up to a generous bound: shared machines) until `done` holds.
-#[track_caller]
-fn eventually(what: &str, done: impl Fn() -> bool) {
-    let end = std::time::Instant::now() + std::time::Duration::from_secs(90);
-    while !done() {
-        assert!(
-            std::time::Instant::now() < end,
-            "gave up waiting for {what}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
 

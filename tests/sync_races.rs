@@ -8,60 +8,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use crate::sync_branch::two_clones;
-use crate::util::BIN;
-use crate::util::git::{self, git};
+use crate::util::eventually;
+use crate::util::git::{fake_git, finish, git, spawn};
 use crate::worktrees::tavern;
 
 const REMOTE_REF: &str = "refs/tavern/remote/tavern";
-
-/// A `tavern` process started in `dir`, not waited for; `path` (if any) goes first on
-/// PATH, so that the `git` tavern starts is the one found there.
-fn spawn(dir: &Path, args: &[&str], path: Option<&Path>) -> std::process::Child {
-    let mut c = Command::new(BIN);
-    c.args(args)
-        .current_dir(dir)
-        .env_remove("TAVERN_BOARD")
-        .env_remove("TAVERN_AGENT")
-        .env("USER", "tester")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    git::env(&mut c);
-    if let Some(p) = path {
-        let old = std::env::var_os("PATH").unwrap_or_default();
-        let mut paths = vec![p.to_path_buf()];
-        paths.extend(std::env::split_paths(&old));
-        c.env("PATH", std::env::join_paths(paths).unwrap());
-    }
-    c.spawn().expect("start tavern")
-}
-
-struct Done {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn finish(child: std::process::Child) -> Done {
-    let out = child.wait_with_output().unwrap();
-    Done {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-/// The real git, found on PATH as tavern finds it.
-fn real_git() -> PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|d| d.join("git"))
-        .find(|p| p.is_file())
-        .expect("git on PATH")
-}
 
 /// A directory holding a `git` that runs the real one, except for a fetch whose
 /// arguments contain `matches`: there it plays the other git process of the clone that
@@ -71,14 +24,8 @@ fn real_git() -> PathBuf {
 /// OLD`); a file `raced` beside it says it did. Otherwise every such fetch fails so, the
 /// ref left as it is (a race that never ends).
 fn racing_git(tmp: &Path, matches: &str, once: bool) -> PathBuf {
-    let dir = tmp.join(format!("racing-git-{}", matches.replace(['/', '*'], "_")));
-    std::fs::create_dir_all(&dir).unwrap();
-    let real = real_git();
     let script = format!(
-        r#"#!/bin/sh
-real='{real}'
-dir='{dir}'
-case " $* " in
+        r#"case " $* " in
   *" fetch "*'{matches}'*)
     if [ {once} = 0 ] || [ ! -e "$dir/raced" ]; then
       : > "$dir/raced"
@@ -88,11 +35,7 @@ case " $* " in
       echo "error: cannot lock ref '{remote_ref}': is at $new but expected $old" >&2
       exit 1
     fi;;
-esac
-exec "$real" "$@"
-"#,
-        real = real.display(),
-        dir = dir.display(),
+esac"#,
         once = u8::from(once),
         remote_ref = if matches.contains("claims") {
             "refs/tavern/claims/x"
@@ -102,11 +45,8 @@ exec "$real" "$@"
             REMOTE_REF
         },
     );
-    let path = dir.join("git");
-    std::fs::write(&path, script).unwrap();
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    dir
+    let dir = tmp.join(format!("racing-git-{}", matches.replace(['/', '*'], "_")));
+    fake_git(&dir, &script)
 }
 
 /// The files of the board branch at `rev` in `dir`.
@@ -157,8 +97,7 @@ fn a_fetch_that_loses_a_race_in_this_clone_is_made_again() {
         path.join("raced").exists(),
         "the fetch met the other git process"
     );
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let x: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let x = out.ok().json();
     assert_eq!(x["outcome"], "fast-forwarded", "{x}");
     assert!(a.join(format!(".tavern/tasks/{id}.md")).is_file());
     let theirs = git(&remote, &["rev-parse", "tavern"]);
@@ -187,14 +126,13 @@ fn a_race_in_this_clone_that_never_ends_is_not_called_an_unreachable_remote() {
 
     let path = racing_git(tmp.path(), REMOTE_REF, false);
     let out = finish(spawn(&a, &["sync"], Some(&path)));
-    assert_eq!(out.code, 3, "{}", out.stderr);
     for said in [
         "in this clone",
         REMOTE_REF,
         "is at",
         "the remote is not at fault",
     ] {
-        assert!(out.stderr.contains(said), "{said}: {}", out.stderr);
+        out.code(3).stderr_has(said);
     }
     assert!(!out.stderr.contains("cannot fetch"), "{}", out.stderr);
     assert_eq!(
@@ -209,12 +147,7 @@ fn a_race_in_this_clone_that_never_ends_is_not_called_an_unreachable_remote() {
 
     let path = racing_git(tmp.path(), "refs/tavern/claims/*", false);
     let out = finish(spawn(&a, &["sync"], Some(&path)));
-    assert_eq!(out.code, 3, "{}", out.stderr);
-    assert!(
-        out.stderr.contains("another git process of this clone"),
-        "{}",
-        out.stderr
-    );
+    out.code(3).stderr_has("another git process of this clone");
     assert_eq!(
         git(&remote, &["rev-parse", "tavern"]),
         before,
@@ -233,12 +166,9 @@ fn a_race_in_this_clone_that_never_ends_is_not_called_an_unreachable_remote() {
         &["claim", "--next", "--as", "coder"],
         Some(&path),
     ));
-    assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(
-        out.stderr.contains("the remote is not at fault") && out.stderr.contains("claim records"),
-        "{}",
-        out.stderr
-    );
+    out.code(1)
+        .stderr_has("the remote is not at fault")
+        .stderr_has("claim records");
     assert!(
         !log_of(&a)
             .iter()
@@ -434,12 +364,9 @@ fn a_hold_whose_records_race_in_this_clone_is_not_called_unconfirmed() {
         Some(&path),
     ));
     assert!(path.join("raced").exists(), "the fetch met the race");
-    assert_eq!(out.code, 1, "{}", out.stderr);
-    assert!(
-        out.stderr.contains("the remote is not at fault") && out.stderr.contains("hold records"),
-        "{}",
-        out.stderr
-    );
+    out.code(1)
+        .stderr_has("the remote is not at fault")
+        .stderr_has("hold records");
     assert_eq!(
         git(&remote, &["for-each-ref", "refs/tavern/holds/"]),
         held,
@@ -462,15 +389,12 @@ fn sync_watch_stops_on_sigterm_after_its_exchange() {
     let (a, _b, remote) = two_clones(tmp.path());
     let id = new_task(&a, "sent by the loop");
     let watch = spawn(&a, &["sync", "--watch", "--interval", "1s"], None);
-    let end = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while !branch_files(&remote, "tavern").contains(&format!("tasks/{id}.md")) {
-        assert!(std::time::Instant::now() < end, "the loop never pushed");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    eventually("the loop to push", || {
+        branch_files(&remote, "tavern").contains(&format!("tasks/{id}.md"))
+    });
     crate::util::watcher::signal(watch.id(), "TERM");
     let out = finish(watch);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(out.stdout.contains("origin: pushed"), "{}", out.stdout);
+    out.ok().stdout_has("origin: pushed");
     tavern(&a, &["sync"]).ok();
 }
 
@@ -478,28 +402,14 @@ fn sync_watch_stops_on_sigterm_after_its_exchange() {
 /// `gate` is beside it: that one says so (a file `pushing`) and waits for a file `go`
 /// before it runs.
 fn gated_git(tmp: &Path) -> PathBuf {
-    let dir = tmp.join("gated-git");
-    std::fs::create_dir_all(&dir).unwrap();
-    let script = format!(
-        r#"#!/bin/sh
-dir='{dir}'
-case " $* " in
+    let script = r#"case " $* " in
   *" push "*)
     if [ -e "$dir/gate" ]; then
       : > "$dir/pushing"
       while [ ! -e "$dir/go" ]; do sleep 0.05; done
     fi;;
-esac
-exec '{real}' "$@"
-"#,
-        real = real_git().display(),
-        dir = dir.display(),
-    );
-    let path = dir.join("git");
-    std::fs::write(&path, script).unwrap();
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    dir
+esac"#;
+    fake_git(&tmp.join("gated-git"), script)
 }
 
 /// A connected `tavern watch` stopped by SIGTERM while its exchange thread pushes: the
@@ -544,31 +454,18 @@ fn a_connected_watch_stops_after_its_exchange() {
     while !seen.iter().any(|v| v["event"] == "watching") {
         wait_line("the watcher to start", &mut seen);
     }
-    let end = std::time::Instant::now() + patience;
-    while !gated.join("pushing").exists() {
-        assert!(std::time::Instant::now() < end, "the exchange never pushed");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    eventually("the exchange to push", || gated.join("pushing").exists());
     crate::util::watcher::signal(watch.id(), "TERM");
     while !seen.iter().any(|v| v["event"] == "stopped") {
         wait_line("the watcher to stop", &mut seen);
     }
     // The watch loop has ended; its exchange is still pushing. Let the push go.
     std::fs::write(gated.join("go"), "").unwrap();
-    let end = std::time::Instant::now() + patience;
-    let status = loop {
-        if let Some(s) = watch.try_wait().unwrap() {
-            break s;
-        }
-        assert!(std::time::Instant::now() < end, "the watcher never exited");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
+    let out = finish(watch);
     while let Ok(line) = lines.recv_timeout(std::time::Duration::from_secs(5)) {
         seen.push(serde_json::from_str(&line).unwrap());
     }
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut watch.stderr.take().unwrap(), &mut stderr).unwrap();
-    assert_eq!(status.code(), Some(0), "{stderr}");
+    out.ok();
     let stopped = seen.iter().position(|v| v["event"] == "stopped").unwrap();
     assert!(
         seen[stopped..]

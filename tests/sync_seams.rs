@@ -5,40 +5,12 @@
 #![cfg(unix)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use crate::sync_branch::two_clones;
-use crate::util::BIN;
-use crate::util::git::{self, git};
+use crate::util::git::{self, fake_git, git, spawn, tavern_cmd};
+use crate::util::{BIN, eventually};
 use crate::worktrees::tavern;
-
-/// A `tavern` process started in `dir`, not waited for.
-fn spawn(dir: &Path, args: &[&str]) -> std::process::Child {
-    let mut c = Command::new(BIN);
-    c.args(args)
-        .current_dir(dir)
-        .env_remove("TAVERN_BOARD")
-        .env_remove("TAVERN_AGENT")
-        .env("USER", "tester")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    git::env(&mut c);
-    c.spawn().expect("start tavern")
-}
-
-/// Waits (up to a generous bound: shared machines) until `done` holds.
-#[track_caller]
-fn eventually(what: &str, done: impl Fn() -> bool) {
-    let end = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while !done() {
-        assert!(
-            std::time::Instant::now() < end,
-            "gave up waiting for {what}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-}
 
 /// The files of the board branch at `rev`.
 fn branch_files(dir: &Path, rev: &str) -> Vec<String> {
@@ -71,7 +43,7 @@ fn two_syncs_at_once_in_one_clone_never_lose_the_board() {
         tavern(&b, &["new", "task", "--title", &format!("b {round}")]).ok();
         tavern(&b, &["sync"]).ok();
         tavern(&a, &["new", "task", "--title", &format!("a {round}")]).ok();
-        let syncs = [spawn(&a, &["sync"]), spawn(&a, &["sync"])];
+        let syncs = [spawn(&a, &["sync"], None), spawn(&a, &["sync"], None)];
         for s in syncs {
             let out = s.wait_with_output().unwrap();
             assert!(
@@ -115,7 +87,7 @@ fn an_exchange_waits_for_the_one_running_in_the_same_clone() {
     lock.lock().unwrap();
     let id = tavern(&a, &["new", "task", "--title", "waits"]).ok().text();
     let before = git(&a, &["rev-parse", "tavern"]);
-    let sync = spawn(&a, &["sync", "--json"]);
+    let sync = spawn(&a, &["sync", "--json"], None);
     // The sync has opened the lock file: it is waiting for it now.
     let fds = PathBuf::from(format!("/proc/{}/fd", sync.id()));
     eventually("the sync to wait for the exchange lock", || {
@@ -893,48 +865,17 @@ fn a_stale_lock_on_the_remote_is_named_as_such() {
 
 /// `tavern ARGS` in `dir` with the `git` of `bin` first on PATH (an injected fault).
 fn tavern_with_git(dir: &Path, bin: &Path, args: &[&str]) -> crate::util::Out {
-    let mut c = Command::new(BIN);
-    c.args(args)
-        .current_dir(dir)
-        .env_remove("TAVERN_BOARD")
-        .env_remove("TAVERN_AGENT")
-        .env("USER", "tester")
-        .env(
-            "PATH",
-            format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
-        )
-        .stdin(Stdio::null());
-    git::env(&mut c);
-    crate::util::output(c)
+    crate::util::output(tavern_cmd(dir, args, Some(bin)))
 }
 
-/// A directory holding a `git` that runs the real one, except as `faults` (shell `case`
-/// arms on the git subcommand) say.
+/// A directory holding a `git` that runs the real one (`$real`), except as `faults`
+/// (shell `case` arms on the git subcommand) say.
 fn faulty_git(dir: &Path, faults: &str) -> PathBuf {
-    let bin = dir.join("faulty-bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let real = String::from_utf8(
-        Command::new("sh")
-            .args(["-c", "command -v git"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap()
-    .trim()
-    .to_string();
-    let script = bin.join("git");
     // `git -C DIR SUBCOMMAND …`: the subcommand is the first word after the options.
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\nREAL='{real}'\nsub=''\nskip=0\nfor a in \"$@\"; do\n  if [ $skip = 1 ]; then skip=0; continue; fi\n  case \"$a\" in -C|-c) skip=1 ;; -*) ;; *) sub=\"$a\"; break ;; esac\ndone\ncase \"$sub\" in\n{faults}\nesac\nexec \"$REAL\" \"$@\"\n"
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    bin
+    let script = format!(
+        "sub=''\nskip=0\nfor a in \"$@\"; do\n  if [ $skip = 1 ]; then skip=0; continue; fi\n  case \"$a\" in -C|-c) skip=1 ;; -*) ;; *) sub=\"$a\"; break ;; esac\ndone\ncase \"$sub\" in\n{faults}\nesac"
+    );
+    fake_git(&dir.join("faulty-bin"), &script)
 }
 
 /// The push of the board branch reaches the remote, and its answer is lost (the push is
@@ -957,7 +898,7 @@ fn a_lost_answer_to_the_push_of_the_board_branch_is_found_out() {
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let child = spawn(&a, &["sync", "--json"]);
+    let child = spawn(&a, &["sync", "--json"], None);
     eventually("the remote to take the branch", || marker.exists());
     std::fs::remove_file(&hook).unwrap();
     // The connection drops: the client's push and the remote's receive-pack die.
@@ -1021,7 +962,7 @@ fn a_push_that_took_the_branch_but_failed_as_a_whole_is_checked_with_the_remote(
     tavern(&a, &["new", "task", "--title", "Sent"]).ok();
     let bin = faulty_git(
         tmp.path(),
-        "push) \"$REAL\" \"$@\"; echo 'fatal: the remote end hung up unexpectedly' >&2; exit 128 ;;",
+        "push) \"$real\" \"$@\"; echo 'fatal: the remote end hung up unexpectedly' >&2; exit 128 ;;",
     );
     let out = tavern_with_git(&a, &bin, &["sync", "--json"]);
     assert_eq!(out.ok().json()["outcome"], "pushed");
@@ -1042,7 +983,7 @@ fn a_push_whose_outcome_cannot_be_known_says_so_and_the_next_sync_finds_out() {
     for (taken, push) in [
         (
             true,
-            "push) \"$REAL\" \"$@\"; echo 'fatal: the remote end hung up unexpectedly' >&2; exit 128 ;;",
+            "push) \"$real\" \"$@\"; echo 'fatal: the remote end hung up unexpectedly' >&2; exit 128 ;;",
         ),
         (
             false,

@@ -14,15 +14,7 @@ use crate::util::{BIN, Out, output};
 
 /// `tavern ARGS` run in `dir`, with a clean environment.
 pub fn tavern(dir: &Path, args: &[&str]) -> Out {
-    let mut c = Command::new(BIN);
-    c.args(args)
-        .current_dir(dir)
-        .env_remove("TAVERN_BOARD")
-        .env_remove("TAVERN_AGENT")
-        .env("USER", "tester")
-        .stdin(Stdio::null());
-    git::env(&mut c);
-    output(c)
+    output(git::tavern_cmd(dir, args, None))
 }
 
 /// A repository at `tmp/main` with a committed board, and a linked worktree at `tmp/wt`

@@ -281,13 +281,7 @@ impl Cursor {
 /// The log's size and modification time (nanoseconds), or None without a log.
 fn log_state(board: &Board) -> Option<(u64, u128)> {
     let meta = std::fs::metadata(board.log_path()).ok()?;
-    let mtime = meta
-        .modified()
-        .ok()?
-        .duration_since(std::time::UNIX_EPOCH)
-        .ok()?
-        .as_nanos();
-    Some((meta.len(), mtime))
+    Some((meta.len(), crate::file::mtime_nanos(&meta)?))
 }
 
 fn check_actor(actor: &str) -> Result<()> {
@@ -314,12 +308,25 @@ fn nothing(actor: &str) -> Delivery {
 /// exists (an agent by a name it had before) stays, so what happened while it was away
 /// still reaches it.
 pub fn start(board: &Board, actor: &str) -> Result<()> {
+    begin(board, actor, true)
+}
+
+/// Starts `actor`'s cursor at the end of the log, whatever it was: for a name that
+/// belongs to one client process (`codex-4242`, derived from its pid), whose session start
+/// gives the model the board's summary afresh. The pid may be an old session's, reused:
+/// that session's undelivered news is not this one's.
+pub fn restart(board: &Board, actor: &str) -> Result<()> {
+    begin(board, actor, false)
+}
+
+/// [`start`] (`keep`: a cursor that exists stays) or [`restart`].
+fn begin(board: &Board, actor: &str, keep: bool) -> Result<()> {
     check_actor(actor)?;
-    if Cursor::path(board, actor).exists() {
+    if keep && Cursor::path(board, actor).exists() {
         return Ok(());
     }
     let _lock = crate::store::lock(board, &lock_name(actor))?;
-    if Cursor::path(board, actor).exists() {
+    if keep && Cursor::path(board, actor).exists() {
         return Ok(());
     }
     let log = log_state(board);

@@ -66,6 +66,29 @@ pub struct ListRequest {
 /// The documents matching the request, open ones first, best first. Region words narrow
 /// the regions (none: every region); `archive` lists only the archive, `archived` adds it.
 pub fn list(board: &Board, req: &ListRequest) -> Result<Listing> {
+    let rows = list_rows(board, req, |d| d)?;
+    Ok(Listing {
+        docs: rows.rows,
+        skipped: rows.skipped,
+    })
+}
+
+/// What [`list_rows`] gives: a row per matching document, in `list`'s order.
+#[derive(Debug)]
+pub struct Rows<R> {
+    pub rows: Vec<R>,
+    pub skipped: Vec<view::Skipped>,
+}
+
+/// [`list`], where each matching document becomes `row(document)` as soon as it is read
+/// (on the reading threads): a front-end that prints a line or a JSON object per document
+/// holds those, never the documents, so what a big listing holds is its rows. Questions
+/// carry their decisions when `row` sees them.
+pub fn list_rows<R: Send>(
+    board: &Board,
+    req: &ListRequest,
+    row: impl Fn(Document) -> R + Sync,
+) -> Result<Rows<R>> {
     let query = Query::parse(&req.terms)?;
     let mut regions = query.regions();
     if regions.is_empty() {
@@ -75,33 +98,45 @@ pub fn list(board: &Board, req: &ListRequest) -> Result<Listing> {
     regions.dedup();
     crate::schema::check_query(board, &query, &regions)?;
     let now = crate::time::now();
-    // Filter while reading: a big board is never held in memory whole.
+    // Filter while reading: a big board is never held in memory whole, and the matches
+    // only as rows.
     let needles = query.needles();
     let plain = |fm: &str| query.may_match_plain(fm, now);
-    let read = |archived| {
-        scan::scan_prefiltered(board, &regions, archived, &needles, &plain, |d| {
-            query.matches(d, now)
-        })
+    let decisions = ops::decisions::Annotator::new(board);
+    let found = std::sync::Mutex::new(Vec::new());
+    let each = |mut d: Document| {
+        if query.matches(&d, now) {
+            decisions.annotate(&mut d);
+            let key = scan::OrderKey::open_first(board, &d);
+            let row = row(d);
+            found
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((key, row));
+        }
     };
-    let mut scanned = if query.archived() {
-        scan::Scan::default()
+    let status = |s: Option<&str>| query.may_match_status(s, now);
+    let read = |archived| {
+        scan::each_prefiltered(board, &regions, archived, &needles, &plain, &status, &each)
+    };
+    let mut skipped = if query.archived() {
+        Vec::new()
     } else {
         read(false)?
     };
     if req.archived || query.archived() {
-        let old = read(true)?;
-        scanned.docs.extend(old.docs);
-        scanned.skipped.extend(old.skipped);
+        skipped.extend(read(true)?);
     }
-    let mut docs = scanned.docs;
-    ops::decisions::annotate(board, &mut docs)?;
-    scan::sort_open_first(board, &mut docs);
-    Ok(Listing {
-        docs,
-        skipped: scanned.skipped,
+    decisions.finish()?;
+    let mut found = found.into_inner().unwrap_or_else(|p| p.into_inner());
+    found.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Ok(Rows {
+        rows: found.into_iter().map(|(_, row)| row).collect(),
+        skipped,
     })
 }
 
+pub use super::view::brief_json;
 pub use crate::ops::edit::EditSpec;
 pub use crate::ops::new::NewDoc;
 

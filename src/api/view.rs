@@ -25,6 +25,12 @@ pub fn docs<S: Serializer>(docs: &[Document], s: S) -> Result<S::Ok, S::Error> {
     s.collect_seq(docs.iter().map(Brief))
 }
 
+/// A document as one JSON object of [`docs`], for a front-end that prints a listing as it
+/// makes it.
+pub fn brief_json(doc: &Document) -> String {
+    serde_json::to_string(&Brief(doc)).unwrap_or_default()
+}
+
 struct Brief<'a>(&'a Document);
 
 impl Serialize for Brief<'_> {

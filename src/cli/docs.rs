@@ -184,20 +184,77 @@ pub struct ListArgs {
 }
 
 pub fn list(ctx: &Ctx, a: ListArgs) -> Result<ExitCode> {
+    use super::output::{self, warn};
     let board = ctx.board()?;
     let req = tavern::api::docs::ListRequest {
         terms: a.terms,
         archived: a.archived,
     };
-    let listing = tavern::api::docs::list(&board, &req)?;
-    let code = ctx.print(&listing)?;
-    if listing.docs.is_empty() {
-        super::output::note(ctx.global.json, "no documents match");
+    let json = ctx.global.json;
+    let (empty, forged) = if json {
+        let (docs, forged, skipped) = listed(&board, &req, tavern::api::docs::brief_json)?;
+        let skipped = serde_json::to_string(&skipped).unwrap_or_default();
+        output::out(&json_listing(&docs, &skipped))?;
+        (docs.is_empty(), forged)
+    } else {
+        let (rows, forged, _) = listed(&board, &req, output::doc_row)?;
+        if !rows.is_empty() {
+            output::out(&output::table(output::DOC_COLUMNS, &rows))?;
+        }
+        let empty = rows.is_empty();
+        // The process ends next: freeing every row one by one costs time for memory the
+        // exit returns anyway.
+        std::mem::forget(rows);
+        (empty, forged)
+    };
+    for w in forged {
+        warn(&w);
     }
-    // The process ends next: freeing every document one by one (a map and its strings
-    // each) was an eighth of a big listing's time, for memory the exit returns anyway.
-    std::mem::forget(listing);
-    Ok(code)
+    if empty {
+        output::note(json, "no documents match");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The listing, each document made into what is printed of it (`show`) as it is read, so
+/// that a big listing holds those and not documents (about 3.5 KiB each, parsed); the
+/// warnings about forged decisions to print after it, and the files skipped (already
+/// warned of).
+fn listed<R: Send>(
+    board: &tavern::api::Board,
+    req: &tavern::api::docs::ListRequest,
+    show: impl Fn(&tavern::api::Document) -> R + Sync,
+) -> Result<(Vec<R>, Vec<String>, Vec<tavern::api::Skipped>)> {
+    let listed = tavern::api::docs::list_rows(board, req, |d| {
+        (show(&d), super::output::forged_warning(&d))
+    })?;
+    for w in super::render::skipped_warnings(&listed.skipped) {
+        super::output::warn(&w);
+    }
+    let (shown, forged): (Vec<R>, Vec<Option<String>>) = listed.rows.into_iter().unzip();
+    Ok((
+        shown,
+        forged.into_iter().flatten().collect(),
+        listed.skipped,
+    ))
+}
+
+/// The line `serde_json` makes of a listing (`{"documents":[…],"skipped":[…]}`), written
+/// from each document's JSON and the skipped files' JSON.
+fn json_listing(docs: &[String], skipped: &str) -> String {
+    let size = docs.iter().map(|j| j.len() + 1).sum::<usize>() + skipped.len();
+    let mut text = String::with_capacity(size + 32);
+    text.push_str("{\"documents\":[");
+    for (i, j) in docs.iter().enumerate() {
+        if i > 0 {
+            text.push(',');
+        }
+        text.push_str(j);
+    }
+    text.push_str("],\"skipped\":");
+    text.push_str(skipped);
+    text.push_str("}\n");
+    text
 }
 
 #[derive(Debug, Args)]

@@ -83,25 +83,27 @@ pub fn cell(s: &str) -> String {
 
 /// The human table of `list` and `ready`.
 pub fn doc_table(docs: &[Document]) -> String {
-    let rows: Vec<[String; 5]> = docs
-        .iter()
-        .map(|d| {
-            let pri = d
-                .text("priority")
-                .or_else(|| d.text("severity"))
-                .unwrap_or_else(|| "-".into());
-            let owner = d.str("claimed_by").unwrap_or("-").to_string();
-            let status = status_cell(d);
-            [
-                cell(d.id()),
-                cell(&status),
-                cell(&pri),
-                cell(&owner),
-                cell(d.title()),
-            ]
-        })
-        .collect();
-    table(["ID", "STATUS", "PRI", "OWNER", "TITLE"], &rows)
+    let rows: Vec<[String; 5]> = docs.iter().map(doc_row).collect();
+    table(DOC_COLUMNS, &rows)
+}
+
+/// The columns of [`doc_table`].
+pub const DOC_COLUMNS: [&str; 5] = ["ID", "STATUS", "PRI", "OWNER", "TITLE"];
+
+/// A document's row in [`doc_table`].
+pub fn doc_row(d: &Document) -> [String; 5] {
+    let pri = d
+        .text("priority")
+        .or_else(|| d.text("severity"))
+        .unwrap_or_else(|| "-".into());
+    let owner = d.str("claimed_by").unwrap_or("-");
+    [
+        cell(d.id()),
+        cell(&status_cell(d)),
+        cell(&pri),
+        cell(owner),
+        cell(d.title()),
+    ]
 }
 
 /// A document's status as tables show it: `(archived)` for one in the archive, and
@@ -120,17 +122,18 @@ pub fn status_cell(d: &Document) -> String {
 /// One warning per document whose decision is forged: what it claims, and why it does
 /// not count.
 pub fn forged_warnings(docs: &[Document]) -> Vec<String> {
-    docs.iter()
-        .filter_map(|d| {
-            let x = d.decision.as_ref().filter(|x| x.is_forged())?;
-            // The file's own words (who it says decided) are agent-written: no escapes.
-            Some(cell(&format!(
-                "{}: {} (it counts as undecided; a human decides it with approve or deny)",
-                d.rel_path(),
-                x.describe()
-            )))
-        })
-        .collect()
+    docs.iter().filter_map(forged_warning).collect()
+}
+
+/// The warning about a document whose decision is forged, if it is.
+pub fn forged_warning(d: &Document) -> Option<String> {
+    let x = d.decision.as_ref().filter(|x| x.is_forged())?;
+    // The file's own words (who it says decided) are agent-written: no escapes.
+    Some(cell(&format!(
+        "{}: {} (it counts as undecided; a human decides it with approve or deny)",
+        d.rel_path(),
+        x.describe()
+    )))
 }
 
 /// Columns padded to their widest cell, two spaces apart; the last one is not padded.

@@ -46,7 +46,7 @@ fn is_delimiter(line: &str) -> bool {
 
 /// Splits `text` at its frontmatter delimiters.
 pub fn split(text: &str) -> Result<Split<'_>, SplitError> {
-    let first_end = match text.find('\n') {
+    let first_end = match super::fast::byte_at(text, b'\n') {
         Some(i) => i,
         None => return Err(SplitError::NoOpening),
     };
@@ -57,7 +57,7 @@ pub fn split(text: &str) -> Result<Split<'_>, SplitError> {
     let mut pos = open.len();
     while pos < text.len() {
         let rest = &text[pos..];
-        let (line, next) = match rest.find('\n') {
+        let (line, next) = match super::fast::byte_at(rest, b'\n') {
             Some(i) => (&rest[..i], pos + i + 1),
             None => (rest, text.len()),
         };

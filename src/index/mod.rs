@@ -114,6 +114,19 @@ const FORMAT: u32 = 3;
 pub(crate) struct Prefilter<'a> {
     pub needles: &'a [Vec<String>],
     pub plain: &'a (dyn Fn(&str) -> bool + Sync),
+    /// Whether a document whose `status` is this string (None: not a string, or none) may
+    /// be wanted: judged from the head the index keeps of every cached document, plain
+    /// or not, before its text is looked at.
+    pub status: &'a (dyn Fn(Option<&str>) -> bool + Sync),
+}
+
+impl Prefilter<'_> {
+    /// Rules nothing out.
+    pub(crate) const NONE: Prefilter<'static> = Prefilter {
+        needles: &[],
+        plain: &|_| true,
+        status: &|_| true,
+    };
 }
 
 /// Reads every document file of one directory (a region, or its archive) through the
@@ -125,7 +138,28 @@ pub(crate) fn read_dir(
     pre: &Prefilter<'_>,
     keep: &(dyn Fn(&Document) -> bool + Sync),
 ) -> Result<Scan> {
-    Ok(read_area(board, region, archived, pre, Want::Docs(keep))?.scan)
+    let take = |d: Document| keep(&d).then_some(d);
+    Ok(read_area(board, region, archived, pre, Want::Docs(&take))?.scan)
+}
+
+/// Reads every document file of one directory as [`read_dir`] does, but hands each
+/// document that passes the prefilter to `each` as it is read (on the reading threads, in
+/// no order) instead of gathering them: what a read keeps is then whatever `each` keeps.
+/// The files skipped are returned, sorted by path.
+pub(crate) fn each_in_dir(
+    board: &Board,
+    region: Region,
+    archived: bool,
+    pre: &Prefilter<'_>,
+    each: &(dyn Fn(Document) + Sync),
+) -> Result<Vec<Skipped>> {
+    let take = |d: Document| {
+        each(d);
+        None
+    };
+    Ok(read_area(board, region, archived, pre, Want::Docs(&take))?
+        .scan
+        .skipped)
 }
 
 /// A document's name (its id, less `.md`) and head.
@@ -149,19 +183,15 @@ pub(crate) fn read_heads(
     region: Region,
     want: &(dyn Fn(&Head<'_>) -> bool + Sync),
 ) -> Result<(Vec<Named>, Vec<Skipped>)> {
-    let pre = Prefilter {
-        needles: &[],
-        plain: &|_| true,
-    };
-    let read = read_area(board, region, false, &pre, Want::Heads(want))?;
+    let read = read_area(board, region, false, &Prefilter::NONE, Want::Heads(want))?;
     Ok((read.heads, read.scan.skipped))
 }
 
 /// What a read of a directory gives.
 #[derive(Clone, Copy)]
 enum Want<'a> {
-    /// The documents this accepts.
-    Docs(&'a (dyn Fn(&Document) -> bool + Sync)),
+    /// The documents this gives back (it may keep or drop the others itself).
+    Docs(&'a (dyn Fn(Document) -> Option<Document> + Sync)),
     /// The heads this accepts.
     Heads(&'a (dyn Fn(&Head<'_>) -> bool + Sync)),
 }
@@ -220,7 +250,7 @@ fn read_area(
     };
     let keep = match want {
         Want::Docs(keep) => keep,
-        Want::Heads(_) => &|_: &Document| false,
+        Want::Heads(_) => &|_: Document| None,
     };
     area.read(dir_key, keep)
 }
@@ -258,7 +288,11 @@ struct Part {
 }
 
 impl Area<'_> {
-    fn read(&self, dir_key: StatKey, keep: &(dyn Fn(&Document) -> bool + Sync)) -> Result<Found> {
+    fn read(
+        &self,
+        dir_key: StatKey,
+        keep: &(dyn Fn(Document) -> Option<Document> + Sync),
+    ) -> Result<Found> {
         let start = self.area.start(Some(dir_key))?;
         let count = start.manifest.buckets.len();
         let progress =
@@ -367,7 +401,7 @@ impl Area<'_> {
         &self,
         start: &dir::Start,
         b: usize,
-        keep: &(dyn Fn(&Document) -> bool + Sync),
+        keep: &(dyn Fn(Document) -> Option<Document> + Sync),
     ) -> Part {
         if self.heads.is_some()
             && let Some(part) = self.heads_only(start, b)
@@ -464,8 +498,8 @@ impl Area<'_> {
                             .push((entry.name.to_string(), entry.head.clone().into_owned()));
                     }
                 }
-                Some(Ok(doc)) if keep(&doc) => part.scan.docs.push(doc),
-                Some(Ok(_)) | None => {}
+                Some(Ok(doc)) => part.scan.docs.extend(keep(doc)),
+                None => {}
             }
             entries.push(entry);
         }
@@ -486,10 +520,12 @@ impl Area<'_> {
     /// One file: its cached outcome when its stat data are unchanged (or `trust`: the
     /// watcher's journal says it did not change), else read again.
     fn read_entry<'e>(&self, name: &str, old: Option<Entry<'e>>, trust: bool) -> Read<'e> {
-        let path = self.area.dir.join(format!("{name}.md"));
+        // Made only when needed: most entries of a big read are cached and ruled out.
+        let path = || self.area.dir.join(format!("{name}.md"));
+        let file_name = || format!("{name}.md");
         let file = |key: Option<StatKey>| DocFile {
             id: name.to_string(),
-            path: path.clone(),
+            path: path(),
             is_symlink: key.is_some_and(|k| k.file_type() == FileType::Symlink),
             is_special: key.is_some_and(|k| {
                 !matches!(k.file_type(), FileType::RegularFile | FileType::Symlink)
@@ -508,10 +544,9 @@ impl Area<'_> {
             };
             return Read::Cached(entry, Some(outcome));
         }
-        let file_name = format!("{name}.md");
         let key = match &old {
             Some(old) if trust && !old.racy && old.key != StatKey::default() => old.key,
-            _ => match dir::stat_name(&self.dir_fd, &file_name) {
+            _ => match dir::stat_name(&self.dir_fd, &file_name()) {
                 Some(key) => key,
                 None => return Read::Gone,
             },
@@ -521,9 +556,9 @@ impl Area<'_> {
                 if self.heads.is_some() && matches!(old.outcome, Outcome::Doc(_)) {
                     return Read::Cached(old, None);
                 }
-                if old.plain
-                    && let Outcome::Doc(text) = &old.outcome
-                    && !self.may_match(text)
+                if let Outcome::Doc(text) = &old.outcome
+                    && (!(self.pre.status)(old.head.status.as_deref())
+                        || (old.plain && !self.may_match(text)))
                 {
                     return Read::Cached(old, None);
                 }
@@ -535,7 +570,7 @@ impl Area<'_> {
                         self.region,
                         name,
                         text.to_string(),
-                        &path,
+                        &path(),
                     )
                     .map(|mut d| {
                         d.archived = self.archived;
@@ -543,7 +578,7 @@ impl Area<'_> {
                     })
                     .ok(),
                     Outcome::Skipped(problem) => Some(Err(Skipped {
-                        path: self.board.rel(&path),
+                        path: self.board.rel(&path()),
                         problem: problem.to_string(),
                     })),
                 };
@@ -563,7 +598,7 @@ impl Area<'_> {
                 d.archived = self.archived;
                 d
             });
-        let after = dir::stat_name(&self.dir_fd, &file_name);
+        let after = dir::stat_name(&self.dir_fd, &file_name());
         let entry = Entry {
             name: Cow::Owned(name.to_string()),
             key,
@@ -630,10 +665,7 @@ mod tests {
     }
 
     fn everything() -> Prefilter<'static> {
-        Prefilter {
-            needles: &[],
-            plain: &|_| true,
-        }
+        Prefilter::NONE
     }
 
     fn doc(id: &str, title: &str) -> String {
@@ -760,6 +792,7 @@ mod tests {
             let pre = Prefilter {
                 needles: &needles,
                 plain: &|_| true,
+                status: &|_| true,
             };
             read_dir(board, Region::Tasks, false, &pre, &|d| {
                 d.status() == Some("pending")

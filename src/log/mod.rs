@@ -276,9 +276,8 @@ impl<'a> Appender<'a> {
             .metadata()
             .map_err(|e| Error::io(&path, "read", e))?
             .len();
-        let (last_seq, cut_at) =
-            scan_tail(&mut file, len).map_err(|e| Error::io(&path, "read", e))?;
-        if let Some(cut) = cut_at {
+        let tail = scan_tail(&file, len).map_err(|e| Error::io(&path, "read", e))?;
+        if let Some(cut) = tail.cut {
             // A torn entry from a crash: drop it so the file is valid YAML again.
             file.set_len(cut)
                 .map_err(|e| Error::io(&path, "repair", e))?;
@@ -287,16 +286,16 @@ impl<'a> Appender<'a> {
             });
         }
         let clock = Clock::read(board);
-        entry.seq = last_seq.max(clock.seq) + 1;
+        entry.seq = tail.last_seq.max(clock.seq) + 1;
         entry.origin = clock.origin.clone();
         let now = crate::time::now();
-        let last_at = last_at(&mut file, cut_at.unwrap_or(len))
+        let last_at = tail
+            .last_at
             .and_then(|t| crate::time::parse_time(&t, now))
             .filter(|t| *t > now);
         entry.at = crate::time::stamp_millis(last_at.unwrap_or(now));
         let text = render(&entry);
-        file.seek(SeekFrom::End(0))
-            .map_err(|e| Error::io(&path, "append to", e))?;
+        // Opened to append: the write goes to the end, wherever the cut left it.
         file.write_all(text.as_bytes())
             .and_then(|_| file.sync_data())
             .map_err(|e| Error::io(&path, "append to", e))?;
@@ -307,22 +306,6 @@ impl<'a> Appender<'a> {
         .save(board);
         Ok(entry)
     }
-}
-
-/// The `at` of the last entry before byte `end` (one whose tail is in the last 16 KiB).
-fn last_at(file: &mut std::fs::File, end: u64) -> Option<String> {
-    let start = end.saturating_sub(16 * 1024);
-    file.seek(SeekFrom::Start(start)).ok()?;
-    let mut buf = Vec::new();
-    Read::by_ref(file)
-        .take(end - start)
-        .read_to_end(&mut buf)
-        .ok()?;
-    chunks(&buf)
-        .iter()
-        .rev()
-        .find_map(|(_, chunk)| parse_bytes(chunk))
-        .map(|e| e.at)
 }
 
 /// This clone's log clock, in `.state/clock` (`ORIGIN SEQ`): the origin its entries carry
@@ -343,7 +326,8 @@ impl Clock {
     /// The clock, or a new origin when there is none (a fresh clone: `.state/` is never
     /// tracked, so each clone gets its own).
     pub fn read(board: &Board) -> Clock {
-        let text = std::fs::read_to_string(Clock::path(board)).unwrap_or_default();
+        let text = read_small(&Clock::path(board)).unwrap_or_default();
+        let text = String::from_utf8_lossy(&text);
         let mut words = text.split_whitespace();
         match (words.next(), words.next().and_then(|n| n.parse().ok())) {
             (Some(origin), Some(seq)) if crate::id::validate(origin).is_ok() => Clock {
@@ -357,14 +341,53 @@ impl Clock {
         }
     }
 
-    /// Saved under the log lock, whole (a torn clock would mint a new origin for nothing)
-    /// but not synced: if it is lost, the log's own last seq is the fallback, and a new
-    /// origin keeps the seqs unique anyway.
+    /// Saved under the log lock, whole, but not synced: if it is lost, the log's own last
+    /// seq is the fallback, and a new origin keeps the seqs unique anyway. Written in
+    /// place, in one write at its start, instead of through a temp file and a rename (the
+    /// rename was a journaled directory change on every append): its readers hold the log
+    /// lock, a kill cannot tear one write of a few bytes into one page, and bytes left
+    /// after the new text (a longer old one, truncated right after) are past the two
+    /// words a reader takes. A torn or lost clock mints a new origin, as before.
     fn save(&self, board: &Board) {
+        use std::os::unix::fs::{FileExt, OpenOptionsExt};
         let path = Clock::path(board);
         let text = format!("{} {}\n", self.origin, self.seq);
-        let _ = crate::file::write(&path, text.as_bytes(), crate::file::Durability::Cache);
+        // Not through a symbolic link (then replaced below, as any other failure).
+        let written = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .open(&path)
+            .and_then(|f| {
+                f.write_all_at(text.as_bytes(), 0)?;
+                if f.metadata()?.len() > text.len() as u64 {
+                    f.set_len(text.len() as u64)?;
+                }
+                Ok(())
+            });
+        if written.is_err() {
+            let _ = crate::file::write(&path, text.as_bytes(), crate::file::Durability::Cache);
+        }
     }
+}
+
+/// The first 256 bytes of a small file (the clock), read in one call.
+fn read_small(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    let mut f = std::fs::File::open(path)?;
+    let mut buf = vec![0; 256];
+    let mut n = 0;
+    loop {
+        match f.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+        if n == buf.len() {
+            break;
+        }
+    }
+    buf.truncate(n);
+    Ok(buf)
 }
 
 /// A random origin: 8 base32 characters (40 bits).
@@ -377,7 +400,7 @@ fn new_origin() -> String {
 /// alone (a reader that starts following the log now).
 pub fn end(board: &Board) -> Result<(u64, u64)> {
     let path = board.log_path();
-    let mut file = match std::fs::File::open(&path) {
+    let file = match std::fs::File::open(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((0, 0)),
         Err(e) => return Err(Error::io(&path, "read", e)),
@@ -386,21 +409,41 @@ pub fn end(board: &Board) -> Result<(u64, u64)> {
         .metadata()
         .map_err(|e| Error::io(&path, "read", e))?
         .len();
-    let (seq, cut) = scan_tail(&mut file, len).map_err(|e| Error::io(&path, "read", e))?;
-    Ok((cut.unwrap_or(len), seq))
+    let tail = scan_tail(&file, len).map_err(|e| Error::io(&path, "read", e))?;
+    Ok((tail.cut.unwrap_or(len), tail.last_seq))
 }
 
-/// Reads the end of the log: the highest seq among complete entries, and where to cut the
-/// file if its last entry is torn.
-fn scan_tail(file: &mut std::fs::File, len: u64) -> std::io::Result<(u64, Option<u64>)> {
+/// What the end of the log says: the highest seq among its complete entries, where to cut
+/// the file if its last entry is torn, and the `at` of the last entry that stays.
+struct Tail {
+    last_seq: u64,
+    cut: Option<u64>,
+    last_at: Option<String>,
+}
+
+/// Bytes `start..len` of the log, in one read.
+fn read_range(file: &std::fs::File, start: u64, len: u64) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0; (len - start) as usize];
+    file.read_exact_at(&mut buf, start)?;
+    Ok(buf)
+}
+
+/// Reads the end of the log (its last 64 KiB, in one read; the whole file only if that
+/// holds no complete entry): the highest seq among complete entries, where to cut the
+/// file if its last entry is torn, and the `at` of the last entry kept.
+fn scan_tail(file: &std::fs::File, len: u64) -> std::io::Result<Tail> {
+    let none = Tail {
+        last_seq: 0,
+        cut: None,
+        last_at: None,
+    };
     if len == 0 {
-        return Ok((0, None));
+        return Ok(none);
     }
     let mut start = len.saturating_sub(TAIL_BYTES);
     loop {
-        file.seek(SeekFrom::Start(start))?;
-        let mut buf = Vec::new();
-        Read::by_ref(file).take(len - start).read_to_end(&mut buf)?;
+        let buf = read_range(file, start, len)?;
         // Skip a partial first line when we started mid-file.
         let skip = if start == 0 {
             0
@@ -416,9 +459,14 @@ fn scan_tail(file: &mut std::fs::File, len: u64) -> std::io::Result<(u64, Option
             continue;
         }
         let Some((_, last_chunk)) = parts.last() else {
-            return Ok((0, None));
+            return Ok(none);
         };
-        let last_readable = last_chunk.ends_with(b"\n") && parse_bytes(last_chunk).is_some();
+        let last_entry = if last_chunk.ends_with(b"\n") {
+            parse_bytes(last_chunk)
+        } else {
+            None
+        };
+        let last_readable = last_entry.is_some();
         // What stays: the whole chunks before index `k`, and `keep` bytes of chunk `k`.
         let (k, keep) = if last_readable {
             (parts.len() - 1, last_chunk.len())
@@ -433,12 +481,17 @@ fn scan_tail(file: &mut std::fs::File, len: u64) -> std::io::Result<(u64, Option
             max_seq = max_seq.max(leading_seq(chunk).unwrap_or(0));
         }
         let chunk = parts[k].1;
-        let kept_seq = if keep == chunk.len() {
-            leading_seq(chunk)
+        let kept = if last_readable {
+            last_entry
         } else if keep > 0 {
-            parse_bytes(&chunk[..keep]).map(|e| e.seq)
+            parse_bytes(&chunk[..keep])
         } else {
             None
+        };
+        let kept_seq = if keep == chunk.len() {
+            leading_seq(chunk)
+        } else {
+            kept.as_ref().map(|e| e.seq)
         };
         max_seq = max_seq.max(kept_seq.unwrap_or(0));
         // A complete entry may precede the window; if we saw none at all, look at it all.
@@ -446,7 +499,21 @@ fn scan_tail(file: &mut std::fs::File, len: u64) -> std::io::Result<(u64, Option
             start = 0;
             continue;
         }
-        return Ok((max_seq, cut));
+        // The `at` of the last entry kept that parses: the one just parsed, else the
+        // nearest before it.
+        let last_at = match kept {
+            Some(e) => Some(e.at),
+            None => parts[..k]
+                .iter()
+                .rev()
+                .find_map(|(_, c)| parse_bytes(c))
+                .map(|e| e.at),
+        };
+        return Ok(Tail {
+            last_seq: max_seq,
+            cut,
+            last_at,
+        });
     }
 }
 
@@ -666,6 +733,91 @@ fn count_newlines(mut r: impl Read) -> std::io::Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn entry(op: &str) -> Entry {
+        Entry {
+            actor: "a".into(),
+            op: op.into(),
+            doc: "tasks/t.md".into(),
+            ..Default::default()
+        }
+    }
+
+    /// The clock is written in place (the same file, not a new one renamed over it), and
+    /// holds exactly `ORIGIN SEQ` after each append, even when a longer one was there.
+    #[test]
+    fn the_clock_is_written_in_place_and_whole() {
+        use std::os::unix::fs::MetadataExt;
+        let tmp = tempfile::tempdir().unwrap();
+        crate::board::init(tmp.path()).unwrap();
+        let board = Board::open(&tmp.path().join(".tavern")).unwrap();
+        let path = Clock::path(&board);
+        let first = append(&board, entry("create")).unwrap();
+        assert_eq!(first.seq, 1);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, format!("{} 1\n", first.origin));
+        let inode = std::fs::metadata(&path).unwrap().ino();
+        // A longer clock (say, a hand-edited one) with words after the two it holds.
+        std::fs::write(
+            &path,
+            format!("{} 41 and some trailing words\n", first.origin),
+        )
+        .unwrap();
+        let inode_after_edit = std::fs::metadata(&path).unwrap().ino();
+        assert_eq!(inode_after_edit, inode);
+        let next = append(&board, entry("edit")).unwrap();
+        assert_eq!(
+            (next.seq, next.origin.as_str()),
+            (42, first.origin.as_str())
+        );
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            format!("{} 42\n", first.origin)
+        );
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().ino(),
+            inode,
+            "replaced, not written in place"
+        );
+        // No clock at all: a new origin, and the log's own seq goes on.
+        std::fs::remove_file(&path).unwrap();
+        let third = append(&board, entry("edit")).unwrap();
+        assert_eq!(third.seq, 43);
+        assert_ne!(third.origin, first.origin);
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            format!("{} 43\n", third.origin)
+        );
+    }
+
+    /// An entry's `at` is never before the last entry's, found in the tail read once,
+    /// also when the last entry is torn and cut (then the one before it counts).
+    #[test]
+    fn at_follows_the_last_entry_kept_and_a_torn_one_is_cut() {
+        let tmp = tempfile::tempdir().unwrap();
+        crate::board::init(tmp.path()).unwrap();
+        let board = Board::open(&tmp.path().join(".tavern")).unwrap();
+        let future = |seq: u64, at: &str| {
+            render(&Entry {
+                seq,
+                origin: "aaaaaaaa".into(),
+                at: at.into(),
+                ..entry("edit")
+            })
+        };
+        let kept = future(5, "2999-01-01T00:00:00.000Z");
+        let torn = future(6, "3000-01-01T00:00:00.000Z");
+        let torn = &torn[..torn.len() / 2];
+        std::fs::write(board.log_path(), format!("{kept}{torn}")).unwrap();
+        let e = append(&board, entry("edit")).unwrap();
+        assert_eq!(e.seq, 6);
+        assert_eq!(e.at, "2999-01-01T00:00:00.000Z");
+        let log = std::fs::read_to_string(board.log_path()).unwrap();
+        assert_eq!(log, format!("{kept}{}", render(&e)));
+        // The next one follows the entry just written.
+        let f = append(&board, entry("edit")).unwrap();
+        assert_eq!((f.seq, f.at.as_str()), (7, "2999-01-01T00:00:00.000Z"));
+    }
 
     #[test]
     fn rendered_entry_parses_back() {

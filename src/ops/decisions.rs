@@ -205,6 +205,61 @@ pub fn annotate(board: &Board, docs: &mut [Document]) -> Result<()> {
     Ok(())
 }
 
+/// [`annotate`] for documents handed over one at a time as a read finds them, on several
+/// threads: the log is read once, when the first document that claims a decision comes.
+pub struct Annotator<'b> {
+    board: &'b Board,
+    /// The log's entries that mention a permission, by the path of the document.
+    by_doc: std::sync::OnceLock<HashMap<String, Vec<Entry>>>,
+    /// Why the log could not be read, if it could not.
+    failed: std::sync::Mutex<Option<Error>>,
+}
+
+impl<'b> Annotator<'b> {
+    pub fn new(board: &'b Board) -> Self {
+        Annotator {
+            board,
+            by_doc: Default::default(),
+            failed: Default::default(),
+        }
+    }
+
+    /// Sets `doc`'s decision, as [`annotate`] would among any other documents.
+    pub fn annotate(&self, doc: &mut Document) {
+        if !concerns(doc) {
+            return;
+        }
+        if !claims_decision(doc) {
+            doc.decision = derive(self.board, doc, &[]);
+            return;
+        }
+        let by_doc = self.by_doc.get_or_init(|| {
+            let mut by_doc: HashMap<String, Vec<Entry>> = HashMap::new();
+            match log::read_matching(self.board, 0, Some(NEEDLE)) {
+                Ok((entries, ..)) => {
+                    for e in entries {
+                        by_doc.entry(e.doc.clone()).or_default().push(e);
+                    }
+                }
+                Err(e) => *self.failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e),
+            }
+            by_doc
+        });
+        let about: Vec<&Entry> = by_doc
+            .get(log_path(doc).as_str())
+            .map_or_else(Vec::new, |v| v.iter().collect());
+        doc.decision = derive(self.board, doc, &about);
+    }
+
+    /// Whether every document was annotated: the error reading the log, if there was one.
+    pub fn finish(self) -> Result<()> {
+        match self.failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
 /// Sets the decision of one document (see [`of`]).
 pub fn annotate_one(board: &Board, doc: &mut Document) -> Result<()> {
     doc.decision = of(board, doc)?;

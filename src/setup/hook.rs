@@ -100,7 +100,10 @@ pub fn run(
     // The client's process (a walk up /proc): only for a session's name or its start.
     let client = std::cell::OnceCell::new();
     let holder = || *client.get_or_init(|| a.pid.unwrap_or_else(tavern::api::client_process));
-    let name = agent_name(&a.client, actor, holder);
+    // A name nobody gave (`CLIENT-PID`) belongs to the client's process alone.
+    let named = tavern::api::named_agent(actor);
+    let derived = named.is_none();
+    let name = named.unwrap_or_else(|| tavern::api::agents::session_name(&a.client, holder()));
     // Every problem from here on goes to stderr with exit 1 (a usage error would be 2).
     let act = || -> Result<()> {
         tavern::api::validate_id(&name)?;
@@ -112,8 +115,15 @@ pub fn run(
                 } else {
                     tavern::api::agents::join(&board, &name, None, holder())?;
                     remember_name(&name);
-                    // What happened before is in the summary; news starts from here.
-                    tavern::api::delivery::start(&board, &name)?;
+                    // What happened before is in the summary; news starts from here. A
+                    // name of its own keeps its place (what happened while it was away
+                    // still comes); a derived one starts here, even if its pid was an
+                    // older session's whose news was never delivered.
+                    if derived {
+                        tavern::api::delivery::restart(&board, &name)?;
+                    } else {
+                        tavern::api::delivery::start(&board, &name)?;
+                    }
                 }
                 context(&board, &a.client, &name, compacted)
             }

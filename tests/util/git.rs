@@ -53,3 +53,66 @@ pub fn bare(dir: &Path) -> PathBuf {
     );
     dir.to_path_buf()
 }
+
+/// `tavern ARGS` in `dir` as the tests of clones run it: no board or agent of the
+/// caller's, `USER=tester`, git's test environment, stdin closed. `git_first` (if any)
+/// goes first on PATH, so that the `git` tavern starts is the one found there (an
+/// injected fault: [`fake_git`]).
+pub fn tavern_cmd(dir: &Path, args: &[&str], git_first: Option<&Path>) -> Command {
+    let mut c = Command::new(super::BIN);
+    super::as_tester(c.args(args), dir);
+    env(&mut c);
+    if let Some(first) = git_first {
+        let old = std::env::var_os("PATH").unwrap_or_default();
+        let mut paths = vec![first.to_path_buf()];
+        paths.extend(std::env::split_paths(&old));
+        c.env("PATH", std::env::join_paths(paths).unwrap());
+    }
+    c
+}
+
+/// [`tavern_cmd`] started with its output piped, not waited for.
+pub fn spawn(dir: &Path, args: &[&str], git_first: Option<&Path>) -> std::process::Child {
+    tavern_cmd(dir, args, git_first)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start tavern")
+}
+
+/// What a started tavern left once it ended.
+pub fn finish(child: std::process::Child) -> super::Out {
+    let o = child.wait_with_output().expect("wait for tavern");
+    super::Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+/// The real git, found on PATH as tavern finds it.
+pub fn real_git() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join("git"))
+        .find(|p| p.is_file())
+        .expect("git on PATH")
+}
+
+/// The directory `dir` (created), holding a `git` that runs `script` (sh; `$real` is the
+/// real git, `$dir` the directory, for the files a fault leaves or waits for), then the
+/// real git with the same arguments unless the script exits first. For `git_first`.
+#[cfg(unix)]
+pub fn fake_git(dir: &Path, script: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let text = format!(
+        "#!/bin/sh\nreal='{}'\ndir='{}'\n{script}\nexec \"$real\" \"$@\"\n",
+        real_git().display(),
+        dir.display()
+    );
+    let path = dir.join("git");
+    std::fs::write(&path, text).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir.to_path_buf()
+}

@@ -378,3 +378,27 @@ pub fn run_bounded(b: &TestBoard, args: &[&str], secs: u64) -> Out {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
+
+/// Waits (up to a generous bound: shared machines) until `done` holds; never a fixed
+/// sleep standing in for the condition.
+#[track_caller]
+pub fn eventually(what: &str, done: impl Fn() -> bool) {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !done() {
+        assert!(
+            std::time::Instant::now() < end,
+            "gave up waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Sets `c` to run as the tests run tavern: in `dir`, no board or agent of the caller's
+/// (`TAVERN_BOARD`, `TAVERN_AGENT`), `USER=tester`, stdin closed.
+pub fn as_tester<'a>(c: &'a mut Command, dir: &Path) -> &'a mut Command {
+    c.current_dir(dir)
+        .env_remove("TAVERN_BOARD")
+        .env_remove("TAVERN_AGENT")
+        .env("USER", "tester")
+        .stdin(Stdio::null())
+}

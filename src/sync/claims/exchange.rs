@@ -582,15 +582,7 @@ fn local_copies_raced(out: &Output) -> Error {
         message: crate::msg!(format!(
             "cannot update this clone's copies of the claim records ({}): another git process of this clone updated them or held {} at each of {LOCAL_RACE_ATTEMPTS} attempts (another tavern command's git, one left running by a killed tavern process, or your own); the remote is not at fault. Nothing was claimed: run the same command again (if no git process runs and the lock stays, remove it)",
             out.why(),
-            if locks.is_empty() {
-                "a ref's lock".to_string()
-            } else {
-                locks
-                    .iter()
-                    .map(|l| l.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            }
+            super::wording::paths_or(&locks, "a ref's lock")
         )),
     }
 }

@@ -112,6 +112,19 @@ pub enum Failure {
 /// Where the remote `remote` of the clone at `project` is, as git's configuration says: ` at
 /// URL`, for a message about the remote (never this clone's own path); empty when git
 /// cannot say.
+/// The paths, joined with ", ", or `none` when there are none (a message naming the lock
+/// files git found in its way).
+pub(super) fn paths_or(paths: &[PathBuf], none: &str) -> String {
+    if paths.is_empty() {
+        return none.to_string();
+    }
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn remote_url(project: &std::path::Path, remote: &str) -> String {
     crate::sync::git::Git::new(project)
         .output(&["remote", "get-url", remote], None)
@@ -186,15 +199,7 @@ impl From<Failure> for Error {
                 message: crate::msg!(format!(
                     "cannot update this clone's copy of the record of {} ({why}): {} is held by another git process, or was left by a killed one (if no git process runs, remove it); nothing was changed",
                     asked.task(),
-                    if locks.is_empty() {
-                        "its lock".to_string()
-                    } else {
-                        locks
-                            .iter()
-                            .map(|l| l.display().to_string())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    }
+                    paths_or(&locks, "its lock")
                 )),
             },
             Failure::LocalGit {
