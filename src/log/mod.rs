@@ -546,8 +546,37 @@ fn cut_point(parts: &[(usize, &[u8])]) -> (usize, usize) {
 
 /// The seq of an entry as tavern renders it: `- {seq: 41, …}` (one line), or `- seq: 41`
 /// on the first line of an entry written before entries were one line.
+/// The same as `head(chunk).map(|h| h.seq)`, read from the entry's first bytes only (an
+/// append reads the seqs of every entry in the log's last 64 KiB, and `head` first finds
+/// the end of each entry's line, all of it).
 fn leading_seq(chunk: &[u8]) -> Option<u64> {
-    head(chunk).map(|h| h.seq)
+    let digits = |rest: &[u8]| {
+        let end = rest
+            .iter()
+            .position(|b| !b.is_ascii_digit())
+            .unwrap_or(rest.len());
+        (end > 0).then_some(end)
+    };
+    if let Some(rest) = chunk.strip_prefix(b"- {seq: ") {
+        let end = digits(rest)?;
+        let after = &rest[end..];
+        if !(after.starts_with(b", ") || after.starts_with(b"}")) {
+            return None;
+        }
+        return std::str::from_utf8(&rest[..end]).ok()?.parse().ok();
+    }
+    let rest = chunk.strip_prefix(b"- seq: ")?;
+    let end = digits(rest)?;
+    let after = &rest[end..];
+    // The line ends there: `head` takes the whole first line less a `\r` at its end.
+    if !(after.is_empty()
+        || after == b"\r"
+        || after.starts_with(b"\n")
+        || after.starts_with(b"\r\n"))
+    {
+        return None;
+    }
+    std::str::from_utf8(&rest[..end]).ok()?.parse().ok()
 }
 
 /// What the first line of an entry says without parsing it as YAML: enough to skip it.
@@ -741,6 +770,51 @@ mod tests {
             doc: "tasks/t.md".into(),
             ..Default::default()
         }
+    }
+
+    /// The seq read from an entry's first bytes is the one its head gives, whatever the
+    /// chunk (a rendered entry, an old multi-line one, torn, hand-made, odd line ends).
+    #[test]
+    fn leading_seq_is_the_heads_seq() {
+        let rendered = render(&Entry {
+            seq: 41,
+            origin: "k3f9q2ab".into(),
+            at: "2026-11-22T10:04:05.123Z".into(),
+            ..entry("edit")
+        });
+        let mut cases: Vec<Vec<u8>> = vec![
+            rendered.clone().into_bytes(),
+            rendered.as_bytes()[..20].to_vec(),
+            rendered.as_bytes()[..9].to_vec(),
+            b"- {seq: 7}\n".to_vec(),
+            b"- {seq: 7x, at: 1}\n".to_vec(),
+            b"- {seq: , at: 1}\n".to_vec(),
+            b"- {seq: 99999999999999999999999, at: 1}\n".to_vec(),
+            b"- seq: 3\n  at: x\n".to_vec(),
+            b"- seq: 3\r\n  at: x\r\n".to_vec(),
+            b"- seq: 3\r".to_vec(),
+            b"- seq: 3".to_vec(),
+            b"- seq: 3\rX\n".to_vec(),
+            b"- seq: 3 \n".to_vec(),
+            b"- seq: \n".to_vec(),
+            b"- seq: 3x\n".to_vec(),
+            b"- todo: x\n".to_vec(),
+            b"-\n".to_vec(),
+            b"".to_vec(),
+        ];
+        for n in [0u64, 1, 9, 10, 12345, u64::MAX] {
+            cases.push(format!("- {{seq: {n}, origin: \"a\"}}\n").into_bytes());
+            cases.push(format!("- seq: {n}\n").into_bytes());
+        }
+        for c in &cases {
+            assert_eq!(
+                leading_seq(c),
+                head(c).map(|h| h.seq),
+                "{}",
+                String::from_utf8_lossy(c)
+            );
+        }
+        assert_eq!(leading_seq(rendered.as_bytes()), Some(41));
     }
 
     /// The clock is written in place (the same file, not a new one renamed over it), and
