@@ -230,9 +230,17 @@ pub struct OrderKey {
 
 impl OrderKey {
     pub fn open_first(board: &Board, d: &Document) -> OrderKey {
-        let (parsed, at, text) = crate::time::stamp_key(d.created_at());
         OrderKey {
             finished: finished(board, d),
+            ..OrderKey::best_first(d)
+        }
+    }
+
+    /// [`sort_best_first`]'s order of documents read region by region, each by file name.
+    pub fn best_first(d: &Document) -> OrderKey {
+        let (parsed, at, text) = crate::time::stamp_key(d.created_at());
+        OrderKey {
+            finished: false,
             priority: d.priority(),
             created: (parsed, at, text.to_string()),
             id: d.id().to_string(),

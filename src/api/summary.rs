@@ -2,7 +2,7 @@
 //! what they hold, open findings by severity, tasks by state, open questions, and what
 //! looks stuck.
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use indexmap::IndexMap;
 use serde::Serialize;
 
@@ -15,10 +15,6 @@ use crate::error::Result;
 use crate::scan;
 
 const SEVERITIES: [&str; 5] = ["critical", "high", "medium", "low", "info"];
-
-fn time_of(doc: &Document, key: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-    doc.str(key).and_then(|t| crate::time::parse_time(t, now))
-}
 
 /// A document in one line: what it is, where it stands, who holds it.
 #[derive(Clone, Debug, Serialize)]
@@ -93,13 +89,47 @@ pub fn summary(
     let now = Utc::now();
     let in_context =
         |d: &Document| context.is_none_or(|c| d.list("context").iter().any(|x| x == c));
-    let scanned = scan::scan_matching(board, &Region::ALL, in_context)?;
-    let mut docs = scanned.docs;
-    scan::sort_best_first(&mut docs);
-    crate::ops::decisions::annotate(board, &mut docs)?;
+    // Each document becomes the little the summary shows of it on the thread that read
+    // it: a big board is never held parsed (about 3.5 KiB a document), only its lines.
+    let decisions = crate::ops::decisions::Annotator::new(board);
+    let kept = std::sync::Mutex::new(Kept::default());
+    let each = |mut d: Document| {
+        if !in_context(&d) {
+            return;
+        }
+        let key = scan::OrderKey::best_first(&d);
+        match d.region {
+            Region::Tasks => {
+                let brief = Brief::of(&d);
+                lock(&kept).tasks.push((key, brief));
+            }
+            Region::Observations => {
+                if matches!(d.status(), Some("open") | Some("acknowledged")) {
+                    let finding = Finding::of(&d);
+                    lock(&kept).findings.push((key, finding));
+                }
+            }
+            Region::Questions => {
+                decisions.annotate(&mut d);
+                if crate::ops::decisions::is_open(&d) {
+                    let question = OpenQuestion::of(&d, false);
+                    lock(&kept).questions.push((key, question));
+                }
+            }
+        }
+    };
+    let skipped =
+        scan::each_prefiltered(board, &Region::ALL, false, &[], &|_| true, &|_| true, &each)?;
+    decisions.finish()?;
+    let Kept {
+        tasks,
+        findings: open_findings,
+        questions,
+    } = kept.into_inner().unwrap_or_else(|p| p.into_inner());
+    let tasks = best_first(tasks);
+    let open_findings = best_first(open_findings);
+    let questions = best_first(questions);
     let workflow = &board.config.workflow;
-    let tasks: Vec<&Document> = docs.iter().filter(|d| d.region == Region::Tasks).collect();
-
     let mut agents_out = Vec::new();
     for a in agents::all(board)? {
         if a.gone() {
@@ -108,10 +138,10 @@ pub fn summary(
         let holds: Vec<Brief> = tasks
             .iter()
             .filter(|t| {
-                t.str("claimed_by") == Some(a.id())
-                    && !t.status().is_some_and(|s| workflow.is_terminal(s))
+                t.claimed_by.as_deref() == Some(a.id())
+                    && !t.status.as_deref().is_some_and(|s| workflow.is_terminal(s))
             })
-            .map(|t| Brief::of(t))
+            .cloned()
             .collect();
         agents_out.push(AgentBrief {
             id: a.id().to_string(),
@@ -121,19 +151,12 @@ pub fn summary(
         });
     }
 
-    let open_findings: Vec<&Document> = docs
-        .iter()
-        .filter(|d| {
-            d.region == Region::Observations
-                && matches!(d.status(), Some("open") | Some("acknowledged"))
-        })
-        .collect();
     let mut findings = IndexMap::new();
     for sev in SEVERITIES {
         let list: Vec<Finding> = open_findings
             .iter()
-            .filter(|d| d.str("severity") == Some(sev))
-            .map(|d| Finding::of(d))
+            .filter(|f| f.severity == sev)
+            .cloned()
             .collect();
         if !list.is_empty() {
             findings.insert(sev.to_string(), list);
@@ -144,59 +167,56 @@ pub fn summary(
     for state in &workflow.states {
         let list: Vec<Brief> = tasks
             .iter()
-            .filter(|t| t.status() == Some(state.as_str()))
-            .map(|t| Brief::of(t))
+            .filter(|t| t.status.as_deref() == Some(state.as_str()))
+            .cloned()
             .collect();
         if !list.is_empty() {
             by_state.insert(state.clone(), list);
         }
     }
 
-    let mut questions: Vec<&Document> = docs
-        .iter()
-        .filter(|d| d.region == Region::Questions && crate::ops::decisions::is_open(d))
-        .collect();
+    let mut questions = questions;
     questions.sort_by(|a, b| {
-        crate::time::cmp_stamps(a.created_at(), b.created_at()).then_with(|| a.id().cmp(b.id()))
+        crate::time::cmp_stamps(&a.created_at, &b.created_at).then_with(|| a.id.cmp(&b.id))
     });
-    let questions: Vec<OpenQuestion> = questions
-        .iter()
-        .map(|q| OpenQuestion::of(q, false))
-        .collect();
 
     // Stuck: findings nobody acknowledged, blocked tasks, and claims with no change for long.
-    let old = |d: &Document, key: &str| time_of(d, key, now).is_some_and(|t| now - t > stuck_after);
+    let old = |t: Option<&str>| {
+        t.and_then(|t| crate::time::parse_time(t, now))
+            .is_some_and(|t| now - t > stuck_after)
+    };
     let mut stuck = Vec::new();
     let why = |id: &str, why: String| Stuck {
         id: id.to_string(),
         why,
     };
-    for d in &open_findings {
-        if d.status() == Some("open") && old(d, "created_at") {
+    for f in &open_findings {
+        if f.status.as_deref() == Some("open") && old(Some(&f.created_at)) {
             stuck.push(why(
-                d.id(),
-                format!("finding not acknowledged since {}", d.created_at()),
+                &f.id,
+                format!("finding not acknowledged since {}", f.created_at),
             ));
         }
     }
     for t in &tasks {
-        let status = t.status().unwrap_or("");
+        let status = t.status.as_deref().unwrap_or("");
+        let updated = t.updated_at.as_deref();
         if status == "blocked" {
             stuck.push(why(
-                t.id(),
-                format!("blocked since {}", t.str("updated_at").unwrap_or("?")),
+                &t.id,
+                format!("blocked since {}", updated.unwrap_or("?")),
             ));
-        } else if t.str("claimed_by").is_some()
+        } else if t.claimed_by.is_some()
             && !workflow.is_terminal(status)
             && !workflow.is_claimable(status)
-            && old(t, "updated_at")
+            && old(updated)
         {
             stuck.push(why(
-                t.id(),
+                &t.id,
                 format!(
                     "{status} by {} with no change since {}",
-                    t.str("claimed_by").unwrap_or("?"),
-                    t.str("updated_at").unwrap_or("?")
+                    t.claimed_by.as_deref().unwrap_or("?"),
+                    updated.unwrap_or("?")
                 ),
             ));
         }
@@ -211,8 +231,26 @@ pub fn summary(
         tasks: by_state,
         questions,
         stuck,
-        skipped: scanned.skipped,
+        skipped,
     })
+}
+
+/// What a summary keeps of the documents it reads, each with its place in their order.
+#[derive(Default)]
+struct Kept {
+    tasks: Vec<(scan::OrderKey, Brief)>,
+    findings: Vec<(scan::OrderKey, Finding)>,
+    questions: Vec<(scan::OrderKey, OpenQuestion)>,
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The items in their documents' order, best first ([`scan::sort_best_first`]).
+fn best_first<T>(mut items: Vec<(scan::OrderKey, T)>) -> Vec<T> {
+    items.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    items.into_iter().map(|(_, item)| item).collect()
 }
 
 /// Text for one line of markdown: control characters (a hostile title) become spaces.

@@ -72,17 +72,47 @@ pub fn refuse_cycle(board: &Board, id: &str, deps: &[String]) -> Result<()> {
     }
 }
 
+/// What `deps` and `tree` show of a task, and follow.
+struct GraphTask {
+    title: String,
+    status: Option<String>,
+    archived: bool,
+    depends_on: Vec<String>,
+    parent: Option<String>,
+}
+
 /// Every task, by id, for the reverse lookups of `deps` and `tree`: the archived ones
-/// too, so a dependency that was done and archived shows as done, not missing.
-fn all_tasks(board: &Board) -> Result<HashMap<String, Document>> {
-    let archived = scan::scan_archive(board, &[Region::Tasks], |_| true)?;
-    let live = scan::scan(board, &[Region::Tasks])?;
-    Ok(archived
-        .docs
-        .into_iter()
-        .chain(live.docs)
-        .map(|d| (d.file_id.clone(), d))
-        .collect())
+/// too, so a dependency that was done and archived shows as done, not missing (a task on
+/// the board wins over an archived one of the same id). Each is kept as what the graph
+/// needs of it, made on the thread that read it: a big board is never held parsed.
+fn all_tasks(board: &Board) -> Result<HashMap<String, GraphTask>> {
+    let read = |archived: bool| -> Result<Vec<(String, GraphTask)>> {
+        let found = std::sync::Mutex::new(Vec::new());
+        let each = |d: Document| {
+            let task = GraphTask {
+                title: d.title().to_string(),
+                status: d.status().map(str::to_string),
+                archived: d.archived,
+                depends_on: d.list("depends_on"),
+                parent: d.str("parent").map(str::to_string),
+            };
+            let mut found = found.lock().unwrap_or_else(|p| p.into_inner());
+            found.push((d.file_id, task));
+        };
+        scan::each_prefiltered(
+            board,
+            &[Region::Tasks],
+            archived,
+            &[],
+            &|_| true,
+            &|_| true,
+            &each,
+        )?;
+        Ok(found.into_inner().unwrap_or_else(|p| p.into_inner()))
+    };
+    let mut tasks: HashMap<String, GraphTask> = read(true)?.into_iter().collect();
+    tasks.extend(read(false)?);
+    Ok(tasks)
 }
 
 /// A task in a graph: its id, and its title and status when its file exists.
@@ -119,14 +149,14 @@ pub struct Deps {
     pub waited_on_by: Vec<Node>,
 }
 
-fn node(tasks: &HashMap<String, Document>, id: &str) -> Task {
+fn node(tasks: &HashMap<String, GraphTask>, id: &str) -> Task {
     match tasks.get(id) {
-        Some(d) => Task {
+        Some(t) => Task {
             id: id.to_string(),
-            title: Some(d.title().to_string()),
-            status: d.status().map(str::to_string),
+            title: Some(t.title.clone()),
+            status: t.status.clone(),
             missing: false,
-            archived: d.archived,
+            archived: t.archived,
         },
         None => Task {
             id: id.to_string(),
@@ -140,7 +170,7 @@ fn node(tasks: &HashMap<String, Document>, id: &str) -> Task {
 
 /// A tree below `id` along `next` (ids), each id expanded once.
 fn expand(
-    tasks: &HashMap<String, Document>,
+    tasks: &HashMap<String, GraphTask>,
     id: &str,
     next: &dyn Fn(&str) -> Vec<String>,
     seen: &mut HashSet<String>,
@@ -168,14 +198,14 @@ pub fn deps(board: &Board, id: &str) -> Result<Deps> {
     let forward = |t: &str| {
         tasks
             .get(t)
-            .map(|d| d.list("depends_on"))
+            .map(|d| d.depends_on.clone())
             .unwrap_or_default()
     };
     let backward = |t: &str| {
         let mut v: Vec<String> = tasks
-            .values()
-            .filter(|d| d.list("depends_on").iter().any(|x| x == t))
-            .map(|d| d.file_id.clone())
+            .iter()
+            .filter(|(_, d)| d.depends_on.iter().any(|x| x == t))
+            .map(|(id, _)| id.clone())
             .collect();
         v.sort();
         v
@@ -192,9 +222,9 @@ pub fn tree(board: &Board, id: &str) -> Result<Node> {
     let tasks = all_tasks(board)?;
     let children = |t: &str| {
         let mut v: Vec<String> = tasks
-            .values()
-            .filter(|d| d.str("parent") == Some(t))
-            .map(|d| d.file_id.clone())
+            .iter()
+            .filter(|(_, d)| d.parent.as_deref() == Some(t))
+            .map(|(id, _)| id.clone())
             .collect();
         v.sort();
         v
