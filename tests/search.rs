@@ -877,6 +877,46 @@ fn with_a_watcher_running_renames_creations_deletions_and_odd_files_are_found() 
 }
 
 #[test]
+fn with_a_watcher_running_edits_in_every_region_are_found_by_one_look_at_the_journal() {
+    // One search takes where the journal stands once, for every region it covers: edits
+    // in place in observations and questions (not only tasks) must be seen.
+    crate::util::watcher::with_a_watcher(&board_with_tasks(5), |b| {
+        let obs = b
+            .run(&[
+                "post",
+                "Lock timeout in sync",
+                "--topic",
+                "sync",
+                "--severity",
+                "high",
+                "--body",
+                "a timeout again",
+            ])
+            .text();
+        let q = b.run(&["ask", "Is the timeout of the lock enough?"]).text();
+        searches(b.root());
+        for (round, file) in [
+            format!("observations/{obs}.md"),
+            format!("questions/{q}.md"),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let path = b.board().join(file);
+            let before = std::fs::metadata(&path).unwrap();
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert!(text.contains("timeout"), "{text}");
+            std::fs::write(&path, text.replace("timeout", "network")).unwrap();
+            assert_eq!(std::fs::metadata(&path).unwrap().ino(), before.ino());
+            let found = tavern(b.root(), &["search", "network", "--json"]).json();
+            let id = if round == 0 { &obs } else { &q };
+            assert!(ids(&found).contains(id), "round {round}: {found}");
+            same_as_fresh(b.root(), &b.board(), &format!("an edit in {file}"));
+        }
+    });
+}
+
+#[test]
 fn with_a_watcher_running_a_search_of_an_unchanged_board_looks_at_no_task_file() {
     crate::crash_points::require_strace();
     crate::util::watcher::with_a_watcher(&board_with_tasks(40), |b| {

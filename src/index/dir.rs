@@ -7,8 +7,8 @@
 use std::ffi::CString;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use super::files::{self, Manifest};
 use super::journal::{self, View};
@@ -75,8 +75,9 @@ pub struct Area {
     /// may cover it.
     rel: Option<String>,
     root: PathBuf,
-    /// Where the watcher's journal stood when this read began (see [`Area::start`]).
-    view: OnceLock<Option<View>>,
+    /// Where the watcher's journal stood when this read began (see [`Area::start`]);
+    /// shared by the areas of one read that [`Area::with_view`] gave it to.
+    view: Arc<OnceLock<Option<View>>>,
 }
 
 /// The manifest a read starts from.
@@ -135,7 +136,7 @@ impl Area {
         Area {
             rel,
             root: root.to_path_buf(),
-            view: OnceLock::new(),
+            view: Arc::default(),
             dir,
             index_dir,
             now,
@@ -146,6 +147,14 @@ impl Area {
             dev: OnceLock::new(),
             stamp: OnceLock::new(),
         }
+    }
+
+    /// Shares `view` (where the watcher's journal stood) with the other areas of one
+    /// read: one cookie for them all. A read that answers as of one moment may take it
+    /// once before it reads any of them; each manifest then records that position.
+    pub fn with_view(mut self, view: Arc<OnceLock<Option<View>>>) -> Area {
+        self.view = view;
+        self
     }
 
     /// The stamp against which what is read now is judged (see [`Stamp`]): to be taken
@@ -199,9 +208,11 @@ impl Area {
             let _ = self.dev.set(k.dev);
         }
         // Before anything is read: what changed after this is recorded after the view.
-        let view = self
-            .view
-            .get_or_init(|| self.rel.as_ref().and_then(|_| View::take(&self.root)));
+        // Taken by the first area the journal covers (a shared view, once for them all).
+        let view = match self.rel {
+            Some(_) => self.view.get_or_init(|| View::take(&self.root)).as_ref(),
+            None => None,
+        };
         let manifest = files::load(&files::manifest_path(&self.index_dir))
             .and_then(|b| files::decode_manifest(&b))
             .filter(|m| m.fingerprint == self.fingerprint && !self.now.jumped_since(&m.clocks));
@@ -277,6 +288,7 @@ impl Area {
             .view
             .get()
             .and_then(|v| v.as_ref())
+            .filter(|_| self.rel.is_some())
             .map(|v| (v.epoch, v.at));
         if start.fresh
             || changed

@@ -326,6 +326,8 @@ fn run_once(board: &Board, parsed: &Parsed, limit: usize) -> Result<Option<Found
 #[derive(Clone, Copy, Debug)]
 struct Scored {
     score: f64,
+    /// [`path_key`] of its name: ties of score are broken by it.
+    key: u128,
     area: usize,
     bucket: usize,
     entry: usize,
@@ -346,6 +348,11 @@ impl Ranked<'_> {
     /// Two documents in the order of their paths under the board (ties of score are
     /// broken so), without building the paths.
     fn rel_cmp(&self, x: &Scored, y: &Scored) -> std::cmp::Ordering {
+        // Most ties are of one directory: the same text before the names, so what
+        // follows decides, and their keys tell unless they start with the same 16 bytes.
+        if x.area == y.area && x.key != y.key {
+            return x.key.cmp(&y.key);
+        }
         let path = |d: &Scored| {
             let (before, after) = &self.rel[d.area];
             let name = &self.loaded[d.area].1[d.bucket].entries[d.entry].name;
@@ -353,6 +360,17 @@ impl Ranked<'_> {
         };
         path(x).cmp(path(y)).then(x.area.cmp(&y.area))
     }
+}
+
+/// The first 16 bytes of a file's name and what follows it in its path (`.md`), as a
+/// number that orders as those texts do (shorter ones padded with zeros, which no name
+/// holds): equal only when they start with the same 16 bytes.
+fn path_key(name: &str, after: &str) -> u128 {
+    let mut k = [0u8; 16];
+    for (slot, b) in k.iter_mut().zip(name.bytes().chain(after.bytes())) {
+        *slot = b;
+    }
+    u128::from_be_bytes(k)
 }
 
 /// None when a term's postings fail their check.
@@ -393,18 +411,23 @@ fn rank<'a>(loaded: &'a [(Place, Vec<Bucket>)], parsed: &Parsed) -> Option<Ranke
                     hits.push(i);
                 }
                 if want.fuzzy {
-                    let len = want.term.len();
+                    let w = want.term.as_bytes();
+                    let ascii = w.is_ascii();
                     let chars = want.term.chars().count();
                     for i in 0..b.terms() {
+                        let t = b.term_bytes(i);
                         // One edit changes a word by at most one character: four bytes.
-                        if b.term_len(i).abs_diff(len) > 4 {
+                        if t.len().abs_diff(w.len()) > 4 || t == w {
                             continue;
                         }
-                        let t = b.term(i);
-                        if t == want.term || t.chars().count().abs_diff(chars) > 1 {
-                            continue;
-                        }
-                        if one_edit_apart(t, &want.term) {
+                        // Two ASCII words (most): compared as bytes, without decoding.
+                        let near = if ascii && t.is_ascii() {
+                            t.len().abs_diff(w.len()) <= 1 && one_edit(t, w)
+                        } else {
+                            let t = b.term(i);
+                            t.chars().count().abs_diff(chars) <= 1 && one_edit_apart(t, &want.term)
+                        };
+                        if near {
                             hits.push(i);
                         }
                     }
@@ -499,6 +522,8 @@ fn rank<'a>(loaded: &'a [(Place, Vec<Bucket>)], parsed: &Parsed) -> Option<Ranke
             }
         }
     }
+    let rel: Vec<(String, &'static str)> =
+        loaded.iter().map(|(place, _)| place.rel_parts()).collect();
     let mut docs = Vec::new();
     if needed == 0 || !required.is_empty() {
         for (a, (_, buckets)) in loaded.iter().enumerate() {
@@ -509,6 +534,7 @@ fn rank<'a>(loaded: &'a [(Place, Vec<Bucket>)], parsed: &Parsed) -> Option<Ranke
                     if words[g] > 0 && (needed == 0 || required[g] == needed) {
                         docs.push(Scored {
                             score: score[g],
+                            key: path_key(&b.entries[e].name, rel[a].1),
                             area: a,
                             bucket: bi,
                             entry: e,
@@ -519,7 +545,6 @@ fn rank<'a>(loaded: &'a [(Place, Vec<Bucket>)], parsed: &Parsed) -> Option<Ranke
             }
         }
     }
-    let rel = loaded.iter().map(|(place, _)| place.rel_parts()).collect();
     Some(Ranked {
         docs,
         matched_terms,
@@ -696,6 +721,8 @@ struct Ctx<'a> {
     board: &'a Board,
     now: Clocks,
     fingerprint: u64,
+    /// Where the watcher's journal stood, taken once for the search (one cookie).
+    view: std::sync::Arc<std::sync::OnceLock<Option<crate::index::journal::View>>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -710,6 +737,7 @@ impl<'a> Ctx<'a> {
             board,
             now: Clocks::now(),
             fingerprint: ixfiles::fnv(text.as_bytes()),
+            view: Default::default(),
         }
     }
 }
@@ -741,7 +769,8 @@ impl<'a> Area<'a> {
                 ctx.now,
                 ctx.fingerprint,
                 lister,
-            ),
+            )
+            .with_view(ctx.view.clone()),
         })
     }
 
@@ -1057,7 +1086,71 @@ fn one_edit<T: PartialEq>(a: &[T], b: &[T]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     proptest::proptest! {
+        /// Ties of score are broken by the paths under the board, whatever the names
+        /// (one the start of another included) and wherever they are.
+        #[test]
+        fn ties_are_in_the_order_of_the_paths(
+            names in proptest::collection::vec(("[ab.]{0,3}|a{13,17}[ab.]{0,2}", 0usize..3), 1..12)
+        ) {
+            let places = [
+                Place::Region(Region::Tasks, false),
+                Place::Region(Region::Tasks, true),
+                Place::Solutions,
+            ];
+            let loaded: Vec<(Place, Vec<Bucket>)> = places
+                .iter()
+                .enumerate()
+                .map(|(a, &place)| {
+                    let mut b = Bucket::default();
+                    b.entries = names
+                        .iter()
+                        .filter(|(_, at)| *at == a)
+                        .map(|(name, _)| Entry {
+                            name: name.clone(),
+                            key: StatKey::default(),
+                            racy: false,
+                            kind: Kind::Indexed,
+                            len: 1,
+                        })
+                        .collect();
+                    (place, vec![b])
+                })
+                .collect();
+            let ranked = Ranked {
+                docs: Vec::new(),
+                matched_terms: HashSet::new(),
+                loaded: &loaded,
+                rel: places.iter().map(|p| p.rel_parts()).collect(),
+            };
+            let docs: Vec<Scored> = loaded
+                .iter()
+                .enumerate()
+                .flat_map(|(area, (_, b))| {
+                    (0..b[0].entries.len()).map(move |entry| Scored {
+                        score: 1.0,
+                        key: path_key(&b[0].entries[entry].name, places[area].rel_parts().1),
+                        area,
+                        bucket: 0,
+                        entry,
+                        words: 1,
+                    })
+                })
+                .collect();
+            let path = |d: &Scored| places[d.area].rel(&loaded[d.area].1[0].entries[d.entry].name);
+            for x in &docs {
+                for y in &docs {
+                    proptest::prop_assert_eq!(
+                        ranked.rel_cmp(x, y),
+                        path(x).cmp(&path(y)).then(x.area.cmp(&y.area)),
+                        "{:?} {:?}", path(x), path(y)
+                    );
+                }
+            }
+        }
+
         /// The one-pass check says what the distance says, for any two different words.
         #[test]
         fn one_edit_apart_is_an_osa_distance_of_one(a in "[ab\u{e9}]{0,6}", b in "[ab\u{e9}]{0,6}") {

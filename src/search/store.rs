@@ -65,10 +65,10 @@ pub struct Bucket {
     pub id: u64,
     pub fingerprint: u64,
     pub entries: Vec<Entry>,
-    /// The directory's bytes: records of a term, its postings' offset, count and CRC-32,
-    /// sorted by term.
-    dict: Vec<u8>,
-    /// Where each record starts in `dict`.
+    /// The directory's bytes (after its first 4, the count): records of a term, its
+    /// postings' offset, count and CRC-32, sorted by term.
+    dir: Vec<u8>,
+    /// Where each record starts in the directory (less its first 4 bytes).
     offsets: Vec<u32>,
     source: Source,
 }
@@ -81,36 +81,40 @@ impl Bucket {
         self.offsets.len()
     }
 
-    /// The `i`th term, and where its postings are: (offset, count, CRC-32).
-    fn record(&self, i: usize) -> (&str, u64, usize, u32) {
+    fn dict(&self) -> &[u8] {
+        self.dir.get(4..).unwrap_or_default()
+    }
+
+    /// Where the `i`th term's postings are: (offset, count, CRC-32).
+    fn record(&self, i: usize) -> (u64, usize, u32) {
+        let dict = self.dict();
         let at = self.offsets[i] as usize;
         let u32_at =
-            |at: usize| u32::from_le_bytes(self.dict[at..at + 4].try_into().unwrap_or_default());
-        let n = u32_at(at) as usize;
-        let term = std::str::from_utf8(&self.dict[at + 4..at + 4 + n]).unwrap_or("");
-        let at = at + 4 + n;
+            |at: usize| u32::from_le_bytes(dict[at..at + 4].try_into().unwrap_or_default());
+        let at = at + 4 + u32_at(at) as usize;
         (
-            term,
-            u64::from_le_bytes(self.dict[at..at + 8].try_into().unwrap_or_default()),
+            u64::from_le_bytes(dict[at..at + 8].try_into().unwrap_or_default()),
             u32_at(at + 8) as usize,
             u32_at(at + 12),
         )
     }
 
-    /// The `i`th term's length in bytes.
-    pub fn term_len(&self, i: usize) -> usize {
+    /// The `i`th term's bytes (UTF-8, checked when the bucket was read).
+    pub fn term_bytes(&self, i: usize) -> &[u8] {
+        let dict = self.dict();
         let at = self.offsets[i] as usize;
-        u32::from_le_bytes(self.dict[at..at + 4].try_into().unwrap_or_default()) as usize
+        let n = u32::from_le_bytes(dict[at..at + 4].try_into().unwrap_or_default()) as usize;
+        &dict[at + 4..at + 4 + n]
     }
 
     pub fn term(&self, i: usize) -> &str {
-        self.record(i).0
+        std::str::from_utf8(self.term_bytes(i)).unwrap_or("")
     }
 
     /// The `i`th term's postings; None when they cannot be read or fail their check (the
     /// index must then be built again).
     pub fn postings(&self, i: usize) -> Option<Postings> {
-        let (_, off, count, crc) = self.record(i);
+        let (off, count, crc) = self.record(i);
         let len = count.checked_mul(8)?;
         let owned;
         let bytes: &[u8] = match &self.source {
@@ -140,10 +144,12 @@ impl Bucket {
 
     /// The index of `term` in the dictionary.
     pub fn find(&self, term: &str) -> Option<usize> {
+        // Byte order is the order of UTF-8 strings.
+        let term = term.as_bytes();
         let (mut lo, mut hi) = (0, self.offsets.len());
         while lo < hi {
             let mid = (lo + hi) / 2;
-            match self.term(mid).cmp(term) {
+            match self.term_bytes(mid).cmp(term) {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
                 std::cmp::Ordering::Equal => return Some(mid),
@@ -258,8 +264,8 @@ fn header(bytes: &[u8]) -> Option<Header> {
 }
 
 /// A bucket from its entries' and directory's bytes, checked.
-fn front(h: &Header, head: &[u8], dir: &[u8], source: Source) -> Option<Bucket> {
-    if crc32fast::hash(head) != h.head_crc || crc32fast::hash(dir) != h.dir_crc {
+fn front(h: &Header, head: &[u8], dir: Vec<u8>, source: Source) -> Option<Bucket> {
+    if crc32fast::hash(head) != h.head_crc || crc32fast::hash(&dir) != h.dir_crc {
         return None;
     }
     let mut r = Reader(head);
@@ -287,16 +293,20 @@ fn front(h: &Header, head: &[u8], dir: &[u8], source: Source) -> Option<Bucket> 
     if !r.0.is_empty() {
         return None;
     }
-    let mut d = Reader(dir);
+    let mut d = Reader(&dir);
     let terms = d.u32()? as usize;
-    let dict = d.0.to_vec();
+    let dict = d.0;
     let mut offsets = Vec::with_capacity(terms.min(dict.len() / 20));
-    let mut d = Reader(&dict);
-    let mut previous: Option<&str> = None;
+    let mut previous: Option<&[u8]> = None;
     for _ in 0..terms {
         offsets.push((dict.len() - d.0.len()) as u32);
-        let term = d.str()?;
-        // Sorted and unique, or binary search would lie.
+        let n = d.u32()? as usize;
+        let term = d.take(n)?;
+        if !term.is_ascii() && std::str::from_utf8(term).is_err() {
+            return None;
+        }
+        // Sorted and unique (as bytes, which is as UTF-8 strings), or binary search
+        // would lie.
         if previous.is_some_and(|p| p >= term) {
             return None;
         }
@@ -308,11 +318,14 @@ fn front(h: &Header, head: &[u8], dir: &[u8], source: Source) -> Option<Bucket> 
             return None;
         }
     }
-    d.0.is_empty().then_some(Bucket {
+    if !d.0.is_empty() {
+        return None;
+    }
+    Some(Bucket {
         id: h.id,
         fingerprint: h.fingerprint,
         entries,
-        dict,
+        dir,
         offsets,
         source,
     })
@@ -330,7 +343,7 @@ pub fn decode(bytes: &[u8]) -> Option<Bucket> {
     front(
         &h,
         &rest[..h.head_len],
-        &rest[h.head_len..dir_end],
+        rest[h.head_len..dir_end].to_vec(),
         Source::Memory(post),
     )
 }
@@ -347,11 +360,21 @@ pub fn open(path: &Path) -> Option<Bucket> {
     if size != (HEADER as u64 + dir_end as u64).checked_add(h.post_len)? {
         return None;
     }
-    let mut front_bytes = vec![0; dir_end];
-    file.read_exact_at(&mut front_bytes, HEADER as u64).ok()?;
-    let (head, dir) = front_bytes.split_at(h.head_len);
-    let base = (HEADER + dir_end) as u64;
-    front(&h, head, dir, Source::File(file, base))
+    // The entries are read into a buffer each thread keeps (they are decoded from it);
+    // the directory into the bucket's own.
+    thread_local! {
+        static HEAD: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    HEAD.with_borrow_mut(|head| {
+        head.clear();
+        head.resize(h.head_len, 0);
+        file.read_exact_at(head, HEADER as u64).ok()?;
+        let mut dir = vec![0; h.dir_len];
+        file.read_exact_at(&mut dir, (HEADER + h.head_len) as u64)
+            .ok()?;
+        let base = (HEADER + dir_end) as u64;
+        front(&h, head, dir, Source::File(file, base))
+    })
 }
 
 #[cfg(test)]
