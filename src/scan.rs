@@ -236,7 +236,9 @@ impl OrderKey {
         }
     }
 
-    /// [`sort_best_first`]'s order of documents read region by region, each by file name.
+    /// Best first: priority (0 = critical), then oldest, then id; then region by region,
+    /// each by file name. Each key is computed once: comparing two documents field by
+    /// field parsed both timestamps on every comparison.
     pub fn best_first(d: &Document) -> OrderKey {
         let (parsed, at, text) = crate::time::stamp_key(d.created_at());
         OrderKey {
@@ -262,75 +264,6 @@ pub fn finished(board: &Board, doc: &Document) -> bool {
         Region::Questions => {
             !matches!(status, "open" | "")
                 && !doc.decision.as_ref().is_some_and(|d| d.is_undecided())
-        }
-    }
-}
-
-/// Best first: priority (0 = critical), then oldest, then id.
-pub fn sort_best_first(docs: &mut [Document]) {
-    sort_by_best(docs, |_| false);
-}
-
-/// Sorts by `first`, then best first. Each document's key is computed once: comparing
-/// two documents field by field parsed both timestamps on every comparison, which was
-/// most of the time of `list` on a big board.
-fn sort_by_best(docs: &mut [Document], first: impl Fn(&Document) -> bool) {
-    let keys: Vec<_> = docs
-        .iter()
-        .map(|d| {
-            (
-                first(d),
-                d.priority(),
-                crate::time::stamp_key(d.created_at()),
-                d.id(),
-            )
-        })
-        .collect();
-    let mut order: Vec<usize> = (0..docs.len()).collect();
-    order.sort_by(|&a, &b| keys[a].cmp(&keys[b]));
-    drop(keys);
-    apply_order(docs, &order);
-}
-
-/// Rearranges `items` so that position `i` holds what was at `order[i]` (a permutation),
-/// by following its cycles.
-fn apply_order<T>(items: &mut [T], order: &[usize]) {
-    let mut placed = vec![false; items.len()];
-    for start in 0..items.len() {
-        if placed[start] {
-            continue;
-        }
-        let mut at = start;
-        loop {
-            placed[at] = true;
-            let from = order[at];
-            if from == start {
-                break;
-            }
-            items.swap(at, from);
-            at = from;
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn apply_order_places_each_item_where_the_order_says() {
-        let mut rng = 0x2545_f491_4f6c_dd1d_u64;
-        for n in [0usize, 1, 2, 3, 10, 257] {
-            let mut order: Vec<usize> = (0..n).collect();
-            // A Fisher-Yates shuffle on a fixed xorshift stream.
-            for i in (1..n).rev() {
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
-                order.swap(i, (rng % (i as u64 + 1)) as usize);
-            }
-            let mut items: Vec<usize> = (0..n).map(|i| i * 10).collect();
-            super::apply_order(&mut items, &order);
-            let want: Vec<usize> = order.iter().map(|&i| i * 10).collect();
-            assert_eq!(items, want, "n={n}");
         }
     }
 }

@@ -247,7 +247,7 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The items in their documents' order, best first ([`scan::sort_best_first`]).
+/// The items in their documents' order, best first ([`scan::OrderKey::best_first`]).
 fn best_first<T>(mut items: Vec<(scan::OrderKey, T)>) -> Vec<T> {
     items.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     items.into_iter().map(|(_, item)| item).collect()

@@ -40,6 +40,34 @@ pub fn ready(board: &Board, terms: &[String], for_actor: Option<&str>) -> Result
     })
 }
 
+/// [`ready`], each ready task made into `row(task)` as it is read (see
+/// [`super::docs::list_rows`]): the rows best first, the files skipped, and how many
+/// ready tasks need capabilities the agent lacks.
+pub fn ready_rows<R: Send>(
+    board: &Board,
+    terms: &[String],
+    for_actor: Option<&str>,
+    row: impl Fn(Document) -> R + Sync,
+) -> Result<ReadyRows<R>> {
+    let query = Query::parse(terms)?;
+    crate::schema::check_query(board, &query, &[Region::Tasks])?;
+    let r = transition::ready_rows(board, &query, for_actor, row)?;
+    Ok(ReadyRows {
+        rows: r.docs,
+        skipped: r.skipped,
+        lacking: r.lacking,
+    })
+}
+
+/// What [`ready_rows`] found.
+#[derive(Debug)]
+pub struct ReadyRows<R> {
+    pub rows: Vec<R>,
+    pub skipped: Vec<Skipped>,
+    /// As [`Ready::lacking`].
+    pub lacking: usize,
+}
+
 fn task_id(board: &Board, reference: &str) -> Result<String> {
     crate::ops::resolve::resolve_kind(
         board,

@@ -104,6 +104,8 @@ pub struct ReadyArgs {
 }
 
 pub fn ready(ctx: &Ctx, a: ReadyArgs) -> Result<ExitCode> {
+    use super::output::{doc_row, forged_warning};
+    use tavern::api::tasks::ready_rows;
     let board = ctx.board()?;
     // A read: with nobody named it lists every ready task, as for an unregistered actor.
     let actor = match ctx.named_actor() {
@@ -111,25 +113,42 @@ pub fn ready(ctx: &Ctx, a: ReadyArgs) -> Result<ExitCode> {
         None => None,
     };
     let for_actor = actor.as_deref().filter(|_| !a.all);
-    let ready = tavern::api::tasks::ready(&board, &a.query, for_actor)?;
+    // Rows made as the tasks are read, as `list` makes them.
+    let (empty, lacking) = if ctx.global.json {
+        let r = ready_rows(&board, &a.query, for_actor, |d| {
+            (tavern::api::docs::brief_json(&d), forged_warning(&d))
+        })?;
+        let extra = format!(",\"lacking\":{}", r.lacking);
+        (
+            super::docs::print_json_rows(r.rows, &r.skipped, &extra)?,
+            r.lacking,
+        )
+    } else {
+        let r = ready_rows(&board, &a.query, for_actor, |d| {
+            (doc_row(&d), forged_warning(&d))
+        })?;
+        (
+            super::docs::print_table_rows(r.rows, &r.skipped)?,
+            r.lacking,
+        )
+    };
     let actor = actor.unwrap_or_default();
-    let code = ctx.print(&ready)?;
-    if ready.lacking > 0 {
+    if lacking > 0 {
         super::output::note(
             ctx.global.json,
             &format!(
                 "{} more ready {} {} capabilities {actor} lacks (`tavern ready --all` lists {})",
-                ready.lacking,
-                if ready.lacking == 1 { "task" } else { "tasks" },
-                if ready.lacking == 1 { "needs" } else { "need" },
-                if ready.lacking == 1 { "it" } else { "them" },
+                lacking,
+                if lacking == 1 { "task" } else { "tasks" },
+                if lacking == 1 { "needs" } else { "need" },
+                if lacking == 1 { "it" } else { "them" },
             ),
         );
-    } else if ready.listing.docs.is_empty() {
+    } else if empty {
         super::output::note(
             ctx.global.json,
             "no claimable task matches (every task is claimed, finished, or waiting for its dependencies)",
         );
     }
-    Ok(code)
+    Ok(ExitCode::SUCCESS)
 }

@@ -184,65 +184,40 @@ pub struct ListArgs {
 }
 
 pub fn list(ctx: &Ctx, a: ListArgs) -> Result<ExitCode> {
-    use super::output::{self, warn};
+    use super::output::{doc_row, forged_warning};
+    use tavern::api::docs::{brief_json, list_rows};
     let board = ctx.board()?;
     let req = tavern::api::docs::ListRequest {
         terms: a.terms,
         archived: a.archived,
     };
-    let json = ctx.global.json;
-    let (empty, forged) = if json {
-        let (docs, forged, skipped) = listed(&board, &req, tavern::api::docs::brief_json)?;
-        let skipped = serde_json::to_string(&skipped).unwrap_or_default();
-        output::out(&json_listing(&docs, &skipped))?;
-        (docs.is_empty(), forged)
+    // Each document becomes what is printed of it as it is read, so that a big listing
+    // holds those, not documents (about 3.5 KiB each, parsed).
+    let empty = if ctx.global.json {
+        let l = list_rows(&board, &req, |d| (brief_json(&d), forged_warning(&d)))?;
+        print_json_rows(l.rows, &l.skipped, "")?
     } else {
-        let (rows, forged, _) = listed(&board, &req, output::doc_row)?;
-        if !rows.is_empty() {
-            output::out(&output::table(output::DOC_COLUMNS, &rows))?;
-        }
-        let empty = rows.is_empty();
-        // The process ends next: freeing every row one by one costs time for memory the
-        // exit returns anyway.
-        std::mem::forget(rows);
-        (empty, forged)
+        let l = list_rows(&board, &req, |d| (doc_row(&d), forged_warning(&d)))?;
+        print_table_rows(l.rows, &l.skipped)?
     };
-    for w in forged {
-        warn(&w);
-    }
     if empty {
-        output::note(json, "no documents match");
+        super::output::note(ctx.global.json, "no documents match");
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// The listing, each document made into what is printed of it (`show`) as it is read, so
-/// that a big listing holds those and not documents (about 3.5 KiB each, parsed); the
-/// warnings about forged decisions to print after it, and the files skipped (already
-/// warned of).
-fn listed<R: Send>(
-    board: &tavern::api::Board,
-    req: &tavern::api::docs::ListRequest,
-    show: impl Fn(&tavern::api::Document) -> R + Sync,
-) -> Result<(Vec<R>, Vec<String>, Vec<tavern::api::Skipped>)> {
-    let listed = tavern::api::docs::list_rows(board, req, |d| {
-        (show(&d), super::output::forged_warning(&d))
-    })?;
-    for w in super::render::skipped_warnings(&listed.skipped) {
-        super::output::warn(&w);
-    }
-    let (shown, forged): (Vec<R>, Vec<Option<String>>) = listed.rows.into_iter().unzip();
-    Ok((
-        shown,
-        forged.into_iter().flatten().collect(),
-        listed.skipped,
-    ))
-}
-
-/// The line `serde_json` makes of a listing (`{"documents":[…],"skipped":[…]}`), written
-/// from each document's JSON and the skipped files' JSON.
-fn json_listing(docs: &[String], skipped: &str) -> String {
-    let size = docs.iter().map(|j| j.len() + 1).sum::<usize>() + skipped.len();
+/// Prints a listing made of JSON objects (`list --json`, `ready --json`) as `serde_json`
+/// prints a `Listing` (`{"documents":[…],"skipped":[…]}`, `extra` before the closing
+/// brace): the skipped files' warnings before it, the forged decisions' after. Whether it
+/// was empty.
+pub(crate) fn print_json_rows(
+    rows: Vec<(String, Option<String>)>,
+    skipped: &[tavern::api::Skipped],
+    extra: &str,
+) -> Result<bool> {
+    let (docs, forged) = warned(rows, skipped);
+    let skipped = serde_json::to_string(skipped).unwrap_or_default();
+    let size = docs.iter().map(|j| j.len() + 1).sum::<usize>() + skipped.len() + extra.len();
     let mut text = String::with_capacity(size + 32);
     text.push_str("{\"documents\":[");
     for (i, j) in docs.iter().enumerate() {
@@ -252,9 +227,48 @@ fn json_listing(docs: &[String], skipped: &str) -> String {
         text.push_str(j);
     }
     text.push_str("],\"skipped\":");
-    text.push_str(skipped);
+    text.push_str(&skipped);
+    text.push_str(extra);
     text.push_str("}\n");
-    text
+    super::output::out(&text)?;
+    after(forged);
+    Ok(docs.is_empty())
+}
+
+/// Prints a listing made of table rows (`list`, `ready`), with the warnings as
+/// [`print_json_rows`] does. Whether it was empty.
+pub(crate) fn print_table_rows(
+    rows: Vec<([String; 5], Option<String>)>,
+    skipped: &[tavern::api::Skipped],
+) -> Result<bool> {
+    use super::output::{DOC_COLUMNS, out, table};
+    let (rows, forged) = warned(rows, skipped);
+    if !rows.is_empty() {
+        out(&table(DOC_COLUMNS, &rows))?;
+    }
+    let empty = rows.is_empty();
+    // The process ends next: freeing every row one by one costs time for memory the exit
+    // returns anyway.
+    std::mem::forget(rows);
+    after(forged);
+    Ok(empty)
+}
+
+/// Warns of the skipped files, and parts the rows from the forged decisions' warnings.
+fn warned<R>(
+    rows: Vec<(R, Option<String>)>,
+    skipped: &[tavern::api::Skipped],
+) -> (Vec<R>, Vec<Option<String>>) {
+    for w in super::render::skipped_warnings(skipped) {
+        super::output::warn(&w);
+    }
+    rows.into_iter().unzip()
+}
+
+fn after(forged: Vec<Option<String>>) {
+    for w in forged.into_iter().flatten() {
+        super::output::warn(&w);
+    }
 }
 
 #[derive(Debug, Args)]

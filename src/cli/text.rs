@@ -37,20 +37,6 @@ impl Render for Listing {
     }
 }
 
-impl Render for tavern::api::tasks::Ready {
-    fn text(&self) -> Result<()> {
-        self.listing.text()
-    }
-
-    fn warnings(&self) -> Vec<String> {
-        self.listing.warnings()
-    }
-
-    fn warnings_after(&self) -> Vec<String> {
-        self.listing.warnings_after()
-    }
-}
-
 impl Render for Shown {
     fn text(&self) -> Result<()> {
         match self {

@@ -11,10 +11,11 @@ use crate::workflow::CLAIM;
 
 use super::{Options, Outcome, transition};
 
-/// What is ready: the tasks, best first, the files that could not be read, and how many
-/// ready tasks were left out because they need capabilities the agent lacks.
-pub struct Ready {
-    pub docs: Vec<Document>,
+/// What is ready: a row per task (the task itself for [`ready`]), best first, the files
+/// that could not be read, and how many ready tasks were left out because they need
+/// capabilities the agent lacks.
+pub struct Ready<R = Document> {
+    pub docs: Vec<R>,
     pub skipped: Vec<scan::Skipped>,
     pub lacking: usize,
 }
@@ -24,29 +25,26 @@ pub struct Ready {
 /// capabilities cover ([`crate::agents::missing_needs`], the rule `claim` applies). None:
 /// every ready task, whoever may claim it.
 pub fn ready(board: &Board, query: &Query, for_actor: Option<&str>) -> Result<Ready> {
-    let (docs, skipped) = ready_all(board, query)?;
+    ready_rows(board, query, for_actor, |d| d)
+}
+
+/// [`ready`], where each ready task becomes `row(task)` on the thread that read it, so
+/// that what a big answer holds is its rows, never the tasks parsed.
+pub fn ready_rows<R: Send>(
+    board: &Board,
+    query: &Query,
+    for_actor: Option<&str>,
+    row: impl Fn(Document) -> R + Sync,
+) -> Result<Ready<R>> {
+    crate::ops::sweep::sweep(board)?;
     let caps = match for_actor {
         Some(actor) => crate::agents::held_to(board, actor)?,
         None => None,
     };
-    let total = docs.len();
-    let docs: Vec<Document> = docs
-        .into_iter()
-        .filter(|d| crate::agents::missing_needs(d, caps.as_deref()).is_empty())
-        .collect();
-    Ok(Ready {
-        lacking: total - docs.len(),
-        docs,
-        skipped,
-    })
-}
-
-fn ready_all(board: &Board, query: &Query) -> Result<(Vec<Document>, Vec<scan::Skipped>)> {
-    crate::ops::sweep::sweep(board)?;
     let workflow = &board.config.workflow;
     let now = crate::time::now();
-    // Keep only the candidates while reading; their dependencies are read one by one
-    // afterwards (with a cache), so a big board of finished work is never held in memory.
+    // Only the candidates are parsed; their dependencies are read one by one (with a
+    // cache), so a big board of finished work is never held in memory.
     // A claimable task's text holds its status: one of the claimable states.
     let mut needles = query.needles();
     if workflow
@@ -63,7 +61,8 @@ fn ready_all(board: &Board, query: &Query) -> Result<(Vec<Document>, Vec<scan::S
         );
     }
     // A plain frontmatter whose status line is not a claimable state, or that fails a
-    // field term, is passed over unparsed (`status()` is the field as a string).
+    // field term, is passed over unparsed (`status()` is the field as a string), and so
+    // is any cached task whose head says its status is not claimable.
     let plain = |fm: &str| {
         crate::doc::fast::field(fm, "status").is_none_or(|v| {
             v.as_ref()
@@ -71,23 +70,55 @@ fn ready_all(board: &Board, query: &Query) -> Result<(Vec<Document>, Vec<scan::S
                 .is_some_and(|s| workflow.is_claimable(s))
         }) && query.may_match_plain(fm, now)
     };
-    let scan = scan::scan_prefiltered(board, &[Region::Tasks], false, &needles, &plain, |d| {
-        d.status().is_some_and(|s| workflow.is_claimable(s)) && query.matches(d, now)
-    })?;
-    let mut done: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
-    let mut is_done = |dep: &str| {
-        *done.entry(dep.to_string()).or_insert_with(|| {
-            crate::ops::graph::read_task(board, dep)
-                .is_some_and(|d| d.status().is_some_and(|s| workflow.is_success(s)))
-        })
+    let status = |s: Option<&str>| {
+        s.is_some_and(|s| workflow.is_claimable(s)) && query.may_match_status(s, now)
     };
-    let mut ready: Vec<Document> = scan
-        .docs
-        .into_iter()
-        .filter(|d| d.list("depends_on").iter().all(|dep| is_done(dep)))
-        .collect();
-    scan::sort_best_first(&mut ready);
-    Ok((ready, scan.skipped))
+    let done = std::sync::Mutex::new(std::collections::HashMap::<String, bool>::new());
+    let is_done = |dep: &str| {
+        if let Some(&known) = lock(&done).get(dep) {
+            return known;
+        }
+        let known = crate::ops::graph::read_task(board, dep)
+            .is_some_and(|d| d.status().is_some_and(|s| workflow.is_success(s)));
+        lock(&done).insert(dep.to_string(), known);
+        known
+    };
+    let found = std::sync::Mutex::new((Vec::new(), 0usize));
+    let each = |d: Document| {
+        let ready = d.status().is_some_and(|s| workflow.is_claimable(s))
+            && query.matches(&d, now)
+            && d.list("depends_on").iter().all(|dep| is_done(dep));
+        if !ready {
+            return;
+        }
+        if !crate::agents::missing_needs(&d, caps.as_deref()).is_empty() {
+            lock(&found).1 += 1;
+            return;
+        }
+        let key = scan::OrderKey::best_first(&d);
+        let row = row(d);
+        lock(&found).0.push((key, row));
+    };
+    let skipped = scan::each_prefiltered(
+        board,
+        &[Region::Tasks],
+        false,
+        &needles,
+        &plain,
+        &status,
+        &each,
+    )?;
+    let (mut rows, lacking) = found.into_inner().unwrap_or_else(|p| p.into_inner());
+    rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Ok(Ready {
+        docs: rows.into_iter().map(|(_, row)| row).collect(),
+        skipped,
+        lacking,
+    })
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// `claim --next`: claims the best ready task, moving on to the next if another agent
@@ -171,7 +202,7 @@ fn claim_best_local(
             .as_deref()
             .is_some_and(|s| workflow.is_claimable(s))
     })?;
-    // Best first in the order of `scan::sort_best_first` (priority, then creation time,
+    // Best first in the order of `scan::OrderKey::best_first` (priority, then creation time,
     // then id), taken from a heap: the first candidate is usually the one claimed, and
     // building the heap costs a fraction of sorting them all.
     let mut candidates: std::collections::BinaryHeap<_> = candidates
