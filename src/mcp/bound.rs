@@ -226,10 +226,11 @@ fn skipped_json(skipped: &[Skipped]) -> Value {
     )
 }
 
-/// One page of documents, with the total and the cursor of the next page.
+/// One page of documents (each as [`row`] shows it), with the total and the cursor of the
+/// next page.
 pub fn page(
     key: &str,
-    docs: &[Document],
+    docs: &[Value],
     skipped: &[Skipped],
     limit: Option<usize>,
     cursor: Option<&str>,
@@ -246,8 +247,8 @@ pub fn page(
     let mut items = Vec::new();
     let mut bytes = 0;
     let mut end = start;
-    for d in docs.iter().skip(start).take(limit) {
-        let r = row(d);
+    for r in docs.iter().skip(start).take(limit) {
+        let r = r.clone();
         bytes += sent_len(&r.to_string());
         if bytes > MAX_RESULT_BYTES / 2 && !items.is_empty() {
             break;

@@ -245,11 +245,14 @@ struct ReadyArgs {
 fn ready(ctx: &Ctx, args: Value) -> Result<Value> {
     let a: ReadyArgs = parse("ready", args)?;
     let for_actor = (!a.all.unwrap_or(false)).then_some(ctx.actor.as_str());
-    let ready = api::tasks::ready(&ctx.board, &terms(a.query.as_deref()), for_actor)?;
+    // A row per task as it is read: a big answer never holds the tasks parsed.
+    let ready = api::tasks::ready_rows(&ctx.board, &terms(a.query.as_deref()), for_actor, |d| {
+        bound::row(&d)
+    })?;
     let mut v = bound::page(
         "documents",
-        &ready.listing.docs,
-        &ready.listing.skipped,
+        &ready.rows,
+        &ready.skipped,
         a.limit,
         a.cursor.as_deref(),
     )?;
@@ -400,10 +403,10 @@ fn list(ctx: &Ctx, args: Value) -> Result<Value> {
         terms: terms(a.query.as_deref()),
         archived: a.archived.unwrap_or(false),
     };
-    let listed = api::docs::list(&ctx.board, &req)?;
+    let listed = api::docs::list_rows(&ctx.board, &req, |d| bound::row(&d))?;
     bound::page(
         "documents",
-        &listed.docs,
+        &listed.rows,
         &listed.skipped,
         a.limit,
         a.cursor.as_deref(),

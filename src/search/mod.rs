@@ -373,6 +373,49 @@ fn path_key(name: &str, after: &str) -> u128 {
     u128::from_be_bytes(k)
 }
 
+/// In one bucket, the terms each word matches (its own, and for a fuzzy word those one
+/// edit away), and the postings of each of them; None when postings fail their check.
+#[allow(clippy::type_complexity)]
+fn look_up(b: &Bucket, wants: &[Want]) -> Option<(Vec<Vec<usize>>, Vec<(usize, store::Postings)>)> {
+    let mut all = Vec::with_capacity(wants.len());
+    let mut read: Vec<(usize, store::Postings)> = Vec::new();
+    for want in wants {
+        let mut hits: Vec<usize> = Vec::new();
+        if let Some(i) = b.find(&want.term) {
+            hits.push(i);
+        }
+        if want.fuzzy {
+            let w = want.term.as_bytes();
+            let ascii = w.is_ascii();
+            let chars = want.term.chars().count();
+            for i in 0..b.terms() {
+                let t = b.term_bytes(i);
+                // One edit changes a word by at most one character: four bytes.
+                if t.len().abs_diff(w.len()) > 4 || t == w {
+                    continue;
+                }
+                // Two ASCII words (most): compared as bytes, without decoding.
+                let near = if ascii && t.is_ascii() {
+                    t.len().abs_diff(w.len()) <= 1 && one_edit(t, w)
+                } else {
+                    let t = b.term(i);
+                    t.chars().count().abs_diff(chars) <= 1 && one_edit_apart(t, &want.term)
+                };
+                if near {
+                    hits.push(i);
+                }
+            }
+        }
+        for &i in &hits {
+            if !read.iter().any(|(j, _)| *j == i) {
+                read.push((i, b.postings(i)?));
+            }
+        }
+        all.push(hits);
+    }
+    Some((all, read))
+}
+
 /// None when a term's postings fail their check.
 fn rank<'a>(loaded: &'a [(Place, Vec<Bucket>)], parsed: &Parsed) -> Option<Ranked<'a>> {
     // Every document searched gets a number: its bucket's first, plus its place there.
@@ -402,53 +445,38 @@ fn rank<'a>(loaded: &'a [(Place, Vec<Bucket>)], parsed: &Parsed) -> Option<Ranke
     let mut postings: Vec<Vec<(usize, usize, store::Postings)>> = Vec::new();
     // Per word, the terms it matched.
     let mut want_terms: Vec<Vec<usize>> = vec![Vec::new(); parsed.wants.len()];
-    for (a, (_, buckets)) in loaded.iter().enumerate() {
-        for (bi, b) in buckets.iter().enumerate() {
-            let mut here: Vec<usize> = Vec::new();
-            for (wi, want) in parsed.wants.iter().enumerate() {
-                let mut hits: Vec<usize> = Vec::new();
-                if let Some(i) = b.find(&want.term) {
-                    hits.push(i);
+    // Each bucket's terms for the words (and their postings), looked up on every core.
+    let all: Vec<(usize, usize)> = loaded
+        .iter()
+        .enumerate()
+        .flat_map(|(a, (_, buckets))| (0..buckets.len()).map(move |bi| (a, bi)))
+        .collect();
+    let looked = ixdir::each_bucket(all.len(), |k| {
+        let (a, bi) = all[k];
+        look_up(&loaded[a].1[bi], &parsed.wants)
+    });
+    for (&(a, bi), looked) in all.iter().zip(looked) {
+        let b = &loaded[a].1[bi];
+        let (hits, mut read) = looked?;
+        let mut here: Vec<usize> = Vec::new();
+        for (wi, hits) in hits.into_iter().enumerate() {
+            for i in hits {
+                let term = b.term(i);
+                let id = match term_ids.get(term) {
+                    Some(&id) => id,
+                    None => {
+                        term_ids.insert(term.to_string(), postings.len());
+                        postings.push(Vec::new());
+                        postings.len() - 1
+                    }
+                };
+                if !want_terms[wi].contains(&id) {
+                    want_terms[wi].push(id);
                 }
-                if want.fuzzy {
-                    let w = want.term.as_bytes();
-                    let ascii = w.is_ascii();
-                    let chars = want.term.chars().count();
-                    for i in 0..b.terms() {
-                        let t = b.term_bytes(i);
-                        // One edit changes a word by at most one character: four bytes.
-                        if t.len().abs_diff(w.len()) > 4 || t == w {
-                            continue;
-                        }
-                        // Two ASCII words (most): compared as bytes, without decoding.
-                        let near = if ascii && t.is_ascii() {
-                            t.len().abs_diff(w.len()) <= 1 && one_edit(t, w)
-                        } else {
-                            let t = b.term(i);
-                            t.chars().count().abs_diff(chars) <= 1 && one_edit_apart(t, &want.term)
-                        };
-                        if near {
-                            hits.push(i);
-                        }
-                    }
-                }
-                for i in hits {
-                    let term = b.term(i);
-                    let id = match term_ids.get(term) {
-                        Some(&id) => id,
-                        None => {
-                            term_ids.insert(term.to_string(), postings.len());
-                            postings.push(Vec::new());
-                            postings.len() - 1
-                        }
-                    };
-                    if !want_terms[wi].contains(&id) {
-                        want_terms[wi].push(id);
-                    }
-                    if !here.contains(&id) {
-                        here.push(id);
-                        postings[id].push((a, bi, b.postings(i)?));
-                    }
+                if !here.contains(&id) {
+                    here.push(id);
+                    let at = read.iter().position(|(j, _)| *j == i)?;
+                    postings[id].push((a, bi, std::mem::take(&mut read[at].1)));
                 }
             }
         }
