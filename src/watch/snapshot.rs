@@ -151,6 +151,29 @@ pub struct Snapshot {
 /// to keep, as for a symlink), or None if it is gone.
 pub type ReadBaseline<'a> = dyn Fn(&Path) -> Option<(StatKey, Option<Vec<u8>>)> + Sync + 'a;
 
+/// A file of the first start: its entry, with its content (if any: None for a symlink)
+/// added to `batch` as a content record. The serial and the threaded first start share it.
+fn baseline_entry(batch: &mut Batch, rel: &str, stat: StatKey, content: Option<&[u8]>) -> Known {
+    let hash = hash(content.unwrap_or(b""));
+    let racy = racy(&stat);
+    if let Some(content) = content {
+        batch.push(&Rec {
+            kind: Kind::Content,
+            rel,
+            stat,
+            racy,
+            hash,
+            content,
+        });
+    }
+    Known {
+        stat,
+        hash,
+        shadow: None,
+        racy,
+    }
+}
+
 /// Where watch mode keeps its state.
 pub fn dir(board: &Board) -> PathBuf {
     crate::layout::watch_dir(&board.root)
@@ -373,29 +396,10 @@ impl Snapshot {
         stat: StatKey,
         content: Option<&[u8]>,
     ) -> Result<()> {
-        let hash = hash(content.unwrap_or(b""));
-        let racy = racy(&stat);
-        self.files.insert(
-            rel.into(),
-            Known {
-                stat,
-                hash,
-                shadow: None,
-                racy,
-            },
-        );
-        if let Some(content) = content {
-            self.baseline.push(&Rec {
-                kind: Kind::Content,
-                rel,
-                stat,
-                racy,
-                hash,
-                content,
-            });
-            if self.baseline.raw_len() >= pack::FRAME_TARGET {
-                self.flush_baseline(board)?;
-            }
+        let known = baseline_entry(&mut self.baseline, rel, stat, content);
+        self.files.insert(rel.into(), known);
+        if content.is_some() && self.baseline.raw_len() >= pack::FRAME_TARGET {
+            self.flush_baseline(board)?;
         }
         Ok(())
     }
@@ -447,24 +451,7 @@ impl Snapshot {
                         let Some((stat, content)) = read(path) else {
                             continue;
                         };
-                        let hash = hash(content.as_deref().unwrap_or(b""));
-                        let racy = racy(&stat);
-                        if let Some(content) = &content {
-                            part.batch.push(&Rec {
-                                kind: Kind::Content,
-                                rel,
-                                stat,
-                                racy,
-                                hash,
-                                content,
-                            });
-                        }
-                        let known = Known {
-                            stat,
-                            hash,
-                            shadow: None,
-                            racy,
-                        };
+                        let known = baseline_entry(&mut part.batch, rel, stat, content.as_deref());
                         part.entries.push((rel.clone(), known));
                         if part.batch.raw_len() >= pack::FRAME_TARGET && !send(&mut part) {
                             return;
