@@ -206,19 +206,26 @@ pub fn save_own(board: &Board, own: &Own) -> Result<()> {
 }
 
 /// The entries [`save_own`] saved, above `read_up_to` (those at or below it were read
-/// back). A line with a seq alone (saved before origins) has an empty origin.
-pub fn load_own(board: &Board, read_up_to: u64) -> Own {
+/// back). A line with a seq alone (saved before origins) has an empty origin. The flag
+/// says whether the file holds exactly those entries (or is missing and they are none):
+/// if not, the next save must rewrite it even when the entries did not change.
+pub fn load_own(board: &Board, read_up_to: u64) -> (Own, bool) {
     let Some(text) = read_state(&own_path(board)) else {
-        return Default::default();
+        return (Own::default(), true);
     };
-    text.lines()
+    let mut lines = 0;
+    let own: Own = text
+        .lines()
+        .inspect(|_| lines += 1)
         .filter_map(|line| {
             let mut words = line.split_whitespace();
             let seq: u64 = words.next()?.parse().ok()?;
             Some((seq, words.next().unwrap_or("").to_string()))
         })
         .filter(|(seq, _)| *seq > read_up_to)
-        .collect()
+        .collect();
+    let exact = own.len() == lines;
+    (own, exact)
 }
 
 /// Reads a state file as text, if it is a regular file: anything else (a FIFO would
