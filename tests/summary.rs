@@ -228,3 +228,67 @@ fn summary_cuts_each_list_at_the_limit_and_names_the_command_for_the_rest() {
     assert_eq!(b.run(&["summary", "--json"]).ok().json()["limit"], 20);
     b.run(&["summary", "--limit", "2", "--all"]).code(2);
 }
+
+/// A finished task is counted from the read index's head and parsed only while it may be
+/// among its state's first: the first ones stay right when most are passed over, and after
+/// a task is edited in place behind the index's back.
+#[test]
+fn summary_finds_the_first_finished_tasks_among_many_passed_over() {
+    let b = TestBoard::new();
+    let task = |n: usize, priority: usize| {
+        format!(
+            "---\nid: t-{n:03}\ntitle: Task {n}\nstatus: done\npriority: {priority}\n\
+             created_at: 2026-01-01T00:{:02}:{:02}Z\n---\n",
+            n / 60,
+            n % 60
+        )
+    };
+    // 200 done tasks: the best are the priority-1 ones (every tenth), oldest first.
+    for n in 0..200 {
+        b.write(
+            &format!("tasks/t-{n:03}.md"),
+            task(n, if n % 10 == 7 { 1 } else { 3 }),
+        );
+    }
+    let first = |b: &TestBoard| -> (Vec<String>, serde_json::Value) {
+        let v = b.run(&["summary", "--limit", "3", "--json"]).ok().json();
+        let ids = v["tasks"]["done"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_str().unwrap().to_string())
+            .collect();
+        (ids, v["totals"]["tasks"].clone())
+    };
+    // The first read builds the index (every task parsed), the second reads its heads.
+    for _ in 0..2 {
+        assert_eq!(
+            first(&b),
+            (
+                vec!["t-007".into(), "t-017".into(), "t-027".into()],
+                serde_json::json!({"done": 200})
+            )
+        );
+    }
+    // Edited in place, same size: t-150 becomes the most urgent of all.
+    b.write("tasks/t-150.md", task(150, 0));
+    assert_eq!(
+        first(&b),
+        (
+            vec!["t-150".into(), "t-007".into(), "t-017".into()],
+            serde_json::json!({"done": 200})
+        )
+    );
+    // Its state changed: it leaves the finished ones, which are one fewer.
+    b.write(
+        "tasks/t-150.md",
+        task(150, 0).replace("status: done", "status: pending"),
+    );
+    let v = b.run(&["summary", "--limit", "3", "--json"]).ok().json();
+    assert_eq!(
+        v["totals"]["tasks"],
+        serde_json::json!({"pending": 1, "done": 199})
+    );
+    assert_eq!(v["tasks"]["pending"][0]["id"], "t-150");
+    assert_eq!(v["tasks"]["done"][0]["id"], "t-007");
+}
