@@ -200,8 +200,35 @@ pub fn summary(
             }
         }
     };
-    let skipped =
-        scan::each_prefiltered(board, &Region::ALL, false, &[], &|_| true, &|_| true, &each)?;
+    // A finished task is neither held nor stuck: it counts in its state, and needs
+    // parsing only while it may still be among that state's first (its head tells its
+    // priority and age). On a board that has worked a while, most tasks are finished.
+    let by_head = |region: Region, h: &crate::index::files::Head<'_>| {
+        let status = h.status.as_deref().unwrap_or("");
+        if region != Region::Tasks
+            || context.is_some()
+            || !workflow.is_terminal(status)
+            || status == "blocked"
+        {
+            return true;
+        }
+        let mut k = lock(&kept);
+        let list = k
+            .tasks
+            .entry(status.to_string())
+            .or_insert_with(|| First::new(limit));
+        if limit == Some(0)
+            || list
+                .bound
+                .as_ref()
+                .is_some_and(|b| b.before_every(h.priority, &h.created))
+        {
+            list.seen += 1;
+            return false;
+        }
+        true
+    };
+    let skipped = scan::each_by_head(board, &Region::ALL, &by_head, &each)?;
     decisions.finish()?;
     let mut kept = kept.into_inner().unwrap_or_else(|p| p.into_inner());
     let mut totals = Totals::default();
