@@ -946,19 +946,26 @@ impl<'a> Area<'a> {
         if !rewrite {
             return Ok((cached, false));
         }
-        let Some(mut old_terms) = cached.per_entry() else {
+        let entries: Vec<std::result::Result<Analysed, usize>> = {
+            let mut v: Vec<_> = fresh.into_iter().map(|(i, read)| read.ok_or(i)).collect();
+            fn name<'a>(
+                e: &'a std::result::Result<Analysed, usize>,
+                cached: &'a Bucket,
+            ) -> &'a str {
+                match e {
+                    Ok((entry, _)) => &entry.name,
+                    Err(i) => &cached.entries[*i].name,
+                }
+            }
+            v.sort_by(|x, y| name(x, &cached).cmp(name(y, &cached)));
+            v
+        };
+        // The bucket's term directory with the files read again merged in (not every
+        // entry's terms decoded and encoded again).
+        let Some(bytes) = cached.rewrite(ixfiles::unique(), self.ctx.fingerprint, &entries) else {
             // Postings that fail their check: every file of the bucket is read again.
             return self.refresh_from(dir_fd, start, b, Bucket::default());
         };
-        let mut entries: Vec<Analysed> = fresh
-            .into_iter()
-            .map(|(i, read)| match read {
-                Some(r) => r,
-                None => (cached.entries[i].clone(), std::mem::take(&mut old_terms[i])),
-            })
-            .collect();
-        entries.sort_by(|x, y| x.0.name.cmp(&y.0.name));
-        let bytes = store::encode(ixfiles::unique(), self.ctx.fingerprint, &entries);
         ixfiles::save(&path, &bytes);
         let bucket = store::decode(&bytes).unwrap_or_default();
         Ok((bucket, true))
