@@ -174,6 +174,7 @@ pub fn scan_prefiltered(
         needles,
         plain,
         status: &|_| true,
+        head: &|_| true,
     };
     for &region in regions {
         let part = crate::index::read_dir(board, region, archived, &pre, &keep)?;
@@ -201,12 +202,36 @@ pub fn each_prefiltered(
         needles,
         plain,
         status,
+        head: &|_| true,
     };
     let mut skipped = Vec::new();
     for &region in regions {
         skipped.extend(crate::index::each_in_dir(
             board, region, archived, &pre, each,
         )?);
+    }
+    Ok(skipped)
+}
+
+/// Every document of `regions` (not their archives) to `each`, as [`each_prefiltered`]
+/// gives them with nothing ruled out, except the cached documents `head` answers false
+/// for, given their region and head: those are passed over unparsed, `head` having taken
+/// account of them. `head` is asked at most once per document, and only of documents the
+/// read index holds unchanged; the others are parsed and go to `each`. The files skipped
+/// are returned.
+pub fn each_by_head(
+    board: &Board,
+    regions: &[Region],
+    head: &(dyn Fn(Region, &crate::index::files::Head<'_>) -> bool + Sync),
+    each: &(dyn Fn(Document) + Sync),
+) -> Result<Vec<Skipped>> {
+    let mut skipped = Vec::new();
+    for &region in regions {
+        let pre = crate::index::Prefilter {
+            head: &|h| head(region, h),
+            ..crate::index::Prefilter::NONE
+        };
+        skipped.extend(crate::index::each_in_dir(board, region, false, &pre, each)?);
     }
     Ok(skipped)
 }
@@ -250,6 +275,25 @@ impl OrderKey {
             region: d.region,
             file_id: d.file_id.clone(),
         }
+    }
+}
+
+impl OrderKey {
+    /// Does every document whose priority and creation time are these (as the read
+    /// index's head keeps them) come after this key, whatever its id and file? Only then
+    /// may a read that keeps the first few pass such a document over unparsed.
+    pub(crate) fn before_every(
+        &self,
+        priority: i64,
+        created: &crate::index::files::Created<'_>,
+    ) -> bool {
+        use crate::index::files::Created;
+        let created = match created {
+            Created::At(secs, nanos) => (true, chrono::DateTime::from_timestamp(*secs, *nanos), ""),
+            Created::Text(text) => (false, None, text.as_ref()),
+        };
+        let mine = (self.created.0, self.created.1, self.created.2.as_str());
+        !self.finished && (self.priority, mine) < (priority, created)
     }
 }
 

@@ -7,33 +7,19 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Barrier};
 
 use crate::concurrency::{Rng, field, frontmatter};
-use crate::util::{BIN, Out, output};
+use crate::util::{Out, output};
 
 /// A bare remote and clones of a project whose committed board holds some tasks.
 pub struct Net {
     dir: tempfile::TempDir,
 }
 
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let o = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .output()
-        .expect("run git");
-    assert!(
-        o.status.success(),
-        "git {args:?} in {}: {}",
-        dir.display(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).trim_end().to_string()
-}
+/// Git with the tests' fixed environment (no user or system configuration).
+pub use crate::util::git::git;
 
 impl Net {
     /// A project with `tasks` tasks (`t00`, `t01`, …) committed and pushed to a bare
@@ -111,15 +97,10 @@ impl Net {
         self.path(&format!("c{c}"))
     }
 
+    /// `tavern ARGS` in `dir` with the tests' environment, git's included (see
+    /// [`crate::util::git::tavern_cmd`]), so that no machine configuration leaks in.
     pub fn cmd_in(&self, dir: &Path, args: &[&str]) -> Command {
-        let mut c = Command::new(BIN);
-        c.args(args)
-            .current_dir(dir)
-            .env_remove("TAVERN_BOARD")
-            .env_remove("TAVERN_AGENT")
-            .env("USER", "tester")
-            .stdin(Stdio::null());
-        c
+        crate::util::git::tavern_cmd(dir, args, None)
     }
 
     pub fn tavern_in(&self, dir: &Path, args: &[&str]) -> Out {

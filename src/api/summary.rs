@@ -57,6 +57,10 @@ pub struct Stuck {
 }
 
 /// What an agent needs after a context reset, in one read.
+///
+/// Each list holds at most the summary's limit of items (the best, or the oldest for
+/// questions), and [`Totals`] says how many there are in all: a digest of a board of 100k
+/// tasks is not 100k lines, and what it holds while it reads does not grow with the board.
 #[derive(Clone, Debug, Serialize)]
 pub struct Summary {
     pub context: Option<String>,
@@ -64,35 +68,67 @@ pub struct Summary {
     /// The pause's reason when the board is paused: the first thing to know after a
     /// context reset, since nothing can be claimed.
     pub paused: Option<String>,
+    /// How many items each list shows at most (`null`: every one).
+    pub limit: Option<usize>,
     /// Registered agents that are not gone.
     pub agents: Vec<AgentBrief>,
     /// Open or acknowledged findings by severity, most severe first; empty ones left out.
     pub findings: IndexMap<String, Vec<Finding>>,
-    /// Tasks by state, in the workflow's order; empty states left out.
+    /// Tasks by state, in the workflow's order, best first; empty states left out.
     pub tasks: IndexMap<String, Vec<Brief>>,
     /// Open questions, oldest first: those waiting for an answer or a human's decision
     /// (forged decisions included).
     pub questions: Vec<OpenQuestion>,
     pub stuck: Vec<Stuck>,
+    /// How many items each list has in all, shown or not.
+    pub totals: Totals,
     pub skipped: Vec<Skipped>,
 }
 
+/// How many items each list of a [`Summary`] has in all.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Totals {
+    /// Tasks a registered agent holds, by agent.
+    pub holds: IndexMap<String, usize>,
+    /// Open findings by severity.
+    pub findings: IndexMap<String, usize>,
+    /// Tasks by state.
+    pub tasks: IndexMap<String, usize>,
+    pub questions: usize,
+    pub stuck: usize,
+}
+
+/// How many items each list of the summary shows unless asked for more: enough to act on
+/// after a context reset, and what a model's context can take of every list at once.
+pub const LIMIT: usize = 20;
+
 /// The summary of the board, or of one context. Expired leases are swept first;
 /// `stuck_after` is how long without change before a claimed task or an unacknowledged
-/// finding looks stuck.
+/// finding looks stuck; `limit` is how many items each list shows at most (`None`: all).
 pub fn summary(
     board: &Board,
     context: Option<&str>,
     stuck_after: chrono::Duration,
+    limit: Option<usize>,
 ) -> Result<Summary> {
     crate::ops::sweep::sweep(board)?;
     let now = Utc::now();
+    let workflow = &board.config.workflow;
+    let agents: Vec<agents::Agent> = agents::all(board)?
+        .into_iter()
+        .filter(|a| !a.gone())
+        .collect();
     let in_context =
         |d: &Document| context.is_none_or(|c| d.list("context").iter().any(|x| x == c));
+    let old = |t: Option<&str>| {
+        t.and_then(|t| crate::time::parse_time(t, now))
+            .is_some_and(|t| now - t > stuck_after)
+    };
     // Each document becomes the little the summary shows of it on the thread that read
-    // it: a big board is never held parsed (about 3.5 KiB a document), only its lines.
+    // it, and only if it is among the first `limit` of its list so far: neither the board
+    // nor every task's line is held.
     let decisions = crate::ops::decisions::Annotator::new(board);
-    let kept = std::sync::Mutex::new(Kept::default());
+    let kept = std::sync::Mutex::new(Kept::new(limit, &agents));
     let each = |mut d: Document| {
         if !in_context(&d) {
             return;
@@ -100,157 +136,243 @@ pub fn summary(
         let key = scan::OrderKey::best_first(&d);
         match d.region {
             Region::Tasks => {
-                let brief = Brief::of(&d);
-                lock(&kept).tasks.push((key, brief));
+                let status = d.status().unwrap_or("");
+                let claimed_by = d.str("claimed_by");
+                let updated = d.str("updated_at");
+                let held = claimed_by.filter(|_| !workflow.is_terminal(status));
+                let why = if status == "blocked" {
+                    Some(format!("blocked since {}", updated.unwrap_or("?")))
+                } else if held.is_some() && !workflow.is_claimable(status) && old(updated) {
+                    Some(format!(
+                        "{status} by {} with no change since {}",
+                        claimed_by.unwrap_or("?"),
+                        updated.unwrap_or("?")
+                    ))
+                } else {
+                    None
+                };
+                let mut k = lock(&kept);
+                k.tasks
+                    .entry(status.to_string())
+                    .or_insert_with(|| First::new(limit))
+                    .offer(&key, || Brief::of(&d));
+                if let Some(holds) = held.and_then(|a| k.holds.get_mut(a)) {
+                    holds.offer(&key, || Brief::of(&d));
+                }
+                if let Some(why) = why {
+                    let stuck = Stuck {
+                        id: d.id().to_string(),
+                        why,
+                    };
+                    k.stuck.offer(&(true, key), || stuck);
+                }
             }
             Region::Observations => {
-                if matches!(d.status(), Some("open") | Some("acknowledged")) {
-                    let finding = Finding::of(&d);
-                    lock(&kept).findings.push((key, finding));
+                let status = d.status();
+                if !matches!(status, Some("open") | Some("acknowledged")) {
+                    return;
+                }
+                let why = (status == Some("open") && old(Some(d.created_at())))
+                    .then(|| format!("finding not acknowledged since {}", d.created_at()));
+                let severity = d.text("severity").unwrap_or_default();
+                let mut k = lock(&kept);
+                if let Some(why) = why {
+                    let stuck = Stuck {
+                        id: d.id().to_string(),
+                        why,
+                    };
+                    k.stuck.offer(&(false, key.clone()), || stuck);
+                }
+                if let Some(list) = k.findings.get_mut(severity.as_str()) {
+                    list.offer(&key, || Finding::of(&d));
                 }
             }
             Region::Questions => {
                 decisions.annotate(&mut d);
-                if crate::ops::decisions::is_open(&d) {
-                    let question = OpenQuestion::of(&d, false);
-                    lock(&kept).questions.push((key, question));
+                if !crate::ops::decisions::is_open(&d) {
+                    return;
                 }
+                let (parsed, at, text) = crate::time::stamp_key(d.created_at());
+                let key = ((parsed, at, text.to_string()), d.id().to_string(), key);
+                lock(&kept)
+                    .questions
+                    .offer(&key, || OpenQuestion::of(&d, false));
             }
         }
     };
-    let skipped =
-        scan::each_prefiltered(board, &Region::ALL, false, &[], &|_| true, &|_| true, &each)?;
-    decisions.finish()?;
-    let Kept {
-        tasks,
-        findings: open_findings,
-        questions,
-    } = kept.into_inner().unwrap_or_else(|p| p.into_inner());
-    let tasks = best_first(tasks);
-    let open_findings = best_first(open_findings);
-    let questions = best_first(questions);
-    let workflow = &board.config.workflow;
-    let mut agents_out = Vec::new();
-    for a in agents::all(board)? {
-        if a.gone() {
-            continue;
+    // A finished task is neither held nor stuck: it counts in its state, and needs
+    // parsing only while it may still be among that state's first (its head tells its
+    // priority and age). On a board that has worked a while, most tasks are finished.
+    let by_head = |region: Region, h: &crate::index::files::Head<'_>| {
+        let status = h.status.as_deref().unwrap_or("");
+        if region != Region::Tasks
+            || context.is_some()
+            || !workflow.is_terminal(status)
+            || status == "blocked"
+        {
+            return true;
         }
-        let holds: Vec<Brief> = tasks
-            .iter()
-            .filter(|t| {
-                t.claimed_by.as_deref() == Some(a.id())
-                    && !t.status.as_deref().is_some_and(|s| workflow.is_terminal(s))
-            })
-            .cloned()
-            .collect();
+        let mut k = lock(&kept);
+        let list = k
+            .tasks
+            .entry(status.to_string())
+            .or_insert_with(|| First::new(limit));
+        if limit == Some(0)
+            || list
+                .bound
+                .as_ref()
+                .is_some_and(|b| b.before_every(h.priority, &h.created))
+        {
+            list.seen += 1;
+            return false;
+        }
+        true
+    };
+    let skipped = scan::each_by_head(board, &Region::ALL, &by_head, &each)?;
+    decisions.finish()?;
+    let mut kept = kept.into_inner().unwrap_or_else(|p| p.into_inner());
+    let mut totals = Totals::default();
+
+    let mut agents_out = Vec::new();
+    for a in &agents {
+        let holds = kept
+            .holds
+            .swap_remove(a.id())
+            .unwrap_or_else(|| First::new(limit));
+        totals.holds.insert(a.id().to_string(), holds.seen);
         agents_out.push(AgentBrief {
             id: a.id().to_string(),
-            status: Status::of(&a, board, now, !holds.is_empty()),
+            status: Status::of(a, board, now, holds.seen > 0),
             last_seen: crate::time::stamp_millis(a.last_seen),
-            holds,
+            holds: holds.into_sorted(),
         });
     }
 
     let mut findings = IndexMap::new();
-    for sev in SEVERITIES {
-        let list: Vec<Finding> = open_findings
-            .iter()
-            .filter(|f| f.severity == sev)
-            .cloned()
-            .collect();
-        if !list.is_empty() {
-            findings.insert(sev.to_string(), list);
+    for (sev, list) in kept.findings {
+        if list.seen > 0 {
+            totals.findings.insert(sev.to_string(), list.seen);
+            findings.insert(sev.to_string(), list.into_sorted());
         }
     }
 
     let mut by_state = IndexMap::new();
     for state in &workflow.states {
-        let list: Vec<Brief> = tasks
-            .iter()
-            .filter(|t| t.status.as_deref() == Some(state.as_str()))
-            .cloned()
-            .collect();
-        if !list.is_empty() {
-            by_state.insert(state.clone(), list);
+        if let Some(list) = kept.tasks.swap_remove(state.as_str()) {
+            totals.tasks.insert(state.clone(), list.seen);
+            by_state.insert(state.clone(), list.into_sorted());
         }
     }
 
-    let mut questions = questions;
-    questions.sort_by(|a, b| {
-        crate::time::cmp_stamps(&a.created_at, &b.created_at).then_with(|| a.id.cmp(&b.id))
-    });
-
-    // Stuck: findings nobody acknowledged, blocked tasks, and claims with no change for long.
-    let old = |t: Option<&str>| {
-        t.and_then(|t| crate::time::parse_time(t, now))
-            .is_some_and(|t| now - t > stuck_after)
-    };
-    let mut stuck = Vec::new();
-    let why = |id: &str, why: String| Stuck {
-        id: id.to_string(),
-        why,
-    };
-    for f in &open_findings {
-        if f.status.as_deref() == Some("open") && old(Some(&f.created_at)) {
-            stuck.push(why(
-                &f.id,
-                format!("finding not acknowledged since {}", f.created_at),
-            ));
-        }
-    }
-    for t in &tasks {
-        let status = t.status.as_deref().unwrap_or("");
-        let updated = t.updated_at.as_deref();
-        if status == "blocked" {
-            stuck.push(why(
-                &t.id,
-                format!("blocked since {}", updated.unwrap_or("?")),
-            ));
-        } else if t.claimed_by.is_some()
-            && !workflow.is_terminal(status)
-            && !workflow.is_claimable(status)
-            && old(updated)
-        {
-            stuck.push(why(
-                &t.id,
-                format!(
-                    "{status} by {} with no change since {}",
-                    t.claimed_by.as_deref().unwrap_or("?"),
-                    updated.unwrap_or("?")
-                ),
-            ));
-        }
-    }
-
+    totals.questions = kept.questions.seen;
+    totals.stuck = kept.stuck.seen;
     Ok(Summary {
         context: context.map(str::to_string),
         generated_at: crate::time::stamp(now),
         paused: board.paused(),
+        limit,
         agents: agents_out,
         findings,
         tasks: by_state,
-        questions,
-        stuck,
+        questions: kept.questions.into_sorted(),
+        stuck: kept.stuck.into_sorted(),
+        totals,
         skipped,
     })
 }
 
-/// What a summary keeps of the documents it reads, each with its place in their order.
-#[derive(Default)]
+/// The key questions are listed by: oldest first (as [`crate::time::cmp_stamps`] orders
+/// their creation times), then by id, then in the documents' order.
+type QuestionKey = (
+    (bool, Option<chrono::DateTime<Utc>>, String),
+    String,
+    scan::OrderKey,
+);
+
+/// What a summary keeps of the documents it reads: the first items of each list so far.
 struct Kept {
-    tasks: Vec<(scan::OrderKey, Brief)>,
-    findings: Vec<(scan::OrderKey, Finding)>,
-    questions: Vec<(scan::OrderKey, OpenQuestion)>,
+    /// By status, whether the workflow knows it or not (only its states are shown).
+    tasks: IndexMap<String, First<scan::OrderKey, Brief>>,
+    /// By registered agent: the tasks it holds.
+    holds: IndexMap<String, First<scan::OrderKey, Brief>>,
+    /// By severity, most severe first.
+    findings: IndexMap<&'static str, First<scan::OrderKey, Finding>>,
+    questions: First<QuestionKey, OpenQuestion>,
+    /// Findings (`false`) before tasks (`true`), each in the documents' order.
+    stuck: First<(bool, scan::OrderKey), Stuck>,
+}
+
+impl Kept {
+    fn new(limit: Option<usize>, agents: &[agents::Agent]) -> Kept {
+        Kept {
+            tasks: IndexMap::new(),
+            holds: agents
+                .iter()
+                .map(|a| (a.id().to_string(), First::new(limit)))
+                .collect(),
+            findings: SEVERITIES
+                .iter()
+                .map(|&sev| (sev, First::new(limit)))
+                .collect(),
+            questions: First::new(limit),
+            stuck: First::new(limit),
+        }
+    }
+}
+
+/// The first `limit` items by key of all those offered (every one without a limit),
+/// holding at most twice that many at once, and how many were offered in all. An item is
+/// built only when its key may still be among the first.
+struct First<K, T> {
+    limit: Option<usize>,
+    items: Vec<(K, T)>,
+    /// The last key kept at the latest trim: nothing after it can be among the first.
+    bound: Option<K>,
+    seen: usize,
+}
+
+impl<K: Ord + Clone, T> First<K, T> {
+    fn new(limit: Option<usize>) -> Self {
+        First {
+            limit,
+            items: Vec::new(),
+            bound: None,
+            seen: 0,
+        }
+    }
+
+    fn offer(&mut self, key: &K, item: impl FnOnce() -> T) {
+        self.seen += 1;
+        if self.limit == Some(0) || self.bound.as_ref().is_some_and(|b| key > b) {
+            return;
+        }
+        self.items.push((key.clone(), item()));
+        if let Some(limit) = self.limit
+            && self.items.len() >= 2 * limit
+        {
+            self.trim(limit);
+        }
+    }
+
+    /// Keeps the first `limit` items, and remembers the last of them as the bound.
+    fn trim(&mut self, limit: usize) {
+        self.items
+            .select_nth_unstable_by(limit - 1, |a, b| a.0.cmp(&b.0));
+        self.items.truncate(limit);
+        self.bound = self.items.iter().map(|(k, _)| k).max().cloned();
+    }
+
+    fn into_sorted(mut self) -> Vec<T> {
+        self.items.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        if let Some(limit) = self.limit {
+            self.items.truncate(limit);
+        }
+        self.items.into_iter().map(|(_, item)| item).collect()
+    }
 }
 
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// The items in their documents' order, best first ([`scan::OrderKey::best_first`]).
-fn best_first<T>(mut items: Vec<(scan::OrderKey, T)>) -> Vec<T> {
-    items.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    items.into_iter().map(|(_, item)| item).collect()
 }
 
 /// Text for one line of markdown: control characters (a hostile title) become spaces.
@@ -273,7 +395,7 @@ impl Summary {
     /// The summary as markdown, for people and for a model's context alike.
     pub fn markdown(&self) -> String {
         let mut o = match &self.context {
-            Some(c) => format!("# Board summary: context {c}\n"),
+            Some(c) => format!("# Board summary: context {}\n", blank_controls(c)),
             None => "# Board summary\n".to_string(),
         };
         if let Some(reason) = &self.paused {
@@ -292,15 +414,24 @@ impl Summary {
                 .iter()
                 .map(|t| format!("{} [{}]", t.id, t.status.as_deref().unwrap_or("")))
                 .collect();
-            let holds = if holds.is_empty() {
+            let total = self.totals.holds.get(&a.id).copied().unwrap_or(holds.len());
+            let mut holds = if holds.is_empty() {
                 "nothing".to_string()
             } else {
                 holds.join(", ")
             };
+            if total > a.holds.len() {
+                holds.push_str(&format!(
+                    " and {} more: `tavern list tasks claimed_by={}`",
+                    total - a.holds.len(),
+                    a.id
+                ));
+            }
             o.push_str(&format!(
-                "- {} ({}): holds {holds}\n",
+                "- {} ({}): holds {}\n",
                 a.id,
-                a.status.name()
+                a.status.name(),
+                blank_controls(&holds)
             ));
         }
         o.push_str("\n## Open findings\n\n");
@@ -308,7 +439,12 @@ impl Summary {
             o.push_str("None.\n");
         }
         for (sev, list) in &self.findings {
-            o.push_str(&format!("{sev}:\n"));
+            let total = self.totals.findings.get(sev).copied().unwrap_or(list.len());
+            if total > list.len() {
+                o.push_str(&format!("{sev} ({total}):\n"));
+            } else {
+                o.push_str(&format!("{sev}:\n"));
+            }
             for f in list {
                 let about = if f.about.is_empty() {
                     String::new()
@@ -317,16 +453,20 @@ impl Summary {
                 };
                 o.push_str(&item(&f.id, &f.title, None, &about));
             }
+            let query = format!("observations severity={sev} status=open,acknowledged");
+            o.push_str(&self.more(list.len(), total, Some(&query)));
         }
         o.push_str("\n## Tasks\n\n");
         if self.tasks.is_empty() {
             o.push_str("None.\n");
         }
         for (state, list) in &self.tasks {
-            o.push_str(&format!("{state} ({}):\n", list.len()));
+            let total = self.totals.tasks.get(state).copied().unwrap_or(list.len());
+            o.push_str(&format!("{state} ({total}):\n"));
             for t in list {
                 o.push_str(&item(&t.id, &t.title, t.claimed_by.as_deref(), ""));
             }
+            o.push_str(&self.more(list.len(), total, Some(&format!("tasks status={state}"))));
         }
         o.push_str("\n## Open questions\n\n");
         if self.questions.is_empty() {
@@ -342,14 +482,54 @@ impl Summary {
             }
             o.push_str(&item(&q.id, &q.title, None, &extra));
         }
+        if self.totals.questions > self.questions.len() {
+            o.push_str(&format!(
+                "- … and {} more: `tavern questions`\n",
+                self.totals.questions - self.questions.len()
+            ));
+        }
         o.push_str("\n## Looks stuck\n\n");
         if self.stuck.is_empty() {
             o.push_str("Nothing.\n");
         }
         for s in &self.stuck {
-            o.push_str(&format!("- {}: {}\n", s.id, s.why));
+            o.push_str(&blank_controls(&format!("- {}: {}", s.id, s.why)));
+            o.push('\n');
+        }
+        if self.totals.stuck > self.stuck.len() {
+            o.push_str(&format!(
+                "- … and {} more: `tavern summary --all`\n",
+                self.totals.stuck - self.stuck.len()
+            ));
         }
         o
+    }
+
+    /// The line after a list cut at the limit: how many more, and the `list` that shows
+    /// them (of this summary's context when it can be written as a query value).
+    fn more(&self, shown: usize, total: usize, query: Option<&str>) -> String {
+        if total <= shown {
+            return String::new();
+        }
+        let context = self
+            .context
+            .as_deref()
+            .filter(|c| {
+                !c.is_empty()
+                    && c.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+            })
+            .map(|c| format!(" context={c}"))
+            .unwrap_or_default();
+        match query {
+            Some(q) => {
+                blank_controls(&format!(
+                    "- … and {} more: `tavern list {q}{context}`",
+                    total - shown
+                )) + "\n"
+            }
+            None => format!("- … and {} more\n", total - shown),
+        }
     }
 }
 
@@ -365,8 +545,44 @@ pub struct CatchUp {
 /// cursor past what is returned (the `events` cursor: the CLI's `tavern events` and this
 /// share it).
 pub fn catch_up(board: &Board, actor: &str, limit: usize) -> Result<CatchUp> {
-    let summary = summary(board, None, chrono::Duration::hours(1))?;
+    let summary = summary(board, None, chrono::Duration::hours(1), Some(LIMIT))?;
     let changes = super::history::events(board, actor, None, Some(limit))?;
     super::history::seen(board, actor, &changes.entries)?;
     Ok(CatchUp { summary, changes })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::First;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Offered in any order, [`First`] keeps exactly the first `limit` keys of a full
+        /// sort (all of them without a limit) and counts every offer.
+        #[test]
+        fn first_keeps_what_a_sort_and_cut_keeps(
+            keys in proptest::collection::vec(0u16..500, 0..200),
+            limit in proptest::option::of(0usize..12),
+        ) {
+            let mut first = First::new(limit);
+            let mut built = 0;
+            for (i, k) in keys.iter().enumerate() {
+                first.offer(&(*k, i), || {
+                    built += 1;
+                    (*k, i)
+                });
+            }
+            let mut want: Vec<(u16, usize)> =
+                keys.iter().enumerate().map(|(i, k)| (*k, i)).collect();
+            want.sort();
+            if let Some(limit) = limit {
+                want.truncate(limit);
+                // An item is built only while it may be among the first: at most the
+                // first `2 * limit` offers and those better than the bound after them.
+                prop_assert!(limit > 0 || built == 0);
+            }
+            prop_assert_eq!(first.seen, keys.len());
+            prop_assert_eq!(first.into_sorted(), want);
+        }
+    }
 }

@@ -56,6 +56,12 @@ pub struct SummaryArgs {
     /// How long without change before a claimed task or an unacknowledged finding looks stuck
     #[arg(long, default_value = "1h", value_name = "DURATION")]
     pub stuck_after: String,
+    /// Items each list shows at most (the best first; questions oldest first)
+    #[arg(long, value_name = "N", default_value_t = api::summary::LIMIT)]
+    pub limit: usize,
+    /// Show every item of every list (what it holds then grows with the board)
+    #[arg(long, conflicts_with = "limit")]
+    pub all: bool,
 }
 
 pub fn summary(ctx: &Ctx, a: SummaryArgs) -> Result<ExitCode> {
@@ -66,7 +72,13 @@ pub fn summary(ctx: &Ctx, a: SummaryArgs) -> Result<ExitCode> {
             a.stuck_after
         ))
     })?;
-    ctx.print(&api::summary::summary(&board, a.context.as_deref(), stuck)?)
+    let limit = (!a.all).then_some(a.limit);
+    ctx.print(&api::summary::summary(
+        &board,
+        a.context.as_deref(),
+        stuck,
+        limit,
+    )?)
 }
 
 #[derive(Debug, Args)]

@@ -229,8 +229,13 @@ impl ServerHandler for Server {
             match read_uri.as_str() {
                 "tavern://guide" => Ok(GUIDE.to_string()),
                 "tavern://summary" => {
-                    let v = api::summary::summary(&ctx.board, None, chrono::Duration::hours(1))
-                        .map_err(|e| e.to_string())?;
+                    let v = api::summary::summary(
+                        &ctx.board,
+                        None,
+                        chrono::Duration::hours(1),
+                        Some(api::summary::LIMIT),
+                    )
+                    .map_err(|e| e.to_string())?;
                     Ok(v.markdown())
                 }
                 other => {

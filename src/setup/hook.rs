@@ -234,7 +234,12 @@ fn named(client: &str, name: &str) -> String {
 
 /// Prints the board summary as context for the model, in the form the client reads.
 fn context(board: &Board, client: &str, name: &str, again: bool) -> Result<()> {
-    let v = tavern::api::summary::summary(board, None, chrono::Duration::hours(1))?;
+    let v = tavern::api::summary::summary(
+        board,
+        None,
+        chrono::Duration::hours(1),
+        Some(tavern::api::summary::LIMIT),
+    )?;
     let summary = v.markdown();
     let summary: String = summary.chars().take(SUMMARY_CHARS).collect();
     let how = named(client, name);

@@ -151,6 +151,29 @@ pub struct Snapshot {
 /// to keep, as for a symlink), or None if it is gone.
 pub type ReadBaseline<'a> = dyn Fn(&Path) -> Option<(StatKey, Option<Vec<u8>>)> + Sync + 'a;
 
+/// A file of the first start: its entry, with its content (if any: None for a symlink)
+/// added to `batch` as a content record. The serial and the threaded first start share it.
+fn baseline_entry(batch: &mut Batch, rel: &str, stat: StatKey, content: Option<&[u8]>) -> Known {
+    let hash = hash(content.unwrap_or(b""));
+    let racy = racy(&stat);
+    if let Some(content) = content {
+        batch.push(&Rec {
+            kind: Kind::Content,
+            rel,
+            stat,
+            racy,
+            hash,
+            content,
+        });
+    }
+    Known {
+        stat,
+        hash,
+        shadow: None,
+        racy,
+    }
+}
+
 /// Where watch mode keeps its state.
 pub fn dir(board: &Board) -> PathBuf {
     crate::layout::watch_dir(&board.root)
@@ -183,19 +206,26 @@ pub fn save_own(board: &Board, own: &Own) -> Result<()> {
 }
 
 /// The entries [`save_own`] saved, above `read_up_to` (those at or below it were read
-/// back). A line with a seq alone (saved before origins) has an empty origin.
-pub fn load_own(board: &Board, read_up_to: u64) -> Own {
+/// back). A line with a seq alone (saved before origins) has an empty origin. The flag
+/// says whether the file holds exactly those entries (or is missing and they are none):
+/// if not, the next save must rewrite it even when the entries did not change.
+pub fn load_own(board: &Board, read_up_to: u64) -> (Own, bool) {
     let Some(text) = read_state(&own_path(board)) else {
-        return Default::default();
+        return (Own::default(), true);
     };
-    text.lines()
+    let mut lines = 0;
+    let own: Own = text
+        .lines()
+        .inspect(|_| lines += 1)
         .filter_map(|line| {
             let mut words = line.split_whitespace();
             let seq: u64 = words.next()?.parse().ok()?;
             Some((seq, words.next().unwrap_or("").to_string()))
         })
         .filter(|(seq, _)| *seq > read_up_to)
-        .collect()
+        .collect();
+    let exact = own.len() == lines;
+    (own, exact)
 }
 
 /// Reads a state file as text, if it is a regular file: anything else (a FIFO would
@@ -373,29 +403,10 @@ impl Snapshot {
         stat: StatKey,
         content: Option<&[u8]>,
     ) -> Result<()> {
-        let hash = hash(content.unwrap_or(b""));
-        let racy = racy(&stat);
-        self.files.insert(
-            rel.into(),
-            Known {
-                stat,
-                hash,
-                shadow: None,
-                racy,
-            },
-        );
-        if let Some(content) = content {
-            self.baseline.push(&Rec {
-                kind: Kind::Content,
-                rel,
-                stat,
-                racy,
-                hash,
-                content,
-            });
-            if self.baseline.raw_len() >= pack::FRAME_TARGET {
-                self.flush_baseline(board)?;
-            }
+        let known = baseline_entry(&mut self.baseline, rel, stat, content);
+        self.files.insert(rel.into(), known);
+        if content.is_some() && self.baseline.raw_len() >= pack::FRAME_TARGET {
+            self.flush_baseline(board)?;
         }
         Ok(())
     }
@@ -447,24 +458,7 @@ impl Snapshot {
                         let Some((stat, content)) = read(path) else {
                             continue;
                         };
-                        let hash = hash(content.as_deref().unwrap_or(b""));
-                        let racy = racy(&stat);
-                        if let Some(content) = &content {
-                            part.batch.push(&Rec {
-                                kind: Kind::Content,
-                                rel,
-                                stat,
-                                racy,
-                                hash,
-                                content,
-                            });
-                        }
-                        let known = Known {
-                            stat,
-                            hash,
-                            shadow: None,
-                            racy,
-                        };
+                        let known = baseline_entry(&mut part.batch, rel, stat, content.as_deref());
                         part.entries.push((rel.clone(), known));
                         if part.batch.raw_len() >= pack::FRAME_TARGET && !send(&mut part) {
                             return;

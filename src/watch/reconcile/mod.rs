@@ -91,6 +91,8 @@ pub struct Reconciler {
     pending: HashMap<String, Vec<Entry>>,
     /// The entries this process appended, by (seq, origin), skipped when read back.
     own: snapshot::Own,
+    /// What the `own` state file holds, if known: it is rewritten only when `own` differs.
+    own_saved: Option<snapshot::Own>,
     /// Paths to look at: from file-system events, rescans and new log entries.
     pub hints: BTreeSet<String>,
     /// Paths deferred once already (not deferred again).
@@ -136,13 +138,15 @@ impl Reconciler {
             // handled are known by their revs.
             _ => Cursor::default(),
         };
-        let own = snapshot::load_own(&board, cursor.seq);
+        let (own, exact) = snapshot::load_own(&board, cursor.seq);
+        let own_saved = exact.then(|| own.clone());
         let mut r = Reconciler {
             board,
             snapshot,
             cursor,
             pending: HashMap::new(),
             own,
+            own_saved,
             hints: BTreeSet::new(),
             deferred: HashSet::new(),
             staged: HashMap::new(),
@@ -230,8 +234,14 @@ impl Reconciler {
         self.staged.clear();
         // Only once the shadows are written: an unwritten one's change is handled again,
         // and its external edit must then be recognised as already logged, not as own.
-        if let Err(e) = snapshot::save_own(&self.board, &self.own) {
-            problems.push(format!("cannot record which log entries are its own: {e}"));
+        // Only when they changed: most batches neither append nor read back an own entry.
+        if self.own_saved.as_ref() != Some(&self.own) {
+            match snapshot::save_own(&self.board, &self.own) {
+                Ok(()) => self.own_saved = Some(self.own.clone()),
+                Err(e) => {
+                    problems.push(format!("cannot record which log entries are its own: {e}"))
+                }
+            }
         }
         problems
     }

@@ -539,3 +539,35 @@ fn a_change_in_the_tick_of_the_recorded_stat_is_seen_at_the_next_start() {
         Some(log::diff(&before, &after).as_str())
     );
 }
+
+#[test]
+fn a_batch_that_changes_nothing_leaves_the_own_state_file_alone() {
+    use std::os::unix::fs::MetadataExt;
+    let mut f = fixture();
+    let own = snapshot::dir(&f.board).join("own");
+    let stamp = |own: &std::path::Path| {
+        let m = std::fs::metadata(own).unwrap();
+        (m.ino(), m.mtime(), m.mtime_nsec())
+    };
+    // The watcher logs a deletion: its own entry, saved until it reads it back.
+    std::fs::remove_file(f.path("tasks/task-1.md")).unwrap();
+    assert_eq!(f.look(&["tasks/task-1.md"]).len(), 1);
+    assert!(f.rec.commit().is_empty());
+    let seq = f.log().pop().unwrap().seq;
+    let saved = std::fs::read_to_string(&own).unwrap();
+    assert!(saved.starts_with(&format!("{seq} ")), "{saved:?}");
+    // Read back: the entry is no longer pending, and the file says so.
+    assert!(f.look(&[]).is_empty());
+    assert!(f.rec.commit().is_empty());
+    assert_eq!(std::fs::read_to_string(&own).unwrap(), "");
+    // A batch with nothing new: the file is not written again.
+    let before = stamp(&own);
+    assert!(f.look(&["tasks/task-1.md"]).is_empty());
+    assert!(f.rec.commit().is_empty());
+    assert_eq!(stamp(&own), before);
+    // Nor by a restarted watcher, whose state file held exactly what it loaded.
+    let mut again = Reconciler::open(f.board.clone()).unwrap();
+    again.catch_up().unwrap();
+    assert!(again.commit().is_empty());
+    assert_eq!(stamp(&own), before);
+}
