@@ -37,7 +37,7 @@ use crate::index::files::{self as ixfiles};
 use crate::index::stat::{self, Clocks, StatKey};
 use crate::query::{Query, Term};
 use crate::scan::{DocFile, Skipped};
-use store::{Bucket, Entry, Kind};
+use store::{Analysed, Bucket, Entry, Kind, Slot};
 pub use text::Snippet;
 
 /// Bumped whenever what the index stores, or how a file is analysed, changes.
@@ -946,7 +946,7 @@ impl<'a> Area<'a> {
         if !rewrite {
             return Ok((cached, false));
         }
-        let entries: Vec<std::result::Result<Analysed, usize>> = {
+        let entries: Vec<Slot> = {
             let mut v: Vec<_> = fresh.into_iter().map(|(i, read)| read.ok_or(i)).collect();
             fn name<'a>(
                 e: &'a std::result::Result<Analysed, usize>,
@@ -1047,9 +1047,6 @@ impl<'a> Area<'a> {
         (entry, terms)
     }
 }
-
-/// A file's entry with its terms and their frequencies.
-type Analysed = (Entry, Vec<(String, u32)>);
 
 /// The files under `solutions/` (paths relative to it), without dot files or anything
 /// under a dot directory, not following symlinks; names that are not UTF-8 are left out

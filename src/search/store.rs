@@ -74,6 +74,13 @@ pub struct Bucket {
     source: Source,
 }
 
+/// A file's entry with its terms and their frequencies.
+pub type Analysed = (Entry, Vec<(String, u32)>);
+
+/// An entry of a bucket being rewritten: read again (`Ok`), or the old bucket's `i`th
+/// entry kept with its terms (`Err(i)`).
+pub type Slot = std::result::Result<Analysed, usize>;
+
 /// One term's postings: (entry index, term frequency).
 pub type Postings = Vec<(u32, u32)>;
 
@@ -181,12 +188,7 @@ impl Bucket {
     /// the term directory as it is (its postings renumbered), without turning it back
     /// around into each entry's terms. None when a term's postings cannot be read or fail
     /// their check (the bucket must then be built from the files).
-    pub fn rewrite(
-        &self,
-        id: u64,
-        fingerprint: u64,
-        entries: &[std::result::Result<(Entry, Vec<(String, u32)>), usize>],
-    ) -> Option<Vec<u8>> {
+    pub fn rewrite(&self, id: u64, fingerprint: u64, entries: &[Slot]) -> Option<Vec<u8>> {
         // Each old entry's place in the new bucket (kept ones keep their order: both are
         // sorted by name).
         let mut place = vec![u32::MAX; self.entries.len()];
