@@ -6,15 +6,7 @@ use crate::util::TestBoard;
 fn summary_lists_agents_findings_tasks_questions_and_what_is_stuck() {
     let b = TestBoard::new();
     let old = "updated_at=2026-01-01T00:00:00Z";
-    b.run(&[
-        "agent",
-        "register",
-        "--name",
-        "coder-1",
-        "--pid",
-        &std::process::id().to_string(),
-    ])
-    .ok();
+    register_live(&b, "coder-1");
     b.task(
         "Parser",
         &["--id", "t-parse", "-p", "1", "--context", "parser"],
@@ -81,6 +73,13 @@ fn summary_lists_agents_findings_tasks_questions_and_what_is_stuck() {
     b.run(&["summary", "--stuck-after", "soon"]).code(2);
 }
 
+/// Registers `name` as an agent whose process (this test's) is alive.
+fn register_live(b: &TestBoard, name: &str) {
+    let pid = std::process::id().to_string();
+    b.run(&["agent", "register", "--name", name, "--pid", &pid])
+        .ok();
+}
+
 fn field(b: &TestBoard, id: &str, key: &str) -> String {
     b.read(&format!("tasks/{id}.md"))
         .lines()
@@ -109,15 +108,7 @@ fn summary_says_the_board_is_paused() {
 #[test]
 fn summary_cuts_each_list_at_the_limit_and_names_the_command_for_the_rest() {
     let b = TestBoard::new();
-    b.run(&[
-        "agent",
-        "register",
-        "--name",
-        "coder-1",
-        "--pid",
-        &std::process::id().to_string(),
-    ])
-    .ok();
+    register_live(&b, "coder-1");
     for (i, id) in ["t-a", "t-b", "t-c", "t-d", "t-e"].iter().enumerate() {
         b.task(&format!("Task {id}"), &["--id", id, "-p", &i.to_string()]);
     }

@@ -784,8 +784,9 @@ fn a_stale_lock_of_the_private_index_heals() {
         .stderr_has(&format!("{}: a lock of tavern's sync", ref_lock.display()));
     let at_remote = || git(&remote, &["for-each-ref", "refs/heads/tavern"]);
     let before = at_remote();
-    // Fresh: written "now", and an hour ahead, so that no slow machine ages them past
-    // the bound while the test runs.
+    // Stamped an hour ahead (written before the clock was set back): how long they have
+    // been there cannot be told, so each counts from when a sync first finds it (stamped
+    // now), and is fresh to that sync.
     written_at(&lock, 3600);
     written_at(&ref_lock, 3600);
     let refused = |lock: &Path| {
@@ -802,9 +803,18 @@ fn a_stale_lock_of_the_private_index_heals() {
     };
     refused(&lock);
     assert!(ref_lock.exists());
-    // The index's lock old enough, the ref's fresh: the first goes, the second stays.
+    let ahead = |p: &Path| {
+        let written = std::fs::metadata(p).unwrap().modified().unwrap();
+        written > std::time::SystemTime::now() + std::time::Duration::from_secs(2)
+    };
+    assert!(!ahead(&lock), "the sync that found it stamped it now");
+    // The index's lock old enough, the ref's fresh (an hour ahead again, so that no slow
+    // machine ages it past the bound before the sync looks): the first goes, the second
+    // stays.
     written_at(&lock, -61);
+    written_at(&ref_lock, 3600);
     refused(&ref_lock);
+    assert!(!ahead(&ref_lock));
     assert!(!lock.exists());
     // A ref's lock 10 seconds old is a git's that is gone.
     written_at(&ref_lock, -11);
@@ -815,8 +825,8 @@ fn a_stale_lock_of_the_private_index_heals() {
     tavern(&a, &["check"]).ok();
 }
 
-/// git's own lock files left for a while are named with what to do; a fresh one (a git
-/// at work) is not.
+/// git's own lock files left for a while, or stamped ahead of the clock (set back since
+/// they were written), are named with what to do; a fresh one (a git at work) is not.
 #[test]
 fn check_names_stale_git_locks() {
     let tmp = tempfile::tempdir().unwrap();
@@ -828,14 +838,30 @@ fn check_names_stale_git_locks() {
         .unwrap();
     let fresh = a.join(".git/refs/heads/main.lock");
     std::fs::write(&fresh, "").unwrap();
+    // Stamped an hour ahead: written before the clock was set back, age unknown.
+    let ahead = a.join(".git/HEAD.lock");
+    std::fs::write(&ahead, "").unwrap();
+    written_at(&ahead, 3600);
+    let stamp = std::fs::metadata(&ahead).unwrap().modified().unwrap();
     let out = tavern(&a, &["check"]);
-    out.code(6).stderr_has(&format!(
-        "{}: a git lock file left for over a minute (a git killed while it wrote): if no git command is running in this repository, remove it",
-        old.display()
-    ));
+    out.code(6)
+        .stderr_has(&format!(
+            "{}: a git lock file left for over a minute (a git killed while it wrote): if no git command is running in this repository, remove it",
+            old.display()
+        ))
+        .stderr_has(&format!(
+            "{}: a git lock file stamped ahead of this machine's clock (written before the clock was set back), so how long it has been there cannot be told: if no git command is running in this repository, remove it",
+            ahead.display()
+        ));
     assert!(!out.stderr.contains("main.lock"), "{}", out.stderr);
+    // check changes nothing, not even a stamp.
+    assert_eq!(
+        std::fs::metadata(&ahead).unwrap().modified().unwrap(),
+        stamp
+    );
     std::fs::remove_file(&old).unwrap();
     std::fs::remove_file(&fresh).unwrap();
+    std::fs::remove_file(&ahead).unwrap();
     tavern(&a, &["check"]).ok();
 }
 

@@ -28,11 +28,53 @@ pub const GIT_LOCK_AGE: std::time::Duration = std::time::Duration::from_secs(60)
 /// the board branch's refs take the same bound.
 pub const STALE_REF_LOCK: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Is the file at `path` there and last written more than `age` ago?
+/// A lock file stamped further ahead of this machine's clock than this was written before
+/// the clock was set back, and its stamp cannot tell how long it has been there. (Less is
+/// a file system's rounded stamp or another machine's clock on a shared disk.)
+pub const AHEAD_TOLERANCE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Is the lock file at `path` there, and has it been for more than `age` as far as this
+/// machine can tell ([`lock_age`])?
 pub fn older_than(path: &Path, age: std::time::Duration) -> bool {
-    std::fs::metadata(path)
-        .and_then(|m| m.modified())
-        .is_ok_and(|t| t.elapsed().is_ok_and(|a| a > age))
+    lock_age(path).is_some_and(|a| a > age)
+}
+
+/// How long the lock file at `path` has been there as far as this machine can tell (None:
+/// it is not there): the age of its last write. One stamped more than [`AHEAD_TOLERANCE`]
+/// ahead of now (the clock was set back since) tells nothing, and would otherwise stay
+/// young until the clock caught up: it is stamped now, so that its age counts from the
+/// first time a tavern saw it, and it is judged by the usual bound from then. A git lock
+/// records no owner whose process could be asked instead. Stamping changes no content,
+/// and a git still at work on the file stamps it again when it writes.
+pub fn lock_age(path: &Path) -> Option<std::time::Duration> {
+    let written = std::fs::symlink_metadata(path).ok()?.modified().ok()?;
+    match std::time::SystemTime::now().duration_since(written) {
+        Ok(age) => Some(age),
+        Err(ahead) => {
+            if ahead.duration() > AHEAD_TOLERANCE {
+                stamp_now(path);
+            }
+            Some(std::time::Duration::ZERO)
+        }
+    }
+}
+
+/// Sets the time `path` (not a symlink's target) was last written to now, its last read
+/// left alone. Best effort: a stamp that cannot be set leaves the file as young as before.
+fn stamp_now(path: &Path) {
+    use rustix::fs::{AtFlags, CWD, Timestamps, UTIME_NOW, UTIME_OMIT};
+    use rustix::time::Timespec;
+    let times = Timestamps {
+        last_access: Timespec {
+            tv_sec: 0,
+            tv_nsec: UTIME_OMIT,
+        },
+        last_modification: Timespec {
+            tv_sec: 0,
+            tv_nsec: UTIME_NOW,
+        },
+    };
+    let _ = rustix::fs::utimensat(CWD, path, &times, AtFlags::SYMLINK_NOFOLLOW);
 }
 
 /// Removes `path` if it is older than `age`.
@@ -128,17 +170,23 @@ pub fn stale(board: &Board) -> Vec<Stale> {
         {
             continue;
         }
-        let old = std::fs::metadata(&path)
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| now.duration_since(t).ok())
-            .is_some_and(|age| age >= GIT_LOCK_AGE);
-        if old {
-            out.push(Stale {
-                shown: path.display().to_string(),
-                problem: "a git lock file left for over a minute (a git killed while it wrote): if no git command is running in this repository, remove it".into(),
-            });
-        }
+        // Read only: `check` changes nothing, so a lock stamped ahead is named, not stamped.
+        let Ok(written) = std::fs::symlink_metadata(&path).and_then(|m| m.modified()) else {
+            continue;
+        };
+        let problem = match now.duration_since(written) {
+            Ok(age) if age >= GIT_LOCK_AGE => {
+                "a git lock file left for over a minute (a git killed while it wrote): if no git command is running in this repository, remove it"
+            }
+            Err(ahead) if ahead.duration() > AHEAD_TOLERANCE => {
+                "a git lock file stamped ahead of this machine's clock (written before the clock was set back), so how long it has been there cannot be told: if no git command is running in this repository, remove it"
+            }
+            _ => continue,
+        };
+        out.push(Stale {
+            shown: path.display().to_string(),
+            problem: problem.into(),
+        });
     }
     out
 }
@@ -168,5 +216,51 @@ fn git_locks(dir: &Path, out: &mut Vec<PathBuf>, depth: usize) {
         } else if name.ends_with(".lock") {
             out.push(e.path());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, SystemTime};
+
+    fn written(path: &Path, at: SystemTime) {
+        let f = std::fs::File::options().write(true).open(path).unwrap();
+        f.set_modified(at).unwrap();
+    }
+
+    fn modified(path: &Path) -> SystemTime {
+        std::fs::metadata(path).unwrap().modified().unwrap()
+    }
+
+    /// The clock set back: a lock stamped an hour ahead is not young for an hour. Its age
+    /// counts from the first look, which stamps it now; one barely ahead (a coarse stamp)
+    /// is young and left as it is; one in the past is as old as its stamp says.
+    #[test]
+    fn a_lock_stamped_ahead_counts_from_when_it_was_first_seen() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = dir.path().join("x.lock");
+        std::fs::write(&lock, "a sha\n").unwrap();
+        let hour = Duration::from_secs(3600);
+        written(&lock, SystemTime::now() + hour);
+        assert!(!older_than(&lock, Duration::from_secs(10)));
+        let after = SystemTime::now();
+        assert!(
+            modified(&lock) <= after + AHEAD_TOLERANCE,
+            "stamped now, not left an hour ahead"
+        );
+        assert_eq!(std::fs::read_to_string(&lock).unwrap(), "a sha\n");
+        // From then on its stamp tells its age as any lock's: 11 seconds on, it is stale.
+        written(&lock, modified(&lock) - Duration::from_secs(11));
+        assert!(older_than(&lock, STALE_REF_LOCK));
+
+        let barely = SystemTime::now() + Duration::from_secs(1);
+        written(&lock, barely);
+        assert!(lock_age(&lock).is_some());
+        assert_eq!(modified(&lock), barely, "within the tolerance: not stamped");
+
+        written(&lock, SystemTime::now() - Duration::from_secs(61));
+        assert!(older_than(&lock, GIT_LOCK_AGE));
+        assert!(lock_age(&dir.path().join("missing.lock")).is_none());
     }
 }
