@@ -77,15 +77,18 @@ impl Agent {
     pub fn capabilities(&self) -> Vec<String> {
         self.card.list("capabilities")
     }
-    /// Not seen within the lease and, if it runs on this host, its process is gone.
+    /// Not seen within the lease and, if it runs on this host, its process is gone. Last
+    /// seen more than [`AHEAD_TOLERANCE`] ahead of `now` (the clock was set back since),
+    /// its lease cannot be judged, and would otherwise run until the clock caught up: it
+    /// is then stale only if its recorded process, on this host, is gone.
     pub fn stale(&self, board: &Board, now: DateTime<Utc>) -> bool {
-        let lease = lease(board);
-        if now - self.last_seen <= lease {
+        let ahead = self.last_seen - now > AHEAD_TOLERANCE;
+        if !ahead && now - self.last_seen <= lease(board) {
             return false;
         }
         match (self.host(), self.pid()) {
             (Some(h), Some(pid)) if h == host_name() => !pid_alive(pid),
-            _ => true,
+            _ => !ahead,
         }
     }
 }
@@ -108,6 +111,10 @@ pub fn missing_needs(task: &Document, capabilities: Option<&[String]>) -> Vec<St
 pub fn held_to(board: &Board, actor: &str) -> Result<Option<Vec<String>>> {
     Ok(read(board, actor)?.map(|a| a.capabilities()))
 }
+
+/// An agent last seen further ahead of the clock than this was seen before the clock was
+/// set back (less is a file system's rounded stamp).
+pub const AHEAD_TOLERANCE: chrono::Duration = chrono::Duration::seconds(2);
 
 pub fn lease(board: &Board) -> chrono::Duration {
     crate::time::parse_duration(&board.config.lease).unwrap_or_else(|| chrono::Duration::minutes(5))

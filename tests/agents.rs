@@ -458,3 +458,46 @@ fn the_sweep_archives_the_cards_of_agents_long_gone() {
     b.run(&["sweep"]).ok();
     assert_eq!(b.log().len(), log.len());
 }
+
+/// The clock set back: an agent last seen an hour "ahead" would keep its lease for an
+/// hour. Its age cannot be judged, so its recorded process decides: one whose process on
+/// this host is gone is stale, and the sweep gives its claim back; a living one keeps
+/// its claim.
+#[test]
+fn an_agent_seen_ahead_of_the_clock_is_stale_once_its_process_is_gone() {
+    let b = TestBoard::new();
+    b.task("Dead's", &["--id", "t-dead"]);
+    b.task("Living's", &["--id", "t-live"]);
+    let mut dead = Command::new("true").spawn().unwrap();
+    let dead_pid = dead.id().to_string();
+    dead.wait().unwrap();
+    let me = std::process::id().to_string();
+    for (name, pid, task) in [("coder-1", &dead_pid, "t-dead"), ("coder-2", &me, "t-live")] {
+        b.run(&["agent", "register", "--name", name, "--pid", pid])
+            .ok();
+        b.run(&["claim", task, "--as", name]).ok();
+        b.run(&["agent", "heartbeat", "--as", name]).ok();
+        let beat = b.board().join(".state/heartbeats").join(name);
+        std::fs::File::options()
+            .write(true)
+            .open(&beat)
+            .unwrap()
+            .set_modified(std::time::SystemTime::now() + Duration::from_secs(3600))
+            .unwrap();
+    }
+    b.run(&["sweep"]).ok();
+    assert!(b.read("tasks/t-dead.md").contains("status: pending"));
+    let live = b.read("tasks/t-live.md");
+    assert!(live.contains("claimed_by: coder-2"), "{live}");
+    let list = b.run(&["agent", "list"]);
+    list.ok();
+    let line = |name: &str| {
+        list.stdout
+            .lines()
+            .find(|l| l.contains(name))
+            .unwrap_or_else(|| panic!("{name} in {}", list.stdout))
+            .to_string()
+    };
+    assert!(line("coder-1").contains("stale"), "{}", list.stdout);
+    assert!(!line("coder-2").contains("stale"), "{}", list.stdout);
+}
