@@ -51,66 +51,35 @@ pub fn check(board: &Board) -> Result<Report> {
         push(crate::layout::BOARD_YAML.to_string(), problem);
     }
 
-    let scan = scan::scan(board, &Region::ALL)?;
-    for s in &scan.skipped {
-        if !s.problem.starts_with("is a symbolic link") {
-            push(s.path.clone(), s.problem.clone());
-        }
-    }
+    // The documents, each made on the thread that read it (through the read index) into
+    // what the checks below need of it: its id, and a task's depends_on; what can be
+    // judged of a document alone (its status, every field against the schema) is judged
+    // there. Questions that claim a decision are kept whole until the log is read.
     let workflow = &board.config.workflow;
-    let tasks: HashMap<&str, &Document> = scan
-        .docs
-        .iter()
-        .filter(|d| d.region == Region::Tasks)
-        .map(|d| (d.id(), d))
-        .collect();
-    // An archived task is still a task: depending on one (done, then archived) is fine.
-    let archived_tasks: HashSet<String> = scan::archive_files(board, Region::Tasks)?
-        .into_iter()
-        .map(|f| f.id)
-        .collect();
-    let mut ids: HashMap<&str, String> = HashMap::new();
-    for doc in &scan.docs {
+    let found = std::sync::Mutex::new(Found::default());
+    let found_lock = || found.lock().unwrap_or_else(|p| p.into_inner());
+    let judge = |doc: &Document, problems: &mut Vec<Problem>| {
         let path = doc.rel_path();
-        if let Some(other) = ids.insert(doc.id(), path.clone()) {
-            push(
-                path.clone(),
-                format!("id '{}' is also used by {other}", doc.id()),
-            );
-        }
-        if doc.region != Region::Tasks {
-            continue;
-        }
-        match doc.status() {
-            None => push(path.clone(), "has no status".into()),
-            Some(s) if !workflow.is_state(s) => push(
-                path.clone(),
-                format!(
-                    "status '{s}' is not a state of the workflow ({})",
-                    workflow.states.join(", ")
-                ),
-            ),
-            Some(_) => {}
-        }
-        for dep in doc.list("depends_on") {
-            if !tasks.contains_key(dep.as_str()) && !archived_tasks.contains(&dep) {
-                push(
-                    path.clone(),
-                    format!("depends_on names '{dep}', which is not a task on this board"),
-                );
+        if doc.region == Region::Tasks && !doc.archived {
+            match doc.status() {
+                None => problems.push(Problem {
+                    path: path.clone(),
+                    problem: "has no status".into(),
+                }),
+                Some(s) if !workflow.is_state(s) => problems.push(Problem {
+                    path: path.clone(),
+                    problem: format!(
+                        "status '{s}' is not a state of the workflow ({})",
+                        workflow.states.join(", ")
+                    ),
+                }),
+                Some(_) => {}
             }
         }
-    }
-    // Every field against the schema (what a write checks, for what came by hand or by
-    // sync), archived documents too: they are read, listed and queried as well.
-    let archived = scan::scan_archive(board, &Region::ALL, |_| true)?;
-    for s in &archived.skipped {
-        push(s.path.clone(), s.problem.clone());
-    }
-    for doc in scan.docs.iter().chain(&archived.docs) {
-        let path = doc.rel_path();
+        // Every field against the schema (what a write checks, for what came by hand or
+        // by sync), archived documents too: they are read, listed and queried as well.
         for (key, value) in &doc.fields {
-            // Said above in their own words: a task's status, and what depends_on names.
+            // Said in their own words: a task's status, and what depends_on names.
             if doc.region == Region::Tasks && key == "status" {
                 continue;
             }
@@ -118,25 +87,128 @@ pub fn check(board: &Board) -> Result<Report> {
                 crate::schema::value_problem(board, doc.region, &path, key, value)
                 && !(key == "depends_on" && problem.starts_with("depends_on names"))
             {
-                push(path.clone(), problem);
+                problems.push(Problem {
+                    path: path.clone(),
+                    problem,
+                });
+            }
+        }
+    };
+    let each = |doc: Document| {
+        let mut problems = Vec::new();
+        judge(&doc, &mut problems);
+        let depends_on = if doc.region == Region::Tasks && !doc.archived {
+            doc.list("depends_on")
+        } else {
+            Vec::new()
+        };
+        let claims = crate::ops::decisions::claims_decision(&doc);
+        let mut found = found_lock();
+        found.problems.append(&mut problems);
+        let region = region_index(doc.region);
+        if doc.archived {
+            found.archived[region].insert(doc.file_id.clone());
+        } else {
+            found.live[region].insert(doc.file_id.clone(), depends_on);
+        }
+        if claims {
+            found.claiming.push(doc);
+        }
+    };
+    let skipped =
+        scan::each_prefiltered(board, &Region::ALL, false, &[], &|_| true, &|_| true, &each)?;
+    let archived_skipped =
+        scan::each_prefiltered(board, &Region::ALL, true, &[], &|_| true, &|_| true, &each)?;
+    let found = found.into_inner().unwrap_or_else(|p| p.into_inner());
+    let Found {
+        live,
+        mut archived,
+        claiming,
+        problems,
+    } = found;
+    report.problems.extend(problems);
+    let mut push = |path: String, problem: String| report.problems.push(Problem { path, problem });
+    for s in &skipped {
+        if !s.problem.starts_with("is a symbolic link") {
+            push(s.path.clone(), s.problem.clone());
+        }
+    }
+    for s in &archived_skipped {
+        push(s.path.clone(), s.problem.clone());
+    }
+    // An archived task is still a task: depending on one (done, then archived) is fine.
+    // The archive's files are its documents and the files skipped there.
+    let skipped_paths: HashSet<&str> = skipped
+        .iter()
+        .chain(&archived_skipped)
+        .map(|s| s.path.as_str())
+        .collect();
+    for s in &archived_skipped {
+        if let Some((region, name)) = s.path.strip_prefix("archive/").and_then(doc_name) {
+            archived[region_index(region)].insert(name.to_string());
+        }
+    }
+    // One id in two regions: each names the one before it (tasks, observations,
+    // questions).
+    for (i, region) in Region::ALL.iter().enumerate().skip(1) {
+        let mut ids: Vec<&String> = live[i].keys().collect();
+        ids.sort();
+        for id in ids {
+            if let Some(j) = (0..i).rev().find(|&j| live[j].contains_key(id)) {
+                push(
+                    format!("{}/{id}.md", region.dir()),
+                    format!("id '{id}' is also used by {}/{id}.md", Region::ALL[j].dir()),
+                );
             }
         }
     }
-    for cycle in dependency_cycles(&tasks) {
+    let tasks = &live[region_index(Region::Tasks)];
+    let archived_tasks = &archived[region_index(Region::Tasks)];
+    for (id, deps) in tasks {
+        for dep in deps {
+            if !tasks.contains_key(dep.as_str()) && !archived_tasks.contains(dep) {
+                push(
+                    format!("tasks/{id}.md"),
+                    format!("depends_on names '{dep}', which is not a task on this board"),
+                );
+            }
+        }
+    }
+    for cycle in dependency_cycles(tasks) {
         let first = format!("tasks/{}.md", cycle[0]);
         push(first, format!("dependency cycle: {}", cycle.join(" -> ")));
     }
 
-    let (entries, end, unreadable) = crate::log::read_from(board, 0)?;
+    // The log, an entry at a time: what the checks need of it is kept, not the log.
+    // A document's file the reads above listed is there: only the others are looked
+    // at again for being lost.
+    let listed = |doc: &str| {
+        skipped_paths.contains(doc)
+            || skipped_paths.contains(format!("archive/{doc}").as_str())
+            || doc_name(doc).is_some_and(|(region, name)| {
+                let r = region_index(region);
+                live[r].contains_key(name) || archived[r].contains(name)
+            })
+    };
+    let mut lost = crate::sync::health::Lost::new(&listed);
     // An archived question is read (by `show`, a waiting agent) as much as a live one: a
-    // decision forged there (by hand, or arriving by sync) is reported too.
-    let archived_questions = scan::scan_archive(
-        board,
-        &[Region::Questions],
-        crate::ops::decisions::claims_decision,
-    )?;
-    let questions = scan.docs.iter().chain(&archived_questions.docs);
-    for p in forged_decisions(board, questions, &entries) {
+    // decision forged there (by hand, or arriving by sync) is reported too. Only the
+    // entries about the questions that claim one are kept.
+    let claimed: HashSet<String> = claiming
+        .iter()
+        .map(crate::ops::decisions::log_path)
+        .collect();
+    let mut about: Vec<crate::log::Entry> = Vec::new();
+    let mut log_entries = 0;
+    let (end, unreadable) = crate::log::each_entry(board, &mut |e| {
+        log_entries += 1;
+        lost.see(&e);
+        if claimed.contains(&e.doc) {
+            about.push(e);
+        }
+    })?;
+    crate::log::sort(&mut about);
+    for p in forged_decisions(board, claiming.iter(), &about) {
         push(p.path, p.problem);
     }
     for u in unreadable {
@@ -149,12 +221,7 @@ pub fn check(board: &Board) -> Result<Report> {
     // writer appends each entry in one write, so a reader does not catch one half done.)
     let len = std::fs::metadata(board.log_path()).map_or(0, |m| m.len());
     if end < len {
-        let text = std::fs::read(board.log_path()).unwrap_or_default();
-        let line = text[..(end as usize).min(text.len())]
-            .iter()
-            .filter(|b| **b == b'\n')
-            .count()
-            + 1;
+        let line = lines_before(&board.log_path(), end) + 1;
         push(
             "log.yaml".into(),
             format!(
@@ -204,7 +271,7 @@ pub fn check(board: &Board) -> Result<Report> {
     // document in two places, stale locks.
     report
         .problems
-        .extend(crate::sync::health::problems(board, &entries));
+        .extend(crate::sync::health::problems(board, lost));
     // Knowledge sources: a broken one would silently never run, so it is a board problem.
     let (_, source_problems) = crate::watch::sources::load_all(board);
     report.problems.extend(source_problems);
@@ -221,12 +288,58 @@ pub fn check(board: &Board) -> Result<Report> {
             ),
         });
     }
-    report.documents = scan.docs.len();
-    report.log_entries = entries.len();
+    report.documents = live.iter().map(HashMap::len).sum();
+    report.log_entries = log_entries;
     report
         .problems
         .sort_by(|a, b| a.path.cmp(&b.path).then_with(|| a.problem.cmp(&b.problem)));
     Ok(report)
+}
+
+/// What the reads of the documents keep for the checks that need the whole board.
+#[derive(Default)]
+struct Found {
+    /// Per region (in [`Region::ALL`]'s order): each document's id, with a task's
+    /// depends_on (empty for the others).
+    live: [HashMap<String, Vec<String>>; 3],
+    /// Per region: the ids of the archived documents.
+    archived: [HashSet<String>; 3],
+    /// The questions (on the board or archived) that claim a human decision.
+    claiming: Vec<Document>,
+    /// What was found wrong with a document on its own.
+    problems: Vec<Problem>,
+}
+
+fn region_index(region: Region) -> usize {
+    Region::ALL
+        .iter()
+        .position(|r| *r == region)
+        .unwrap_or_default()
+}
+
+/// The region and file name (less `.md`) of a document's path as the log names it
+/// (`tasks/x.md`).
+fn doc_name(path: &str) -> Option<(Region, &str)> {
+    let (dir, file) = path.split_once('/')?;
+    let region = Region::ALL.into_iter().find(|r| r.dir() == dir)?;
+    Some((region, file.strip_suffix(".md")?))
+}
+
+/// How many lines the first `end` bytes of a file hold (read a block at a time).
+fn lines_before(path: &std::path::Path, end: u64) -> usize {
+    use std::io::Read;
+    let Ok(file) = std::fs::File::open(path) else {
+        return 0;
+    };
+    let mut file = file.take(end);
+    let mut buf = vec![0; 64 * 1024];
+    let mut lines = 0;
+    while let Ok(n) = file.read(&mut buf)
+        && n > 0
+    {
+        lines += buf[..n].iter().filter(|b| **b == b'\n').count();
+    }
+    lines
 }
 
 /// Questions whose file claims a human decision that the log does not hold (a hand edit,
@@ -261,7 +374,8 @@ fn forged_decisions<'a>(
 }
 
 /// Every cycle in the depends_on graph, each once, as a path that returns to its start.
-pub fn dependency_cycles(tasks: &HashMap<&str, &Document>) -> Vec<Vec<String>> {
+/// `tasks` gives each task's depends_on by its id.
+pub fn dependency_cycles(tasks: &HashMap<String, Vec<String>>) -> Vec<Vec<String>> {
     #[derive(Clone, Copy, PartialEq)]
     enum Mark {
         Active,
@@ -270,15 +384,14 @@ pub fn dependency_cycles(tasks: &HashMap<&str, &Document>) -> Vec<Vec<String>> {
     let mut marks: HashMap<&str, Mark> = HashMap::new();
     let mut cycles = Vec::new();
     let mut seen_cycles: HashSet<Vec<String>> = HashSet::new();
-    let mut ids: Vec<&str> = tasks.keys().copied().collect();
+    let mut ids: Vec<&str> = tasks.keys().map(String::as_str).collect();
     ids.sort();
     for start in ids {
         if marks.contains_key(start) {
             continue;
         }
         // Iterative DFS: (node, deps, next dep index); `path` mirrors the stack.
-        let mut stack: Vec<(&str, Vec<String>, usize)> =
-            vec![(start, tasks[start].list("depends_on"), 0)];
+        let mut stack: Vec<(&str, &[String], usize)> = vec![(start, &tasks[start], 0)];
         let mut path: Vec<&str> = vec![start];
         marks.insert(start, Mark::Active);
         while let Some((node, deps, i)) = stack.last_mut() {
@@ -288,11 +401,12 @@ pub fn dependency_cycles(tasks: &HashMap<&str, &Document>) -> Vec<Vec<String>> {
                 path.pop();
                 continue;
             }
-            let dep = deps[*i].clone();
+            let dep = &deps[*i];
             *i += 1;
-            let Some((&dep_id, dep_doc)) = tasks.get_key_value(dep.as_str()) else {
+            let Some((dep_id, dep_deps)) = tasks.get_key_value(dep.as_str()) else {
                 continue;
             };
+            let dep_id = dep_id.as_str();
             match marks.get(dep_id) {
                 Some(Mark::Active) => {
                     let from = path.iter().position(|p| *p == dep_id).unwrap_or(0);
@@ -315,7 +429,7 @@ pub fn dependency_cycles(tasks: &HashMap<&str, &Document>) -> Vec<Vec<String>> {
                 None => {
                     marks.insert(dep_id, Mark::Active);
                     path.push(dep_id);
-                    stack.push((dep_id, dep_doc.list("depends_on"), 0));
+                    stack.push((dep_id, dep_deps, 0));
                 }
             }
         }

@@ -127,15 +127,6 @@ pub fn scan_matching(
     scan_where(board, regions, false, keep)
 }
 
-/// Like [`scan_matching`] over the archive (`archive/<region>/`).
-pub fn scan_archive(
-    board: &Board,
-    regions: &[Region],
-    keep: impl Fn(&Document) -> bool + Sync,
-) -> Result<Scan> {
-    scan_where(board, regions, true, keep)
-}
-
 fn scan_where(
     board: &Board,
     regions: &[Region],
@@ -145,7 +136,7 @@ fn scan_where(
     scan_with_needles(board, regions, archived, &[], keep)
 }
 
-/// Like [`scan_matching`] (or [`scan_archive`]) for a `keep` that accepts only documents
+/// Like [`scan_matching`] (over the archive when `archived`) for a `keep` that accepts only documents
 /// whose text holds one word of each list of `needles` (see [`crate::query::Query::needles`]):
 /// the documents that cannot match are passed over without being parsed.
 pub fn scan_with_needles(

@@ -336,3 +336,95 @@ fn a_yaml_error_names_the_line_of_the_unquoted_value_and_says_to_quote_it() {
         hint("title", "[unclosed")
     ));
 }
+
+/// What `check` weighs across the whole board and the whole log: an id used in all three
+/// regions (each names the one before it), dependencies on archived tasks (read or not)
+/// and on an archived finding, an archived file that cannot be read, and documents lost
+/// or not as their entries say in seq order, whatever the file's order (a merge of two
+/// clones' logs leaves one side's entries after the other's).
+#[test]
+fn check_weighs_the_whole_board_and_the_log_in_seq_order() {
+    let b = TestBoard::new();
+    b.write(
+        "tasks/same.md",
+        "---\nid: same\ntitle: x\nstatus: pending\n---\n",
+    );
+    b.write("observations/same.md", "---\nid: same\ntitle: x\n---\n");
+    b.write("questions/same.md", "---\nid: same\ntitle: x\n---\n");
+    b.write(
+        "archive/tasks/t-old.md",
+        "---\nid: t-old\ntitle: Old\nstatus: done\n---\n",
+    );
+    b.write(
+        "archive/tasks/t-bin.md",
+        b"---\nid: t-bin\ntitle: caf\xe9\n---\n".as_slice(),
+    );
+    b.write(
+        "archive/observations/o-old.md",
+        "---\nid: o-old\ntitle: x\n---\n",
+    );
+    b.write(
+        "tasks/t-needs.md",
+        "---\nid: t-needs\ntitle: x\nstatus: pending\ndepends_on: [same, t-old, t-bin, o-old]\n---\n",
+    );
+    // A dot file is no document, but it is a file: a create of it is not lost.
+    b.write("tasks/.t-dot.md", "not read");
+    let entry = |seq: u64, actor: &str, op: &str, doc: &str| {
+        format!(
+            "- {{seq: {seq}, at: \"2026-11-01T10:00:00.000Z\", actor: \"{actor}\", op: \"{op}\", doc: \"{doc}\"}}\n"
+        )
+    };
+    let log = [
+        // Created after it was deleted, by seq: lost.
+        entry(101, "bob", "create", "tasks/t-gone.md"),
+        entry(100, "bob", "delete", "tasks/t-gone.md"),
+        // Deleted after it was created: not lost.
+        entry(103, "carol", "delete", "tasks/t-away.md"),
+        entry(102, "carol", "create", "tasks/t-away.md"),
+        // Created twice: the first by seq is named.
+        entry(105, "dave", "create", "tasks/t-twice.md"),
+        entry(104, "erin", "create", "tasks/t-twice.md"),
+        // There, though not as documents read: not lost.
+        entry(106, "fay", "create", "tasks/.t-dot.md"),
+        entry(107, "fay", "create", "tasks/t-bin.md"),
+        entry(108, "fay", "create", "observations/same.md"),
+    ]
+    .concat();
+    b.write("log.yaml", &log);
+    let before = snapshot(&b);
+    let problems = [
+        (
+            "archive/tasks/t-bin.md",
+            "is not valid UTF-8 (invalid byte at offset 24)",
+        ),
+        (
+            "observations/same.md",
+            "id 'same' is also used by tasks/same.md",
+        ),
+        (
+            "questions/same.md",
+            "id 'same' is also used by observations/same.md",
+        ),
+        (
+            "tasks/t-gone.md",
+            "lost: created by bob (log seq 101) but neither on the board nor in the archive, and no log entry removed it; the board branch keeps its last version (`git log -1 tavern -- tasks/t-gone.md`), or the code branch's history does",
+        ),
+        (
+            "tasks/t-needs.md",
+            "depends_on names 'o-old', which is not a task on this board",
+        ),
+        (
+            "tasks/t-twice.md",
+            "lost: created by erin (log seq 104) but neither on the board nor in the archive, and no log entry removed it; the board branch keeps its last version (`git log -1 tavern -- tasks/t-twice.md`), or the code branch's history does",
+        ),
+    ];
+    b.run(&["check"])
+        .code(6)
+        .stdout_is("")
+        .stderr_is(&problems_report(&problems, &b.board()));
+    let v = b.run(&["check", "--json"]).code(6).json();
+    assert_eq!(v["documents"], 4);
+    assert_eq!(v["log_entries"], 9);
+    assert_eq!(v["problems"].as_array().unwrap().len(), problems.len());
+    assert_eq!(snapshot(&b), before, "check changed the board");
+}

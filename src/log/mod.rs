@@ -672,6 +672,36 @@ pub fn read_filtered(
     needle: Option<&str>,
     skip: &dyn Fn(&Head) -> bool,
 ) -> Result<(Vec<Entry>, u64, Vec<Unreadable>)> {
+    let mut entries = Vec::new();
+    let (end, bad) = stream(board, from, needle, skip, BLOCK_BYTES, &mut |e| {
+        entries.push(e)
+    })?;
+    // In seq order (then origin): after a merge of two clones' logs the file holds one
+    // side's entries after the other's; a reader sees them in the order they happened.
+    sort(&mut entries);
+    Ok((entries, end, bad))
+}
+
+/// Hands every entry of the log to `each` in the file's order (not sorted: see [`sort`]
+/// for the order readers see), reading the file a block at a time, so that a reader of the
+/// whole log holds what `each` keeps, not the log. Returns the offset just past the last
+/// complete entry and the chunks that could not be read, as [`read_from`] does.
+pub fn each_entry(board: &Board, each: &mut dyn FnMut(Entry)) -> Result<(u64, Vec<Unreadable>)> {
+    stream(board, 0, None, &|_| false, BLOCK_BYTES, each)
+}
+
+/// How much of the log a reader holds at once (plus the entry that straddles a block).
+const BLOCK_BYTES: usize = 8 << 20;
+
+/// The reading behind [`read_filtered`] and [`each_entry`], `block` bytes at a time.
+fn stream(
+    board: &Board,
+    from: u64,
+    needle: Option<&str>,
+    skip: &dyn Fn(&Head) -> bool,
+    block: usize,
+    each: &mut dyn FnMut(Entry),
+) -> Result<(u64, Vec<Unreadable>)> {
     let needle = needle.filter(|n| {
         !n.is_empty()
             && n.bytes()
@@ -680,46 +710,69 @@ pub fn read_filtered(
     let path = board.log_path();
     let mut file = match std::fs::File::open(&path) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok((Vec::new(), 0, Vec::new()));
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((0, Vec::new())),
         Err(e) => return Err(Error::io(&path, "read", e)),
     };
     file.seek(SeekFrom::Start(from))
         .map_err(|e| Error::io(&path, "read", e))?;
-    let mut buf = Vec::new();
-    file.read_to_end(&mut buf)
-        .map_err(|e| Error::io(&path, "read", e))?;
-    let mut entries = Vec::new();
     let mut bad = Vec::new();
+    // `buf` holds the file's bytes from `from + base` on: the entry that straddled the
+    // last block, and the block read after it. `lines` counts the lines before it.
+    let mut buf: Vec<u8> = Vec::new();
+    let mut base = 0usize;
+    let mut lines = 0usize;
     let mut done = 0usize;
-    let parts = chunks(&buf);
-    for (i, (offset, chunk)) in parts.iter().enumerate() {
-        let last = i + 1 == parts.len();
-        // Borrowed (no copy) for the UTF-8 that tavern writes.
-        let text = String::from_utf8_lossy(chunk);
-        if !last
-            && (needle.is_some_and(|n| !text.contains(n)) || head(chunk).is_some_and(|h| skip(&h)))
-        {
-            done = offset + chunk.len();
-            continue;
-        }
-        match parse_chunk(&text) {
-            Some(e) if chunk.ends_with(b"\n") => {
-                entries.push(e);
-                done = offset + chunk.len();
+    loop {
+        let before = buf.len();
+        Read::by_ref(&mut file)
+            .take(block as u64)
+            .read_to_end(&mut buf)
+            .map_err(|e| Error::io(&path, "read", e))?;
+        let at_end = buf.len() == before;
+        let parts = chunks(&buf);
+        // The last chunk may go on in the next block: it is read with it, unless the file
+        // ends here.
+        let whole = if at_end {
+            parts.len()
+        } else {
+            parts.len().saturating_sub(1)
+        };
+        for (i, &(offset, chunk)) in parts[..whole].iter().enumerate() {
+            let last = at_end && i + 1 == parts.len();
+            // Borrowed (no copy) for the UTF-8 that tavern writes.
+            let text = String::from_utf8_lossy(chunk);
+            if !last
+                && (needle.is_some_and(|n| !text.contains(n))
+                    || head(chunk).is_some_and(|h| skip(&h)))
+            {
+                done = base + offset + chunk.len();
+                continue;
             }
-            // The last entry may still be being written: leave it for the next read.
-            _ if last => {}
-            _ => {
-                let line = count_newlines(&buf[..*offset]).unwrap_or(0) + 1;
-                bad.push(Unreadable {
-                    offset: from as usize + offset,
-                    line,
-                });
-                done = offset + chunk.len();
+            match parse_chunk(&text) {
+                Some(e) if chunk.ends_with(b"\n") => {
+                    each(e);
+                    done = base + offset + chunk.len();
+                }
+                // The last entry may still be being written: leave it for the next read.
+                _ if last => {}
+                _ => {
+                    let line = lines + count_newlines(&buf[..offset]).unwrap_or(0) + 1;
+                    bad.push(Unreadable {
+                        offset: from as usize + base + offset,
+                        line,
+                    });
+                    done = base + offset + chunk.len();
+                }
             }
         }
+        if at_end {
+            break;
+        }
+        // Keep the last chunk (all of it when no chunk starts yet).
+        let keep = parts.get(whole).map_or(0, |&(offset, _)| offset);
+        lines += count_newlines(&buf[..keep]).unwrap_or(0);
+        base += keep;
+        buf.drain(..keep);
     }
     if !bad.is_empty() && from > 0 {
         // Line numbers are the file's: count the lines before `from` too.
@@ -731,10 +784,7 @@ pub fn read_filtered(
             u.line += before;
         }
     }
-    // In seq order (then origin): after a merge of two clones' logs the file holds one
-    // side's entries after the other's; a reader sees them in the order they happened.
-    sort(&mut entries);
-    Ok((entries, from + done as u64, bad))
+    Ok((from + done as u64, bad))
 }
 
 /// Puts entries in the order readers see: by seq (a Lamport clock), then origin; entries
@@ -862,6 +912,57 @@ mod tests {
             std::fs::read_to_string(&path).unwrap(),
             format!("{} 43\n", third.origin)
         );
+    }
+
+    /// Read a block at a time, the log gives what one read of the whole file gives,
+    /// wherever the blocks end: the same entries, end and unreadable chunks (offsets and
+    /// lines), with text before the first entry, an unreadable entry, one that does not
+    /// start on its first line, multi-byte characters and a torn last entry.
+    #[test]
+    fn a_log_read_by_blocks_is_the_log_read_whole() {
+        let tmp = tempfile::tempdir().unwrap();
+        crate::board::init(tmp.path()).unwrap();
+        let board = Board::open(&tmp.path().join(".tavern")).unwrap();
+        let numbered = |seq: u64, note: &str| {
+            render(&Entry {
+                seq,
+                note: Some(note.into()),
+                ..entry("edit")
+            })
+        };
+        let text = format!(
+            "# by hand\n{}{}- {{seq: 3, at: [\n  oops\n{}-\n  seq: 5\n  at: x\n  actor: a\n  op: edit\n  doc: tasks/t.md\n{}{}",
+            numbered(1, "first"),
+            numbered(2, "ça marche, 東京"),
+            numbered(4, "after the bad one"),
+            numbered(6, "last whole"),
+            &numbered(7, "torn")[..20],
+        );
+        std::fs::write(board.log_path(), &text).unwrap();
+        let read = |from: u64, block: usize| {
+            let mut entries = Vec::new();
+            let (end, bad) = stream(&board, from, None, &|_| false, block, &mut |e| {
+                entries.push(render(&e))
+            })
+            .unwrap();
+            let bad: Vec<(usize, usize)> = bad.iter().map(|u| (u.offset, u.line)).collect();
+            (entries, end, bad)
+        };
+        let whole = read(0, usize::MAX >> 1);
+        assert_eq!(whole.0.len(), 5, "{:?}", whole.0);
+        assert_eq!(whole.2, [(text.find("- {seq: 3").unwrap(), 4)]);
+        assert_eq!(whole.1 as usize, text.len() - 20);
+        let from = text.find("- {seq: 2").unwrap() as u64;
+        let tail = read(from, usize::MAX >> 1);
+        assert_eq!(tail.0.len(), 4);
+        for block in 1..text.len() + 2 {
+            assert_eq!(read(0, block), whole, "blocks of {block} bytes");
+            assert_eq!(
+                read(from, block),
+                tail,
+                "from {from}, blocks of {block} bytes"
+            );
+        }
     }
 
     /// An entry's `at` is never before the last entry's, found in the tail read once,

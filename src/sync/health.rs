@@ -9,10 +9,9 @@ use crate::doc::Region;
 use crate::log::Entry;
 use crate::watch::sources::Problem;
 
-/// Every problem of this kind on the board; `entries` is the whole log.
-pub fn problems(board: &Board, entries: &[Entry]) -> Vec<Problem> {
-    let mut out = Vec::new();
-    lost_documents(board, entries, &mut out);
+/// Every problem of this kind on the board; `lost` has seen the whole log.
+pub fn problems(board: &Board, lost: Lost<'_>) -> Vec<Problem> {
+    let mut out = lost.problems(board);
     two_places(board, &mut out);
     gitignore(board, &mut out);
     tracked_state(board, &mut out);
@@ -37,45 +36,78 @@ fn removes(e: &Entry) -> bool {
 }
 
 /// Documents with a `create` entry whose file is neither on the board nor in the archive,
-/// and whose latest entry does not remove it.
-fn lost_documents(board: &Board, entries: &[Entry], out: &mut Vec<Problem>) {
-    let mut latest: HashMap<&str, &Entry> = HashMap::new();
-    let mut created: Vec<&Entry> = Vec::new();
-    for e in entries {
-        if !is_document(&e.doc) {
-            continue;
-        }
-        if e.op == "create" {
-            created.push(e);
-        }
-        let newer = latest
-            .get(e.doc.as_str())
-            .is_none_or(|l| (e.seq, &e.origin) >= (l.seq, &l.origin));
-        if newer {
-            latest.insert(&e.doc, e);
+/// and whose latest entry (by seq, then origin) does not remove it: found from the log's
+/// entries handed over one at a time, in the file's order. What it keeps is about the
+/// documents whose file a read of the board did not list (`listed`), so a board whose
+/// documents are all there costs a lookup per entry, not a copy of the log.
+pub struct Lost<'a> {
+    listed: &'a dyn Fn(&str) -> bool,
+    docs: HashMap<String, Trail>,
+}
+
+/// What the log says of one document not listed.
+struct Trail {
+    /// The (seq, origin) of its latest entry, and whether that entry removes it.
+    latest: (u64, String),
+    removed: bool,
+    /// Its first `create` (seq, origin) and who made it.
+    created: Option<((u64, String), String)>,
+}
+
+impl<'a> Lost<'a> {
+    /// `listed` says whether a document's file (as the log names it: `tasks/x.md`) was
+    /// found on the board or in the archive; those not listed are looked at again at the
+    /// end.
+    pub fn new(listed: &'a dyn Fn(&str) -> bool) -> Self {
+        Lost {
+            listed,
+            docs: HashMap::new(),
         }
     }
-    let mut seen = HashSet::new();
-    for c in created {
-        if !seen.insert(c.doc.as_str()) {
-            continue;
+
+    /// One entry of the log, in the file's order: ties in (seq, origin) go as a sorted
+    /// read of the whole log orders them (the file's order).
+    pub fn see(&mut self, e: &Entry) {
+        if !is_document(&e.doc) || (self.listed)(&e.doc) {
+            return;
         }
-        let here = board.root.join(&c.doc);
-        let archived = board.root.join(crate::layout::ARCHIVE_DIR).join(&c.doc);
-        if std::fs::symlink_metadata(&here).is_ok() || std::fs::symlink_metadata(&archived).is_ok()
-        {
-            continue;
-        }
-        if latest.get(c.doc.as_str()).is_some_and(|l| removes(l)) {
-            continue;
-        }
-        out.push(Problem {
-            path: c.doc.clone(),
-            problem: format!(
-                "lost: created by {} (log seq {}) but neither on the board nor in the archive, and no log entry removed it; the board branch keeps its last version (`git log -1 tavern -- {}`), or the code branch's history does",
-                c.actor, c.seq, c.doc
-            ),
+        let key = (e.seq, e.origin.clone());
+        let trail = self.docs.entry(e.doc.clone()).or_insert_with(|| Trail {
+            latest: key.clone(),
+            removed: removes(e),
+            created: None,
         });
+        if key >= trail.latest {
+            trail.removed = removes(e);
+            trail.latest = key.clone();
+        }
+        if e.op == "create" && trail.created.as_ref().is_none_or(|(first, _)| key < *first) {
+            trail.created = Some((key, e.actor.clone()));
+        }
+    }
+
+    fn problems(self, board: &Board) -> Vec<Problem> {
+        let mut out = Vec::new();
+        for (doc, trail) in self.docs {
+            let Some(((seq, _), actor)) = trail.created else {
+                continue;
+            };
+            let here = board.root.join(&doc);
+            let archived = board.root.join(crate::layout::ARCHIVE_DIR).join(&doc);
+            if std::fs::symlink_metadata(&here).is_ok()
+                || std::fs::symlink_metadata(&archived).is_ok()
+                || trail.removed
+            {
+                continue;
+            }
+            out.push(Problem {
+                problem: format!(
+                    "lost: created by {actor} (log seq {seq}) but neither on the board nor in the archive, and no log entry removed it; the board branch keeps its last version (`git log -1 tavern -- {doc}`), or the code branch's history does"
+                ),
+                path: doc,
+            });
+        }
+        out
     }
 }
 
