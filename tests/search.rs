@@ -113,6 +113,21 @@ fn board_with_tasks(n: usize) -> TestBoard {
     b
 }
 
+/// Posts the finding "Lock timeout in sync" with `body`; its id.
+fn post_lock_timeout(b: &TestBoard, body: &str) -> String {
+    b.run(&[
+        "post",
+        "Lock timeout in sync",
+        "--topic",
+        "sync",
+        "--severity",
+        "high",
+        "--body",
+        body,
+    ])
+    .text()
+}
+
 fn ids(v: &serde_json::Value) -> Vec<String> {
     v["hits"]
         .as_array()
@@ -125,18 +140,10 @@ fn ids(v: &serde_json::Value) -> Vec<String> {
 #[test]
 fn ranks_every_region_the_archive_and_solutions_with_snippets() {
     let b = TestBoard::new();
-    let obs = b
-        .run(&[
-            "post",
-            "Lock timeout in sync",
-            "--topic",
-            "sync",
-            "--severity",
-            "high",
-            "--body",
-            "The lock timed out after 30s.\nUnrelated line.\nAnother lock timeout here.",
-        ])
-        .text();
+    let obs = post_lock_timeout(
+        &b,
+        "The lock timed out after 30s.\nUnrelated line.\nAnother lock timeout here.",
+    );
     let task = b.task("Fix the lock timeouts", &["--body", "see the finding"]);
     let other = b.task("Parser crash on empty input", &[]);
     let q = b.run(&["ask", "Is a lock timeout of 30s enough?"]).text();
@@ -688,10 +695,15 @@ fn edit(board: &Path, id: &str, from: &str, to: &str) {
     std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
 }
 
+/// `post TITLE --json` (topic `t`, severity low).
+fn post_json(b: &TestBoard, title: &str) -> Out {
+    b.run(&["post", title, "--topic", "t", "--severity", "low", "--json"])
+}
+
 #[test]
 fn a_new_finding_like_an_open_one_is_named_as_a_likely_duplicate() {
     let b = TestBoard::new();
-    let post = |title: &str| b.run(&["post", title, "--topic", "t", "--severity", "low", "--json"]);
+    let post = |title: &str| post_json(&b, title);
     let first = post("Parser crash on empty input").json()["id"]
         .as_str()
         .unwrap()
@@ -728,7 +740,7 @@ fn a_new_finding_like_an_open_one_is_named_as_a_likely_duplicate() {
 #[test]
 fn a_new_finding_sharing_only_a_word_or_two_with_an_open_one_is_not_named() {
     let b = TestBoard::new();
-    let post = |title: &str| b.run(&["post", title, "--topic", "t", "--severity", "low", "--json"]);
+    let post = |title: &str| post_json(&b, title);
     for title in [
         "Login page is slow to load",
         "Flaky test in the sync module",
@@ -881,18 +893,7 @@ fn with_a_watcher_running_edits_in_every_region_are_found_by_one_look_at_the_jou
     // One search takes where the journal stands once, for every region it covers: edits
     // in place in observations and questions (not only tasks) must be seen.
     crate::util::watcher::with_a_watcher(&board_with_tasks(5), |b| {
-        let obs = b
-            .run(&[
-                "post",
-                "Lock timeout in sync",
-                "--topic",
-                "sync",
-                "--severity",
-                "high",
-                "--body",
-                "a timeout again",
-            ])
-            .text();
+        let obs = post_lock_timeout(b, "a timeout again");
         let q = b.run(&["ask", "Is the timeout of the lock enough?"]).text();
         searches(b.root());
         for (round, file) in [
@@ -934,5 +935,51 @@ fn with_a_watcher_running_a_search_of_an_unchanged_board_looks_at_no_task_file()
             counts.contains(&0),
             "task files looked at per search: {counts:?}"
         );
+    });
+}
+
+/// Each region's search manifest: (inode, mtime), by region.
+fn manifests(board: &Path) -> Vec<(u64, i64, i64)> {
+    ["tasks", "observations", "questions"]
+        .iter()
+        .map(|r| {
+            let m = std::fs::metadata(search_dir(board).join(r).join("manifest")).unwrap();
+            (m.ino(), m.mtime(), m.mtime_nsec())
+        })
+        .collect()
+}
+
+#[test]
+fn with_a_watcher_running_a_search_of_an_unchanged_board_writes_no_manifest() {
+    crate::util::watcher::with_a_watcher(&board_with_tasks(40), |b| {
+        post_lock_timeout(b, "a lock");
+        b.run(&["ask", "Is the lock enough?"]).ok();
+        let ask = ["search", "lock", "--json", "--limit", "100"];
+        let first = tavern(b.root(), &ask);
+        first.ok();
+        // A search that goes by the journal and finds nothing changed leaves every
+        // manifest as it was (a watcher too slow to answer, or files read in the tick of
+        // their last change, make a search write them: asked a few times, two searches
+        // in a row must leave them).
+        let mut before = manifests(&b.board());
+        let mut kept = false;
+        for _ in 0..20 {
+            let out = tavern(b.root(), &ask);
+            assert_eq!(out.stdout, first.stdout);
+            let now = manifests(&b.board());
+            if now == before {
+                kept = true;
+                break;
+            }
+            before = now;
+        }
+        assert!(kept, "every search wrote a manifest");
+        // Changes after the position the manifests kept are still seen.
+        let path = b.board().join("tasks/t-0001.md");
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replace("Nothing here.", "Needles here.")).unwrap();
+        let found = tavern(b.root(), &["search", "needle", "--json"]).json();
+        assert_eq!(ids(&found), ["t-0001"], "{found}");
+        same_as_fresh(b.root(), &b.board(), "an edit after manifests were kept");
     });
 }

@@ -19,6 +19,10 @@ use crate::error::{Error, Result};
 /// large enough that a small board is one file.
 pub const PER_BUCKET: usize = 1024;
 
+/// How far the watcher's journal may have grown past a manifest's position (bytes) before
+/// a read that found nothing changed writes the manifest again at the new one.
+const FEED_SLACK: u64 = 64 << 10;
+
 /// The file an index touches to read the file system's time (see [`Area::stamp`]).
 const STAMP: &str = "stamp";
 
@@ -290,6 +294,20 @@ impl Area {
             .and_then(|v| v.as_ref())
             .filter(|_| self.rel.is_some())
             .map(|v| (v.epoch, v.at));
+        // The journal named nothing here since the manifest's own position: that position
+        // still says all the view does, so the manifest is left as it is (not written
+        // again at every read with a watcher) until the journal has grown past it by
+        // [`FEED_SLACK`] (what each read scans again from there).
+        let feed = match (feed, manifest.feed, &start.trusted) {
+            (Some((epoch, at)), Some((was_epoch, was_at)), Some(names))
+                if names.is_empty()
+                    && epoch == was_epoch
+                    && at.saturating_sub(was_at) <= FEED_SLACK =>
+            {
+                Some((was_epoch, was_at))
+            }
+            (feed, ..) => feed,
+        };
         if start.fresh
             || changed
             || manifest.dir != dir

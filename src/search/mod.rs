@@ -37,7 +37,7 @@ use crate::index::files::{self as ixfiles};
 use crate::index::stat::{self, Clocks, StatKey};
 use crate::query::{Query, Term};
 use crate::scan::{DocFile, Skipped};
-use store::{Bucket, Entry, Kind};
+use store::{Analysed, Bucket, Entry, Kind, Slot};
 pub use text::Snippet;
 
 /// Bumped whenever what the index stores, or how a file is analysed, changes.
@@ -946,19 +946,26 @@ impl<'a> Area<'a> {
         if !rewrite {
             return Ok((cached, false));
         }
-        let Some(mut old_terms) = cached.per_entry() else {
+        let entries: Vec<Slot> = {
+            let mut v: Vec<_> = fresh.into_iter().map(|(i, read)| read.ok_or(i)).collect();
+            fn name<'a>(
+                e: &'a std::result::Result<Analysed, usize>,
+                cached: &'a Bucket,
+            ) -> &'a str {
+                match e {
+                    Ok((entry, _)) => &entry.name,
+                    Err(i) => &cached.entries[*i].name,
+                }
+            }
+            v.sort_by(|x, y| name(x, &cached).cmp(name(y, &cached)));
+            v
+        };
+        // The bucket's term directory with the files read again merged in (not every
+        // entry's terms decoded and encoded again).
+        let Some(bytes) = cached.rewrite(ixfiles::unique(), self.ctx.fingerprint, &entries) else {
             // Postings that fail their check: every file of the bucket is read again.
             return self.refresh_from(dir_fd, start, b, Bucket::default());
         };
-        let mut entries: Vec<Analysed> = fresh
-            .into_iter()
-            .map(|(i, read)| match read {
-                Some(r) => r,
-                None => (cached.entries[i].clone(), std::mem::take(&mut old_terms[i])),
-            })
-            .collect();
-        entries.sort_by(|x, y| x.0.name.cmp(&y.0.name));
-        let bytes = store::encode(ixfiles::unique(), self.ctx.fingerprint, &entries);
         ixfiles::save(&path, &bytes);
         let bucket = store::decode(&bytes).unwrap_or_default();
         Ok((bucket, true))
@@ -1040,9 +1047,6 @@ impl<'a> Area<'a> {
         (entry, terms)
     }
 }
-
-/// A file's entry with its terms and their frequencies.
-type Analysed = (Entry, Vec<(String, u32)>);
 
 /// The files under `solutions/` (paths relative to it), without dot files or anything
 /// under a dot directory, not following symlinks; names that are not UTF-8 are left out

@@ -11,7 +11,6 @@
 //! over, so a torn, zeroed or foreign file reads as missing, and postings that fail their
 //! check make the search build the index again.
 
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -70,8 +69,17 @@ pub struct Bucket {
     dir: Vec<u8>,
     /// Where each record starts in the directory (less its first 4 bytes).
     offsets: Vec<u32>,
+    /// The postings' length in bytes.
+    post_len: u64,
     source: Source,
 }
+
+/// A file's entry with its terms and their frequencies.
+pub type Analysed = (Entry, Vec<(String, u32)>);
+
+/// An entry of a bucket being rewritten: read again (`Ok`), or the old bucket's `i`th
+/// entry kept with its terms (`Err(i)`).
+pub type Slot = std::result::Result<Analysed, usize>;
 
 /// One term's postings: (entry index, term frequency).
 pub type Postings = Vec<(u32, u32)>;
@@ -158,47 +166,136 @@ impl Bucket {
         None
     }
 
-    /// Each entry's terms with their frequencies (the dictionary turned back around), to
-    /// build the bucket again with some entries changed; None when a term's postings
-    /// cannot be read.
-    pub fn per_entry(&self) -> Option<Vec<Vec<(String, u32)>>> {
-        let mut out = vec![Vec::new(); self.entries.len()];
-        for i in 0..self.terms() {
-            let term = self.term(i);
-            for (e, tf) in self.postings(i)? {
-                if let Some(list) = out.get_mut(e as usize) {
-                    list.push((term.to_string(), tf));
+    /// Every term's postings' bytes, read at once (one read of the file, not one per
+    /// term); None when they cannot be read.
+    fn all_postings(&self) -> Option<std::borrow::Cow<'_, [u8]>> {
+        let len = usize::try_from(self.post_len).ok()?;
+        match &self.source {
+            Source::None => (self.offsets.is_empty()).then_some(std::borrow::Cow::Borrowed(&[])),
+            Source::Memory(m) => (m.len() == len).then_some(std::borrow::Cow::Borrowed(m)),
+            Source::File(f, base) => {
+                let mut buf = vec![0; len];
+                f.read_exact_at(&mut buf, *base).ok()?;
+                Some(std::borrow::Cow::Owned(buf))
+            }
+        }
+    }
+
+    /// This bucket with its entries replaced by `entries` (sorted by name): each either
+    /// one of its own, kept with its terms (`Err(i)`: its `i`th entry, in the order they
+    /// are here), or a file read again with its terms (`Ok`). The bytes are those
+    /// [`encode`] makes of the same entries and terms, made by merging the new terms into
+    /// the term directory as it is (its postings renumbered), without turning it back
+    /// around into each entry's terms. None when a term's postings cannot be read or fail
+    /// their check (the bucket must then be built from the files).
+    pub fn rewrite(&self, id: u64, fingerprint: u64, entries: &[Slot]) -> Option<Vec<u8>> {
+        // Each old entry's place in the new bucket (kept ones keep their order: both are
+        // sorted by name).
+        let mut place = vec![u32::MAX; self.entries.len()];
+        let mut fresh: Vec<(&str, u32, u32)> = Vec::new();
+        for (at, e) in entries.iter().enumerate() {
+            match e {
+                Err(i) => *place.get_mut(*i)? = at as u32,
+                Ok((_, terms)) => {
+                    fresh.extend(terms.iter().map(|(t, tf)| (t.as_str(), at as u32, *tf)))
                 }
             }
         }
-        Some(out)
+        fresh.sort_unstable_by(|x, y| x.0.as_bytes().cmp(y.0.as_bytes()).then(x.1.cmp(&y.1)));
+        let post_all = self.all_postings()?;
+        let mut dir = Vec::with_capacity(self.dir.len() + fresh.len() * 28);
+        let mut post = Vec::with_capacity(post_all.len() + fresh.len() * 8);
+        put_u32(&mut dir, 0);
+        let mut terms = 0u32;
+        let mut merged: Vec<(u32, u32)> = Vec::new();
+        let mut emit = |term: &[u8], merged: &[(u32, u32)]| {
+            if merged.is_empty() {
+                return;
+            }
+            let at = post.len();
+            for (e, tf) in merged {
+                put_u32(&mut post, *e);
+                put_u32(&mut post, *tf);
+            }
+            put_u32(&mut dir, term.len() as u32);
+            dir.extend_from_slice(term);
+            dir.extend_from_slice(&(at as u64).to_le_bytes());
+            put_u32(&mut dir, merged.len() as u32);
+            put_u32(&mut dir, crc32fast::hash(&post[at..]));
+            terms += 1;
+        };
+        let mut f = 0;
+        for i in 0..self.terms() {
+            let term = self.term_bytes(i);
+            // The new terms that sort before this one.
+            while f < fresh.len() && fresh[f].0.as_bytes() < term {
+                let t = fresh[f].0.as_bytes();
+                merged.clear();
+                while f < fresh.len() && fresh[f].0.as_bytes() == t {
+                    merged.push((fresh[f].1, fresh[f].2));
+                    f += 1;
+                }
+                emit(t, &merged);
+            }
+            let (off, count, crc) = self.record(i);
+            let start = usize::try_from(off).ok()?;
+            let bytes = post_all.get(start..start.checked_add(count.checked_mul(8)?)?)?;
+            if crc32fast::hash(bytes) != crc {
+                return None;
+            }
+            merged.clear();
+            let mut new = fresh[f..]
+                .iter()
+                .take_while(|x| x.0.as_bytes() == term)
+                .map(|x| (x.1, x.2))
+                .peekable();
+            for p in bytes.chunks_exact(8) {
+                let e = u32::from_le_bytes(p[..4].try_into().ok()?) as usize;
+                let to = *place.get(e)?;
+                if to == u32::MAX {
+                    continue;
+                }
+                while let Some(n) = new.next_if(|n| n.0 < to) {
+                    merged.push(n);
+                }
+                merged.push((to, u32::from_le_bytes(p[4..].try_into().ok()?)));
+            }
+            merged.extend(new);
+            while f < fresh.len() && fresh[f].0.as_bytes() == term {
+                f += 1;
+            }
+            emit(term, &merged);
+        }
+        while f < fresh.len() {
+            let t = fresh[f].0.as_bytes();
+            merged.clear();
+            while f < fresh.len() && fresh[f].0.as_bytes() == t {
+                merged.push((fresh[f].1, fresh[f].2));
+                f += 1;
+            }
+            emit(t, &merged);
+        }
+        dir[..4].copy_from_slice(&terms.to_le_bytes());
+        let head = head_bytes(entries.iter().map(|e| match e {
+            Ok((entry, _)) => entry,
+            Err(i) => &self.entries[*i],
+        }));
+        Some(assemble(id, fingerprint, &head, &dir, &post))
     }
 }
 
-/// A bucket's bytes: `entries` (sorted by name) with each one's terms.
+/// A bucket's bytes: `entries` (sorted by name) with each one's terms, encoded whole (what
+/// [`Bucket::rewrite`] is held to).
+#[cfg(test)]
 pub fn encode(id: u64, fingerprint: u64, entries: &[(Entry, Vec<(String, u32)>)]) -> Vec<u8> {
+    use std::collections::BTreeMap;
     let mut dict: BTreeMap<&str, Postings> = BTreeMap::new();
     for (i, (_, terms)) in entries.iter().enumerate() {
         for (t, tf) in terms {
             dict.entry(t.as_str()).or_default().push((i as u32, *tf));
         }
     }
-    let mut head = Vec::with_capacity(entries.len() * 80);
-    put_u32(&mut head, entries.len() as u32);
-    for (e, _) in entries {
-        put_str(&mut head, &e.name);
-        put_key(&mut head, &e.key);
-        head.push(e.racy as u8);
-        match &e.kind {
-            Kind::Indexed => head.push(0),
-            Kind::Skipped(problem) => {
-                head.push(1);
-                put_str(&mut head, problem);
-            }
-            Kind::Ignored => head.push(2),
-        }
-        put_u32(&mut head, e.len);
-    }
+    let head = head_bytes(entries.iter().map(|(e, _)| e));
     let mut dir = Vec::with_capacity(dict.len() * 28);
     let mut post = Vec::new();
     put_u32(&mut dir, dict.len() as u32);
@@ -213,6 +310,32 @@ pub fn encode(id: u64, fingerprint: u64, entries: &[(Entry, Vec<(String, u32)>)]
         put_u32(&mut dir, postings.len() as u32);
         put_u32(&mut dir, crc32fast::hash(&post[at as usize..]));
     }
+    assemble(id, fingerprint, &head, &dir, &post)
+}
+
+/// The entries' part of a bucket file.
+fn head_bytes<'e>(entries: impl ExactSizeIterator<Item = &'e Entry>) -> Vec<u8> {
+    let mut head = Vec::with_capacity(entries.len() * 80);
+    put_u32(&mut head, entries.len() as u32);
+    for e in entries {
+        put_str(&mut head, &e.name);
+        put_key(&mut head, &e.key);
+        head.push(e.racy as u8);
+        match &e.kind {
+            Kind::Indexed => head.push(0),
+            Kind::Skipped(problem) => {
+                head.push(1);
+                put_str(&mut head, problem);
+            }
+            Kind::Ignored => head.push(2),
+        }
+        put_u32(&mut head, e.len);
+    }
+    head
+}
+
+/// A bucket file of its parts: the header, then the entries, the directory, the postings.
+fn assemble(id: u64, fingerprint: u64, head: &[u8], dir: &[u8], post: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER + head.len() + dir.len() + post.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&id.to_le_bytes());
@@ -220,13 +343,13 @@ pub fn encode(id: u64, fingerprint: u64, entries: &[(Entry, Vec<(String, u32)>)]
     put_u32(&mut out, head.len() as u32);
     put_u32(&mut out, dir.len() as u32);
     out.extend_from_slice(&(post.len() as u64).to_le_bytes());
-    put_u32(&mut out, crc32fast::hash(&head));
-    put_u32(&mut out, crc32fast::hash(&dir));
+    put_u32(&mut out, crc32fast::hash(head));
+    put_u32(&mut out, crc32fast::hash(dir));
     let crc = crc32fast::hash(&out);
     put_u32(&mut out, crc);
-    out.extend_from_slice(&head);
-    out.extend_from_slice(&dir);
-    out.extend_from_slice(&post);
+    out.extend_from_slice(head);
+    out.extend_from_slice(dir);
+    out.extend_from_slice(post);
     out
 }
 
@@ -327,6 +450,7 @@ fn front(h: &Header, head: &[u8], dir: Vec<u8>, source: Source) -> Option<Bucket
         entries,
         dir,
         offsets,
+        post_len: h.post_len,
         source,
     })
 }
@@ -414,7 +538,18 @@ mod tests {
         let lock = b.find("lock").unwrap();
         assert_eq!(b.postings(lock).unwrap(), [(0, 2), (2, 1)]);
         assert_eq!(b.find("lo"), None);
-        assert_eq!(b.per_entry().unwrap()[0].len(), 2);
+        // Entry "b" dropped, "a" kept, "c" read again with other terms, "d" added.
+        let changed = [
+            Err(0),
+            Ok((entry("c"), vec![("cache".into(), 1), ("lock".into(), 3)])),
+            Ok((entry("d"), vec![("timeout".into(), 4)])),
+        ];
+        let whole = vec![
+            entries[0].clone(),
+            (entry("c"), vec![("cache".into(), 1), ("lock".into(), 3)]),
+            (entry("d"), vec![("timeout".into(), 4)]),
+        ];
+        assert_eq!(b.rewrite(5, 4, &changed).unwrap(), encode(5, 4, &whole));
         for cut in [0, 1, 8, bytes.len() / 2, bytes.len() - 1] {
             assert!(decode(&bytes[..cut]).is_none(), "cut at {cut}");
         }
@@ -438,9 +573,63 @@ mod tests {
         let f = open(&path).unwrap();
         let broken = (0..f.terms()).filter(|&i| f.postings(i).is_none()).count();
         assert_eq!(broken, 1);
-        assert!(f.per_entry().is_none());
+        assert!(f.rewrite(5, 4, &[Err(0), Err(2)]).is_none());
         std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
         assert!(open(&path).is_none());
         assert!(open(&dir.path().join("missing")).is_none());
+    }
+
+    /// Terms drawn from a few, some shared: (term, frequency) sorted and unique.
+    fn terms() -> impl proptest::strategy::Strategy<Value = Vec<(String, u32)>> {
+        proptest::collection::btree_map("[a-d\u{e9}]{1,3}", 1u32..4, 0..6)
+            .prop_map(|m| m.into_iter().collect())
+    }
+
+    use proptest::strategy::Strategy;
+
+    proptest::proptest! {
+        /// A bucket rewritten by merging (entries kept, dropped, read again, added) holds
+        /// the very bytes a bucket encoded whole from the same entries holds, read from
+        /// its file or from memory.
+        #[test]
+        fn a_rewrite_is_the_same_bucket_as_one_encoded_whole(
+            files in proptest::collection::btree_map(
+                "[a-h]{1,2}",
+                (proptest::option::of(terms()), 0u8..3, terms()),
+                0..10,
+            )
+        ) {
+            let old: Vec<(Entry, Vec<(String, u32)>)> = files
+                .iter()
+                .filter_map(|(n, (old, _, _))| Some((entry(n), old.clone()?)))
+                .collect();
+            let bytes = encode(1, 2, &old);
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("b");
+            std::fs::write(&path, &bytes).unwrap();
+            let mut merged = Vec::new();
+            let mut whole = Vec::new();
+            for (name, (_, action, new)) in &files {
+                let at = old.iter().position(|(e, _)| &e.name == name);
+                match (at, action) {
+                    // Kept.
+                    (Some(i), 0) => {
+                        merged.push(Err(i));
+                        whole.push(old[i].clone());
+                    }
+                    // Gone (or never there).
+                    (_, 1) => {}
+                    // Read again, or new.
+                    _ => {
+                        let e = Entry { len: new.len() as u32, ..entry(name) };
+                        merged.push(Ok((e.clone(), new.clone())));
+                        whole.push((e, new.clone()));
+                    }
+                }
+            }
+            let want = encode(7, 2, &whole);
+            proptest::prop_assert_eq!(&decode(&bytes).unwrap().rewrite(7, 2, &merged).unwrap(), &want);
+            proptest::prop_assert_eq!(&open(&path).unwrap().rewrite(7, 2, &merged).unwrap(), &want);
+        }
     }
 }
