@@ -859,6 +859,16 @@ fn with_a_watcher_running_claim_next_takes_readys_first_task() {
     crate::util::watcher::with_a_watcher(&awkward_ready_board(), |b| {
         let path = |id: &str| b.board().join(format!("tasks/{id}.md"));
         let claimed = claims_follow_ready(b, |round| {
+            // Reads that bring the index up to date (the last claim's file, racy when
+            // first read, is read again), so that the journal vouches for the bucket and
+            // `claim --next` goes by its picks alone; whichever way it reads, it must take
+            // `ready`'s first.
+            if round % 2 == 0 {
+                for _ in 0..2 {
+                    std::thread::sleep(Duration::from_millis(50));
+                    tavern(b.root(), &["list", "tasks"]).ok();
+                }
+            }
             if round == 2 {
                 let text = b.read("tasks/t-k.md");
                 std::fs::write(

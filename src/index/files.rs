@@ -9,10 +9,12 @@ use std::path::{Path, PathBuf};
 use super::stat::{Clocks, StatKey};
 
 const MANIFEST_MAGIC: &[u8; 8] = b"TVIXMAN2";
-const BUCKET_MAGIC: &[u8; 8] = b"TVIXBKT2";
-/// A bucket's fixed header after its magic: id, fingerprint, entry count, the heads'
-/// length and their CRC-32 (see [`encode_bucket`]).
-const BUCKET_HEADER: usize = 8 + 8 + 4 + 4 + 4;
+const BUCKET_MAGIC: &[u8; 8] = b"TVIXBKT3";
+/// A bucket's fixed header after its magic: id, fingerprint, entry count, the picks'
+/// length and CRC-32, the heads' length and CRC-32 (see [`encode_bucket`]).
+const BUCKET_HEADER: usize = 8 + 8 + 4 + 4 + 4 + 4 + 4;
+/// The part of the header each section's CRC covers: all but the two CRCs.
+const HEADER_CHECKED: usize = 8 + 8 + 4 + 4 + 4;
 
 /// What a directory's index holds besides its buckets.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -72,6 +74,15 @@ pub enum Created<'a> {
     At(i64, u32),
 }
 
+impl Created<'_> {
+    pub fn into_owned(self) -> Created<'static> {
+        match self {
+            Created::Text(t) => Created::Text(Cow::Owned(t.into_owned())),
+            Created::At(s, n) => Created::At(s, n),
+        }
+    }
+}
+
 impl Default for Created<'_> {
     fn default() -> Self {
         Created::Text(Cow::Borrowed(""))
@@ -89,17 +100,6 @@ impl Head<'_> {
             status: doc.status().map(|s| Cow::Owned(s.to_string())),
             priority: doc.priority(),
             created,
-        }
-    }
-
-    pub fn into_owned(self) -> Head<'static> {
-        Head {
-            status: self.status.map(|s| Cow::Owned(s.into_owned())),
-            priority: self.priority,
-            created: match self.created {
-                Created::Text(t) => Created::Text(Cow::Owned(t.into_owned())),
-                Created::At(s, n) => Created::At(s, n),
-            },
         }
     }
 }
@@ -321,11 +321,13 @@ pub fn decode_manifest(bytes: &[u8]) -> Option<Manifest> {
     })
 }
 
-/// A bucket: its magic and fixed header, then every entry's head (name, stat data, flags,
-/// what `claim --next` needs, and the length of its text), then the texts one after the
-/// other, then a CRC-32 of it all. The heads come first with a CRC of their own, so that
-/// [`load_heads`] reads them without the texts.
-pub fn encode_bucket(b: &Bucket) -> Vec<u8> {
+/// A bucket: its magic and fixed header, then its picks (see [`Picks`]), then every
+/// entry's head (name, stat data, flags, what `claim --next` needs, and the length of its
+/// text), then the texts one after the other, then a CRC-32 of it all. The picks and the
+/// heads come first, each with a CRC of its own, so that [`load_picks`] reads the picks
+/// alone and [`load_heads`] the heads without the texts. `pick`: which documents' heads
+/// are picks (the claimable ones: the board's settings are in the fingerprint).
+pub fn encode_bucket(b: &Bucket, pick: &dyn Fn(&Head<'_>) -> bool) -> Vec<u8> {
     let mut heads = Out(Vec::with_capacity(b.entries.len() * 128));
     let mut texts = Vec::with_capacity(
         b.entries
@@ -358,52 +360,123 @@ pub fn encode_bucket(b: &Bucket) -> Vec<u8> {
             }
             None => heads.u8(0),
         }
-        heads.u64(e.head.priority as u64);
-        match &e.head.created {
-            Created::Text(t) => {
-                heads.u8(0);
-                heads.str(t);
-            }
-            Created::At(secs, nanos) => {
-                heads.u8(1);
-                heads.u64(*secs as u64);
-                heads.u32(*nanos);
-            }
-        }
+        put_order(&mut heads, &e.head);
     }
     let heads = heads.0;
+    let picks = encode_picks(b, pick);
     let mut out = Out(Vec::with_capacity(
-        8 + BUCKET_HEADER + heads.len() + texts.len() + 4,
+        8 + BUCKET_HEADER + picks.len() + heads.len() + texts.len() + 4,
     ));
     out.0.extend_from_slice(BUCKET_MAGIC);
     out.u64(b.id);
     out.u64(b.fingerprint);
     out.u32(b.entries.len() as u32);
+    out.u32(picks.len() as u32);
     out.u32(heads.len() as u32);
-    let crc = heads_crc(&out.0[8..], &heads);
-    out.u32(crc);
+    let checked = out.0[8..].to_vec();
+    out.u32(section_crc(&checked, &picks));
+    out.u32(section_crc(&checked, &heads));
+    out.0.extend_from_slice(&picks);
     out.0.extend_from_slice(&heads);
     out.0.extend_from_slice(&texts);
     out.seal()
 }
 
-/// The CRC-32 of a bucket's header (less the CRC itself) and heads.
-fn heads_crc(header: &[u8], heads: &[u8]) -> u32 {
+/// What orders a head among the picks: its priority, then its creation time.
+fn put_order(out: &mut Out, head: &Head<'_>) {
+    out.u64(head.priority as u64);
+    match &head.created {
+        Created::Text(t) => {
+            out.u8(0);
+            out.str(t);
+        }
+        Created::At(secs, nanos) => {
+            out.u8(1);
+            out.u64(*secs as u64);
+            out.u32(*nanos);
+        }
+    }
+}
+
+fn order<'a>(input: &mut Reader<'a>) -> Option<(i64, Created<'a>)> {
+    let priority = input.u64()? as i64;
+    let created = match input.u8()? {
+        0 => Created::Text(Cow::Borrowed(input.str()?)),
+        1 => Created::At(input.u64()? as i64, input.u32()?),
+        _ => return None,
+    };
+    Some((priority, created))
+}
+
+/// A bucket's picks section (see [`Picks`]).
+fn encode_picks(b: &Bucket, pick: &dyn Fn(&Head<'_>) -> bool) -> Vec<u8> {
+    let mut odd = Vec::new();
+    let mut skipped = Vec::new();
+    let mut picks = Vec::new();
+    let mut trusted = true;
+    for e in &b.entries {
+        if crate::id::validate(&e.name).is_err() {
+            odd.push(&*e.name);
+            continue;
+        }
+        trusted &= !e.racy && e.key != StatKey::default();
+        match &e.outcome {
+            Outcome::Skipped(problem) => skipped.push((&*e.name, &**problem)),
+            Outcome::Doc(_) if pick(&e.head) => picks.push((&e.head, &*e.name)),
+            Outcome::Doc(_) => {}
+        }
+    }
+    picks.sort_unstable_by(|a, b| {
+        (a.0.priority, &a.0.created, a.1).cmp(&(b.0.priority, &b.0.created, b.1))
+    });
+    let mut out = Out(Vec::with_capacity(16 + picks.len() * 40));
+    out.u8(trusted as u8);
+    out.u32(odd.len() as u32);
+    for name in odd {
+        out.str(name);
+    }
+    out.u32(skipped.len() as u32);
+    for (name, problem) in skipped {
+        out.str(name);
+        out.str(problem);
+    }
+    out.u32(picks.len() as u32);
+    for (head, name) in picks {
+        put_order(&mut out, head);
+        out.str(name);
+    }
+    out.0
+}
+
+/// The CRC-32 of the checked part of a bucket's header and one of its sections.
+fn section_crc(header: &[u8], section: &[u8]) -> u32 {
     let mut crc = crc32fast::Hasher::new();
     crc.update(header);
-    crc.update(heads);
+    crc.update(section);
     crc.finalize()
 }
 
-/// A bucket's fixed header: (id, fingerprint, entries, the heads' length and CRC).
-fn bucket_header(input: &mut Reader<'_>) -> Option<(u64, u64, usize, usize, u32)> {
-    Some((
-        input.u64()?,
-        input.u64()?,
-        input.u32()? as usize,
-        input.u32()? as usize,
-        input.u32()?,
-    ))
+/// A bucket's fixed header.
+struct BucketHeader {
+    id: u64,
+    fingerprint: u64,
+    entries: usize,
+    picks_len: usize,
+    heads_len: usize,
+    picks_crc: u32,
+    heads_crc: u32,
+}
+
+fn bucket_header(input: &mut Reader<'_>) -> Option<BucketHeader> {
+    Some(BucketHeader {
+        id: input.u64()?,
+        fingerprint: input.u64()?,
+        entries: input.u32()? as usize,
+        picks_len: input.u32()? as usize,
+        heads_len: input.u32()? as usize,
+        picks_crc: input.u32()?,
+        heads_crc: input.u32()?,
+    })
 }
 
 /// One entry's head as [`encode_bucket`] wrote it: the entry less its text, and the
@@ -422,12 +495,7 @@ fn head_entry<'a>(input: &mut Reader<'a>) -> Option<(HeadEntry<'a>, bool, Option
         1 => Some(Cow::Borrowed(input.str()?)),
         _ => return None,
     };
-    let priority = input.u64()? as i64;
-    let created = match input.u8()? {
-        0 => Created::Text(Cow::Borrowed(input.str()?)),
-        1 => Created::At(input.u64()? as i64, input.u32()?),
-        _ => return None,
-    };
+    let (priority, created) = order(input)?;
     let entry = HeadEntry {
         name,
         key,
@@ -444,9 +512,11 @@ fn head_entry<'a>(input: &mut Reader<'a>) -> Option<(HeadEntry<'a>, bool, Option
 
 pub fn decode_bucket(bytes: &[u8]) -> Option<Bucket<'_>> {
     let mut input = unseal(bytes, BUCKET_MAGIC)?;
-    let (id, fingerprint, n, heads_len, _) = bucket_header(&mut input)?;
-    let mut heads = Reader(input.take(heads_len)?);
+    let header = bucket_header(&mut input)?;
+    input.take(header.picks_len)?;
+    let mut heads = Reader(input.take(header.heads_len)?);
     let mut texts = input;
+    let n = header.entries;
     let mut entries = Vec::with_capacity(n.min(bytes.len() / 64));
     for _ in 0..n {
         let (e, plain, len) = head_entry(&mut heads)?;
@@ -467,8 +537,8 @@ pub fn decode_bucket(bytes: &[u8]) -> Option<Bucket<'_>> {
         });
     }
     (heads.0.is_empty() && texts.0.is_empty()).then_some(Bucket {
-        id,
-        fingerprint,
+        id: header.id,
+        fingerprint: header.fingerprint,
         entries,
     })
 }
@@ -483,39 +553,143 @@ pub struct Heads<'a> {
 /// Decodes what [`load_heads`] read: the magic, the header and the heads, checked against
 /// the heads' own CRC.
 pub fn decode_heads(bytes: &[u8]) -> Option<Heads<'_>> {
-    let mut input = Reader(bytes);
-    if input.take(8)? != BUCKET_MAGIC {
-        return None;
-    }
-    let (id, fingerprint, n, heads_len, crc) = bucket_header(&mut input)?;
-    let heads = input.take(heads_len)?;
-    if heads_crc(&bytes[8..8 + BUCKET_HEADER - 4], heads) != crc {
-        return None;
-    }
+    let (header, heads) = section(bytes, |h| (h.heads_len, h.heads_crc))?;
     let mut heads = Reader(heads);
+    let n = header.entries;
     let mut entries = Vec::with_capacity(n.min(bytes.len() / 64));
     for _ in 0..n {
         entries.push(head_entry(&mut heads)?.0);
     }
     heads.0.is_empty().then_some(Heads {
-        id,
-        fingerprint,
+        id: header.id,
+        fingerprint: header.fingerprint,
         entries,
     })
 }
 
-/// Reads the start of a bucket file up to the end of its heads (what [`decode_heads`]
-/// decodes), not its texts; None when it is missing or shorter than its header says.
-pub fn load_heads(path: &Path) -> Option<Vec<u8>> {
-    use std::io::Read;
-    let mut file = std::fs::File::open(path).ok()?;
+/// The header of what [`load_section`] read, and the section after it, when the section's
+/// CRC agrees.
+fn section(
+    bytes: &[u8],
+    which: impl Fn(&BucketHeader) -> (usize, u32),
+) -> Option<(BucketHeader, &[u8])> {
+    let mut input = Reader(bytes);
+    if input.take(8)? != BUCKET_MAGIC {
+        return None;
+    }
+    let header = bucket_header(&mut input)?;
+    let (len, crc) = which(&header);
+    let body = input.take(len)?;
+    (input.0.is_empty() && section_crc(&bytes[8..8 + HEADER_CHECKED], body) == crc)
+        .then_some((header, body))
+}
+
+/// Reads a bucket file's magic and header, then one of its sections (`which` of the
+/// header: its offset after the header, and its length), not the rest; None when it is
+/// missing or shorter than its header says.
+fn load_section(path: &Path, which: impl Fn(&BucketHeader) -> (usize, usize)) -> Option<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::File::open(path).ok()?;
     let mut bytes = vec![0; 8 + BUCKET_HEADER];
-    file.read_exact(&mut bytes).ok()?;
-    let heads_len = u32::from_le_bytes(bytes[8 + 20..8 + 24].try_into().ok()?) as usize;
-    let len = bytes.len();
-    bytes.resize(len + heads_len, 0);
-    file.read_exact(&mut bytes[len..]).ok()?;
+    file.read_exact_at(&mut bytes, 0).ok()?;
+    let header = bucket_header(&mut Reader(&bytes[8..]))?;
+    let (offset, len) = which(&header);
+    let start = bytes.len();
+    bytes.resize(start + len, 0);
+    file.read_exact_at(&mut bytes[start..], (start + offset) as u64)
+        .ok()?;
     Some(bytes)
+}
+
+/// Reads the start of a bucket file and its heads (what [`decode_heads`] decodes), not
+/// its picks or texts; None when it is missing or shorter than its header says.
+pub fn load_heads(path: &Path) -> Option<Vec<u8>> {
+    load_section(path, |h| (h.picks_len, h.heads_len))
+}
+
+/// Reads the start of a bucket file and its picks (what [`decode_picks`] decodes) alone.
+pub fn load_picks(path: &Path) -> Option<Vec<u8>> {
+    load_section(path, |h| (0, h.picks_len))
+}
+
+/// What `claim --next` needs of a bucket whose files are all as cached (see
+/// `index::read_claimable`), kept apart so that it reads neither the other heads nor the
+/// texts: whether every entry may be trusted as cached, what a read must report (the names
+/// that are no ids, the files skipped), and the picks, the claimable documents' heads,
+/// best first.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Picks<'a> {
+    pub id: u64,
+    pub fingerprint: u64,
+    /// How many files the bucket holds.
+    pub entries: usize,
+    /// No entry whose name is an id is racy or without stat data: a read the journal
+    /// vouches for may take the bucket as cached.
+    pub trusted: bool,
+    /// The names that are not ids (skipped whatever the file holds, naming the file).
+    pub odd: Vec<&'a str>,
+    /// (name, problem) of the files skipped.
+    pub skipped: Vec<(&'a str, &'a str)>,
+    /// How many picks there are, and where in the bytes the first begins: [`next_pick`]
+    /// reads them one at a time (each was read once by [`decode_picks`]).
+    pub count: usize,
+    pub at: usize,
+}
+
+/// One pick: (priority, created, name), in the order `claim --next` takes them.
+pub type Pick<'a> = (i64, Created<'a>, &'a str);
+
+/// Decodes what [`load_picks`] read, checked against the picks' own CRC and read through
+/// once (so that [`next_pick`] reads each again without fail).
+pub fn decode_picks(bytes: &[u8]) -> Option<Picks<'_>> {
+    let (header, body) = section(bytes, |h| (h.picks_len, h.picks_crc))?;
+    let mut input = Reader(body);
+    let trusted = match input.u8()? {
+        0 => false,
+        1 => true,
+        _ => return None,
+    };
+    let n = input.u32()? as usize;
+    let mut odd = Vec::with_capacity(n.min(body.len()));
+    for _ in 0..n {
+        odd.push(input.str()?);
+    }
+    let n = input.u32()? as usize;
+    let mut skipped = Vec::with_capacity(n.min(body.len()));
+    for _ in 0..n {
+        skipped.push((input.str()?, input.str()?));
+    }
+    let count = input.u32()? as usize;
+    let at = bytes.len() - input.0.len();
+    let mut pos = at;
+    let mut last: Option<Pick<'_>> = None;
+    for _ in 0..count {
+        let pick = next_pick(bytes, &mut pos)?;
+        // Best first, as written: a list out of order is no list of ours.
+        if last.as_ref().is_some_and(|l| *l > pick) {
+            return None;
+        }
+        last = Some(pick);
+    }
+    (pos == bytes.len()).then_some(Picks {
+        id: header.id,
+        fingerprint: header.fingerprint,
+        entries: header.entries,
+        trusted,
+        odd,
+        skipped,
+        count,
+        at,
+    })
+}
+
+/// The pick at `at` in what [`load_picks`] read, moving `at` past it.
+pub fn next_pick<'a>(bytes: &'a [u8], at: &mut usize) -> Option<Pick<'a>> {
+    let mut input = Reader(bytes.get(*at..)?);
+    let (priority, created) = order(&mut input)?;
+    let name = input.str()?;
+    *at = bytes.len() - input.0.len();
+    Some((priority, created, name))
 }
 
 /// Reads a file of the index; None when it is missing.
@@ -603,7 +777,7 @@ mod tests {
     #[test]
     fn bucket_round_trips_and_any_torn_copy_is_refused() {
         let b = bucket();
-        let bytes = encode_bucket(&b);
+        let bytes = encode_bucket(&b, &pending);
         assert_eq!(decode_bucket(&bytes), Some(b));
         for cut in 0..bytes.len() {
             assert_eq!(decode_bucket(&bytes[..cut]), None, "cut at {cut}");
@@ -617,7 +791,7 @@ mod tests {
     #[test]
     fn heads_are_read_without_the_texts_and_checked_on_their_own() {
         let b = bucket();
-        let bytes = encode_bucket(&b);
+        let bytes = encode_bucket(&b, &pending);
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("0-0");
         std::fs::write(&path, &bytes).unwrap();
@@ -643,7 +817,8 @@ mod tests {
         for cut in 0..prefix.len() {
             assert!(decode_heads(&prefix[..cut]).is_none(), "cut at {cut}");
         }
-        for at in 8..prefix.len() {
+        // Any byte read but the picks' CRC (which checks what is not read here).
+        for at in (8..prefix.len()).filter(|at| !(36..40).contains(at)) {
             let mut flipped = prefix.clone();
             flipped[at] ^= 1;
             assert!(decode_heads(&flipped).is_none(), "flipped at {at}");
@@ -653,6 +828,97 @@ mod tests {
         // The order `claim --next` sorts by: any text before any time, then by time.
         assert!(Created::Text("zzz".into()) < Created::At(i64::MIN, 0));
         assert!(Created::At(5, 1) < Created::At(5, 2));
+    }
+
+    fn pending(h: &Head<'_>) -> bool {
+        h.status.as_deref() == Some("pending")
+    }
+
+    fn entry(name: &str, status: &str, priority: i64, created: Created<'static>) -> Entry<'static> {
+        Entry {
+            name: Cow::Owned(name.to_string()),
+            key: StatKey {
+                ino: 1,
+                ..StatKey::default()
+            },
+            racy: false,
+            plain: true,
+            head: Head {
+                status: Some(Cow::Owned(status.to_string())),
+                priority,
+                created,
+            },
+            outcome: Outcome::Doc(Cow::Owned(format!("---\nid: {name}\n---\n"))),
+        }
+    }
+
+    /// Every pick of a bucket, in the order `next_pick` reads them.
+    fn all_picks<'a>(bytes: &'a [u8], picks: &Picks<'a>) -> Vec<Pick<'a>> {
+        let mut at = picks.at;
+        let all = (0..picks.count)
+            .map(|_| next_pick(bytes, &mut at).unwrap())
+            .collect();
+        assert_eq!(at, bytes.len(), "the picks end the section");
+        all
+    }
+
+    #[test]
+    fn picks_are_the_claimable_best_first_and_read_alone_checked_on_their_own() {
+        let at = |s| Created::At(s, 0);
+        let mut b = Bucket {
+            id: 5,
+            fingerprint: 6,
+            entries: vec![
+                entry("t-a", "pending", 1, at(20)),
+                entry("t-b", "pending", 1, at(10)),
+                entry("t-c", "done", -5, at(1)),
+                entry("t-d", "pending", 1, Created::Text("soon".into())),
+                entry("t-e", "pending", 0, at(30)),
+                entry("t-f", "pending", 1, at(10)),
+                entry("Odd-Name", "pending", -9, at(0)),
+            ],
+        };
+        b.entries[2].outcome = Outcome::Skipped(Cow::Borrowed("line 1: broken"));
+        let bytes = encode_bucket(&b, &pending);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("0-0");
+        std::fs::write(&path, &bytes).unwrap();
+        let loaded = load_picks(&path).unwrap();
+        assert!(loaded.len() < load_heads(&path).unwrap().len());
+        let picks = decode_picks(&loaded).unwrap();
+        assert_eq!((picks.id, picks.fingerprint, picks.entries), (5, 6, 7));
+        assert!(picks.trusted);
+        assert_eq!(picks.odd, ["Odd-Name"], "no id: never a pick");
+        assert_eq!(picks.skipped, [("t-c", "line 1: broken")]);
+        let names: Vec<&str> = all_picks(&loaded, &picks).iter().map(|p| p.2).collect();
+        // Priority, then not-a-time before times, then by time, ties by name; `done` is
+        // no pick, nor is a skipped file.
+        assert_eq!(names, ["t-e", "t-d", "t-b", "t-f", "t-a"]);
+        for cut in 0..loaded.len() {
+            assert!(decode_picks(&loaded[..cut]).is_none(), "cut at {cut}");
+        }
+        // Any byte read but the heads' CRC (which checks what is not read here).
+        for at in (0..loaded.len()).filter(|at| !(40..44).contains(at)) {
+            let mut flipped = loaded.clone();
+            flipped[at] ^= 1;
+            assert!(decode_picks(&flipped).is_none(), "flipped at {at}");
+        }
+        std::fs::write(&path, &bytes[..loaded.len() - 1]).unwrap();
+        assert_eq!(load_picks(&path), None, "shorter than its header says");
+        let trusted = |b: &Bucket| {
+            std::fs::write(&path, encode_bucket(b, &pending)).unwrap();
+            decode_picks(&load_picks(&path).unwrap()).unwrap().trusted
+        };
+        // One entry racy (or without stat data): the picks do not vouch for the bucket.
+        b.entries[4].racy = true;
+        assert!(!trusted(&b));
+        b.entries[4].racy = false;
+        b.entries[0].key = StatKey::default();
+        assert!(!trusted(&b));
+        // A name that is no id is never trusted or not: it is read whatever it holds.
+        b.entries[0].key.ino = 1;
+        b.entries[6].racy = true;
+        assert!(trusted(&b));
     }
 
     #[test]

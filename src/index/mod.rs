@@ -106,7 +106,7 @@ impl Progress {
 }
 
 /// Bumped whenever what the index stores, or how a file's outcome is decided, changes.
-const FORMAT: u32 = 3;
+const FORMAT: u32 = 4;
 
 /// What a read may pass over unparsed among the cached documents in the fast parser's
 /// plain subset (and ASCII): those whose text lacks one word of each list of `needles`,
@@ -167,29 +167,87 @@ pub(crate) fn each_in_dir(
         .skipped)
 }
 
-/// A document's name (its id, less `.md`) and head.
-pub(crate) type Named = (String, Head<'static>);
-
 /// What a read of one directory gave.
 #[derive(Default)]
 struct Found {
-    /// The documents kept (none when heads were asked for), and the files skipped.
+    /// The documents kept (none when the claimable were asked for), and the files skipped.
     scan: Scan,
-    /// Each document's name and head, when heads were asked for.
-    heads: Vec<Named>,
+    /// The claimable documents, when they were asked for.
+    claimable: Vec<Stream>,
 }
 
-/// The documents of one directory (a region, not its archive) by their heads, without
-/// parsing or even reading their texts where the index holds them: (name, head) of those
-/// `want` accepts, in no particular order, and the files skipped. What `claim --next` chooses
-/// among.
-pub(crate) fn read_heads(
-    board: &Board,
-    region: Region,
-    want: &(dyn Fn(&Head<'_>) -> bool + Sync),
-) -> Result<(Vec<Named>, Vec<Skipped>)> {
-    let read = read_area(board, region, false, &Prefilter::NONE, Want::Heads(want))?;
-    Ok((read.heads, read.scan.skipped))
+/// The claimable documents of one directory (a region, not its archive) by their heads,
+/// without parsing or even reading their texts where the index holds them, best first (as
+/// [`crate::scan::OrderKey::best_first`] orders them: priority, creation time, id); and
+/// the files skipped. What `claim --next` chooses among: the names come one at a time, so
+/// that a choice of the first reads little more than each bucket's best.
+pub(crate) fn read_claimable(board: &Board, region: Region) -> Result<(Claimable, Vec<Skipped>)> {
+    let read = read_area(board, region, false, &Prefilter::NONE, Want::Claimable)?;
+    Ok((Claimable::merge(read.claimable), read.scan.skipped))
+}
+
+/// (priority, created, name): the order of the claimable, best (least) first.
+type Ranked = (i64, files::Created<'static>, String);
+
+/// One bucket's claimable documents, best first.
+enum Stream {
+    /// Gathered by a read of the bucket's entries (and sorted).
+    Read(std::vec::IntoIter<Ranked>),
+    /// The bucket's picks as loaded ([`files::load_picks`]), read one at a time from `at`.
+    Picks {
+        bytes: Vec<u8>,
+        at: usize,
+        left: usize,
+    },
+}
+
+impl Stream {
+    fn read(mut ranked: Vec<Ranked>) -> Stream {
+        ranked.sort_unstable();
+        Stream::Read(ranked.into_iter())
+    }
+
+    fn next(&mut self) -> Option<Ranked> {
+        match self {
+            Stream::Read(it) => it.next(),
+            Stream::Picks { bytes, at, left } => {
+                *left = left.checked_sub(1)?;
+                // Each pick was read once when the bucket was loaded: this cannot fail.
+                let (priority, created, name) = files::next_pick(bytes, at)?;
+                Some((priority, created.into_owned(), name.to_string()))
+            }
+        }
+    }
+}
+
+/// The claimable documents of every bucket, merged best first: the names, one at a time.
+pub(crate) struct Claimable {
+    streams: Vec<Stream>,
+    /// Each stream's best not yet taken, and which stream it is.
+    heap: std::collections::BinaryHeap<std::cmp::Reverse<(Ranked, usize)>>,
+}
+
+impl Claimable {
+    fn merge(mut streams: Vec<Stream>) -> Claimable {
+        let heap = streams
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(i, s)| Some(std::cmp::Reverse((s.next()?, i))))
+            .collect();
+        Claimable { streams, heap }
+    }
+}
+
+impl Iterator for Claimable {
+    type Item = String;
+
+    fn next(&mut self) -> Option<String> {
+        let std::cmp::Reverse(((_, _, name), i)) = self.heap.pop()?;
+        if let Some(next) = self.streams[i].next() {
+            self.heap.push(std::cmp::Reverse((next, i)));
+        }
+        Some(name)
+    }
 }
 
 /// What a read of a directory gives.
@@ -197,8 +255,8 @@ pub(crate) fn read_heads(
 enum Want<'a> {
     /// The documents this gives back (it may keep or drop the others itself).
     Docs(&'a (dyn Fn(Document) -> Option<Document> + Sync)),
-    /// The heads this accepts.
-    Heads(&'a (dyn Fn(&Head<'_>) -> bool + Sync)),
+    /// The claimable documents, by their heads.
+    Claimable,
 }
 
 /// Reads one directory through the index.
@@ -238,10 +296,7 @@ fn read_area(
             dir::list_docs,
         ),
         pre,
-        heads: match want {
-            Want::Heads(f) => Some(f),
-            Want::Docs(_) => None,
-        },
+        claimable: matches!(want, Want::Claimable),
         needles: pre
             .needles
             .iter()
@@ -255,7 +310,7 @@ fn read_area(
     };
     let keep = match want {
         Want::Docs(keep) => keep,
-        Want::Heads(_) => &|_: Document| None,
+        Want::Claimable => &|_: Document| None,
     };
     area.read(dir_key, keep)
 }
@@ -269,9 +324,10 @@ struct Area<'a> {
     area: dir::Area,
     /// What the documents wanted must hold.
     pre: &'a Prefilter<'a>,
-    /// Heads are wanted (those this accepts), not documents: no cached document is
-    /// parsed, and a bucket whose every entry is trusted is read without its texts.
-    heads: Option<&'a (dyn Fn(&Head<'_>) -> bool + Sync)>,
+    /// The claimable are wanted, not documents: no cached document is parsed, and a
+    /// bucket whose every entry is trusted is read by its picks, or its heads, without
+    /// its texts.
+    claimable: bool,
     /// The needles, one matcher per list (ASCII case ignored); None when they could not
     /// be built (then nothing is passed over for its words).
     needles: Option<Vec<aho_corasick::AhoCorasick>>,
@@ -288,8 +344,8 @@ struct Part {
     error: Option<Error>,
     /// How many files it holds.
     entries: usize,
-    /// Its documents' heads (when heads are wanted).
-    heads: Vec<Named>,
+    /// Its claimable documents (when they are wanted).
+    claimable: Option<Stream>,
 }
 
 impl Area<'_> {
@@ -323,7 +379,7 @@ impl Area<'_> {
             ids.push(part.id);
             read.scan.docs.extend(part.scan.docs);
             read.scan.skipped.extend(part.scan.skipped);
-            read.heads.extend(part.heads);
+            read.claimable.extend(part.claimable);
         }
         read.scan.docs.sort_by(|a, b| a.file_id.cmp(&b.file_id));
         read.scan.skipped.sort_by(|a, b| a.path.cmp(&b.path));
@@ -366,6 +422,7 @@ impl Area<'_> {
             ..Part::default()
         };
         let file_name = |name: &str| format!("{name}.md");
+        let mut ranked = Vec::new();
         for e in heads.entries {
             // A name that is not an id is skipped whatever the file holds, as a full read
             // skips it, without a look at the file.
@@ -393,12 +450,74 @@ impl Area<'_> {
                     problem: problem.into_owned(),
                 }),
                 None => {
-                    if self.heads.is_some_and(|want| want(&e.head)) {
-                        part.heads.push((e.name.into_owned(), e.head.into_owned()));
+                    if self.claimable && self.is_claimable(&e.head) {
+                        ranked.push((
+                            e.head.priority,
+                            e.head.created.into_owned(),
+                            e.name.into_owned(),
+                        ));
                     }
                 }
             }
         }
+        part.claimable = Some(Stream::read(ranked));
+        Some(part)
+    }
+
+    /// Is a document with this head claimable (a pick)?
+    fn is_claimable(&self, head: &Head<'_>) -> bool {
+        head.status
+            .as_deref()
+            .is_some_and(|s| self.board.config.workflow.is_claimable(s))
+    }
+
+    /// Bucket `b`'s picks alone (its claimable documents, best first, and the files it
+    /// skips), when the watcher's journal vouches for the bucket as cached, no file of it
+    /// changed since, and every entry of it may be trusted (none racy); None otherwise.
+    /// Its other heads and its texts are not read.
+    fn picks_only(&self, start: &dir::Start, b: usize) -> Option<Part> {
+        // Without the journal's word, every file is looked at: the heads hold their keys.
+        start.trusted.as_ref()?;
+        let manifest = &start.manifest;
+        let path = files::bucket_path(&self.area.index_dir, manifest.generation, b);
+        let bytes = files::load_picks(&path)?;
+        let picks =
+            files::decode_picks(&bytes).filter(|p| p.fingerprint == self.area.fingerprint)?;
+        if !picks.trusted
+            || !start.vouched(b, picks.id)
+            || !start
+                .changed_in_bucket(b, manifest.buckets.len())
+                .is_empty()
+        {
+            return None;
+        }
+        let mut part = Part {
+            id: picks.id,
+            entries: picks.entries,
+            ..Part::default()
+        };
+        let path_of = |name: &str| self.area.dir.join(format!("{name}.md"));
+        // A name that is not an id is skipped whatever the file holds, as a full read
+        // skips it, without a look at the file.
+        for name in picks.odd {
+            let file = DocFile {
+                id: name.to_string(),
+                path: path_of(name),
+                is_symlink: false,
+                is_special: false,
+            };
+            if let Err(s) = crate::scan::read_one(self.board, self.region, &file) {
+                part.scan.skipped.push(s);
+            }
+        }
+        for (name, problem) in picks.skipped {
+            part.scan.skipped.push(Skipped {
+                path: self.board.rel(&path_of(name)),
+                problem: problem.to_string(),
+            });
+        }
+        let (at, left) = (picks.at, picks.count);
+        part.claimable = Some(Stream::Picks { bytes, at, left });
         Some(part)
     }
 
@@ -408,8 +527,10 @@ impl Area<'_> {
         b: usize,
         keep: &(dyn Fn(Document) -> Option<Document> + Sync),
     ) -> Part {
-        if self.heads.is_some()
-            && let Some(part) = self.heads_only(start, b)
+        if self.claimable
+            && let Some(part) = self
+                .picks_only(start, b)
+                .or_else(|| self.heads_only(start, b))
         {
             return part;
         }
@@ -476,6 +597,7 @@ impl Area<'_> {
             }
         };
         let mut entries = Vec::with_capacity(pairs.len());
+        let mut ranked = Vec::new();
         for (name, old) in pairs {
             let had = old.is_some();
             let trust = vouched && !start.changed(&name);
@@ -495,12 +617,15 @@ impl Area<'_> {
             };
             match outcome {
                 Some(Err(s)) => part.scan.skipped.push(s),
-                _ if self.heads.is_some() => {
+                _ if self.claimable => {
                     if let Outcome::Doc(_) = entry.outcome
-                        && self.heads.is_some_and(|want| want(&entry.head))
+                        && self.is_claimable(&entry.head)
                     {
-                        part.heads
-                            .push((entry.name.to_string(), entry.head.clone().into_owned()));
+                        ranked.push((
+                            entry.head.priority,
+                            entry.head.created.clone().into_owned(),
+                            entry.name.to_string(),
+                        ));
                     }
                 }
                 Some(Ok(doc)) => part.scan.docs.extend(keep(doc)),
@@ -509,13 +634,17 @@ impl Area<'_> {
             entries.push(entry);
         }
         part.entries = entries.len();
+        if self.claimable {
+            part.claimable = Some(Stream::read(ranked));
+        }
         if rewrite {
             let bucket = Bucket {
                 id: files::unique(),
                 fingerprint: self.area.fingerprint,
                 entries,
             };
-            files::save(&path, &files::encode_bucket(&bucket));
+            let bytes = files::encode_bucket(&bucket, &|h| self.is_claimable(h));
+            files::save(&path, &bytes);
             part.id = bucket.id;
             part.changed = true;
         }
@@ -558,7 +687,7 @@ impl Area<'_> {
         };
         let old = match old {
             Some(mut old) if !old.racy && old.key == key && key != StatKey::default() => {
-                if self.heads.is_some() && matches!(old.outcome, Outcome::Doc(_)) {
+                if self.claimable && matches!(old.outcome, Outcome::Doc(_)) {
                     return Read::Cached(old, None);
                 }
                 if let Outcome::Doc(text) = &old.outcome
@@ -697,7 +826,13 @@ mod tests {
         let bytes: &'static [u8] = std::fs::read(&path).unwrap().leak();
         let mut bucket = files::decode_bucket(bytes).unwrap();
         f(&mut bucket);
-        files::save(&path, &files::encode_bucket(&bucket));
+        let workflow = &board.config.workflow;
+        let claimable = |h: &Head<'_>| {
+            h.status
+                .as_deref()
+                .is_some_and(|s| workflow.is_claimable(s))
+        };
+        files::save(&path, &files::encode_bucket(&bucket, &claimable));
     }
 
     /// The stat data of a file (following no symlink).

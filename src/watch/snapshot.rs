@@ -154,24 +154,28 @@ pub type ReadBaseline<'a> = dyn Fn(&Path) -> Option<(StatKey, Option<Vec<u8>>)> 
 /// A file of the first start: its entry, with its content (if any: None for a symlink)
 /// added to `batch` as a content record. The serial and the threaded first start share it.
 fn baseline_entry(batch: &mut Batch, rel: &str, stat: StatKey, content: Option<&[u8]>) -> Known {
-    let hash = hash(content.unwrap_or(b""));
-    let racy = racy(&stat);
-    if let Some(content) = content {
-        batch.push(&Rec {
-            kind: Kind::Content,
-            rel,
-            stat,
-            racy,
-            hash,
-            content,
-        });
-    }
-    Known {
+    let known = Known {
         stat,
-        hash,
+        hash: hash(content.unwrap_or(b"")),
         shadow: None,
-        racy,
+        racy: racy(&stat),
+    };
+    if let Some(content) = content {
+        push_content(batch, rel, &known, content);
     }
+    known
+}
+
+/// Adds `content` to `batch` as the shadow of `rel`, whose entry is `known`.
+fn push_content(batch: &mut Batch, rel: &str, known: &Known, content: &[u8]) {
+    batch.push(&Rec {
+        kind: Kind::Content,
+        rel,
+        stat: known.stat,
+        racy: known.racy,
+        hash: known.hash,
+        content,
+    });
 }
 
 /// Where watch mode keeps its state.
@@ -585,29 +589,16 @@ impl Snapshot {
             let known = self.files.get(rel.as_str()).copied();
             match (content, known) {
                 (Some(bytes), known) => {
-                    let (stat, hash, racy) = known
-                        .map_or((StatKey::default(), hash(bytes), false), |k| {
-                            (k.stat, k.hash, k.racy)
-                        });
-                    if known.is_none() {
-                        self.files.insert(
-                            rel.as_str().into(),
-                            Known {
-                                stat,
-                                hash,
-                                shadow: None,
-                                racy,
-                            },
-                        );
-                    }
-                    batch.push(&Rec {
-                        kind: Kind::Content,
-                        rel,
-                        stat,
-                        racy,
-                        hash,
-                        content: bytes,
+                    let k = known.unwrap_or(Known {
+                        stat: StatKey::default(),
+                        hash: hash(bytes),
+                        shadow: None,
+                        racy: false,
                     });
+                    if known.is_none() {
+                        self.files.insert(rel.as_str().into(), k);
+                    }
+                    push_content(&mut batch, rel, &k, bytes);
                 }
                 (None, Some(k)) => batch.push(&Rec {
                     kind: Kind::NoShadow,

@@ -197,18 +197,10 @@ fn claim_best_local(
 ) -> Result<(Option<Outcome>, Vec<scan::Skipped>)> {
     crate::ops::sweep::sweep(board)?;
     let workflow = &board.config.workflow;
-    let (candidates, skipped) = crate::index::read_heads(board, Region::Tasks, &|h| {
-        h.status
-            .as_deref()
-            .is_some_and(|s| workflow.is_claimable(s))
-    })?;
     // Best first in the order of `scan::OrderKey::best_first` (priority, then creation time,
-    // then id), taken from a heap: the first candidate is usually the one claimed, and
-    // building the heap costs a fraction of sorting them all.
-    let mut candidates: std::collections::BinaryHeap<_> = candidates
-        .into_iter()
-        .map(|(id, head)| std::cmp::Reverse((head.priority, head.created, id)))
-        .collect();
+    // then id), merged from each bucket's own order: the first candidate is usually the
+    // one claimed, and only the buckets' best are ranked before it is.
+    let (candidates, skipped) = crate::index::read_claimable(board, Region::Tasks)?;
     let caps = crate::agents::held_to(board, actor)?;
     let mut done: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
     let mut is_done = |dep: &str| {
@@ -221,7 +213,7 @@ fn claim_best_local(
         local: opts.local,
         ..Options::default()
     };
-    while let Some(std::cmp::Reverse((_, _, id))) = candidates.pop() {
+    for id in candidates {
         let Ok(doc) = crate::store::read_doc(board, Region::Tasks, &id) else {
             continue;
         };
