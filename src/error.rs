@@ -158,6 +158,10 @@ pub enum Command {
     SyncInit,
     /// An exchange that records the documents deleted by hand as deleted.
     SyncAllowingDeletions,
+    /// Listing the documents of a region that a query matches (the query as typed).
+    ListWhere(crate::doc::Region, String),
+    /// Listing the open questions.
+    Questions,
 }
 
 impl Command {
@@ -179,6 +183,8 @@ impl Command {
             Command::Sync => "sync".into(),
             Command::SyncInit => "sync init [REMOTE]".into(),
             Command::SyncAllowingDeletions => "sync (allow_deletions)".into(),
+            Command::ListWhere(r, query) => format!("list {} {query}", r.dir()),
+            Command::Questions => "questions".into(),
         }
     }
 }

@@ -156,7 +156,7 @@ fn summary_cuts_each_list_at_the_limit_and_names_the_command_for_the_rest() {
          ## Looks stuck\n\n\
          - obs-1: finding not acknowledged since 2026-01-01T00:00:01Z\n\
          - obs-2: finding not acknowledged since 2026-01-01T00:00:02Z\n\
-         - … and 1 more: `tavern summary --all`\n",
+         - … and 1 more\n",
     );
     // The commands named list the whole of each list, the items shown first among them.
     let ids = |args: &[&str]| -> Vec<String> {

@@ -11,7 +11,7 @@ use super::view::Skipped;
 use crate::agents;
 use crate::board::Board;
 use crate::doc::{Document, Region};
-use crate::error::Result;
+use crate::error::{Command, Names, Result};
 use crate::scan;
 
 const SEVERITIES: [&str; 5] = ["critical", "high", "medium", "low", "info"];
@@ -392,8 +392,9 @@ fn item(id: &str, title: &str, owner: Option<&str>, extra: &str) -> String {
 }
 
 impl Summary {
-    /// The summary as markdown, for people and for a model's context alike.
-    pub fn markdown(&self) -> String {
+    /// The summary as markdown, for people and for a model's context alike; the commands
+    /// that list what a list leaves out are named by the front-end's `names`.
+    pub fn markdown(&self, names: &dyn Names) -> String {
         let mut o = match &self.context {
             Some(c) => format!("# Board summary: context {}\n", blank_controls(c)),
             None => "# Board summary\n".to_string(),
@@ -421,10 +422,11 @@ impl Summary {
                 holds.join(", ")
             };
             if total > a.holds.len() {
+                let list = Command::ListWhere(Region::Tasks, format!("claimed_by={}", a.id));
                 holds.push_str(&format!(
-                    " and {} more: `tavern list tasks claimed_by={}`",
+                    " and {} more: `{}`",
                     total - a.holds.len(),
-                    a.id
+                    names.command(&list)
                 ));
             }
             o.push_str(&format!(
@@ -453,8 +455,8 @@ impl Summary {
                 };
                 o.push_str(&item(&f.id, &f.title, None, &about));
             }
-            let query = format!("observations severity={sev} status=open,acknowledged");
-            o.push_str(&self.more(list.len(), total, Some(&query)));
+            let query = format!("severity={sev} status=open,acknowledged");
+            o.push_str(&self.more(names, list.len(), total, Region::Observations, &query));
         }
         o.push_str("\n## Tasks\n\n");
         if self.tasks.is_empty() {
@@ -466,7 +468,8 @@ impl Summary {
             for t in list {
                 o.push_str(&item(&t.id, &t.title, t.claimed_by.as_deref(), ""));
             }
-            o.push_str(&self.more(list.len(), total, Some(&format!("tasks status={state}"))));
+            let query = format!("status={state}");
+            o.push_str(&self.more(names, list.len(), total, Region::Tasks, &query));
         }
         o.push_str("\n## Open questions\n\n");
         if self.questions.is_empty() {
@@ -484,8 +487,9 @@ impl Summary {
         }
         if self.totals.questions > self.questions.len() {
             o.push_str(&format!(
-                "- … and {} more: `tavern questions`\n",
-                self.totals.questions - self.questions.len()
+                "- … and {} more: `{}`\n",
+                self.totals.questions - self.questions.len(),
+                names.command(&Command::Questions)
             ));
         }
         o.push_str("\n## Looks stuck\n\n");
@@ -498,16 +502,24 @@ impl Summary {
         }
         if self.totals.stuck > self.stuck.len() {
             o.push_str(&format!(
-                "- … and {} more: `tavern summary --all`\n",
+                "- … and {} more\n",
                 self.totals.stuck - self.stuck.len()
             ));
         }
         o
     }
 
-    /// The line after a list cut at the limit: how many more, and the `list` that shows
-    /// them (of this summary's context when it can be written as a query value).
-    fn more(&self, shown: usize, total: usize, query: Option<&str>) -> String {
+    /// The line after a list cut at the limit: how many more, and the listing of `region`
+    /// by `query` that shows them (of this summary's context when it can be written as a
+    /// query value).
+    fn more(
+        &self,
+        names: &dyn Names,
+        shown: usize,
+        total: usize,
+        region: Region,
+        query: &str,
+    ) -> String {
         if total <= shown {
             return String::new();
         }
@@ -521,15 +533,12 @@ impl Summary {
             })
             .map(|c| format!(" context={c}"))
             .unwrap_or_default();
-        match query {
-            Some(q) => {
-                blank_controls(&format!(
-                    "- … and {} more: `tavern list {q}{context}`",
-                    total - shown
-                )) + "\n"
-            }
-            None => format!("- … and {} more\n", total - shown),
-        }
+        let list = Command::ListWhere(region, format!("{query}{context}"));
+        blank_controls(&format!(
+            "- … and {} more: `{}`",
+            total - shown,
+            names.command(&list)
+        )) + "\n"
     }
 }
 

@@ -7,7 +7,7 @@ use tavern::api::{Command, Error, Input, Names};
 
 /// How the command line names what a message names: inputs as flags, commands as the
 /// command to type.
-struct Cli;
+pub(super) struct Cli;
 
 impl Names for Cli {
     fn input(&self, input: Input) -> String {
@@ -31,6 +31,8 @@ impl Names for Cli {
             Command::Sync => "tavern sync".into(),
             Command::SyncInit => "tavern sync init [REMOTE]".into(),
             Command::SyncAllowingDeletions => "tavern sync --allow-deletions".into(),
+            Command::ListWhere(r, query) => format!("tavern list {} {query}", r.dir()),
+            Command::Questions => "tavern questions".into(),
         }
     }
 }

@@ -232,7 +232,7 @@ impl Render for Node {
 
 impl Render for Summary {
     fn text(&self) -> Result<()> {
-        out(&self.markdown())
+        out(&self.markdown(&super::errors::Cli))
     }
 
     fn warnings(&self) -> Vec<String> {

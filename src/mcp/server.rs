@@ -54,7 +54,7 @@ impl Server {
 /// How the tools word what a library message names: each input as the argument that
 /// gives it (or where a human gives what no tool takes), each command in the use cases'
 /// own words.
-struct Tools;
+pub(super) struct Tools;
 
 impl Names for Tools {
     fn input(&self, input: Input) -> String {
@@ -236,7 +236,7 @@ impl ServerHandler for Server {
                         Some(api::summary::LIMIT),
                     )
                     .map_err(|e| e.to_string())?;
-                    Ok(v.markdown())
+                    Ok(v.markdown(&Tools))
                 }
                 other => {
                     let (region, id) =

@@ -187,7 +187,7 @@ fn status(ctx: &Ctx, args: Value) -> Result<Value> {
     // The same cursor as `tavern events`, moved past what is returned.
     let caught = api::summary::catch_up(&ctx.board, &ctx.actor, CHANGES)?;
     let news = for_you(ctx)?;
-    let summary = caught.summary.markdown();
+    let summary = caught.summary.markdown(&super::server::Tools);
     let (summary, cut) = bound::cut(&summary, 0, bound::SUMMARY_CHARS);
     let changes = caught.changes;
     let entries: Vec<Value> = changes

@@ -232,6 +232,20 @@ fn named(client: &str, name: &str) -> String {
     }
 }
 
+/// How the summary names a command in a model's context: as the model types it in the
+/// client's shell, where tavern runs.
+struct Shell;
+
+impl tavern::api::Names for Shell {
+    fn input(&self, input: tavern::api::Input) -> String {
+        input.name().to_string()
+    }
+
+    fn command(&self, command: &tavern::api::Command) -> String {
+        format!("tavern {}", command.name())
+    }
+}
+
 /// Prints the board summary as context for the model, in the form the client reads.
 fn context(board: &Board, client: &str, name: &str, again: bool) -> Result<()> {
     let v = tavern::api::summary::summary(
@@ -240,7 +254,7 @@ fn context(board: &Board, client: &str, name: &str, again: bool) -> Result<()> {
         chrono::Duration::hours(1),
         Some(tavern::api::summary::LIMIT),
     )?;
-    let summary = v.markdown();
+    let summary = v.markdown(&Shell);
     let summary: String = summary.chars().take(SUMMARY_CHARS).collect();
     let how = named(client, name);
     let intro = if again {
