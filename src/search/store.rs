@@ -84,6 +84,26 @@ pub type Slot = std::result::Result<Analysed, usize>;
 /// One term's postings: (entry index, term frequency).
 pub type Postings = Vec<(u32, u32)>;
 
+/// Gives `emit` each new term from `fresh[*f]` on that sorts before `until` (every one
+/// left when None), with its postings, and moves `*f` past them. `fresh` is sorted by term.
+fn emit_fresh(
+    fresh: &[(&str, u32, u32)],
+    f: &mut usize,
+    until: Option<&[u8]>,
+    merged: &mut Vec<(u32, u32)>,
+    emit: &mut impl FnMut(&[u8], &[(u32, u32)]),
+) {
+    while *f < fresh.len() && until.is_none_or(|u| fresh[*f].0.as_bytes() < u) {
+        let t = fresh[*f].0.as_bytes();
+        merged.clear();
+        while *f < fresh.len() && fresh[*f].0.as_bytes() == t {
+            merged.push((fresh[*f].1, fresh[*f].2));
+            *f += 1;
+        }
+        emit(t, merged);
+    }
+}
+
 impl Bucket {
     pub fn terms(&self) -> usize {
         self.offsets.len()
@@ -228,15 +248,7 @@ impl Bucket {
         for i in 0..self.terms() {
             let term = self.term_bytes(i);
             // The new terms that sort before this one.
-            while f < fresh.len() && fresh[f].0.as_bytes() < term {
-                let t = fresh[f].0.as_bytes();
-                merged.clear();
-                while f < fresh.len() && fresh[f].0.as_bytes() == t {
-                    merged.push((fresh[f].1, fresh[f].2));
-                    f += 1;
-                }
-                emit(t, &merged);
-            }
+            emit_fresh(&fresh, &mut f, Some(term), &mut merged, &mut emit);
             let (off, count, crc) = self.record(i);
             let start = usize::try_from(off).ok()?;
             let bytes = post_all.get(start..start.checked_add(count.checked_mul(8)?)?)?;
@@ -266,15 +278,7 @@ impl Bucket {
             }
             emit(term, &merged);
         }
-        while f < fresh.len() {
-            let t = fresh[f].0.as_bytes();
-            merged.clear();
-            while f < fresh.len() && fresh[f].0.as_bytes() == t {
-                merged.push((fresh[f].1, fresh[f].2));
-                f += 1;
-            }
-            emit(t, &merged);
-        }
+        emit_fresh(&fresh, &mut f, None, &mut merged, &mut emit);
         dir[..4].copy_from_slice(&terms.to_le_bytes());
         let head = head_bytes(entries.iter().map(|e| match e {
             Ok((entry, _)) => entry,
