@@ -291,18 +291,6 @@ fn offline_holds_exit_7_unless_local() {
     );
 }
 
-/// Waits (polling, with a generous deadline) until `done` says so; panics naming `what`.
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !done() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "gave up waiting: {what}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-}
-
 /// A hold expired on the remote is taken from another clone; until it expires every try
 /// is refused naming its holder, and the grant comes only after its `until`.
 #[test]
@@ -315,7 +303,7 @@ fn a_hold_expired_on_the_remote_is_taken_from_another_clone() {
         .unwrap()
         .to_string();
     let until = chrono::DateTime::parse_from_rfc3339(&until).unwrap();
-    wait_for("b gets src/ once a's hold expired", || {
+    crate::util::eventually("b gets src/ once a's hold expired", || {
         let out = hold(&net, 1, "b", &["src/"]);
         if out.code == 0 {
             return true;
@@ -367,7 +355,7 @@ fn deregister_and_sweep_release_holds_on_the_remote() {
         shard_holds(&net, "paths/docs"),
         vec![("z".to_string(), "docs/**".to_string())]
     );
-    wait_for("the sweep releases z's hold", || {
+    crate::util::eventually("the sweep releases z's hold", || {
         net.run(0, &["sweep"]).ok();
         shard_holds(&net, "paths/docs").is_empty()
     });
@@ -434,7 +422,7 @@ fn lose_the_answer(net: &Net, args: &[&str], meanwhile: impl FnOnce()) -> Out {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for("the remote took the push", || marker.exists());
+    crate::util::eventually("the remote took the push", || marker.exists());
     let pushes = hold_pushes(&net.remote());
     assert!(!pushes.is_empty(), "no git push to kill");
     std::fs::remove_file(net.remote().join("hooks/post-receive")).unwrap();
@@ -521,7 +509,7 @@ fn a_waiter_on_one_clone_gets_what_another_clone_releases() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for("b waits in line on c1", || {
+    crate::util::eventually("b waits in line on c1", || {
         std::fs::read_to_string(net.clone_dir(1).join(".tavern/.state/holds.json"))
             .is_ok_and(|t| t.contains("\"ticket\""))
     });
@@ -1084,15 +1072,15 @@ fn a_waiter_killed_in_line_stops_blocking_once_its_lease_ends() {
             .unwrap()
     };
     let mut w1 = spawn(1, "w1", Some("10"));
-    wait_for("w1 in the remote's line", || {
+    crate::util::eventually("w1 in the remote's line", || {
         shard_queue(&net, "paths/src").contains(&"w1".to_string())
     });
     let w2 = spawn(1, "w2", None);
-    wait_for("w2 in the remote's line", || {
+    crate::util::eventually("w2 in the remote's line", || {
         shard_queue(&net, "paths/src").contains(&"w2".to_string())
     });
     let w3 = spawn(2, "w3", None);
-    wait_for("w3 in the remote's line", || {
+    crate::util::eventually("w3 in the remote's line", || {
         shard_queue(&net, "paths/src").contains(&"w3".to_string())
     });
     assert_eq!(shard_queue(&net, "paths/src"), vec!["w1", "w2", "w3"]);
@@ -1212,11 +1200,11 @@ fn holds_lists_the_waiters_of_other_clones_marked_with_their_clone() {
         .unwrap()
     };
     let mut near = spawn(0, "near");
-    wait_for("near in the remote's line", || {
+    crate::util::eventually("near in the remote's line", || {
         shard_queue(&net, "paths/src") == ["near"]
     });
     let mut far = spawn(1, "far");
-    wait_for("far in the remote's line", || {
+    crate::util::eventually("far in the remote's line", || {
         shard_queue(&net, "paths/src") == ["near", "far"]
     });
     let origin = |c: usize| format!("{}:{}", hostname(), net.clone_dir(c).display());
