@@ -87,3 +87,46 @@ fn a_new_dependency_must_exist() {
     b.task("Other", &["--id", "o"]);
     b.run(&["edit", "a", "--add", "depends_on=o"]).ok();
 }
+
+#[test]
+fn archived_tasks_count_in_the_graph_and_a_task_on_the_board_wins_over_an_archived_one() {
+    let b = TestBoard::new();
+    b.task("Epic", &["--id", "epic"]);
+    b.task("Base", &["--id", "a"]);
+    // x was archived with edges, and a new x on the board has none: the board's wins.
+    b.write(
+        "archive/tasks/x.md",
+        "---\nid: x\ntitle: Old x\nstatus: done\ndepends_on: [a]\nparent: epic\n---\n",
+    );
+    b.write(
+        "tasks/x.md",
+        "---\nid: x\ntitle: New x\nstatus: pending\n---\n",
+    );
+    b.write(
+        "archive/tasks/y.md",
+        "---\nid: y\ntitle: Old y\nstatus: done\ndepends_on: [a, bad]\nparent: epic\n---\n",
+    );
+    // A task file that does not parse is no task: named, it shows as missing.
+    b.write(
+        "tasks/bad.md",
+        "---\nid: bad\ntitle: [broken\nstatus: pending\n---\n",
+    );
+    b.write(
+        "tasks/z.md",
+        "---\nid: z\ntitle: Zed\nstatus: pending\ndepends_on: [y]\nparent: y\n---\n",
+    );
+    // Twice: from the files, then from the index's heads.
+    for _ in 0..2 {
+        b.run(&["deps", "a"]).ok().stdout_is("a [pending] Base\nwaits for: nothing\nwaited on by:\n  y [done] Old y (archived)\n    z [pending] Zed\n");
+        b.run(&["deps", "x"])
+            .ok()
+            .stdout_is("x [pending] New x\nwaits for: nothing\nwaited on by: nothing\n");
+        b.run(&["tree", "epic"])
+            .ok()
+            .stdout_is("epic [pending] Epic\n  y [done] Old y (archived)\n    z [pending] Zed\n");
+        b.run(&["deps", "z", "--json"]).ok().stdout_is(concat!(
+            r#"{"id":"z","title":"Zed","status":"pending","waits_for":[{"id":"y","title":"Old y","status":"done","archived":true,"children":[{"id":"a","title":"Base","status":"pending","children":[]},{"id":"bad","title":null,"status":null,"missing":true,"children":[]}]}],"waited_on_by":[]}"#,
+            "\n"
+        ));
+    }
+}

@@ -882,3 +882,237 @@ fn with_a_watcher_running_claim_next_takes_readys_first_task() {
         assert!(claimed.contains(&"t-k".to_string()), "{claimed:?}");
     });
 }
+
+// `deps`, `tree` and `ready` decide the task graph from the heads the index keeps
+// (`depends_on`, `parent`, title, status): an edit of those fields behind its back, in
+// place at the same size within one second, by an editor's rename, or by `git checkout`,
+// must show in them as in a full scan.
+
+/// A task that waits for `dep` and is a subtask of `parent` (ids of one length, so that
+/// an edit that swaps one for another keeps the file's size).
+fn graph_task(id: &str, status: &str, dep: &str, parent: &str) -> String {
+    format!(
+        "---\nid: {id}\ntitle: task {id}\nstatus: {status}\npriority: 1\ntags: []\ndepends_on: [{dep}]\nparent: {parent}\ncreated_at: 2026-11-01T10:00:00Z\ncreated_by: planner\nupdated_at: 2026-11-01T10:00:00Z\nrev: 1\n---\n\nbody\n"
+    )
+}
+
+/// t-0000 is the root; t-0001 is done, the others pending; each of t-0002..t-0005 waits
+/// for the one before it, and all are subtasks of t-0000.
+fn graph_board() -> TestBoard {
+    let b = TestBoard::new();
+    b.write(
+        "tasks/t-0000.md",
+        task_text("t-0000", "pending", 1, "the root"),
+    );
+    for i in 1..6 {
+        let status = if i == 1 { "done" } else { "pending" };
+        b.write(
+            &format!("tasks/t-{i:04}.md"),
+            graph_task(
+                &format!("t-{i:04}"),
+                status,
+                &format!("t-{:04}", i - 1),
+                "t-0000",
+            ),
+        );
+    }
+    b
+}
+
+/// What the graph reads print, each as (args, exit, stdout, stderr).
+fn graph_reads(dir: &Path) -> Vec<String> {
+    let mut asks: Vec<Vec<String>> =
+        vec![vec!["ready".into()], vec!["ready".into(), "--json".into()]];
+    for i in 0..6 {
+        let id = format!("t-{i:04}");
+        asks.push(vec!["deps".into(), id.clone()]);
+        asks.push(vec!["deps".into(), id.clone(), "--json".into()]);
+        asks.push(vec!["tree".into(), id.clone()]);
+        asks.push(vec!["tree".into(), id, "--json".into()]);
+    }
+    asks.iter()
+        .map(|args| {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let out = tavern(dir, &args);
+            format!(
+                "$ tavern {}\nexit {}\n{}\n{}",
+                args.join(" "),
+                out.code,
+                out.stdout,
+                out.stderr
+            )
+        })
+        .collect()
+}
+
+/// The graph reads through the index as it is, then from the files alone: they must agree.
+fn graph_same_as_full_scan(dir: &Path, board: &Path, what: &str) -> Vec<String> {
+    let indexed = graph_reads(dir);
+    std::fs::remove_dir_all(index_dir(board)).unwrap();
+    let full = graph_reads(dir);
+    assert_eq!(indexed.len(), full.len());
+    for (a, b) in indexed.iter().zip(&full) {
+        assert_eq!(
+            a, b,
+            "{what}: the index answered differently from the files"
+        );
+    }
+    full
+}
+
+/// What `deps ID --json` says the task waits for directly, and `tree ROOT --json` its
+/// direct subtasks.
+fn waits_for(dir: &Path, id: &str) -> Vec<String> {
+    let v = tavern(dir, &["deps", id, "--json"]).json();
+    v["waits_for"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn subtasks(dir: &Path, id: &str) -> Vec<String> {
+    let v = tavern(dir, &["tree", id, "--json"]).json();
+    v["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn ready_ids(dir: &Path) -> Vec<String> {
+    let v = tavern(dir, &["ready", "--json"]).json();
+    v["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn same_size_edits_of_depends_on_and_parent_within_one_second_are_seen_by_deps_tree_and_ready() {
+    graph_edits_in_place(&graph_board());
+}
+
+fn graph_edits_in_place(b: &TestBoard) {
+    let dir = b.root();
+    let path = b.board().join("tasks/t-0003.md");
+    graph_reads(dir);
+    assert_eq!(waits_for(dir, "t-0003"), ["t-0002"]);
+    // Each round rewrites the same inode at the same size, several within one tick.
+    for (round, (dep, parent)) in [
+        ("t-0001", "t-0002"),
+        ("t-0002", "t-0000"),
+        ("t-0001", "t-0001"),
+        ("t-0004", "t-0000"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let before = std::fs::metadata(&path).unwrap();
+        std::fs::write(&path, graph_task("t-0003", "pending", dep, parent)).unwrap();
+        assert_eq!(before.len(), std::fs::metadata(&path).unwrap().len());
+        assert_eq!(waits_for(dir, "t-0003"), [*dep], "round {round}");
+        assert!(
+            subtasks(dir, parent).contains(&"t-0003".to_string()),
+            "round {round}: t-0003 is a subtask of {parent}"
+        );
+        // t-0003 is ready exactly when what it waits for is done (t-0001).
+        assert_eq!(
+            ready_ids(dir).contains(&"t-0003".to_string()),
+            *dep == "t-0001",
+            "round {round}"
+        );
+        graph_same_as_full_scan(dir, &b.board(), &format!("in-place graph edit {round}"));
+    }
+}
+
+#[test]
+fn depends_on_and_parent_changed_by_an_editors_rename_are_seen_by_deps_tree_and_ready() {
+    graph_edits_by_rename(&graph_board());
+}
+
+fn graph_edits_by_rename(b: &TestBoard) {
+    let dir = b.root();
+    let tasks = b.board().join("tasks");
+    graph_reads(dir);
+    for (round, (dep, parent)) in [("t-0001", "t-0004"), ("t-0005", "t-0002")]
+        .iter()
+        .enumerate()
+    {
+        let tmp = tasks.join(".t-0003.md.swp");
+        std::fs::write(&tmp, graph_task("t-0003", "pending", dep, parent)).unwrap();
+        std::fs::rename(&tmp, tasks.join("t-0003.md")).unwrap();
+        assert_eq!(waits_for(dir, "t-0003"), [*dep], "round {round}");
+        assert_eq!(subtasks(dir, parent), ["t-0003"], "round {round}");
+        graph_same_as_full_scan(dir, &b.board(), &format!("graph edit by rename {round}"));
+    }
+    // A task made and one removed behind the index's back.
+    std::fs::write(
+        tasks.join("t-0006.md"),
+        graph_task("t-0006", "pending", "t-0001", "t-0005"),
+    )
+    .unwrap();
+    std::fs::remove_file(tasks.join("t-0004.md")).unwrap();
+    assert_eq!(subtasks(dir, "t-0005"), ["t-0006"]);
+    let deps5 = tavern(dir, &["deps", "t-0005", "--json"]).json();
+    assert_eq!(deps5["waits_for"][0]["id"], "t-0004");
+    assert_eq!(deps5["waits_for"][0]["missing"], true, "{deps5}");
+    graph_same_as_full_scan(dir, &b.board(), "a task made and one removed");
+}
+
+#[test]
+fn with_a_watcher_running_graph_edits_in_place_and_by_rename_are_seen() {
+    crate::util::watcher::with_a_watcher(&graph_board(), |b| {
+        graph_edits_in_place(b);
+        graph_edits_by_rename(b);
+    });
+}
+
+#[test]
+fn git_checkout_of_an_old_graph_is_seen_by_deps_tree_and_ready() {
+    let tmp = tempfile::tempdir().unwrap();
+    let main = tmp.path().join("main");
+    git::init_repo(&main);
+    tavern(&main, &["init"]).ok();
+    let board = main.join(".tavern");
+    std::fs::write(
+        board.join("tasks/t-0000.md"),
+        task_text("t-0000", "pending", 1, "the root"),
+    )
+    .unwrap();
+    for i in 1..6 {
+        let status = if i == 1 { "done" } else { "pending" };
+        std::fs::write(
+            board.join(format!("tasks/t-{i:04}.md")),
+            graph_task(
+                &format!("t-{i:04}"),
+                status,
+                &format!("t-{:04}", i - 1),
+                "t-0000",
+            ),
+        )
+        .unwrap();
+    }
+    git(&main, &["add", "-A"]);
+    git(&main, &["commit", "-q", "-m", "old graph"]);
+    let old = graph_same_as_full_scan(&main, &board, "the old graph");
+    b_edit(
+        &board,
+        "t-0004",
+        "depends_on: [t-0003]",
+        "depends_on: [t-0001]",
+    );
+    b_edit(&board, "t-0002", "parent: t-0000", "parent: t-0005");
+    assert_eq!(waits_for(&main, "t-0004"), ["t-0001"]);
+    assert_eq!(subtasks(&main, "t-0005"), ["t-0002"]);
+    assert!(ready_ids(&main).contains(&"t-0004".to_string()));
+    git(&main, &["checkout", "-q", "HEAD", "--", ".tavern/tasks"]);
+    assert_eq!(waits_for(&main, "t-0004"), ["t-0003"]);
+    assert!(subtasks(&main, "t-0005").is_empty());
+    let now = graph_same_as_full_scan(&main, &board, "git checkout of the old graph");
+    assert_eq!(now, old, "the old graph reads as it did");
+}

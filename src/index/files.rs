@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use super::stat::{Clocks, StatKey};
 
 const MANIFEST_MAGIC: &[u8; 8] = b"TVIXMAN2";
-const BUCKET_MAGIC: &[u8; 8] = b"TVIXBKT3";
+const BUCKET_MAGIC: &[u8; 8] = b"TVIXBKT4";
 /// A bucket's fixed header after its magic: id, fingerprint, entry count, the picks'
 /// length and CRC-32, the heads' length and CRC-32 (see [`encode_bucket`]).
 const BUCKET_HEADER: usize = 8 + 8 + 4 + 4 + 4 + 4 + 4;
@@ -65,6 +65,12 @@ pub struct Head<'a> {
     /// `created_at` as [`crate::time::stamp_key`] orders it: the instant (seconds and
     /// nanoseconds since the epoch) when it reads as RFC 3339, else its text.
     pub created: Created<'a>,
+    /// A task's `title` (empty when it has none, or is no task), `depends_on` and
+    /// `parent`: what `deps`, `tree` and `ready` decide the task graph by without parsing
+    /// every task.
+    pub title: Cow<'a, str>,
+    pub depends_on: Vec<Cow<'a, str>>,
+    pub parent: Option<Cow<'a, str>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -96,10 +102,25 @@ impl Head<'_> {
             (true, Some(t), _) => Created::At(t.timestamp(), t.timestamp_subsec_nanos()),
             (_, _, text) => Created::Text(Cow::Owned(text.to_string())),
         };
+        let task = doc.region == crate::doc::Region::Tasks;
         Head {
             status: doc.status().map(|s| Cow::Owned(s.to_string())),
             priority: doc.priority(),
             created,
+            title: Cow::Owned(if task {
+                doc.title().to_string()
+            } else {
+                String::new()
+            }),
+            depends_on: if task {
+                doc.list("depends_on").into_iter().map(Cow::Owned).collect()
+            } else {
+                Vec::new()
+            },
+            parent: doc
+                .str("parent")
+                .filter(|_| task)
+                .map(|p| Cow::Owned(p.to_string())),
         }
     }
 }
@@ -361,6 +382,7 @@ pub fn encode_bucket(b: &Bucket, pick: &dyn Fn(&Head<'_>) -> bool) -> Vec<u8> {
             None => heads.u8(0),
         }
         put_order(&mut heads, &e.head);
+        put_graph(&mut heads, &e.head);
     }
     let heads = heads.0;
     let picks = encode_picks(b, pick);
@@ -396,6 +418,39 @@ fn put_order(out: &mut Out, head: &Head<'_>) {
             out.u32(*nanos);
         }
     }
+}
+
+/// What the task graph needs of a head: title, depends_on, parent.
+fn put_graph(out: &mut Out, head: &Head<'_>) {
+    out.str(&head.title);
+    out.u32(head.depends_on.len() as u32);
+    for dep in &head.depends_on {
+        out.str(dep);
+    }
+    match &head.parent {
+        Some(p) => {
+            out.u8(1);
+            out.str(p);
+        }
+        None => out.u8(0),
+    }
+}
+
+type Graph<'a> = (Cow<'a, str>, Vec<Cow<'a, str>>, Option<Cow<'a, str>>);
+
+fn graph<'a>(input: &mut Reader<'a>) -> Option<Graph<'a>> {
+    let title = Cow::Borrowed(input.str()?);
+    let n = input.u32()? as usize;
+    let mut depends_on = Vec::with_capacity(n.min(input.0.len() / 4));
+    for _ in 0..n {
+        depends_on.push(Cow::Borrowed(input.str()?));
+    }
+    let parent = match input.u8()? {
+        0 => None,
+        1 => Some(Cow::Borrowed(input.str()?)),
+        _ => return None,
+    };
+    Some((title, depends_on, parent))
 }
 
 fn order<'a>(input: &mut Reader<'a>) -> Option<(i64, Created<'a>)> {
@@ -496,6 +551,7 @@ fn head_entry<'a>(input: &mut Reader<'a>) -> Option<(HeadEntry<'a>, bool, Option
         _ => return None,
     };
     let (priority, created) = order(input)?;
+    let (title, depends_on, parent) = graph(input)?;
     let entry = HeadEntry {
         name,
         key,
@@ -505,6 +561,9 @@ fn head_entry<'a>(input: &mut Reader<'a>) -> Option<(HeadEntry<'a>, bool, Option
             status,
             priority,
             created,
+            title,
+            depends_on,
+            parent,
         },
     };
     Some((entry, flags & 2 != 0, len))
@@ -755,6 +814,9 @@ mod tests {
                         status: Some("pending".into()),
                         priority: 2,
                         created: Created::At(1_700_000_000, 5),
+                        title: "first ✓".into(),
+                        depends_on: vec!["task-0".into(), "task-9".into()],
+                        parent: Some("epic-1".into()),
                     },
                     outcome: Outcome::Doc(Cow::Owned("---\nid: task-1\n---\nbody ✓\n".into())),
                 },
@@ -767,6 +829,7 @@ mod tests {
                         status: None,
                         priority: -3,
                         created: Created::Text("soon".into()),
+                        ..Head::default()
                     },
                     outcome: Outcome::Skipped(Cow::Borrowed("line 2: broken")),
                 },
@@ -847,6 +910,7 @@ mod tests {
                 status: Some(Cow::Owned(status.to_string())),
                 priority,
                 created,
+                ..Head::default()
             },
             outcome: Outcome::Doc(Cow::Owned(format!("---\nid: {name}\n---\n"))),
         }

@@ -106,7 +106,7 @@ impl Progress {
 }
 
 /// Bumped whenever what the index stores, or how a file's outcome is decided, changes.
-const FORMAT: u32 = 4;
+const FORMAT: u32 = 5;
 
 /// What a read may pass over unparsed among the cached documents in the fast parser's
 /// plain subset (and ASCII): those whose text lacks one word of each list of `needles`,
@@ -186,6 +186,25 @@ pub(crate) fn read_claimable(board: &Board, region: Region) -> Result<(Claimable
     Ok((Claimable::merge(read.claimable), read.scan.skipped))
 }
 
+/// Every document of one directory (a region, or its archive) by its head: `each(name,
+/// head)` for each file that holds a document, on the reading threads, in no order,
+/// without parsing (or even reading the texts of) the documents the index holds
+/// unchanged; the files skipped, sorted by path. A head is trusted exactly where a cached
+/// document would be (the journal's word, or equal stat data, and never racy): any other
+/// file is read again, and its head is the one it holds now.
+pub(crate) fn each_head(
+    board: &Board,
+    region: Region,
+    archived: bool,
+    each: &(dyn Fn(&str, &Head<'_>) + Sync),
+) -> Result<Vec<Skipped>> {
+    let read = read_area(board, region, archived, &Prefilter::NONE, Want::Heads(each))?;
+    Ok(read.scan.skipped)
+}
+
+/// What [`each_head`] hands each document's head to: (name, head).
+type EachHead<'a> = dyn Fn(&str, &Head<'_>) + Sync + 'a;
+
 /// (priority, created, name): the order of the claimable, best (least) first.
 type Ranked = (i64, files::Created<'static>, String);
 
@@ -257,6 +276,8 @@ enum Want<'a> {
     Docs(&'a (dyn Fn(Document) -> Option<Document> + Sync)),
     /// The claimable documents, by their heads.
     Claimable,
+    /// Each document's head, to this (name, head).
+    Heads(&'a EachHead<'a>),
 }
 
 /// Reads one directory through the index.
@@ -297,6 +318,10 @@ fn read_area(
         ),
         pre,
         claimable: matches!(want, Want::Claimable),
+        heads: match want {
+            Want::Heads(each) => Some(each),
+            _ => None,
+        },
         needles: pre
             .needles
             .iter()
@@ -310,7 +335,7 @@ fn read_area(
     };
     let keep = match want {
         Want::Docs(keep) => keep,
-        Want::Claimable => &|_: Document| None,
+        Want::Claimable | Want::Heads(_) => &|_: Document| None,
     };
     area.read(dir_key, keep)
 }
@@ -328,6 +353,9 @@ struct Area<'a> {
     /// bucket whose every entry is trusted is read by its picks, or its heads, without
     /// its texts.
     claimable: bool,
+    /// Each document's head is wanted, to this: as for the claimable, no cached document
+    /// is parsed, and a bucket whose every entry is trusted is read by its heads.
+    heads: Option<&'a EachHead<'a>>,
     /// The needles, one matcher per list (ASCII case ignored); None when they could not
     /// be built (then nothing is passed over for its words).
     needles: Option<Vec<aho_corasick::AhoCorasick>>,
@@ -450,6 +478,9 @@ impl Area<'_> {
                     problem: problem.into_owned(),
                 }),
                 None => {
+                    if let Some(each) = self.heads {
+                        each(&e.name, &e.head);
+                    }
                     if self.claimable && self.is_claimable(&e.head) {
                         ranked.push((
                             e.head.priority,
@@ -527,6 +558,11 @@ impl Area<'_> {
         b: usize,
         keep: &(dyn Fn(Document) -> Option<Document> + Sync),
     ) -> Part {
+        if self.heads.is_some()
+            && let Some(part) = self.heads_only(start, b)
+        {
+            return part;
+        }
         if self.claimable
             && let Some(part) = self
                 .picks_only(start, b)
@@ -617,6 +653,11 @@ impl Area<'_> {
             };
             match outcome {
                 Some(Err(s)) => part.scan.skipped.push(s),
+                _ if self.heads.is_some() => {
+                    if let (Outcome::Doc(_), Some(each)) = (&entry.outcome, self.heads) {
+                        each(&entry.name, &entry.head);
+                    }
+                }
                 _ if self.claimable => {
                     if let Outcome::Doc(_) = entry.outcome
                         && self.is_claimable(&entry.head)
@@ -687,7 +728,9 @@ impl Area<'_> {
         };
         let old = match old {
             Some(mut old) if !old.racy && old.key == key && key != StatKey::default() => {
-                if self.claimable && matches!(old.outcome, Outcome::Doc(_)) {
+                if (self.claimable || self.heads.is_some())
+                    && matches!(old.outcome, Outcome::Doc(_))
+                {
                     return Read::Cached(old, None);
                 }
                 if let Outcome::Doc(text) = &old.outcome

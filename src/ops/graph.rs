@@ -8,7 +8,6 @@ use serde::Serialize;
 use crate::board::Board;
 use crate::doc::{Document, Region};
 use crate::error::{Error, Result};
-use crate::scan;
 use crate::store;
 
 /// A task named in `depends_on` or `parent`: on the board, or moved to the archive (an
@@ -72,47 +71,87 @@ pub fn refuse_cycle(board: &Board, id: &str, deps: &[String]) -> Result<()> {
     }
 }
 
-/// What `deps` and `tree` show of a task, and follow.
-struct GraphTask {
-    title: String,
-    status: Option<String>,
-    archived: bool,
+/// What `deps` and `tree` follow of a task: the tasks it waits for and its parent.
+struct Edges {
     depends_on: Vec<String>,
     parent: Option<String>,
 }
 
-/// Every task, by id, for the reverse lookups of `deps` and `tree`: the archived ones
-/// too, so a dependency that was done and archived shows as done, not missing (a task on
-/// the board wins over an archived one of the same id). Each is kept as what the graph
-/// needs of it, made on the thread that read it: a big board is never held parsed.
-fn all_tasks(board: &Board) -> Result<HashMap<String, GraphTask>> {
-    let read = |archived: bool| -> Result<Vec<(String, GraphTask)>> {
-        let found = std::sync::Mutex::new(Vec::new());
-        let each = |d: Document| {
-            let task = GraphTask {
-                title: d.title().to_string(),
-                status: d.status().map(str::to_string),
-                archived: d.archived,
-                depends_on: d.list("depends_on"),
-                parent: d.str("parent").map(str::to_string),
-            };
-            let mut found = found.lock().unwrap_or_else(|p| p.into_inner());
-            found.push((d.file_id, task));
-        };
-        scan::each_prefiltered(
-            board,
-            &[Region::Tasks],
-            archived,
-            &[],
-            &|_| true,
-            &|_| true,
-            &each,
-        )?;
+type Head<'a> = crate::index::files::Head<'a>;
+
+/// The edges of every task that has any, by id, for the reverse lookups of `deps` and
+/// `tree`: the archived ones too (a task on the board wins over an archived one of the
+/// same id, even when the board's has no edges). Taken from the heads the read index keeps
+/// (trusted only where the index trusts a cached document; any other file is read again),
+/// so no task the index holds unchanged is parsed, and only the tasks with edges are kept.
+fn all_edges(board: &Board) -> Result<HashMap<String, Edges>> {
+    let edges_of = |h: &Head<'_>| {
+        (!h.depends_on.is_empty() || h.parent.is_some()).then(|| Edges {
+            depends_on: h.depends_on.iter().map(|d| d.to_string()).collect(),
+            parent: h.parent.as_deref().map(str::to_string),
+        })
+    };
+    let archived = std::sync::Mutex::new(HashMap::new());
+    crate::index::each_head(board, Region::Tasks, true, &|name, h| {
+        if let Some(e) = edges_of(h) {
+            lock(&archived).insert(name.to_string(), e);
+        }
+    })?;
+    let archived = archived.into_inner().unwrap_or_else(|p| p.into_inner());
+    let found = std::sync::Mutex::new((HashMap::new(), Vec::new()));
+    crate::index::each_head(board, Region::Tasks, false, &|name, h| {
+        let edges = edges_of(h);
+        let shadows = archived.contains_key(name);
+        if edges.is_some() || shadows {
+            let mut found = lock(&found);
+            if let Some(e) = edges {
+                found.0.insert(name.to_string(), e);
+            }
+            if shadows {
+                found.1.push(name.to_string());
+            }
+        }
+    })?;
+    let (board_edges, shadowed) = found.into_inner().unwrap_or_else(|p| p.into_inner());
+    let mut all = archived;
+    for name in shadowed {
+        all.remove(&name);
+    }
+    all.extend(board_edges);
+    Ok(all)
+}
+
+/// What a graph shows of a task: its title, status, and whether it is archived.
+struct Shown {
+    title: String,
+    status: Option<String>,
+    archived: bool,
+}
+
+/// What is shown of each of `ids` that is a task (on the board, else archived), from the
+/// heads as [`all_edges`] takes them.
+fn shown(board: &Board, ids: &HashSet<String>) -> Result<HashMap<String, Shown>> {
+    let read = |archived: bool| -> Result<HashMap<String, Shown>> {
+        let found = std::sync::Mutex::new(HashMap::new());
+        crate::index::each_head(board, Region::Tasks, archived, &|name, h| {
+            if ids.contains(name) {
+                let task = Shown {
+                    title: h.title.to_string(),
+                    status: h.status.as_deref().map(str::to_string),
+                    archived,
+                };
+                lock(&found).insert(name.to_string(), task);
+            }
+        })?;
         Ok(found.into_inner().unwrap_or_else(|p| p.into_inner()))
     };
-    let mut tasks: HashMap<String, GraphTask> = read(true)?.into_iter().collect();
+    let mut tasks = read(true)?;
     tasks.extend(read(false)?);
     Ok(tasks)
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A task in a graph: its id, and its title and status when its file exists.
@@ -149,7 +188,7 @@ pub struct Deps {
     pub waited_on_by: Vec<Node>,
 }
 
-fn node(tasks: &HashMap<String, GraphTask>, id: &str) -> Task {
+fn node(tasks: &HashMap<String, Shown>, id: &str) -> Task {
     match tasks.get(id) {
         Some(t) => Task {
             id: id.to_string(),
@@ -168,18 +207,14 @@ fn node(tasks: &HashMap<String, GraphTask>, id: &str) -> Task {
     }
 }
 
-/// A tree below `id` along `next` (ids), each id expanded once.
-fn expand(
-    tasks: &HashMap<String, GraphTask>,
-    id: &str,
-    next: &dyn Fn(&str) -> Vec<String>,
-    seen: &mut HashSet<String>,
-) -> Vec<Node> {
+/// A tree below `id` along `next` (ids), each id expanded once; each node's task holds
+/// only its id until [`fill`] shows it.
+fn expand(id: &str, next: &dyn Fn(&str) -> Vec<String>, seen: &mut HashSet<String>) -> Vec<Node> {
     let mut out = Vec::new();
     for child in next(id) {
-        let task = node(tasks, &child);
+        let task = node(&HashMap::new(), &child);
         let (children, repeated) = if seen.insert(child.clone()) {
-            (expand(tasks, &child, next, seen), false)
+            (expand(&child, next, seen), false)
         } else {
             (Vec::new(), true)
         };
@@ -192,46 +227,70 @@ fn expand(
     out
 }
 
+/// The ids in trees made by [`expand`].
+fn ids_in(nodes: &[Node], ids: &mut HashSet<String>) {
+    for n in nodes {
+        ids.insert(n.task.id.clone());
+        ids_in(&n.children, ids);
+    }
+}
+
+/// Shows each task of trees made by [`expand`].
+fn fill(nodes: &mut [Node], tasks: &HashMap<String, Shown>) {
+    for n in nodes {
+        n.task = node(tasks, &n.task.id);
+        fill(&mut n.children, tasks);
+    }
+}
+
+/// The sorted ids of the tasks whose edges `linked` says lead to `t`, by `edges`.
+fn linking(edges: &HashMap<String, Edges>, linked: impl Fn(&Edges) -> bool) -> Vec<String> {
+    let mut v: Vec<String> = edges
+        .iter()
+        .filter(|(_, e)| linked(e))
+        .map(|(id, _)| id.clone())
+        .collect();
+    v.sort();
+    v
+}
+
 /// `deps ID`: what the task waits for (transitively) and what waits for it.
 pub fn deps(board: &Board, id: &str) -> Result<Deps> {
-    let tasks = all_tasks(board)?;
+    let edges = all_edges(board)?;
     let forward = |t: &str| {
-        tasks
+        edges
             .get(t)
-            .map(|d| d.depends_on.clone())
+            .map(|e| e.depends_on.clone())
             .unwrap_or_default()
     };
-    let backward = |t: &str| {
-        let mut v: Vec<String> = tasks
-            .iter()
-            .filter(|(_, d)| d.depends_on.iter().any(|x| x == t))
-            .map(|(id, _)| id.clone())
-            .collect();
-        v.sort();
-        v
-    };
+    let backward = |t: &str| linking(&edges, |e| e.depends_on.iter().any(|x| x == t));
+    let mut waits_for = expand(id, &forward, &mut HashSet::from([id.to_string()]));
+    let mut waited_on_by = expand(id, &backward, &mut HashSet::from([id.to_string()]));
+    let mut ids = HashSet::from([id.to_string()]);
+    ids_in(&waits_for, &mut ids);
+    ids_in(&waited_on_by, &mut ids);
+    let tasks = shown(board, &ids)?;
+    fill(&mut waits_for, &tasks);
+    fill(&mut waited_on_by, &tasks);
     Ok(Deps {
         task: node(&tasks, id),
-        waits_for: expand(&tasks, id, &forward, &mut HashSet::from([id.to_string()])),
-        waited_on_by: expand(&tasks, id, &backward, &mut HashSet::from([id.to_string()])),
+        waits_for,
+        waited_on_by,
     })
 }
 
 /// `tree ID`: the task's subtasks (tasks whose `parent` is it), recursively.
 pub fn tree(board: &Board, id: &str) -> Result<Node> {
-    let tasks = all_tasks(board)?;
-    let children = |t: &str| {
-        let mut v: Vec<String> = tasks
-            .iter()
-            .filter(|(_, d)| d.parent.as_deref() == Some(t))
-            .map(|(id, _)| id.clone())
-            .collect();
-        v.sort();
-        v
-    };
+    let edges = all_edges(board)?;
+    let children = |t: &str| linking(&edges, |e| e.parent.as_deref() == Some(t));
+    let mut children = expand(id, &children, &mut HashSet::from([id.to_string()]));
+    let mut ids = HashSet::from([id.to_string()]);
+    ids_in(&children, &mut ids);
+    let tasks = shown(board, &ids)?;
+    fill(&mut children, &tasks);
     Ok(Node {
         task: node(&tasks, id),
-        children: expand(&tasks, id, &children, &mut HashSet::from([id.to_string()])),
+        children,
         repeated: false,
     })
 }
