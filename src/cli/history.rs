@@ -21,7 +21,8 @@ pub struct LogArgs {
     #[arg(long, value_name = "ID")]
     pub doc: Option<String>,
     /// Only entries by this actor
-    #[arg(long, value_name = "NAME")]
+    // Its own id: `actor` is the global `--as`, which a command's flag must not shadow.
+    #[arg(long = "actor", id = "by_actor", value_name = "NAME")]
     pub actor: Option<String>,
     /// Keep printing entries as they are appended
     #[arg(long, short)]

@@ -182,7 +182,8 @@ fn open_browser(url: &str) {
     }
 }
 
-/// The flags of `tavern serve`.
+// The flags of `tavern serve`. (Not a doc comment: clap would take it for the command's
+// help text over its own; see `cli::Command`.)
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
     /// The port (0: any free port)
