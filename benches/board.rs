@@ -20,6 +20,7 @@
 //! - reading every task file raw in this process (read_dir + read each file): what a full
 //!   scan costs at least. Target: `list` with a query on 100k within 0.25x of it (it reads
 //!   through the read index, which reads only the files that changed).
+//!   `ready`, `deps ID` and `summary` are timed beside it too, with and without a watcher.
 //! - reading log.yaml raw in this process (the board's log holds one `create` per task):
 //!   what reading the whole log costs at least. `log --since` (the last 10 entries) should
 //!   cost what it shows, not what the log holds; `log --doc` finds one task's entries.
@@ -544,7 +545,10 @@ fn time_commands(
     // The read index and the search index built from nothing (board/scale.rs): first, so
     // that on a fresh board no index is built twice.
     scale::from_nothing(b, n, rows);
-    let [raw, list, next, search] = time_reads(b, &built.board, scan_runs);
+    // `deps` of a task no claim row takes.
+    let deps_id = built.claimable.last().expect("a claimable task");
+    let [raw, list, next, search, ready, deps, summary] =
+        time_reads(b, &built.board, deps_id, scan_runs);
 
     // The watcher's own state: a first start, then a restart with nothing changed.
     scale::watch_once(b, n, rows);
@@ -569,7 +573,8 @@ fn time_commands(
         built.board.join(".state/journal").exists(),
         "tavern watch kept no journal"
     );
-    let [w_raw, w_list, w_next, w_search] = time_reads(b, &built.board, scan_runs);
+    let [w_raw, w_list, w_next, w_search, w_ready, w_deps, w_summary] =
+        time_reads(b, &built.board, deps_id, scan_runs);
     let _ = watcher.kill();
     let _ = watcher.wait();
 
@@ -647,6 +652,30 @@ fn time_commands(
         w_raw,
         None,
     );
+    row("ready", ready, "read all raw", raw, None);
+    row("deps ID", deps, "read all raw", raw, None);
+    row("summary", summary, "read all raw", raw, None);
+    row(
+        "ready (watcher running)",
+        w_ready,
+        "read all raw",
+        w_raw,
+        None,
+    );
+    row(
+        "deps ID (watcher running)",
+        w_deps,
+        "read all raw",
+        w_raw,
+        None,
+    );
+    row(
+        "summary (watcher running)",
+        w_summary,
+        "read all raw",
+        w_raw,
+        None,
+    );
     row("read all raw (in-process)", raw, "/bin/true", spawn, None);
     row(
         "log --since (last 10 entries)",
@@ -685,10 +714,11 @@ impl Sample {
     }
 }
 
-/// `list` with a query, `claim --next` and `search`, each round beside reading every task
-/// file raw in-process; round 0 warms up. [raw, list, next, search].
-fn time_reads(b: &Bench, board: &Path, runs: usize) -> [Sample; 4] {
-    let mut samples: [Vec<scale::Run>; 4] = Default::default();
+/// `list` with a query, `claim --next`, `search`, `ready`, `deps ID` and `summary`, each
+/// round beside reading every task file raw in-process; round 0 warms up. [raw, list,
+/// next, search, ready, deps, summary].
+fn time_reads(b: &Bench, board: &Path, deps_id: &str, runs: usize) -> [Sample; 7] {
+    let mut samples: [Vec<scale::Run>; 7] = Default::default();
     for i in 0..=runs {
         let (wall, cpu) = scale::raw_read(board);
         let round = [
@@ -701,6 +731,9 @@ fn time_reads(b: &Bench, board: &Path, runs: usize) -> [Sample; 4] {
             scale::measured(&b.tavern(&["list", "tasks", "status=pending", "priority<=1"])),
             scale::measured(&b.tavern(&["claim", "--next"])),
             scale::measured(&b.tavern(&["search", "parser", "input"])),
+            scale::measured(&b.tavern(&["ready"])),
+            scale::measured(&b.tavern(&["deps", deps_id])),
+            scale::measured(&b.tavern(&["summary"])),
         ];
         if i > 0 {
             for (s, d) in samples.iter_mut().zip(round) {
