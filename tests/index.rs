@@ -62,12 +62,7 @@ fn reads(dir: &Path) -> Vec<String> {
                 v.as_object_mut().unwrap().remove("generated_at");
                 stdout = v.to_string();
             }
-            format!(
-                "$ tavern {}\nexit {}\n{stdout}\n{}",
-                args.join(" "),
-                out.code,
-                out.stderr
-            )
+            Out { stdout, ..out }.transcript(args)
         })
         .collect()
 }
@@ -933,14 +928,7 @@ fn graph_reads(dir: &Path) -> Vec<String> {
     asks.iter()
         .map(|args| {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            let out = tavern(dir, &args);
-            format!(
-                "$ tavern {}\nexit {}\n{}\n{}",
-                args.join(" "),
-                out.code,
-                out.stdout,
-                out.stderr
-            )
+            tavern(dir, &args).transcript(&args)
         })
         .collect()
 }

@@ -52,16 +52,7 @@ fn searches(dir: &Path) -> Vec<String> {
         vec!["search", "needle", "--json"],
     ];
     asks.iter()
-        .map(|args| {
-            let out = tavern(dir, args);
-            format!(
-                "$ tavern {}\nexit {}\n{}\n{}",
-                args.join(" "),
-                out.code,
-                out.stdout,
-                out.stderr
-            )
-        })
+        .map(|args| tavern(dir, args).transcript(args))
         .collect()
 }
 

@@ -24,6 +24,18 @@ pub struct Out {
 }
 
 impl Out {
+    /// The run as a transcript, `$ tavern ARGS`, its exit code, stdout and stderr: what
+    /// tests that compare two ways of answering the same commands compare.
+    pub fn transcript(&self, args: &[&str]) -> String {
+        format!(
+            "$ tavern {}\nexit {}\n{}\n{}",
+            args.join(" "),
+            self.code,
+            self.stdout,
+            self.stderr
+        )
+    }
+
     /// Asserts the exit code, printing the whole output when it is not the expected one.
     #[track_caller]
     pub fn code(&self, expected: i32) -> &Self {
