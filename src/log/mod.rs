@@ -739,40 +739,121 @@ pub fn read_filtered(
     skip: &dyn Fn(&Head) -> bool,
 ) -> Result<(Vec<Entry>, u64, Vec<Unreadable>)> {
     let mut entries = Vec::new();
-    let (end, bad) = stream(board, from, needle, skip, BLOCK_BYTES, &mut |e| {
-        entries.push(e)
-    })?;
+    let (end, bad) = stream(
+        board,
+        from,
+        BLOCK_BYTES,
+        &|parts, last| filtered(parts, last, needle, skip),
+        &mut |e| entries.push(e),
+    )?;
     // In seq order (then origin): after a merge of two clones' logs the file holds one
     // side's entries after the other's; a reader sees them in the order they happened.
     sort(&mut entries);
     Ok((entries, end, bad))
 }
 
-/// Hands every entry of the log to `each` in the file's order (not sorted: see [`sort`]
-/// for the order readers see), reading the file a block at a time, so that a reader of the
-/// whole log holds what `each` keeps, not the log. Returns the offset just past the last
-/// complete entry and the chunks that could not be read, as [`read_from`] does.
-pub fn each_entry(board: &Board, each: &mut dyn FnMut(Entry)) -> Result<(u64, Vec<Unreadable>)> {
-    stream(board, 0, None, &|_| false, BLOCK_BYTES, each)
+/// Hands every entry of the log, made into what `map` makes of it, to `each` in the
+/// file's order (not sorted: see [`sort`] for the order readers see), reading the file a
+/// block at a time, so that a reader of the whole log holds what `each` keeps, not the
+/// log. The entries of a block are parsed, and given to `map`, on every core. Returns
+/// the offset just past the last complete entry and the chunks that could not be read, as
+/// [`read_from`] does.
+pub fn each_entry<T: Send>(
+    board: &Board,
+    map: &(dyn Fn(Entry) -> T + Sync),
+    each: &mut dyn FnMut(T),
+) -> Result<(u64, Vec<Unreadable>)> {
+    stream(
+        board,
+        0,
+        BLOCK_BYTES,
+        &|parts, last| parsed_on_every_core(parts, last, map),
+        each,
+    )
 }
 
 /// How much of the log a reader holds at once (plus the entry that straddles a block).
 const BLOCK_BYTES: usize = 8 << 20;
 
-/// The reading behind [`read_filtered`] and [`each_entry`], `block` bytes at a time.
-fn stream(
-    board: &Board,
-    from: u64,
+/// What became of one chunk of the log.
+enum Outcome<T> {
+    /// Passed over unparsed (a reader's filter).
+    Skipped,
+    Read(T),
+    /// Not an entry, or one without its line end.
+    Unreadable,
+}
+
+/// One chunk parsed: an entry only when it is whole (its line end too).
+fn outcome<T>(chunk: &[u8], text: &str, map: impl FnOnce(Entry) -> T) -> Outcome<T> {
+    match parse_chunk(text) {
+        Some(e) if chunk.ends_with(b"\n") => Outcome::Read(map(e)),
+        _ => Outcome::Unreadable,
+    }
+}
+
+/// The chunks of a block, in order, as [`read_filtered`] reads them: those without the
+/// needle, or whose head `skip` rejects, are passed over (never the file's last, `last`).
+fn filtered(
+    parts: &[(usize, &[u8])],
+    last: Option<usize>,
     needle: Option<&str>,
     skip: &dyn Fn(&Head) -> bool,
-    block: usize,
-    each: &mut dyn FnMut(Entry),
-) -> Result<(u64, Vec<Unreadable>)> {
+) -> Vec<Outcome<Entry>> {
     let needle = needle.filter(|n| {
         !n.is_empty()
             && n.bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b"._/-".contains(&b))
     });
+    parts
+        .iter()
+        .enumerate()
+        .map(|(i, &(_, chunk))| {
+            // Borrowed (no copy) for the UTF-8 that tavern writes.
+            let text = String::from_utf8_lossy(chunk);
+            let passed = last != Some(i)
+                && (needle.is_some_and(|n| !text.contains(n))
+                    || head(chunk).is_some_and(|h| skip(&h)));
+            if passed {
+                Outcome::Skipped
+            } else {
+                outcome(chunk, &text, |e| e)
+            }
+        })
+        .collect()
+}
+
+/// The chunks of a block, in order, each parsed and made into what `map` makes of it,
+/// spread over the cores in runs of consecutive chunks.
+fn parsed_on_every_core<T: Send>(
+    parts: &[(usize, &[u8])],
+    _last: Option<usize>,
+    map: &(dyn Fn(Entry) -> T + Sync),
+) -> Vec<Outcome<T>> {
+    // One chunk a run in the unit tests, so that their order is kept across threads.
+    const RUN: usize = if cfg!(test) { 1 } else { 256 };
+    let runs = parts.len().div_ceil(RUN);
+    crate::index::dir::each_bucket(runs, |r| {
+        parts[r * RUN..((r + 1) * RUN).min(parts.len())]
+            .iter()
+            .map(|&(_, chunk)| outcome(chunk, &String::from_utf8_lossy(chunk), map))
+            .collect::<Vec<_>>()
+    })
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// The reading behind [`read_filtered`] and [`each_entry`], `block` bytes at a time:
+/// `outcomes` says what became of each whole chunk of a block (given them in order, and
+/// the index of the file's last chunk when the block ends the file).
+fn stream<T>(
+    board: &Board,
+    from: u64,
+    block: usize,
+    outcomes: &dyn Fn(&[(usize, &[u8])], Option<usize>) -> Vec<Outcome<T>>,
+    each: &mut dyn FnMut(T),
+) -> Result<(u64, Vec<Unreadable>)> {
     let path = board.log_path();
     let mut file = match std::fs::File::open(&path) {
         Ok(f) => f,
@@ -803,25 +884,18 @@ fn stream(
         } else {
             parts.len().saturating_sub(1)
         };
-        for (i, &(offset, chunk)) in parts[..whole].iter().enumerate() {
-            let last = at_end && i + 1 == parts.len();
-            // Borrowed (no copy) for the UTF-8 that tavern writes.
-            let text = String::from_utf8_lossy(chunk);
-            if !last
-                && (needle.is_some_and(|n| !text.contains(n))
-                    || head(chunk).is_some_and(|h| skip(&h)))
-            {
-                done = base + offset + chunk.len();
-                continue;
-            }
-            match parse_chunk(&text) {
-                Some(e) if chunk.ends_with(b"\n") => {
+        let last = (at_end && whole > 0).then(|| whole - 1);
+        let read = outcomes(&parts[..whole], last);
+        for (i, (&(offset, chunk), what)) in parts[..whole].iter().zip(read).enumerate() {
+            match what {
+                Outcome::Skipped => done = base + offset + chunk.len(),
+                Outcome::Read(e) => {
                     each(e);
                     done = base + offset + chunk.len();
                 }
                 // The last entry may still be being written: leave it for the next read.
-                _ if last => {}
-                _ => {
+                Outcome::Unreadable if last == Some(i) => {}
+                Outcome::Unreadable => {
                     let line = lines + count_newlines(&buf[..offset]).unwrap_or(0) + 1;
                     bad.push(Unreadable {
                         offset: from as usize + base + offset,
@@ -1070,13 +1144,34 @@ mod tests {
             &numbered(7, "torn")[..20],
         );
         std::fs::write(board.log_path(), &text).unwrap();
+        // Parsed on this thread, as the readers that filter do, and on every core, as
+        // `each_entry` does: the same.
         let read = |from: u64, block: usize| {
             let mut entries = Vec::new();
-            let (end, bad) = stream(&board, from, None, &|_| false, block, &mut |e| {
-                entries.push(render(&e))
-            })
+            let (end, bad) = stream(
+                &board,
+                from,
+                block,
+                &|parts, last| filtered(parts, last, None, &|_| false),
+                &mut |e| entries.push(render(&e)),
+            )
             .unwrap();
             let bad: Vec<(usize, usize)> = bad.iter().map(|u| (u.offset, u.line)).collect();
+            let mut parallel = Vec::new();
+            let (parallel_end, parallel_bad) = stream(
+                &board,
+                from,
+                block,
+                &|parts, last| parsed_on_every_core(parts, last, &|e| render(&e)),
+                &mut |e| parallel.push(e),
+            )
+            .unwrap();
+            let parallel_bad: Vec<(usize, usize)> =
+                parallel_bad.iter().map(|u| (u.offset, u.line)).collect();
+            assert_eq!(
+                (&parallel, parallel_end, &parallel_bad),
+                (&entries, end, &bad)
+            );
             (entries, end, bad)
         };
         let whole = read(0, usize::MAX >> 1);
