@@ -775,6 +775,10 @@ pub fn each_entry<T: Send>(
 /// How much of the log a reader holds at once (plus the entry that straddles a block).
 const BLOCK_BYTES: usize = 8 << 20;
 
+/// What becomes of the whole chunks of a block (each with its offset, in order; the
+/// index of the file's last chunk when the block ends the file).
+type Outcomes<'a, T> = dyn Fn(&[(usize, &[u8])], Option<usize>) -> Vec<Outcome<T>> + 'a;
+
 /// What became of one chunk of the log.
 enum Outcome<T> {
     /// Passed over unparsed (a reader's filter).
@@ -851,7 +855,7 @@ fn stream<T>(
     board: &Board,
     from: u64,
     block: usize,
-    outcomes: &dyn Fn(&[(usize, &[u8])], Option<usize>) -> Vec<Outcome<T>>,
+    outcomes: &Outcomes<'_, T>,
     each: &mut dyn FnMut(T),
 ) -> Result<(u64, Vec<Unreadable>)> {
     let path = board.log_path();
