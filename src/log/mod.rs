@@ -176,8 +176,113 @@ fn parse_bytes(chunk: &[u8]) -> Option<Entry> {
     parse_chunk(&String::from_utf8_lossy(chunk))
 }
 
-/// Parses one chunk of log text (`- seq: …` and its indented lines).
+/// Parses one chunk of log text (`- seq: …` and its indented lines): an entry as tavern
+/// renders it is read without the YAML parser, anything else with it.
 fn parse_chunk(chunk: &str) -> Option<Entry> {
+    parse_rendered(chunk).or_else(|| parse_yaml(chunk))
+}
+
+/// An entry exactly as [`render`] writes it (one line, its fields in render's order,
+/// strings quoted as [`quote`] quotes them, numbers of at most 15 digits), read without
+/// the YAML parser: most of the cost of reading the log. It answers only for a text that
+/// rendering what it read gives back byte for byte, and the YAML parser reads every
+/// rendered entry as the entry (a property test holds both), so it never answers
+/// otherwise than [`parse_yaml`]; None for anything else, which the YAML parser reads.
+fn parse_rendered(text: &str) -> Option<Entry> {
+    let mut rest = text.strip_prefix("- {seq: ")?;
+    let number = |rest: &mut &str| -> Option<i64> {
+        let end = rest.find([',', '}'])?;
+        let (digits, after) = rest.split_at(end);
+        let unsigned = digits.strip_prefix('-').unwrap_or(digits);
+        if unsigned.is_empty()
+            || unsigned.len() > 15
+            || !unsigned.bytes().all(|b| b.is_ascii_digit())
+        {
+            return None;
+        }
+        *rest = after;
+        digits.parse().ok()
+    };
+    let mut e = Entry {
+        seq: u64::try_from(number(&mut rest)?).ok()?,
+        ..Entry::default()
+    };
+    while let Some(after) = rest.strip_prefix(", ") {
+        let (key, value) = after.split_once(": ")?;
+        rest = value;
+        if !value.starts_with('"') {
+            match key {
+                "rev" => e.rev = Some(u64::try_from(number(&mut rest)?).ok()?),
+                "cause" => e.cause = Some(u64::try_from(number(&mut rest)?).ok()?),
+                "exit" => e.exit = Some(i32::try_from(number(&mut rest)?).ok()?),
+                "duration_ms" => e.duration_ms = Some(u64::try_from(number(&mut rest)?).ok()?),
+                "force" => {
+                    rest = rest.strip_prefix("true")?;
+                    e.force = true;
+                }
+                _ => return None,
+            }
+            continue;
+        }
+        let text = unquote(&mut rest)?;
+        match key {
+            "origin" => e.origin = text,
+            "at" => e.at = text,
+            "actor" => e.actor = text,
+            "op" => e.op = text,
+            "via" => e.via = Some(text),
+            "doc" => e.doc = text,
+            "transition" => e.transition = Some(text),
+            "from" => e.from = Some(text),
+            "to" => e.to = Some(text),
+            "event" => e.event = Some(text),
+            "note" => e.note = Some(text),
+            "diff" => e.diff = Some(text),
+            _ => return None,
+        }
+    }
+    (rest == "}\n" && render(&e) == text).then_some(e)
+}
+
+/// A string as [`quote`] writes it, at the start of `rest` (which moves past it).
+fn unquote(rest: &mut &str) -> Option<String> {
+    let body = rest.strip_prefix('"')?;
+    let mut out = String::new();
+    let mut from = 0;
+    let bytes = body.as_bytes();
+    let mut i = 0;
+    loop {
+        match bytes.get(i)? {
+            b'"' => {
+                out.push_str(&body[from..i]);
+                *rest = &body[i + 1..];
+                return Some(out);
+            }
+            b'\\' => {
+                out.push_str(&body[from..i]);
+                let (c, len) = match bytes.get(i + 1)? {
+                    b'"' => ('"', 2),
+                    b'\\' => ('\\', 2),
+                    b'n' => ('\n', 2),
+                    b't' => ('\t', 2),
+                    b'r' => ('\r', 2),
+                    b'u' => {
+                        let hex = body.get(i + 2..i + 6)?;
+                        (char::from_u32(u32::from_str_radix(hex, 16).ok()?)?, 6)
+                    }
+                    _ => return None,
+                };
+                out.push(c);
+                i += len;
+                from = i;
+            }
+            _ => i += 1,
+        }
+    }
+}
+
+/// Parses one chunk of log text with the YAML parser.
+fn parse_yaml(chunk: &str) -> Option<Entry> {
     let limits = YamlLimits {
         max_events: 100_000,
         max_aliases: 0,
@@ -1121,6 +1226,112 @@ mod tests {
         let next = append(&board, entry("edit")).unwrap();
         assert_eq!(next.at, ahead);
         assert_eq!(next.seq, last.seq + 1);
+    }
+
+    /// Text for an entry's strings: every character (controls, quotes, backslashes, the
+    /// ones YAML does not print, multi-byte), and plain words.
+    fn any_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            any::<String>(),
+            "[a-z0-9 :/._-]{0,12}",
+            "(\\PC|\n|\t|\r|\"|\\\\|\u{2028}|\u{85}|\u{7f}|\u{feff}|\u{ffff}|\u{0}| ){0,16}",
+        ]
+    }
+
+    /// Any entry, its numbers of at most 15 digits (as many as the fast reading takes).
+    fn any_entry() -> impl proptest::strategy::Strategy<Value = Entry> {
+        use proptest::prelude::*;
+        let big = 0..1_000_000_000_000_000u64;
+        let optional = || proptest::option::of(any_text());
+        (
+            (
+                big.clone(),
+                any_text(),
+                any_text(),
+                any_text(),
+                any_text(),
+                any_text(),
+            ),
+            (
+                optional(),
+                optional(),
+                optional(),
+                optional(),
+                optional(),
+                optional(),
+            ),
+            (
+                optional(),
+                proptest::option::of(big.clone()),
+                proptest::option::of(big.clone()),
+            ),
+            (
+                proptest::option::of(any::<i32>()),
+                proptest::option::of(big),
+                any::<bool>(),
+            ),
+        )
+            .prop_map(
+                |(
+                    (seq, origin, at, actor, op, doc),
+                    (via, transition, from, to, event, note),
+                    (diff, rev, cause),
+                    (exit, duration_ms, force),
+                )| Entry {
+                    seq,
+                    origin,
+                    at,
+                    actor,
+                    op,
+                    via,
+                    doc,
+                    transition,
+                    from,
+                    to,
+                    rev,
+                    event,
+                    cause,
+                    exit,
+                    duration_ms,
+                    force,
+                    note,
+                    diff,
+                },
+            )
+    }
+
+    proptest::proptest! {
+        /// Every entry rendered is read back as itself, by the YAML parser and by the
+        /// fast reading: so the fast reading, which answers only for a text that renders
+        /// back byte for byte, answers as the YAML parser does.
+        #[test]
+        fn a_rendered_entry_is_read_back_both_ways(e in any_entry()) {
+            let text = render(&e);
+            proptest::prop_assert_eq!(parse_yaml(&text), Some(e.clone()), "{}", text);
+            proptest::prop_assert_eq!(parse_rendered(&text), Some(e), "{}", text);
+        }
+
+        /// Whatever the text (a rendered entry cut, with a character put in, or made of
+        /// entry-like pieces), the fast reading answers only what the YAML parser does.
+        #[test]
+        fn the_fast_reading_agrees_with_the_yaml_parser(
+            e in any_entry(),
+            cut in 0..400usize,
+            put in proptest::prelude::any::<char>(),
+            at in 0..400usize,
+            made in "- \\{seq: -?[0-9]{1,17}(, (origin|at|op|doc|rev|exit|force|note|x): (\"([a-z]|\\\\[nu\"]|\\\\u00[0-9a-f]{2}){0,4}\"|-?[0-9]{1,3}|true|false)){0,6}\\}\n?",
+        ) {
+            let text = render(&e);
+            let floor = |i: usize| (0..=i.min(text.len())).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+            let mut put_in = text.clone();
+            put_in.insert(floor(at), put);
+            for t in [&text[..floor(cut)], put_in.as_str(), made.as_str()] {
+                if let Some(fast) = parse_rendered(t) {
+                    proptest::prop_assert_eq!(Some(fast), parse_yaml(t), "{:?}", t);
+                }
+            }
+        }
     }
 
     /// Read a block at a time, the log gives what one read of the whole file gives,
