@@ -183,12 +183,11 @@ pub fn check(board: &Board) -> Result<Report> {
     // A document's file the reads above listed is there: only the others are looked
     // at again for being lost.
     let listed = |doc: &str| {
-        skipped_paths.contains(doc)
+        doc_name(doc).is_some_and(|(region, name)| {
+            let r = region_index(region);
+            live[r].contains_key(name) || archived[r].contains(name)
+        }) || skipped_paths.contains(doc)
             || skipped_paths.contains(format!("archive/{doc}").as_str())
-            || doc_name(doc).is_some_and(|(region, name)| {
-                let r = region_index(region);
-                live[r].contains_key(name) || archived[r].contains(name)
-            })
     };
     let mut lost = crate::sync::health::Lost::new(&listed);
     // An archived question is read (by `show`, a waiting agent) as much as a live one: a
@@ -200,11 +199,19 @@ pub fn check(board: &Board) -> Result<Report> {
         .collect();
     let mut about: Vec<crate::log::Entry> = Vec::new();
     let mut log_entries = 0;
-    let (end, unreadable) = crate::log::each_entry(board, &mut |e| {
+    // Parsed, and looked up, on every core: only an entry about a file the reads did not
+    // list, or about a question that claims a decision, comes back whole.
+    let kept = |e: crate::log::Entry| {
+        let about = claimed.contains(&e.doc);
+        (about || !listed(&e.doc)).then_some((e, about))
+    };
+    let (end, unreadable) = crate::log::each_entry(board, &kept, &mut |kept| {
         log_entries += 1;
-        lost.see(&e);
-        if claimed.contains(&e.doc) {
-            about.push(e);
+        if let Some((e, is_about)) = kept {
+            lost.see(&e);
+            if is_about {
+                about.push(e);
+            }
         }
     })?;
     crate::log::sort(&mut about);
