@@ -41,7 +41,7 @@ use store::{Analysed, Bucket, Entry, Kind, Slot};
 pub use text::Snippet;
 
 /// Bumped whenever what the index stores, or how a file is analysed, changes.
-const FORMAT: u32 = 2;
+const FORMAT: u32 = 3;
 
 /// BM25's parameters (the usual ones).
 const K1: f64 = 1.2;
@@ -264,11 +264,11 @@ fn run_once(board: &Board, parsed: &Parsed, limit: usize) -> Result<Option<Found
     for place in areas {
         let buckets = Area::open(&ctx, place)?.refresh()?;
         for b in &buckets {
-            for e in &b.entries {
-                if let Kind::Skipped(problem) = &e.kind {
+            for i in 0..b.count() {
+                if let Some(problem) = b.problem(i) {
                     found.skipped.push(Skipped {
-                        path: place.rel(&e.name),
-                        problem: problem.clone(),
+                        path: place.rel(b.name(i)),
+                        problem: problem.to_string(),
                     });
                 }
             }
@@ -288,21 +288,18 @@ fn run_once(board: &Board, parsed: &Parsed, limit: usize) -> Result<Option<Found
             .total_cmp(&x.score)
             .then_with(|| ranked.rel_cmp(x, y))
     };
-    let mut sorted = (limit.saturating_mul(2) + 16).min(docs.len());
-    if sorted < docs.len() {
-        docs.select_nth_unstable_by(sorted, ord);
-    }
-    docs[..sorted].sort_unstable_by(ord);
+    let mut sorted = ranked.first(docs, limit.saturating_mul(2) + 16, ord);
     let mut i = 0;
     while found.hits.len() < limit && i < docs.len() {
         if i == sorted {
+            ranked.keys(&mut docs[sorted..]);
             docs[sorted..].sort_unstable_by(ord);
             sorted = docs.len();
         }
         let d = docs[i];
         i += 1;
         let (place, buckets) = &loaded[d.area];
-        let name = &buckets[d.bucket].entries[d.entry].name;
+        let name = buckets[d.bucket].name(d.entry);
         if let Some(hit) = verify(
             board,
             *place,
@@ -326,7 +323,8 @@ fn run_once(board: &Board, parsed: &Parsed, limit: usize) -> Result<Option<Found
 #[derive(Clone, Copy, Debug)]
 struct Scored {
     score: f64,
-    /// [`path_key`] of its name: ties of score are broken by it.
+    /// [`path_key`] of its name (set once it is among the best: see [`Ranked::first`]):
+    /// ties of score are broken by it.
     key: u128,
     area: usize,
     bucket: usize,
@@ -345,6 +343,44 @@ struct Ranked<'a> {
 }
 
 impl Ranked<'_> {
+    /// Puts the first `k` documents of the order `ord` (score, then path) at the front,
+    /// sorted: those that score at least as the `k`th, with their paths' keys, the
+    /// others left as they were (each scores less than every one sorted). Returns how
+    /// many are sorted (`k` or more: the ties of the `k`th, all of them; every document
+    /// when there are `k` or fewer). Only their names are read.
+    fn first(
+        &self,
+        docs: &mut [Scored],
+        k: usize,
+        ord: impl Fn(&Scored, &Scored) -> std::cmp::Ordering,
+    ) -> usize {
+        let mut m = docs.len();
+        if k > 0 && k < docs.len() {
+            docs.select_nth_unstable_by(k - 1, |x, y| y.score.total_cmp(&x.score));
+            let t = docs[k - 1].score;
+            m = k;
+            for j in k..docs.len() {
+                if docs[j].score.total_cmp(&t).is_ge() {
+                    docs.swap(m, j);
+                    m += 1;
+                }
+            }
+        }
+        self.keys(&mut docs[..m]);
+        docs[..m].sort_unstable_by(ord);
+        m
+    }
+
+    /// Sets each document's [`path_key`].
+    fn keys(&self, docs: &mut [Scored]) {
+        for d in docs {
+            d.key = path_key(
+                self.loaded[d.area].1[d.bucket].name(d.entry),
+                self.rel[d.area].1,
+            );
+        }
+    }
+
     /// Two documents in the order of their paths under the board (ties of score are
     /// broken so), without building the paths.
     fn rel_cmp(&self, x: &Scored, y: &Scored) -> std::cmp::Ordering {
@@ -355,7 +391,7 @@ impl Ranked<'_> {
         }
         let path = |d: &Scored| {
             let (before, after) = &self.rel[d.area];
-            let name = &self.loaded[d.area].1[d.bucket].entries[d.entry].name;
+            let name = self.loaded[d.area].1[d.bucket].name(d.entry);
             before.bytes().chain(name.bytes()).chain(after.bytes())
         };
         path(x).cmp(path(y)).then(x.area.cmp(&y.area))
@@ -428,13 +464,9 @@ fn rank<'a>(loaded: &'a [(Place, Vec<Bucket>)], parsed: &Parsed) -> Option<Ranke
         let mut starts = Vec::with_capacity(buckets.len());
         for b in buckets {
             starts.push(count);
-            count += b.entries.len();
-            for e in &b.entries {
-                if e.kind == Kind::Indexed {
-                    n_docs += 1;
-                    total_len += e.len as u64;
-                }
-            }
+            count += b.count();
+            n_docs += b.indexed;
+            total_len += b.total_len;
         }
         first.push(starts);
     }
@@ -508,10 +540,10 @@ fn rank<'a>(loaded: &'a [(Place, Vec<Bucket>)], parsed: &Parsed) -> Option<Ranke
                 FUZZY_WEIGHT
             };
             for (a, b, list) in &postings[id] {
-                let entries = &loaded[*a].1[*b].entries;
+                let bucket = &loaded[*a].1[*b];
                 let base = first[*a][*b];
                 for &(e, tf) in list {
-                    let len = entries[e as usize].len as f64;
+                    let len = bucket.doc_len(e as usize) as f64;
                     let tf = tf as f64;
                     let s = weight * idf[id] * tf * (K1 + 1.0)
                         / (tf + K1 * (1.0 - B + B * len / avg_len));
@@ -557,12 +589,12 @@ fn rank<'a>(loaded: &'a [(Place, Vec<Bucket>)], parsed: &Parsed) -> Option<Ranke
         for (a, (_, buckets)) in loaded.iter().enumerate() {
             for (bi, b) in buckets.iter().enumerate() {
                 let base = first[a][bi];
-                for e in 0..b.entries.len() {
+                for e in 0..b.count() {
                     let g = base + e;
                     if words[g] > 0 && (needed == 0 || required[g] == needed) {
                         docs.push(Scored {
                             score: score[g],
-                            key: path_key(&b.entries[e].name, rel[a].1),
+                            key: 0,
                             area: a,
                             bucket: bi,
                             entry: e,
@@ -823,7 +855,7 @@ impl<'a> Area<'a> {
         let parts = ixdir::each_bucket(count, |b| {
             let part = self.refresh_bucket(dir_fd, &start, b);
             if let (Some(p), Ok((bucket, _))) = (&progress, &part) {
-                p.add(&self.area.dir, bucket.entries.len());
+                p.add(&self.area.dir, bucket.count());
             }
             part
         });
@@ -871,21 +903,26 @@ impl<'a> Area<'a> {
         // The watcher's journal vouches for the bucket but the names it lists since.
         let vouched = start.vouched(b, cached.id);
         let changed = start.changed_in_bucket(b, count);
-        if vouched && changed.is_empty() && cached.entries.iter().all(|e| !e.racy) {
+        if vouched && changed.is_empty() && !cached.any_racy() {
             return Ok((cached, false));
         }
         let names_cached = (start.names_known || vouched) && cached.id == manifest.buckets[b];
-        // The common case, without allocating: every file's stat data as cached.
+        // The common case, allocating only the stat data: every file's as cached.
         if names_cached && !vouched && self.unchanged(dir_fd, &cached) {
             return Ok((cached, false));
         }
+        // Every entry, with its stat data: the bucket is built from the files when they
+        // fail their check.
+        let Some(had) = cached.entries() else {
+            return self.refresh_from(dir_fd, start, b, Bucket::default());
+        };
         // A listing (the directory changed, or the bucket is not the manifest's) rewrites
         // the bucket only when what it finds differs from what the bucket holds: a file
         // created or removed elsewhere in the directory leaves this bucket as it was. Its
         // names are the listing's, each file checked below as for any other read.
         let mut rewrite = false;
         let names: Vec<String> = if names_cached {
-            let mut names: Vec<String> = cached.entries.iter().map(|e| e.name.clone()).collect();
+            let mut names: Vec<String> = had.iter().map(|e| e.name.clone()).collect();
             if vouched {
                 names.extend(changed.iter().map(|n| n.to_string()));
                 names.sort_unstable();
@@ -899,20 +936,17 @@ impl<'a> Area<'a> {
                 .map(str::to_string)
                 .collect()
         };
-        let by_name: HashMap<&str, usize> = cached
-            .entries
+        let by_name: HashMap<&str, usize> = had
             .iter()
             .enumerate()
             .map(|(i, e)| (e.name.as_str(), i))
             .collect();
         let mut fresh: Vec<(usize, Option<Analysed>)> = Vec::new();
-        let mut kept = vec![false; cached.entries.len()];
+        let mut kept = vec![false; had.len()];
         for name in &names {
             let old = by_name.get(name.as_str()).copied();
             let key = match old {
-                Some(i) if vouched && !start.changed(name) && !cached.entries[i].racy => {
-                    Some(cached.entries[i].key)
-                }
+                Some(i) if vouched && !start.changed(name) && !had[i].racy => Some(had[i].key),
                 _ => self.stat(dir_fd, name),
             };
             match (old, key) {
@@ -921,9 +955,7 @@ impl<'a> Area<'a> {
                     rewrite |= old.is_some();
                 }
                 (Some(i), Some(key))
-                    if !cached.entries[i].racy
-                        && cached.entries[i].key == key
-                        && key != StatKey::default() =>
+                    if !had[i].racy && had[i].key == key && key != StatKey::default() =>
                 {
                     kept[i] = true;
                     fresh.push((i, None));
@@ -931,7 +963,7 @@ impl<'a> Area<'a> {
                 (_, Some(key)) => {
                     let read = self.read(dir_fd, name, key);
                     let same = old.is_some_and(|i| {
-                        let e = &cached.entries[i];
+                        let e = &had[i];
                         *e == read.0 && !read.0.racy
                     });
                     rewrite |= !same;
@@ -942,22 +974,19 @@ impl<'a> Area<'a> {
                 }
             }
         }
-        rewrite |= kept.iter().filter(|k| **k).count() != cached.entries.len();
+        rewrite |= kept.iter().filter(|k| **k).count() != had.len();
         if !rewrite {
             return Ok((cached, false));
         }
         let entries: Vec<Slot> = {
             let mut v: Vec<_> = fresh.into_iter().map(|(i, read)| read.ok_or(i)).collect();
-            fn name<'a>(
-                e: &'a std::result::Result<Analysed, usize>,
-                cached: &'a Bucket,
-            ) -> &'a str {
+            fn name<'a>(e: &'a std::result::Result<Analysed, usize>, had: &'a [Entry]) -> &'a str {
                 match e {
                     Ok((entry, _)) => &entry.name,
-                    Err(i) => &cached.entries[*i].name,
+                    Err(i) => &had[*i].name,
                 }
             }
-            v.sort_by(|x, y| name(x, &cached).cmp(name(y, &cached)));
+            v.sort_by(|x, y| name(x, &had).cmp(name(y, &had)));
             v
         };
         // The bucket's term directory with the files read again merged in (not every
@@ -967,28 +996,31 @@ impl<'a> Area<'a> {
             return self.refresh_from(dir_fd, start, b, Bucket::default());
         };
         ixfiles::save(&path, &bytes);
-        let bucket = store::decode(&bytes).unwrap_or_default();
+        let bucket = store::decode(bytes).unwrap_or_default();
         Ok((bucket, true))
     }
 
     /// Whether every file of `bucket` has the stat data cached for it, none of them racy
     /// (what the loop of [`Self::refresh_from`] finds when it keeps every entry).
     fn unchanged(&self, dir_fd: &OwnedFd, bucket: &Bucket) -> bool {
+        let Some(keys) = bucket.keys() else {
+            return false;
+        };
         let suffix: &[u8] = match self.place {
             Place::Solutions => b"",
             Place::Region(..) => b".md",
         };
         let mut file = Vec::with_capacity(128);
-        bucket.entries.iter().all(|e| {
-            if e.racy || e.key == StatKey::default() {
+        keys.iter().enumerate().all(|(i, key)| {
+            if bucket.racy(i) || *key == StatKey::default() {
                 return false;
             }
             file.clear();
-            file.extend_from_slice(e.name.as_bytes());
+            file.extend_from_slice(bucket.name(i).as_bytes());
             file.extend_from_slice(suffix);
             file.push(0);
             std::ffi::CStr::from_bytes_with_nul(&file)
-                .is_ok_and(|c| stat::stat_at(dir_fd, c).is_ok_and(|k| k == e.key))
+                .is_ok_and(|c| stat::stat_at(dir_fd, c).is_ok_and(|k| k == *key))
         })
     }
 
@@ -1136,19 +1168,18 @@ mod tests {
                 .iter()
                 .enumerate()
                 .map(|(a, &place)| {
-                    let mut b = Bucket::default();
-                    b.entries = names
+                    let entries: Vec<_> = names
                         .iter()
                         .filter(|(_, at)| *at == a)
-                        .map(|(name, _)| Entry {
+                        .map(|(name, _)| (Entry {
                             name: name.clone(),
                             key: StatKey::default(),
                             racy: false,
                             kind: Kind::Indexed,
                             len: 1,
-                        })
+                        }, Vec::new()))
                         .collect();
-                    (place, vec![b])
+                    (place, vec![store::decode(store::encode(1, 1, &entries)).unwrap()])
                 })
                 .collect();
             let ranked = Ranked {
@@ -1161,9 +1192,9 @@ mod tests {
                 .iter()
                 .enumerate()
                 .flat_map(|(area, (_, b))| {
-                    (0..b[0].entries.len()).map(move |entry| Scored {
+                    (0..b[0].count()).map(move |entry| Scored {
                         score: 1.0,
-                        key: path_key(&b[0].entries[entry].name, places[area].rel_parts().1),
+                        key: path_key(b[0].name(entry), places[area].rel_parts().1),
                         area,
                         bucket: 0,
                         entry,
@@ -1171,7 +1202,7 @@ mod tests {
                     })
                 })
                 .collect();
-            let path = |d: &Scored| places[d.area].rel(&loaded[d.area].1[0].entries[d.entry].name);
+            let path = |d: &Scored| places[d.area].rel(loaded[d.area].1[0].name(d.entry));
             for x in &docs {
                 for y in &docs {
                     proptest::prop_assert_eq!(
