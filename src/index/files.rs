@@ -71,6 +71,15 @@ pub struct Head<'a> {
     pub title: Cow<'a, str>,
     pub depends_on: Vec<Cow<'a, str>>,
     pub parent: Option<Cow<'a, str>>,
+    /// A task's row as `ready` shows it, and what else decides whether it is ready for an
+    /// agent: its `id`, the text of its `priority` (else `severity`), `claimed_by`, `needs`
+    /// and `updated_at` (none of them for a document that is no task), so that `ready` and
+    /// `summary` need not parse every open task.
+    pub id: Cow<'a, str>,
+    pub pri: Option<Cow<'a, str>>,
+    pub claimed_by: Option<Cow<'a, str>>,
+    pub needs: Vec<Cow<'a, str>>,
+    pub updated: Option<Cow<'a, str>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -121,8 +130,29 @@ impl Head<'_> {
                 .str("parent")
                 .filter(|_| task)
                 .map(|p| Cow::Owned(p.to_string())),
+            id: Cow::Owned(if task {
+                doc.id().to_string()
+            } else {
+                String::new()
+            }),
+            pri: doc
+                .text("priority")
+                .or_else(|| doc.text("severity"))
+                .filter(|_| task)
+                .map(Cow::Owned),
+            claimed_by: owned(doc.str("claimed_by").filter(|_| task)),
+            needs: if task {
+                doc.list("needs").into_iter().map(Cow::Owned).collect()
+            } else {
+                Vec::new()
+            },
+            updated: owned(doc.str("updated_at").filter(|_| task)),
         }
     }
+}
+
+fn owned(s: Option<&str>) -> Option<Cow<'static, str>> {
+    s.map(|s| Cow::Owned(s.to_string()))
 }
 
 /// One entry of a bucket read without its text ([`decode_heads`]).
@@ -427,30 +457,55 @@ fn put_graph(out: &mut Out, head: &Head<'_>) {
     for dep in &head.depends_on {
         out.str(dep);
     }
-    match &head.parent {
-        Some(p) => {
+    put_opt(out, &head.parent);
+    out.str(&head.id);
+    put_opt(out, &head.pri);
+    put_opt(out, &head.claimed_by);
+    out.u32(head.needs.len() as u32);
+    for need in &head.needs {
+        out.str(need);
+    }
+    put_opt(out, &head.updated);
+}
+
+fn put_opt(out: &mut Out, s: &Option<Cow<'_, str>>) {
+    match s {
+        Some(s) => {
             out.u8(1);
-            out.str(p);
+            out.str(s);
         }
         None => out.u8(0),
     }
 }
 
-type Graph<'a> = (Cow<'a, str>, Vec<Cow<'a, str>>, Option<Cow<'a, str>>);
-
-fn graph<'a>(input: &mut Reader<'a>) -> Option<Graph<'a>> {
-    let title = Cow::Borrowed(input.str()?);
-    let n = input.u32()? as usize;
-    let mut depends_on = Vec::with_capacity(n.min(input.0.len() / 4));
-    for _ in 0..n {
-        depends_on.push(Cow::Borrowed(input.str()?));
+fn opt<'a>(input: &mut Reader<'a>) -> Option<Option<Cow<'a, str>>> {
+    match input.u8()? {
+        0 => Some(None),
+        1 => Some(Some(Cow::Borrowed(input.str()?))),
+        _ => None,
     }
-    let parent = match input.u8()? {
-        0 => None,
-        1 => Some(Cow::Borrowed(input.str()?)),
-        _ => return None,
-    };
-    Some((title, depends_on, parent))
+}
+
+fn strs<'a>(input: &mut Reader<'a>) -> Option<Vec<Cow<'a, str>>> {
+    let n = input.u32()? as usize;
+    let mut all = Vec::with_capacity(n.min(input.0.len() / 4));
+    for _ in 0..n {
+        all.push(Cow::Borrowed(input.str()?));
+    }
+    Some(all)
+}
+
+/// What [`put_graph`] wrote: a head less its status and order.
+fn graph<'a>(input: &mut Reader<'a>, head: &mut Head<'a>) -> Option<()> {
+    head.title = Cow::Borrowed(input.str()?);
+    head.depends_on = strs(input)?;
+    head.parent = opt(input)?;
+    head.id = Cow::Borrowed(input.str()?);
+    head.pri = opt(input)?;
+    head.claimed_by = opt(input)?;
+    head.needs = strs(input)?;
+    head.updated = opt(input)?;
+    Some(())
 }
 
 fn order<'a>(input: &mut Reader<'a>) -> Option<(i64, Created<'a>)> {
@@ -551,20 +606,19 @@ fn head_entry<'a>(input: &mut Reader<'a>) -> Option<(HeadEntry<'a>, bool, Option
         _ => return None,
     };
     let (priority, created) = order(input)?;
-    let (title, depends_on, parent) = graph(input)?;
+    let mut head = Head {
+        status,
+        priority,
+        created,
+        ..Head::default()
+    };
+    graph(input, &mut head)?;
     let entry = HeadEntry {
         name,
         key,
         racy: flags & 1 != 0,
         skipped,
-        head: Head {
-            status,
-            priority,
-            created,
-            title,
-            depends_on,
-            parent,
-        },
+        head,
     };
     Some((entry, flags & 2 != 0, len))
 }
@@ -817,6 +871,11 @@ mod tests {
                         title: "first ✓".into(),
                         depends_on: vec!["task-0".into(), "task-9".into()],
                         parent: Some("epic-1".into()),
+                        id: "task-1".into(),
+                        pri: Some("high ✓".into()),
+                        claimed_by: Some("coder-1".into()),
+                        needs: vec!["rust".into(), "gpu".into()],
+                        updated: Some("2026-11-01T12:00:00Z".into()),
                     },
                     outcome: Outcome::Doc(Cow::Owned("---\nid: task-1\n---\nbody ✓\n".into())),
                 },
