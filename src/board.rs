@@ -420,8 +420,8 @@ fn yaml_of(text: &str) -> std::result::Result<serde_json::Value, String> {
 fn parse_config_kept(root: &Path, text: &str) -> std::result::Result<Config, String> {
     let path = layout::parsed_config(root);
     let program = program_identity();
-    if let Some(value) = program.as_deref().and_then(|p| kept::load(&path, p, text)) {
-        return config_of(value);
+    if let Some(config) = program.as_deref().and_then(|p| kept::load(&path, p, text)) {
+        return checked(config);
     }
     let value = yaml_of(text)?;
     let kept = program.is_some().then(|| value.clone());
@@ -461,11 +461,13 @@ mod kept {
     use serde::{Deserialize, Serialize};
     use serde_json::Value;
 
+    /// Read straight into the settings: the same as reading `yaml` as a `Value` and the
+    /// settings from that (what a fresh parse does), without building the `Value`.
     #[derive(Deserialize)]
     struct Kept {
         program: String,
         text: String,
-        yaml: Value,
+        yaml: super::Config,
     }
 
     #[derive(Serialize)]
@@ -478,7 +480,7 @@ mod kept {
     /// A file this small is all a copy of board.yaml's parse can be; a bigger one is not read.
     const MAX_BYTES: u64 = 1 << 20;
 
-    pub fn load(path: &Path, program: &str, text: &str) -> Option<Value> {
+    pub fn load(path: &Path, program: &str, text: &str) -> Option<super::Config> {
         use std::io::Read;
         let mut bytes = Vec::new();
         std::fs::File::open(path)
@@ -505,7 +507,11 @@ mod kept {
 
 /// The settings of board.yaml's YAML, checked.
 fn config_of(value: serde_json::Value) -> std::result::Result<Config, String> {
-    let config: Config = serde_json::from_value(value).map_err(|e| format!("{e}"))?;
+    checked(serde_json::from_value(value).map_err(|e| format!("{e}"))?)
+}
+
+/// The settings, if they hold together: the checks beyond their shape.
+fn checked(config: Config) -> std::result::Result<Config, String> {
     let problems = config.workflow.problems();
     if !problems.is_empty() {
         return Err(problems.join("; "));

@@ -5,8 +5,6 @@ mod web;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
     // The library reports what it handled on the way as notices; here they are warnings.
     tavern::api::on_notice(|n| cli::render::warn(&n.to_string()));
@@ -16,10 +14,11 @@ fn main() -> ExitCode {
         tavern::api::on_index_progress(cli::render::index_progress);
     }
     // The hooks run at every edit and tool use: they parse only their own arguments.
-    if cli::is_hook(&std::env::args_os().collect::<Vec<_>>()) {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if cli::is_hook(&args) {
         return cli::hook_main();
     }
-    let cli = match cli::Cli::try_parse() {
+    let cli = match cli::parse(args) {
         Ok(cli) => cli,
         // Help and version are printed; anything else is an error like every other.
         Err(e) => return cli::parse_error(e),

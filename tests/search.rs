@@ -536,6 +536,33 @@ fn a_torn_or_garbage_index_is_rebuilt_from_the_files() {
         std::fs::write(&p, &bytes).unwrap();
     }
     same_as_fresh(b.root(), &b.board(), "damaged postings");
+    // The sections read only when asked for, damaged: the terms' references (where each
+    // term's postings are) and the files' stat data. The bucket opens; a search looking
+    // for a damaged reference, or checking the files' stat data, must not trust them.
+    for (section, what) in [(2, "damaged references"), (3, "damaged stat data")] {
+        std::thread::sleep(Duration::from_millis(3100));
+        searches(b.root());
+        searches(b.root());
+        for p in std::fs::read_dir(&tasks_index).unwrap() {
+            let p = p.unwrap().path();
+            if p.ends_with("manifest") || p.ends_with("stamp") {
+                continue;
+            }
+            let mut bytes = std::fs::read(&p).unwrap();
+            // The header: magic, id, fingerprint, then the lengths of the entries, the
+            // directory, the references and the stat data (u32 each, little-endian).
+            let len = |k: usize| {
+                u32::from_le_bytes(bytes[24 + 4 * k..28 + 4 * k].try_into().unwrap()) as usize
+            };
+            let at = 68 + (0..section).map(len).sum::<usize>();
+            assert!(len(section) > 0, "{what}: {}", p.display());
+            for k in (0..len(section)).step_by(7) {
+                bytes[at + k] ^= 0x10;
+            }
+            std::fs::write(&p, &bytes).unwrap();
+        }
+        same_as_fresh(b.root(), &b.board(), what);
+    }
     // The index's directory replaced by a file: searches still work from the files.
     std::fs::remove_dir_all(search_dir(&b.board())).unwrap();
     std::fs::write(search_dir(&b.board()), b"in the way").unwrap();

@@ -377,9 +377,9 @@ fn hook_words(args: &[std::ffi::OsString]) -> Option<HookCli> {
     })
 }
 
-/// Is this command line a hook's: `hook` as the command, after global flags only
-/// (`tavern --json hook …` too)?
-pub fn is_hook(args: &[std::ffi::OsString]) -> bool {
+/// The word naming the command: the first argument that is not a global flag or its value
+/// (`tavern --as bob claim ID` gives `claim`); None when there is none.
+fn command_word(args: &[std::ffi::OsString]) -> Option<&std::ffi::OsStr> {
     let mut rest = args.iter().skip(1);
     while let Some(a) = rest.next() {
         if a == "--board" || a == "--as" {
@@ -389,10 +389,53 @@ pub fn is_hook(args: &[std::ffi::OsString]) -> bool {
                 .to_str()
                 .is_some_and(|a| a.starts_with("--board=") || a.starts_with("--as="))
         {
-            return a == "hook";
+            return Some(a);
         }
     }
-    false
+    None
+}
+
+/// Is this command line a hook's: `hook` as the command, after global flags only
+/// (`tavern --json hook …` too)?
+pub fn is_hook(args: &[std::ffi::OsString]) -> bool {
+    command_word(args) == Some(std::ffi::OsStr::new("hook"))
+}
+
+/// Parses a command line exactly as `Cli::try_parse_from` does, quicker.
+///
+/// clap copies every global flag into every command before it parses (its
+/// `_propagate_global_args`), which was about a quarter of a `claim`'s own CPU. So the line
+/// is parsed first by a parser holding only the command it names; when that parser takes
+/// it, the whole one would have taken it the same way (the same flags, the same command's
+/// definition). Anything else (no command word, an unknown one, `--help`, `--version`, a
+/// mistake) goes to the whole parser, whose messages and help are the ones users see.
+/// `the_narrow_parser_agrees_with_the_whole_one` holds this.
+pub fn parse(args: Vec<std::ffi::OsString>) -> std::result::Result<Cli, clap::Error> {
+    match parse_narrow(&args) {
+        Some(cli) => Ok(cli),
+        None => Cli::try_parse_from(args),
+    }
+}
+
+/// The parser of the one command `args` names (or of a workflow's transition, for a word
+/// that names no command), with the global flags; None when the line names none, or that
+/// parser refuses it.
+fn parse_narrow(args: &[std::ffi::OsString]) -> Option<Cli> {
+    use clap::FromArgMatches;
+    let word = command_word(args)?;
+    let every = Command::augment_subcommands(clap::Command::new("tavern"));
+    let mut parser = Global::augment_args(clap::Command::new("tavern"));
+    parser = match every.find_subcommand(word) {
+        Some(named) => parser.subcommand(named.clone()),
+        // A workflow's own transition (`tavern review ID`): any word but clap's `help`,
+        // taken as `Command::Custom` takes it.
+        None if word != "help" => parser
+            .allow_external_subcommands(true)
+            .external_subcommand_value_parser(clap::value_parser!(String)),
+        None => return None,
+    };
+    let matches = parser.try_get_matches_from(args).ok()?;
+    Cli::from_arg_matches(&matches).ok()
 }
 
 /// `tavern hook …` as the whole program.
@@ -540,5 +583,85 @@ mod tests {
     #[test]
     fn the_parser_passes_clap_s_checks() {
         <super::Cli as clap::CommandFactory>::command().debug_assert();
+    }
+
+    /// Command lines for every command and subcommand: with what it requires, then with
+    /// each of its flags in turn, with global flags before and after, and some mistakes.
+    fn lines(cmd: &clap::Command, words: &[&str], out: &mut Vec<Vec<String>>) {
+        let mut base: Vec<String> = std::iter::once("tavern")
+            .chain(words.iter().copied())
+            .map(String::from)
+            .collect();
+        let positionals: Vec<&clap::Arg> = cmd.get_positionals().collect();
+        for p in positionals.iter().filter(|p| p.is_required_set()) {
+            base.push(format!("{}-1", p.get_id()));
+        }
+        let with = |extra: &[&str]| -> Vec<String> {
+            base.iter()
+                .cloned()
+                .chain(extra.iter().map(|s| s.to_string()))
+                .collect()
+        };
+        out.push(base.clone());
+        out.push(with(&["--json"]));
+        out.push(with(&["--as", "ann", "--board=b"]));
+        out.push(with(&["--nope"]));
+        out.push(with(&["-h"]));
+        out.push(with(&["--", "--json"]));
+        let mut globals_first = vec!["tavern".to_string(), "--as".into(), "bob".into()];
+        globals_first.extend(base[1..].iter().cloned());
+        out.push(globals_first);
+        for p in positionals.iter().filter(|p| !p.is_required_set()) {
+            out.push(with(&["extra-1"]));
+            out.push(with(&[p.get_id().as_str(), "two"]));
+        }
+        for a in cmd.get_opts().chain(
+            cmd.get_arguments()
+                .filter(|a| a.get_long().is_some() && !a.get_action().takes_values()),
+        ) {
+            let long = format!("--{}", a.get_long().unwrap_or("x"));
+            if a.get_action().takes_values() {
+                out.push(with(&[&long, "1"]));
+                out.push(with(&[&long]));
+            } else {
+                out.push(with(&[&long]));
+                out.push(with(&[&long, &long]));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            let mut deeper = words.to_vec();
+            deeper.push(sub.get_name());
+            lines(sub, &deeper, out);
+        }
+    }
+
+    /// Wherever the quick parser takes a line, the whole one takes it the same way; and it
+    /// takes every line the whole one takes that names a command.
+    #[test]
+    fn the_narrow_parser_agrees_with_the_whole_one() {
+        use clap::Parser;
+        let mut whole = <super::Cli as clap::CommandFactory>::command();
+        whole.build();
+        let mut all = Vec::new();
+        for sc in whole.get_subcommands() {
+            lines(sc, &[sc.get_name()], &mut all);
+        }
+        all.push(vec!["tavern".into()]);
+        all.push(vec!["tavern".into(), "--json".into()]);
+        all.push(vec!["tavern".into(), "--version".into(), "show".into()]);
+        all.push(vec!["tavern".into(), "help".into(), "show".into()]);
+        all.push(vec!["tavern".into(), "sho".into(), "x".into()]);
+        let mut taken = 0;
+        for line in &all {
+            let args: Vec<std::ffi::OsString> = line.iter().map(Into::into).collect();
+            let narrow = super::parse_narrow(&args).map(|c| format!("{c:?}"));
+            let full = super::Cli::try_parse_from(&args)
+                .ok()
+                .map(|c| format!("{c:?}"));
+            assert_eq!(narrow, full, "{line:?}");
+            taken += usize::from(full.is_some());
+        }
+        // Not a comparison of refusals only: about a third of the lines are valid.
+        assert!(taken * 4 > all.len(), "{taken} of {}", all.len());
     }
 }

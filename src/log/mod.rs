@@ -176,8 +176,113 @@ fn parse_bytes(chunk: &[u8]) -> Option<Entry> {
     parse_chunk(&String::from_utf8_lossy(chunk))
 }
 
-/// Parses one chunk of log text (`- seq: …` and its indented lines).
+/// Parses one chunk of log text (`- seq: …` and its indented lines): an entry as tavern
+/// renders it is read without the YAML parser, anything else with it.
 fn parse_chunk(chunk: &str) -> Option<Entry> {
+    parse_rendered(chunk).or_else(|| parse_yaml(chunk))
+}
+
+/// An entry exactly as [`render`] writes it (one line, its fields in render's order,
+/// strings quoted as [`quote`] quotes them, numbers of at most 15 digits), read without
+/// the YAML parser: most of the cost of reading the log. It answers only for a text that
+/// rendering what it read gives back byte for byte, and the YAML parser reads every
+/// rendered entry as the entry (a property test holds both), so it never answers
+/// otherwise than [`parse_yaml`]; None for anything else, which the YAML parser reads.
+fn parse_rendered(text: &str) -> Option<Entry> {
+    let mut rest = text.strip_prefix("- {seq: ")?;
+    let number = |rest: &mut &str| -> Option<i64> {
+        let end = rest.find([',', '}'])?;
+        let (digits, after) = rest.split_at(end);
+        let unsigned = digits.strip_prefix('-').unwrap_or(digits);
+        if unsigned.is_empty()
+            || unsigned.len() > 15
+            || !unsigned.bytes().all(|b| b.is_ascii_digit())
+        {
+            return None;
+        }
+        *rest = after;
+        digits.parse().ok()
+    };
+    let mut e = Entry {
+        seq: u64::try_from(number(&mut rest)?).ok()?,
+        ..Entry::default()
+    };
+    while let Some(after) = rest.strip_prefix(", ") {
+        let (key, value) = after.split_once(": ")?;
+        rest = value;
+        if !value.starts_with('"') {
+            match key {
+                "rev" => e.rev = Some(u64::try_from(number(&mut rest)?).ok()?),
+                "cause" => e.cause = Some(u64::try_from(number(&mut rest)?).ok()?),
+                "exit" => e.exit = Some(i32::try_from(number(&mut rest)?).ok()?),
+                "duration_ms" => e.duration_ms = Some(u64::try_from(number(&mut rest)?).ok()?),
+                "force" => {
+                    rest = rest.strip_prefix("true")?;
+                    e.force = true;
+                }
+                _ => return None,
+            }
+            continue;
+        }
+        let text = unquote(&mut rest)?;
+        match key {
+            "origin" => e.origin = text,
+            "at" => e.at = text,
+            "actor" => e.actor = text,
+            "op" => e.op = text,
+            "via" => e.via = Some(text),
+            "doc" => e.doc = text,
+            "transition" => e.transition = Some(text),
+            "from" => e.from = Some(text),
+            "to" => e.to = Some(text),
+            "event" => e.event = Some(text),
+            "note" => e.note = Some(text),
+            "diff" => e.diff = Some(text),
+            _ => return None,
+        }
+    }
+    (rest == "}\n" && render(&e) == text).then_some(e)
+}
+
+/// A string as [`quote`] writes it, at the start of `rest` (which moves past it).
+fn unquote(rest: &mut &str) -> Option<String> {
+    let body = rest.strip_prefix('"')?;
+    let mut out = String::new();
+    let mut from = 0;
+    let bytes = body.as_bytes();
+    let mut i = 0;
+    loop {
+        match bytes.get(i)? {
+            b'"' => {
+                out.push_str(&body[from..i]);
+                *rest = &body[i + 1..];
+                return Some(out);
+            }
+            b'\\' => {
+                out.push_str(&body[from..i]);
+                let (c, len) = match bytes.get(i + 1)? {
+                    b'"' => ('"', 2),
+                    b'\\' => ('\\', 2),
+                    b'n' => ('\n', 2),
+                    b't' => ('\t', 2),
+                    b'r' => ('\r', 2),
+                    b'u' => {
+                        let hex = body.get(i + 2..i + 6)?;
+                        (char::from_u32(u32::from_str_radix(hex, 16).ok()?)?, 6)
+                    }
+                    _ => return None,
+                };
+                out.push(c);
+                i += len;
+                from = i;
+            }
+            _ => i += 1,
+        }
+    }
+}
+
+/// Parses one chunk of log text with the YAML parser.
+fn parse_yaml(chunk: &str) -> Option<Entry> {
     let limits = YamlLimits {
         max_events: 100_000,
         max_aliases: 0,
@@ -739,40 +844,125 @@ pub fn read_filtered(
     skip: &dyn Fn(&Head) -> bool,
 ) -> Result<(Vec<Entry>, u64, Vec<Unreadable>)> {
     let mut entries = Vec::new();
-    let (end, bad) = stream(board, from, needle, skip, BLOCK_BYTES, &mut |e| {
-        entries.push(e)
-    })?;
+    let (end, bad) = stream(
+        board,
+        from,
+        BLOCK_BYTES,
+        &|parts, last| filtered(parts, last, needle, skip),
+        &mut |e| entries.push(e),
+    )?;
     // In seq order (then origin): after a merge of two clones' logs the file holds one
     // side's entries after the other's; a reader sees them in the order they happened.
     sort(&mut entries);
     Ok((entries, end, bad))
 }
 
-/// Hands every entry of the log to `each` in the file's order (not sorted: see [`sort`]
-/// for the order readers see), reading the file a block at a time, so that a reader of the
-/// whole log holds what `each` keeps, not the log. Returns the offset just past the last
-/// complete entry and the chunks that could not be read, as [`read_from`] does.
-pub fn each_entry(board: &Board, each: &mut dyn FnMut(Entry)) -> Result<(u64, Vec<Unreadable>)> {
-    stream(board, 0, None, &|_| false, BLOCK_BYTES, each)
+/// Hands every entry of the log, made into what `map` makes of it, to `each` in the
+/// file's order (not sorted: see [`sort`] for the order readers see), reading the file a
+/// block at a time, so that a reader of the whole log holds what `each` keeps, not the
+/// log. The entries of a block are parsed, and given to `map`, on every core. Returns
+/// the offset just past the last complete entry and the chunks that could not be read, as
+/// [`read_from`] does.
+pub fn each_entry<T: Send>(
+    board: &Board,
+    map: &(dyn Fn(Entry) -> T + Sync),
+    each: &mut dyn FnMut(T),
+) -> Result<(u64, Vec<Unreadable>)> {
+    stream(
+        board,
+        0,
+        BLOCK_BYTES,
+        &|parts, last| parsed_on_every_core(parts, last, map),
+        each,
+    )
 }
 
 /// How much of the log a reader holds at once (plus the entry that straddles a block).
 const BLOCK_BYTES: usize = 8 << 20;
 
-/// The reading behind [`read_filtered`] and [`each_entry`], `block` bytes at a time.
-fn stream(
-    board: &Board,
-    from: u64,
+/// What becomes of the whole chunks of a block (each with its offset, in order; the
+/// index of the file's last chunk when the block ends the file).
+type Outcomes<'a, T> = dyn Fn(&[(usize, &[u8])], Option<usize>) -> Vec<Outcome<T>> + 'a;
+
+/// What became of one chunk of the log.
+enum Outcome<T> {
+    /// Passed over unparsed (a reader's filter).
+    Skipped,
+    Read(T),
+    /// Not an entry, or one without its line end.
+    Unreadable,
+}
+
+/// One chunk parsed: an entry only when it is whole (its line end too).
+fn outcome<T>(chunk: &[u8], text: &str, map: impl FnOnce(Entry) -> T) -> Outcome<T> {
+    match parse_chunk(text) {
+        Some(e) if chunk.ends_with(b"\n") => Outcome::Read(map(e)),
+        _ => Outcome::Unreadable,
+    }
+}
+
+/// The chunks of a block, in order, as [`read_filtered`] reads them: those without the
+/// needle, or whose head `skip` rejects, are passed over (never the file's last, `last`).
+fn filtered(
+    parts: &[(usize, &[u8])],
+    last: Option<usize>,
     needle: Option<&str>,
     skip: &dyn Fn(&Head) -> bool,
-    block: usize,
-    each: &mut dyn FnMut(Entry),
-) -> Result<(u64, Vec<Unreadable>)> {
+) -> Vec<Outcome<Entry>> {
     let needle = needle.filter(|n| {
         !n.is_empty()
             && n.bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b"._/-".contains(&b))
     });
+    parts
+        .iter()
+        .enumerate()
+        .map(|(i, &(_, chunk))| {
+            // Borrowed (no copy) for the UTF-8 that tavern writes.
+            let text = String::from_utf8_lossy(chunk);
+            let passed = last != Some(i)
+                && (needle.is_some_and(|n| !text.contains(n))
+                    || head(chunk).is_some_and(|h| skip(&h)));
+            if passed {
+                Outcome::Skipped
+            } else {
+                outcome(chunk, &text, |e| e)
+            }
+        })
+        .collect()
+}
+
+/// The chunks of a block, in order, each parsed and made into what `map` makes of it,
+/// spread over the cores in runs of consecutive chunks.
+fn parsed_on_every_core<T: Send>(
+    parts: &[(usize, &[u8])],
+    _last: Option<usize>,
+    map: &(dyn Fn(Entry) -> T + Sync),
+) -> Vec<Outcome<T>> {
+    // One chunk a run in the unit tests, so that their order is kept across threads.
+    const RUN: usize = if cfg!(test) { 1 } else { 256 };
+    let runs = parts.len().div_ceil(RUN);
+    crate::index::dir::each_bucket(runs, |r| {
+        parts[r * RUN..((r + 1) * RUN).min(parts.len())]
+            .iter()
+            .map(|&(_, chunk)| outcome(chunk, &String::from_utf8_lossy(chunk), map))
+            .collect::<Vec<_>>()
+    })
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// The reading behind [`read_filtered`] and [`each_entry`], `block` bytes at a time:
+/// `outcomes` says what became of each whole chunk of a block (given them in order, and
+/// the index of the file's last chunk when the block ends the file).
+fn stream<T>(
+    board: &Board,
+    from: u64,
+    block: usize,
+    outcomes: &Outcomes<'_, T>,
+    each: &mut dyn FnMut(T),
+) -> Result<(u64, Vec<Unreadable>)> {
     let path = board.log_path();
     let mut file = match std::fs::File::open(&path) {
         Ok(f) => f,
@@ -803,25 +993,18 @@ fn stream(
         } else {
             parts.len().saturating_sub(1)
         };
-        for (i, &(offset, chunk)) in parts[..whole].iter().enumerate() {
-            let last = at_end && i + 1 == parts.len();
-            // Borrowed (no copy) for the UTF-8 that tavern writes.
-            let text = String::from_utf8_lossy(chunk);
-            if !last
-                && (needle.is_some_and(|n| !text.contains(n))
-                    || head(chunk).is_some_and(|h| skip(&h)))
-            {
-                done = base + offset + chunk.len();
-                continue;
-            }
-            match parse_chunk(&text) {
-                Some(e) if chunk.ends_with(b"\n") => {
+        let last = (at_end && whole > 0).then(|| whole - 1);
+        let read = outcomes(&parts[..whole], last);
+        for (i, (&(offset, chunk), what)) in parts[..whole].iter().zip(read).enumerate() {
+            match what {
+                Outcome::Skipped => done = base + offset + chunk.len(),
+                Outcome::Read(e) => {
                     each(e);
                     done = base + offset + chunk.len();
                 }
                 // The last entry may still be being written: leave it for the next read.
-                _ if last => {}
-                _ => {
+                Outcome::Unreadable if last == Some(i) => {}
+                Outcome::Unreadable => {
                     let line = lines + count_newlines(&buf[..offset]).unwrap_or(0) + 1;
                     bad.push(Unreadable {
                         offset: from as usize + base + offset,
@@ -1045,6 +1228,112 @@ mod tests {
         assert_eq!(next.seq, last.seq + 1);
     }
 
+    /// Text for an entry's strings: every character (controls, quotes, backslashes, the
+    /// ones YAML does not print, multi-byte), and plain words.
+    fn any_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            any::<String>(),
+            "[a-z0-9 :/._-]{0,12}",
+            "(\\PC|\n|\t|\r|\"|\\\\|\u{2028}|\u{85}|\u{7f}|\u{feff}|\u{ffff}|\u{0}| ){0,16}",
+        ]
+    }
+
+    /// Any entry, its numbers of at most 15 digits (as many as the fast reading takes).
+    fn any_entry() -> impl proptest::strategy::Strategy<Value = Entry> {
+        use proptest::prelude::*;
+        let big = 0..1_000_000_000_000_000u64;
+        let optional = || proptest::option::of(any_text());
+        (
+            (
+                big.clone(),
+                any_text(),
+                any_text(),
+                any_text(),
+                any_text(),
+                any_text(),
+            ),
+            (
+                optional(),
+                optional(),
+                optional(),
+                optional(),
+                optional(),
+                optional(),
+            ),
+            (
+                optional(),
+                proptest::option::of(big.clone()),
+                proptest::option::of(big.clone()),
+            ),
+            (
+                proptest::option::of(any::<i32>()),
+                proptest::option::of(big),
+                any::<bool>(),
+            ),
+        )
+            .prop_map(
+                |(
+                    (seq, origin, at, actor, op, doc),
+                    (via, transition, from, to, event, note),
+                    (diff, rev, cause),
+                    (exit, duration_ms, force),
+                )| Entry {
+                    seq,
+                    origin,
+                    at,
+                    actor,
+                    op,
+                    via,
+                    doc,
+                    transition,
+                    from,
+                    to,
+                    rev,
+                    event,
+                    cause,
+                    exit,
+                    duration_ms,
+                    force,
+                    note,
+                    diff,
+                },
+            )
+    }
+
+    proptest::proptest! {
+        /// Every entry rendered is read back as itself, by the YAML parser and by the
+        /// fast reading: so the fast reading, which answers only for a text that renders
+        /// back byte for byte, answers as the YAML parser does.
+        #[test]
+        fn a_rendered_entry_is_read_back_both_ways(e in any_entry()) {
+            let text = render(&e);
+            proptest::prop_assert_eq!(parse_yaml(&text), Some(e.clone()), "{}", text);
+            proptest::prop_assert_eq!(parse_rendered(&text), Some(e), "{}", text);
+        }
+
+        /// Whatever the text (a rendered entry cut, with a character put in, or made of
+        /// entry-like pieces), the fast reading answers only what the YAML parser does.
+        #[test]
+        fn the_fast_reading_agrees_with_the_yaml_parser(
+            e in any_entry(),
+            cut in 0..400usize,
+            put in proptest::prelude::any::<char>(),
+            at in 0..400usize,
+            made in "- \\{seq: -?[0-9]{1,17}(, (origin|at|op|doc|rev|exit|force|note|x): (\"([a-z]|\\\\[nu\"]|\\\\u00[0-9a-f]{2}){0,4}\"|-?[0-9]{1,3}|true|false)){0,6}\\}\n?",
+        ) {
+            let text = render(&e);
+            let floor = |i: usize| (0..=i.min(text.len())).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+            let mut put_in = text.clone();
+            put_in.insert(floor(at), put);
+            for t in [&text[..floor(cut)], put_in.as_str(), made.as_str()] {
+                if let Some(fast) = parse_rendered(t) {
+                    proptest::prop_assert_eq!(Some(fast), parse_yaml(t), "{:?}", t);
+                }
+            }
+        }
+    }
+
     /// Read a block at a time, the log gives what one read of the whole file gives,
     /// wherever the blocks end: the same entries, end and unreadable chunks (offsets and
     /// lines), with text before the first entry, an unreadable entry, one that does not
@@ -1070,13 +1359,34 @@ mod tests {
             &numbered(7, "torn")[..20],
         );
         std::fs::write(board.log_path(), &text).unwrap();
+        // Parsed on this thread, as the readers that filter do, and on every core, as
+        // `each_entry` does: the same.
         let read = |from: u64, block: usize| {
             let mut entries = Vec::new();
-            let (end, bad) = stream(&board, from, None, &|_| false, block, &mut |e| {
-                entries.push(render(&e))
-            })
+            let (end, bad) = stream(
+                &board,
+                from,
+                block,
+                &|parts, last| filtered(parts, last, None, &|_| false),
+                &mut |e| entries.push(render(&e)),
+            )
             .unwrap();
             let bad: Vec<(usize, usize)> = bad.iter().map(|u| (u.offset, u.line)).collect();
+            let mut parallel = Vec::new();
+            let (parallel_end, parallel_bad) = stream(
+                &board,
+                from,
+                block,
+                &|parts, last| parsed_on_every_core(parts, last, &|e| render(&e)),
+                &mut |e| parallel.push(e),
+            )
+            .unwrap();
+            let parallel_bad: Vec<(usize, usize)> =
+                parallel_bad.iter().map(|u| (u.offset, u.line)).collect();
+            assert_eq!(
+                (&parallel, parallel_end, &parallel_bad),
+                (&entries, end, &bad)
+            );
             (entries, end, bad)
         };
         let whole = read(0, usize::MAX >> 1);
