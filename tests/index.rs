@@ -40,6 +40,8 @@ fn reads(dir: &Path) -> Vec<String> {
         vec!["list", "observations", "archive", "--json"],
         vec!["list", "needle", "--json"],
         vec!["ready", "--json"],
+        vec!["ready"],
+        vec!["ready", "--all"],
         vec!["questions", "--all", "--json"],
         vec!["summary", "--json"],
     ];
@@ -1103,4 +1105,143 @@ fn git_checkout_of_an_old_graph_is_seen_by_deps_tree_and_ready() {
     assert!(subtasks(&main, "t-0005").is_empty());
     let now = graph_same_as_full_scan(&main, &board, "git checkout of the old graph");
     assert_eq!(now, old, "the old graph reads as it did");
+}
+
+// `ready` without a query decides and prints its rows from the heads the index keeps
+// (status, priority and its text, creation time, id, title, claimant, depends_on, needs)
+// without parsing the tasks: its table must be the one the parsed tasks give (`ready`
+// with a query that keeps every claimable task is read that way), and an edit of any of
+// those fields behind the index's back, in place at the same size within one second, must
+// show in it as in a full scan.
+
+/// `ready` and `ready --all` from the heads, and the same from the parsed tasks (a query
+/// every claimable task matches), each as (args, exit, stdout, stderr).
+fn ready_both_ways(dir: &Path) -> (Vec<String>, Vec<String>) {
+    let run = |args: &[&str]| {
+        let out = tavern(dir, args);
+        assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+        out
+    };
+    let heads = ["ready"].as_slice();
+    let heads_all = ["ready", "--all"].as_slice();
+    let parsed = ["ready", "status!=done"].as_slice();
+    let parsed_all = ["ready", "status!=done", "--all"].as_slice();
+    // The transcripts name the command line: compare the outputs, keep the transcripts.
+    let mut by_heads = Vec::new();
+    let mut by_parsing = Vec::new();
+    for (h, p) in [(heads, parsed), (heads_all, parsed_all)] {
+        let (a, b) = (run(h), run(p));
+        assert_eq!(
+            (a.code, &a.stdout, &a.stderr),
+            (b.code, &b.stdout, &b.stderr),
+            "{h:?} from the heads printed otherwise than from the parsed tasks"
+        );
+        by_heads.push(a.transcript(h));
+        by_parsing.push(b.transcript(p));
+    }
+    (by_heads, by_parsing)
+}
+
+/// The heads' reads through the index as it is, then from the files alone: they agree.
+fn ready_same_as_full_scan(dir: &Path, board: &Path, what: &str) -> Vec<String> {
+    let (indexed, _) = ready_both_ways(dir);
+    std::fs::remove_dir_all(index_dir(board)).unwrap();
+    let (full, _) = ready_both_ways(dir);
+    assert_eq!(
+        indexed, full,
+        "{what}: the index answered differently from the files"
+    );
+    full
+}
+
+/// [`awkward_ready_board`] and tasks whose rows show what only the heads' new fields hold:
+/// a priority that is text, a claimant on a claimable task, a title of control characters
+/// and wide letters, and needs the agent has.
+fn ready_rows_board() -> TestBoard {
+    let b = awkward_ready_board();
+    let task = |id: &str, fields: &str| {
+        b.write(
+            &format!("tasks/{id}.md"),
+            format!("---\nid: {id}\n{fields}---\nbody\n"),
+        );
+    };
+    task(
+        "t-n",
+        "title: words\nstatus: pending\npriority: high\nclaimed_by: coder-9\n",
+    );
+    task(
+        "t-o",
+        "title: \"bell \\a tab \\t \\e[31m red ✓ 漢字\"\nstatus: pending\npriority: 2\n",
+    );
+    task(
+        "t-p",
+        "title: mine\nstatus: pending\npriority: 0\nneeds: [rust]\ndepends_on: [t-done, t-i]\n",
+    );
+    task("t-q", "title: mine too\nstatus: pending\nneeds: [rust]\n");
+    let pid = std::process::id().to_string();
+    let args = [
+        "agent",
+        "register",
+        "--name",
+        "tester",
+        "--capabilities",
+        "rust",
+    ];
+    let registered = tavern(b.root(), &[&args[..], &["--pid", &pid]].concat());
+    assert_eq!(registered.code, 0, "{}", registered.stderr);
+    b
+}
+
+#[test]
+fn ready_from_heads_prints_what_the_parsed_tasks_give_whatever_changed_in_place() {
+    use std::os::unix::fs::MetadataExt;
+    let b = ready_rows_board();
+    let dir = b.root();
+    let first = ready_same_as_full_scan(dir, &b.board(), "at first");
+    assert!(
+        first[0].contains("t-n ") && first[0].contains("coder-9"),
+        "{}",
+        first[0]
+    );
+    assert!(first[0].contains(" high "), "{}", first[0]);
+    assert!(!first[0].contains("t-j "), "needs cobol: {}", first[0]);
+    assert!(first[1].contains("t-j "), "--all lists it: {}", first[1]);
+    assert!(
+        !first[0].contains("t-h "),
+        "its dependency is open: {}",
+        first[0]
+    );
+    let path = |id: &str| b.board().join(format!("tasks/{id}.md"));
+    // Each edit keeps the file's size and inode, several within one tick of the clock,
+    // after reads that left the index trusting every file.
+    let edits: [(&str, &str, &str); 7] = [
+        ("t-j", "needs: [cobol]", "needs: [rust] "),
+        ("t-n", "claimed_by: coder-9", "claimed_by: coder-8"),
+        ("t-n", "priority: high", "priority: 1234"),
+        ("t-open-dep", "status: working", "status: done   "),
+        ("t-q", "needs: [rust]", "needs: [gpu] "),
+        ("t-o", "priority: 2", "priority: 7"),
+        ("t-done", "status: done", "status: open"),
+    ];
+    for (round, (id, from, to)) in edits.iter().enumerate() {
+        ready_both_ways(dir);
+        let before = std::fs::metadata(path(id)).unwrap();
+        let text = std::fs::read_to_string(path(id)).unwrap();
+        assert!(text.contains(from), "round {round}: {text}");
+        std::fs::write(path(id), text.replace(from, to)).unwrap();
+        let after = std::fs::metadata(path(id)).unwrap();
+        assert_eq!((before.len(), before.ino()), (after.len(), after.ino()));
+        let what = format!("round {round}: {id} {to}");
+        let now = ready_same_as_full_scan(dir, &b.board(), &what);
+        let shown = |id: &str| now[0].contains(&format!("\n{id} "));
+        match round {
+            0 => assert!(shown("t-j"), "{what}: {}", now[0]),
+            1 => assert!(now[0].contains("coder-8"), "{what}: {}", now[0]),
+            2 => assert!(now[0].contains(" 1234 "), "{what}: {}", now[0]),
+            3 => assert!(shown("t-h"), "{what}: {}", now[0]),
+            4 => assert!(!shown("t-q") && now[1].contains("t-q "), "{what}: {now:?}"),
+            6 => assert!(!shown("t-i") && !shown("t-p"), "{what}: {}", now[0]),
+            _ => {}
+        }
+    }
 }
