@@ -71,6 +71,11 @@ pub struct Head<'a> {
     pub title: Cow<'a, str>,
     pub depends_on: Vec<Cow<'a, str>>,
     pub parent: Option<Cow<'a, str>>,
+    /// A task's `claimed_by` and `updated_at` when they are strings: who holds it and
+    /// since when it stands still, what `summary` decides its lists by without parsing
+    /// every open task.
+    pub claimed_by: Option<Cow<'a, str>>,
+    pub updated_at: Option<Cow<'a, str>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -121,6 +126,14 @@ impl Head<'_> {
                 .str("parent")
                 .filter(|_| task)
                 .map(|p| Cow::Owned(p.to_string())),
+            claimed_by: doc
+                .str("claimed_by")
+                .filter(|_| task)
+                .map(|c| Cow::Owned(c.to_string())),
+            updated_at: doc
+                .str("updated_at")
+                .filter(|_| task)
+                .map(|u| Cow::Owned(u.to_string())),
         }
     }
 }
@@ -383,6 +396,7 @@ pub fn encode_bucket(b: &Bucket, pick: &dyn Fn(&Head<'_>) -> bool) -> Vec<u8> {
         }
         put_order(&mut heads, &e.head);
         put_graph(&mut heads, &e.head);
+        put_holder(&mut heads, &e.head);
     }
     let heads = heads.0;
     let picks = encode_picks(b, pick);
@@ -427,10 +441,20 @@ fn put_graph(out: &mut Out, head: &Head<'_>) {
     for dep in &head.depends_on {
         out.str(dep);
     }
-    match &head.parent {
-        Some(p) => {
+    put_maybe(out, head.parent.as_deref());
+}
+
+/// What `summary` needs of a task's head: claimed_by, updated_at.
+fn put_holder(out: &mut Out, head: &Head<'_>) {
+    put_maybe(out, head.claimed_by.as_deref());
+    put_maybe(out, head.updated_at.as_deref());
+}
+
+fn put_maybe(out: &mut Out, text: Option<&str>) {
+    match text {
+        Some(t) => {
             out.u8(1);
-            out.str(p);
+            out.str(t);
         }
         None => out.u8(0),
     }
@@ -445,12 +469,22 @@ fn graph<'a>(input: &mut Reader<'a>) -> Option<Graph<'a>> {
     for _ in 0..n {
         depends_on.push(Cow::Borrowed(input.str()?));
     }
-    let parent = match input.u8()? {
-        0 => None,
-        1 => Some(Cow::Borrowed(input.str()?)),
-        _ => return None,
-    };
-    Some((title, depends_on, parent))
+    Some((title, depends_on, maybe(input)?))
+}
+
+type Holder<'a> = (Option<Cow<'a, str>>, Option<Cow<'a, str>>);
+
+fn holder<'a>(input: &mut Reader<'a>) -> Option<Holder<'a>> {
+    Some((maybe(input)?, maybe(input)?))
+}
+
+/// A text that may be absent, as [`put_maybe`] wrote it; None when the bytes are not that.
+fn maybe<'a>(input: &mut Reader<'a>) -> Option<Option<Cow<'a, str>>> {
+    match input.u8()? {
+        0 => Some(None),
+        1 => Some(Some(Cow::Borrowed(input.str()?))),
+        _ => None,
+    }
 }
 
 fn order<'a>(input: &mut Reader<'a>) -> Option<(i64, Created<'a>)> {
@@ -552,6 +586,7 @@ fn head_entry<'a>(input: &mut Reader<'a>) -> Option<(HeadEntry<'a>, bool, Option
     };
     let (priority, created) = order(input)?;
     let (title, depends_on, parent) = graph(input)?;
+    let (claimed_by, updated_at) = holder(input)?;
     let entry = HeadEntry {
         name,
         key,
@@ -564,6 +599,8 @@ fn head_entry<'a>(input: &mut Reader<'a>) -> Option<(HeadEntry<'a>, bool, Option
             title,
             depends_on,
             parent,
+            claimed_by,
+            updated_at,
         },
     };
     Some((entry, flags & 2 != 0, len))
@@ -817,6 +854,8 @@ mod tests {
                         title: "first ✓".into(),
                         depends_on: vec!["task-0".into(), "task-9".into()],
                         parent: Some("epic-1".into()),
+                        claimed_by: Some("ann".into()),
+                        updated_at: Some("2026-11-28T09:00:00Z".into()),
                     },
                     outcome: Outcome::Doc(Cow::Owned("---\nid: task-1\n---\nbody ✓\n".into())),
                 },
