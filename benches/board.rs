@@ -20,7 +20,10 @@
 //! - reading every task file raw in this process (read_dir + read each file): what a full
 //!   scan costs at least. Target: `list` with a query on 100k within 0.25x of it (it reads
 //!   through the read index, which reads only the files that changed).
-//!   `ready`, `deps ID` and `summary` are timed beside it too, with and without a watcher.
+//!   `ready`, `deps ID`, `summary` and `check` are timed beside it too, with and without
+//!   a watcher (`check` exits 6 on these boards: they hold broken fixtures).
+//!   `TAVERN_BENCH_ONLY=check` times `check` alone beside it (no watcher), at each size or
+//!   on the board of TAVERN_BENCH_BOARD, which it changes no document of.
 //! - reading log.yaml raw in this process (the board's log holds one `create` per task):
 //!   what reading the whole log costs at least. `log --since` (the last 10 entries) should
 //!   cost what it shows, not what the log holds; `log --doc` finds one task's entries.
@@ -392,6 +395,21 @@ fn main() {
         return;
     }
 
+    // `TAVERN_BENCH_ONLY=check`: the check rows alone.
+    if std::env::var("TAVERN_BENCH_ONLY").is_ok_and(|v| v == "check") {
+        let load = search::loadavg();
+        let rows = time_check_only(&bin, &sizes, reuse, runs);
+        let mut report = render(&rows, &[], &bin);
+        writeln!(
+            report,
+            "\nLoad before: {load}; after: {}.",
+            search::loadavg()
+        )
+        .unwrap();
+        println!("{report}");
+        return;
+    }
+
     let true_bin = if Path::new("/bin/true").exists() {
         "/bin/true"
     } else {
@@ -547,7 +565,7 @@ fn time_commands(
     scale::from_nothing(b, n, rows);
     // `deps` of a task no claim row takes.
     let deps_id = built.claimable.last().expect("a claimable task");
-    let [raw, list, next, search, ready, deps, summary] =
+    let [raw, list, next, search, ready, deps, summary, check] =
         time_reads(b, &built.board, deps_id, scan_runs);
 
     // The watcher's own state: a first start, then a restart with nothing changed.
@@ -573,8 +591,16 @@ fn time_commands(
         built.board.join(".state/journal").exists(),
         "tavern watch kept no journal"
     );
-    let [w_raw, w_list, w_next, w_search, w_ready, w_deps, w_summary] =
-        time_reads(b, &built.board, deps_id, scan_runs);
+    let [
+        w_raw,
+        w_list,
+        w_next,
+        w_search,
+        w_ready,
+        w_deps,
+        w_summary,
+        w_check,
+    ] = time_reads(b, &built.board, deps_id, scan_runs);
     let _ = watcher.kill();
     let _ = watcher.wait();
 
@@ -655,6 +681,7 @@ fn time_commands(
     row("ready", ready, "read all raw", raw, None);
     row("deps ID", deps, "read all raw", raw, None);
     row("summary", summary, "read all raw", raw, None);
+    row("check", check, "read all raw", raw, None);
     row(
         "ready (watcher running)",
         w_ready,
@@ -672,6 +699,13 @@ fn time_commands(
     row(
         "summary (watcher running)",
         w_summary,
+        "read all raw",
+        w_raw,
+        None,
+    );
+    row(
+        "check (watcher running)",
+        w_check,
         "read all raw",
         w_raw,
         None,
@@ -714,11 +748,11 @@ impl Sample {
     }
 }
 
-/// `list` with a query, `claim --next`, `search`, `ready`, `deps ID` and `summary`, each
-/// round beside reading every task file raw in-process; round 0 warms up. [raw, list,
-/// next, search, ready, deps, summary].
-fn time_reads(b: &Bench, board: &Path, deps_id: &str, runs: usize) -> [Sample; 7] {
-    let mut samples: [Vec<scale::Run>; 7] = Default::default();
+/// `list` with a query, `claim --next`, `search`, `ready`, `deps ID`, `summary` and
+/// `check`, each round beside reading every task file raw in-process; round 0 warms up.
+/// [raw, list, next, search, ready, deps, summary, check].
+fn time_reads(b: &Bench, board: &Path, deps_id: &str, runs: usize) -> [Sample; 8] {
+    let mut samples: [Vec<scale::Run>; 8] = Default::default();
     for i in 0..=runs {
         let (wall, cpu) = scale::raw_read(board);
         let round = [
@@ -734,6 +768,7 @@ fn time_reads(b: &Bench, board: &Path, deps_id: &str, runs: usize) -> [Sample; 7
             scale::measured(&b.tavern(&["ready"])),
             scale::measured(&b.tavern(&["deps", deps_id])),
             scale::measured(&b.tavern(&["summary"])),
+            scale::measured_check(&b.tavern(&["check"])),
         ];
         if i > 0 {
             for (s, d) in samples.iter_mut().zip(round) {
@@ -741,7 +776,12 @@ fn time_reads(b: &Bench, board: &Path, deps_id: &str, runs: usize) -> [Sample; 7
             }
         }
     }
-    samples.map(|runs| Sample {
+    samples.map(sample)
+}
+
+/// The median wall and CPU time of runs, and their highest peak.
+fn sample(runs: Vec<scale::Run>) -> Sample {
+    Sample {
         wall: median(runs.iter().map(|r| r.wall).collect()),
         cpu: runs
             .iter()
@@ -749,7 +789,66 @@ fn time_reads(b: &Bench, board: &Path, deps_id: &str, runs: usize) -> [Sample; 7
             .collect::<Option<Vec<_>>>()
             .map(median),
         rss_kib: runs.iter().filter_map(|r| r.rss_kib).max(),
-    })
+    }
+}
+
+/// `TAVERN_BENCH_ONLY=check`: `check` alone at each size (a board built, or the one of
+/// TAVERN_BENCH_BOARD), each round beside reading every task file raw in-process, no
+/// watcher; round 0 warms up. `check` changes no document, so a kept board can be timed
+/// as it is.
+fn time_check_only(
+    bin: &Path,
+    sizes: &[usize],
+    mut reuse: Option<(Built, usize)>,
+    runs: usize,
+) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for &n in sizes {
+        let mut dir = None;
+        let built = match reuse.take() {
+            Some((built, _)) => built,
+            None => {
+                let d = tempfile::tempdir().unwrap();
+                let built = build_board(bin, d.path(), n);
+                dir = Some(d);
+                built
+            }
+        };
+        let b = Bench {
+            bin: bin.to_path_buf(),
+            board: built.board.clone(),
+        };
+        let mut raw_runs = Vec::new();
+        let mut check_runs = Vec::new();
+        for i in 0..=runs {
+            let (wall, cpu) = scale::raw_read(&built.board);
+            let check = scale::measured_check(&b.tavern(&["check"]));
+            if i > 0 {
+                raw_runs.push(scale::Run {
+                    wall,
+                    cpu: Some(cpu),
+                    rss_kib: None,
+                    stderr: String::new(),
+                });
+                check_runs.push(check);
+            }
+        }
+        let (raw, check) = (sample(raw_runs), sample(check_runs));
+        rows.push(Row {
+            op: "check".into(),
+            size: n,
+            median: check.wall,
+            cpu: check.cpu,
+            rss_kib: check.rss_kib,
+            baseline: "read all raw",
+            base: raw.wall,
+            base_cpu: raw.cpu,
+            target: None,
+            note: String::new(),
+        });
+        drop(dir);
+    }
+    rows
 }
 
 fn render(rows: &[Row], watch_rows: &[watch::Row], bin: &Path) -> String {

@@ -58,7 +58,7 @@ pub fn check(board: &Board) -> Result<Report> {
     let workflow = &board.config.workflow;
     let found = std::sync::Mutex::new(Found::default());
     let found_lock = || found.lock().unwrap_or_else(|p| p.into_inner());
-    let judge = |doc: &Document, problems: &mut Vec<Problem>| {
+    let judge = |doc: &Document, problems: &mut Vec<Problem>, refs: &mut Vec<Reference>| {
         let path = doc.rel_path();
         if doc.region == Region::Tasks && !doc.archived {
             match doc.status() {
@@ -83,8 +83,39 @@ pub fn check(board: &Board) -> Result<Report> {
             if doc.region == Region::Tasks && key == "status" {
                 continue;
             }
-            if let Some(problem) =
-                crate::schema::value_problem(board, doc.region, &path, key, value)
+            // What a reference names is looked up once every document is listed (no look
+            // at the disk for a document that is there): judged first as if it named
+            // documents that exist. Said in their own words: what depends_on names.
+            let problem = match crate::schema::references(doc.region, key, value) {
+                Some((tasks_only, ids)) => {
+                    match crate::schema::value_problem_with(
+                        board,
+                        doc.region,
+                        &path,
+                        key,
+                        value,
+                        &|_, _| true,
+                    ) {
+                        None => {
+                            if key != "depends_on" {
+                                refs.push(Reference {
+                                    path: path.clone(),
+                                    key: key.clone(),
+                                    tasks_only,
+                                    ids: ids.into_iter().map(str::to_string).collect(),
+                                });
+                            }
+                            None
+                        }
+                        // A value wrong in itself: judged in full, as a write judges it.
+                        Some(_) => {
+                            crate::schema::value_problem(board, doc.region, &path, key, value)
+                        }
+                    }
+                }
+                None => crate::schema::value_problem(board, doc.region, &path, key, value),
+            };
+            if let Some(problem) = problem
                 && !(key == "depends_on" && problem.starts_with("depends_on names"))
             {
                 problems.push(Problem {
@@ -96,7 +127,8 @@ pub fn check(board: &Board) -> Result<Report> {
     };
     let each = |doc: Document| {
         let mut problems = Vec::new();
-        judge(&doc, &mut problems);
+        let mut refs = Vec::new();
+        judge(&doc, &mut problems, &mut refs);
         let depends_on = if doc.region == Region::Tasks && !doc.archived {
             doc.list("depends_on")
         } else {
@@ -105,6 +137,7 @@ pub fn check(board: &Board) -> Result<Report> {
         let claims = crate::ops::decisions::claims_decision(&doc);
         let mut found = found_lock();
         found.problems.append(&mut problems);
+        found.references.append(&mut refs);
         let region = region_index(doc.region);
         if doc.archived {
             found.archived[region].insert(doc.file_id.clone());
@@ -125,6 +158,7 @@ pub fn check(board: &Board) -> Result<Report> {
         mut archived,
         claiming,
         problems,
+        references,
     } = found;
     report.problems.extend(problems);
     let mut push = |path: String, problem: String| report.problems.push(Problem { path, problem });
@@ -160,6 +194,33 @@ pub fn check(board: &Board) -> Result<Report> {
                     format!("id '{id}' is also used by {}/{id}.md", Region::ALL[j].dir()),
                 );
             }
+        }
+    }
+    // What the documents' references name: a document listed above is there; any other
+    // is looked for on the disk, as a write looks.
+    let exists = |id: &str, tasks_only: bool| {
+        let listed = |r: Region| {
+            let r = region_index(r);
+            live[r].contains_key(id)
+                || archived[r].contains(id)
+                || skipped_paths.contains(format!("{}/{id}.md", Region::ALL[r].dir()).as_str())
+        };
+        if tasks_only {
+            listed(Region::Tasks)
+        } else {
+            Region::ALL.into_iter().any(listed)
+        }
+    };
+    for r in &references {
+        if let Some(missing) = r
+            .ids
+            .iter()
+            .find(|id| !exists(id, r.tasks_only) && !crate::schema::exists(board, id, r.tasks_only))
+        {
+            push(
+                r.path.clone(),
+                crate::schema::missing_reference(&r.key, missing, r.tasks_only),
+            );
         }
     }
     let tasks = &live[region_index(Region::Tasks)];
@@ -315,6 +376,17 @@ struct Found {
     claiming: Vec<Document>,
     /// What was found wrong with a document on its own.
     problems: Vec<Problem>,
+    /// The references whose value is right in itself (but depends_on, which is judged
+    /// with the dependencies): what they name is looked up once every id is known.
+    references: Vec<Reference>,
+}
+
+/// A document's reference to others (`parent`, `about`, `blocks`).
+struct Reference {
+    path: String,
+    key: String,
+    tasks_only: bool,
+    ids: Vec<String>,
 }
 
 fn region_index(region: Region) -> usize {

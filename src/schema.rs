@@ -348,7 +348,13 @@ fn is_time(s: &str) -> bool {
     !s.starts_with(['-', '+']) && crate::time::parse_time(s, crate::time::now()).is_some()
 }
 
-fn exists(board: &Board, id: &str, tasks_only: bool) -> bool {
+/// Whether a document `id` exists (a task, with `tasks_only`), on the board or archived:
+/// what a reference may name.
+pub type Exists<'a> = dyn Fn(&str, bool) -> bool + 'a;
+
+/// Is there a file for the document `id` (a task, with `tasks_only`), on the board or
+/// archived?
+pub fn exists(board: &Board, id: &str, tasks_only: bool) -> bool {
     if tasks_only {
         return board.task_exists(id);
     }
@@ -359,13 +365,19 @@ fn exists(board: &Board, id: &str, tasks_only: bool) -> bool {
         })
 }
 
-fn reference(board: &Board, path: &str, key: &str, v: &Value, tasks_only: bool) -> Result<()> {
+fn reference(
+    exists: &Exists<'_>,
+    path: &str,
+    key: &str,
+    v: &Value,
+    tasks_only: bool,
+) -> Result<()> {
     let kind = if tasks_only { "task" } else { "document" };
     let Value::String(id) = v else {
         return Err(invalid(path, key, &format!("a {kind} id"), v));
     };
     crate::id::validate(id)?;
-    if !exists(board, id, tasks_only) {
+    if !exists(id, tasks_only) {
         return Err(Error::NotFound {
             what: format!("{kind} '{id}' (named in {key} of {path})"),
             hint: if tasks_only {
@@ -390,6 +402,20 @@ fn reference(board: &Board, path: &str, key: &str, v: &Value, tasks_only: bool) 
 /// message). `null` clears an optional field. References must name a document that
 /// exists: exit 4 when it does not; any other mismatch is invalid input (exit 6).
 pub fn check_value(board: &Board, region: Region, path: &str, key: &str, v: &Value) -> Result<()> {
+    check_value_with(board, region, path, key, v, &|id, tasks_only| {
+        exists(board, id, tasks_only)
+    })
+}
+
+/// [`check_value`], with `exists` saying which documents a reference may name.
+fn check_value_with(
+    board: &Board,
+    region: Region,
+    path: &str,
+    key: &str,
+    v: &Value,
+    exists: &Exists<'_>,
+) -> Result<()> {
     let Some(rule) = rule(region, key) else {
         return Ok(());
     };
@@ -478,7 +504,7 @@ pub fn check_value(board: &Board, region: Region, path: &str, key: &str, v: &Val
                 Err(invalid(path, key, "text or a list of text", v))
             }
         }
-        Rule::Task | Rule::Doc => reference(board, path, key, v, rule == Rule::Task),
+        Rule::Task | Rule::Doc => reference(exists, path, key, v, rule == Rule::Task),
         Rule::Tasks | Rule::Docs => {
             // One id stands for a list of one, as readers take it.
             let items = match v {
@@ -487,7 +513,7 @@ pub fn check_value(board: &Board, region: Region, path: &str, key: &str, v: &Val
                 _ => return Err(invalid(path, key, "a list of ids, like [task-7k2m]", v)),
             };
             for item in items {
-                reference(board, path, key, item, rule == Rule::Tasks)?;
+                reference(exists, path, key, item, rule == Rule::Tasks)?;
             }
             Ok(())
         }
@@ -505,20 +531,27 @@ pub fn value_problem(
     key: &str,
     v: &Value,
 ) -> Option<String> {
-    match check_value(board, region, path, key, v) {
+    value_problem_with(board, region, path, key, v, &|id, tasks_only| {
+        exists(board, id, tasks_only)
+    })
+}
+
+/// [`value_problem`], with `exists` saying which documents a reference may name (a
+/// reader that has listed the board knows without a look at the disk).
+pub fn value_problem_with(
+    board: &Board,
+    region: Region,
+    path: &str,
+    key: &str,
+    v: &Value,
+    exists: &Exists<'_>,
+) -> Option<String> {
+    match check_value_with(board, region, path, key, v, exists) {
         Ok(()) => None,
         Err(Error::NotFound { .. }) => {
-            let tasks_only = matches!(rule(region, key), Some(Rule::Task | Rule::Tasks));
-            let ids: Vec<&str> = match v {
-                Value::String(s) => vec![s.as_str()],
-                Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
-                _ => Vec::new(),
-            };
-            let missing = ids.into_iter().find(|id| !exists(board, id, tasks_only))?;
-            Some(format!(
-                "{key} names '{missing}', which is not a {} on this board",
-                if tasks_only { "task" } else { "document" }
-            ))
+            let (tasks_only, ids) = references(region, key, v)?;
+            let missing = ids.into_iter().find(|id| !exists(id, tasks_only))?;
+            Some(missing_reference(key, missing, tasks_only))
         }
         Err(e) => {
             let message = e.to_string();
@@ -528,6 +561,31 @@ pub fn value_problem(
             Some(message.trim_end_matches("; nothing written").to_string())
         }
     }
+}
+
+/// What a value of `key` names when the schema takes it for references: whether they
+/// must be tasks, and the ids (the strings of a list).
+pub fn references<'v>(region: Region, key: &str, v: &'v Value) -> Option<(bool, Vec<&'v str>)> {
+    let tasks_only = match rule(region, key)? {
+        Rule::Task | Rule::Tasks => true,
+        Rule::Doc | Rule::Docs => false,
+        _ => return None,
+    };
+    let ids = match v {
+        Value::String(s) => vec![s.as_str()],
+        Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    Some((tasks_only, ids))
+}
+
+/// The problem with a reference to `missing`, which is not a document (a task, with
+/// `tasks_only`) on the board or archived.
+pub fn missing_reference(key: &str, missing: &str, tasks_only: bool) -> String {
+    format!(
+        "{key} names '{missing}', which is not a {} on this board",
+        if tasks_only { "task" } else { "document" }
+    )
 }
 
 /// Checks that `key` may be removed from a document of `region`.

@@ -428,3 +428,108 @@ fn check_weighs_the_whole_board_and_the_log_in_seq_order() {
     assert_eq!(v["problems"].as_array().unwrap().len(), problems.len());
     assert_eq!(snapshot(&b), before, "check changed the board");
 }
+
+/// What a reference names (`parent`, an observation's `about`, a question's `blocks`) is
+/// looked for wherever a document may be: on the board, archived, a file that cannot be
+/// read as a document, a directory by its name; only a name with nothing behind it is a
+/// problem, the first such of a list, before a later value that is wrong in itself.
+#[test]
+fn references_are_judged_against_every_place_a_document_may_be() {
+    let b = TestBoard::new();
+    b.task("Base", &["--id", "t-base"]);
+    b.write(
+        "archive/tasks/t-old.md",
+        "---\nid: t-old\ntitle: Old\nstatus: done\n---\n",
+    );
+    b.write("tasks/t-torn.md", "---\nid: t-torn\ntitle: [torn\n---\n");
+    std::fs::create_dir_all(b.board().join("tasks/t-dir.md")).unwrap();
+    b.write(
+        "observations/o-1.md",
+        "---\nid: o-1\ntitle: Seen\nabout: [t-base, t-old, q-1]\n---\n",
+    );
+    b.write(
+        "observations/o-2.md",
+        "---\nid: o-2\ntitle: Seen\nabout: [o-1, o-gone, \"Not An Id\"]\n---\n",
+    );
+    b.write(
+        "questions/q-1.md",
+        "---\nid: q-1\ntitle: Which?\nblocks: [t-base, t-old, o-1]\n---\n",
+    );
+    for (id, parent) in [
+        ("t-a", "t-base"),
+        ("t-b", "t-old"),
+        ("t-c", "t-torn"),
+        ("t-d", "t-dir"),
+        ("t-e", "o-1"),
+        ("t-f", "t-nobody"),
+    ] {
+        b.write(
+            &format!("tasks/{id}.md"),
+            format!("---\nid: {id}\ntitle: Part\nstatus: pending\nparent: {parent}\n---\n"),
+        );
+    }
+    let before = snapshot(&b);
+    let problems = [
+        (
+            "observations/o-2.md",
+            "about names 'o-gone', which is not a document on this board",
+        ),
+        (
+            "questions/q-1.md",
+            "blocks names 'o-1', which is not a task on this board",
+        ),
+        ("tasks/t-dir.md", "is not a regular file"),
+        (
+            "tasks/t-e.md",
+            "parent names 'o-1', which is not a task on this board",
+        ),
+        (
+            "tasks/t-f.md",
+            "parent names 't-nobody', which is not a task on this board",
+        ),
+        (
+            "tasks/t-torn.md",
+            "line 3: unclosed bracket '[' (a value starting with [ { * & ! | > ' \" % @ or ` is read as YAML syntax: quote it, as in title: \"[torn\")",
+        ),
+    ];
+    b.run(&["check"])
+        .code(6)
+        .stdout_is("")
+        .stderr_is(&problems_report(&problems, &b.board()));
+    assert_eq!(snapshot(&b), before, "check changed the board");
+}
+
+/// A reference to a document that `check` listed is answered from the listing: the target
+/// is not looked up on the disk again, however many documents name it (traced with strace,
+/// which the test needs).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_reference_to_a_listed_document_costs_no_look_at_the_disk() {
+    let b = TestBoard::new();
+    b.task("Base", &["--id", "t-base"]);
+    for i in 0..5 {
+        b.write(
+            &format!("tasks/t-part{i}.md"),
+            format!("---\nid: t-part{i}\ntitle: Part\nstatus: pending\nparent: t-base\n---\n"),
+        );
+    }
+    b.write(
+        "observations/o-1.md",
+        "---\nid: o-1\ntitle: Seen\nabout: [t-base, t-part1]\n---\n",
+    );
+    let (_, out) = crate::util::watcher::task_files_statted(&b, &["check"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // A lookup names the file by its path in its region or the archive; the listing's
+    // own stat of each file (by its name in the directory) is not one.
+    let lookups: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("/t-base.md\"") || l.contains("/t-part1.md\""))
+        .collect();
+    assert!(lookups.is_empty(), "{lookups:#?}");
+    assert!(
+        out.stderr.contains("t-base.md\""),
+        "the trace shows no stat of the board's files at all:\n{}",
+        out.stderr
+    );
+}
