@@ -422,38 +422,58 @@ fn path_key(name: &str, after: &str) -> [u64; 2] {
 /// edit away), and the postings of each of them; None when postings fail their check.
 #[allow(clippy::type_complexity)]
 fn look_up(b: &Bucket, wants: &[Want]) -> Option<(Vec<Vec<usize>>, Vec<(usize, store::Postings)>)> {
-    let mut all = Vec::with_capacity(wants.len());
-    let mut read: Vec<(usize, store::Postings)> = Vec::new();
-    for want in wants {
-        let mut hits: Vec<usize> = Vec::new();
-        if let Some(i) = b.find(&want.term) {
-            hits.push(i);
-        }
-        if want.fuzzy {
-            let w = want.term.as_bytes();
-            let ascii = w.is_ascii();
-            let chars = want.term.chars().count();
-            // One edit changes a word by at most one character: four bytes. The terms'
-            // lengths are told by the directory's ends, before their bytes are looked at.
-            b.terms_within(w.len().saturating_sub(4), w.len() + 4, |i, t| {
+    let mut all: Vec<Vec<usize>> = wants
+        .iter()
+        .map(|w| b.find(&w.term).into_iter().collect())
+        .collect();
+    // The fuzzy words: (which, bytes, ASCII, characters).
+    let fuzzy: Vec<(usize, &[u8], bool, usize)> = wants
+        .iter()
+        .enumerate()
+        .filter(|(_, w)| w.fuzzy)
+        .map(|(k, w)| {
+            (
+                k,
+                w.term.as_bytes(),
+                w.term.is_ascii(),
+                w.term.chars().count(),
+            )
+        })
+        .collect();
+    if !fuzzy.is_empty() {
+        // One edit changes a word by at most one character: four bytes. The terms'
+        // lengths are told by the directory's ends, before their bytes are looked at; one
+        // pass for every fuzzy word.
+        let lo = fuzzy.iter().map(|f| f.1.len()).min().unwrap_or(0);
+        let hi = fuzzy.iter().map(|f| f.1.len()).max().unwrap_or(0);
+        b.terms_within(lo.saturating_sub(4), hi + 4, |i, t| {
+            for &(k, w, ascii, chars) in &fuzzy {
+                // One edit of a word of three characters or more leaves its first or its
+                // last character as it was (so its first or its last byte).
+                if t.len().abs_diff(w.len()) > 4
+                    || (chars >= 3 && t.first() != w.first() && t.last() != w.last())
+                {
+                    continue;
+                }
                 // Two ASCII words (most): compared as bytes, without decoding.
                 let near = if ascii && t.is_ascii() {
                     t.len().abs_diff(w.len()) <= 1 && one_edit(t, w)
                 } else {
                     let t = b.term(i);
-                    t.chars().count().abs_diff(chars) <= 1 && one_edit_apart(t, &want.term)
+                    let w = std::str::from_utf8(w).unwrap_or_default();
+                    t.chars().count().abs_diff(chars) <= 1 && one_edit_apart(t, w)
                 };
                 if near {
-                    hits.push(i);
+                    all[k].push(i);
                 }
-            });
-        }
-        for &i in &hits {
-            if !read.iter().any(|(j, _)| *j == i) {
-                read.push((i, b.postings(i)?));
             }
+        });
+    }
+    let mut read: Vec<(usize, store::Postings)> = Vec::new();
+    for &i in all.iter().flatten() {
+        if !read.iter().any(|(j, _)| *j == i) {
+            read.push((i, b.postings(i)?));
         }
-        all.push(hits);
     }
     Some((all, read))
 }
@@ -1288,6 +1308,15 @@ mod tests {
                 proptest::prop_assert_eq!(
                     super::one_edit_apart(&a, &b),
                     strsim::osa_distance(&a, &b) == 1,
+                    "{:?} {:?}", a, b
+                );
+            }
+            // What the typo pass skips on: one edit of a word of three characters or more
+            // leaves its first or its last byte.
+            if a.chars().count() >= 3 && strsim::osa_distance(&a, &b) == 1 {
+                proptest::prop_assert!(
+                    a.as_bytes().first() == b.as_bytes().first()
+                        || a.as_bytes().last() == b.as_bytes().last(),
                     "{:?} {:?}", a, b
                 );
             }
