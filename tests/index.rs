@@ -1107,6 +1107,128 @@ fn git_checkout_of_an_old_graph_is_seen_by_deps_tree_and_ready() {
     assert_eq!(now, old, "the old graph reads as it did");
 }
 
+// `summary` passes over the open tasks no list can take by their heads (status,
+// claimed_by, updated_at, priority, age): what it shows and counts must be what a read of
+// every file gives, whatever changed behind the index's back.
+
+/// A task with what `summary` decides by: whose it is, and since when it stands still.
+fn summary_task(n: usize, status: &str, holder: &str, updated: &str, priority: usize) -> String {
+    format!(
+        "---\nid: t-{n:04}\ntitle: Task {n}\nstatus: {status}\npriority: {priority}\n\
+         claimed_by: {holder}\ncreated_at: 2026-01-01T00:{:02}:{:02}Z\n\
+         updated_at: {updated}\nrev: 2\n---\n\nbody\n",
+        n / 60,
+        n % 60
+    )
+}
+
+const LONG_AGO: &str = "2020-01-01T00:00:00Z";
+const LATER: &str = "2099-01-01T00:00:00Z";
+
+/// 180 tasks in six states, each held by one of two registered agents or one that is not,
+/// a quarter of them unchanged for years (stuck, when held).
+fn summary_board() -> TestBoard {
+    let b = TestBoard::new();
+    let pid = std::process::id().to_string();
+    for agent in ["a1", "a2"] {
+        b.run(&["agent", "register", "--name", agent, "--pid", &pid])
+            .ok();
+    }
+    let states = ["pending", "claimed", "working", "review", "blocked", "done"];
+    for n in 0..180 {
+        let status = states[n % 6];
+        let holder = ["a1", "a2", "zz"][(n / 6) % 3];
+        let updated = if n % 4 == 0 { LONG_AGO } else { LATER };
+        b.write(
+            &format!("tasks/t-{n:04}.md"),
+            summary_task(n, status, holder, updated, n % 5),
+        );
+    }
+    b
+}
+
+/// `summary` as the index answers it, then from the files alone: the same, save when it
+/// ran and how lively each agent looks (which moves with the clock).
+fn summary_same_as_full_scan(b: &TestBoard, what: &str) -> Vec<String> {
+    let asks: [&[&str]; 3] = [
+        &["summary", "--limit", "3", "--json"],
+        &["summary", "--limit", "0", "--json"],
+        &["summary", "--json"],
+    ];
+    let read = || -> Vec<String> {
+        asks.iter()
+            .map(|args| {
+                let mut v = tavern(b.root(), args).json();
+                v.as_object_mut().unwrap().remove("generated_at");
+                for a in v["agents"].as_array_mut().unwrap() {
+                    a.as_object_mut().unwrap().remove("status");
+                    a.as_object_mut().unwrap().remove("last_seen");
+                }
+                v.to_string()
+            })
+            .collect()
+    };
+    let indexed = read();
+    std::fs::remove_dir_all(index_dir(&b.board())).unwrap();
+    let full = read();
+    assert_eq!(
+        indexed, full,
+        "{what}: the index answered differently from the files"
+    );
+    full
+}
+
+fn summary_edits_in_place(b: &TestBoard) {
+    let first = summary_same_as_full_scan(b, "as written");
+    let v: serde_json::Value = serde_json::from_str(&first[0]).unwrap();
+    assert_eq!(v["totals"]["tasks"]["working"], 30, "{v}");
+    // a1 holds every sixth block of six: ten tasks of each of the five open states.
+    assert_eq!(v["totals"]["holds"]["a1"], 50, "{v}");
+    assert!(v["totals"]["stuck"].as_u64().unwrap() > 3, "{v}");
+    // Each edit keeps the file's size, in place, several within one second: a task far
+    // down every list changes holder, comes unstuck or stuck, changes state, jumps ahead.
+    let path = |n: usize| b.board().join(format!("tasks/t-{n:04}.md"));
+    let edits = [
+        (
+            170,
+            "working",
+            "a1",
+            LONG_AGO,
+            0,
+            "a held task passes to another agent",
+        ),
+        (170, "working", "a1", LATER, 0, "a stuck task moves"),
+        (166, "working", "a1", LONG_AGO, 1, "a task goes stuck"),
+        (172, "claimed", "a2", LATER, 2, "a task changes state"),
+        (175, "pending", "zz", LATER, 0, "a task jumps ahead"),
+    ];
+    for (n, status, holder, updated, priority, what) in edits {
+        let before = std::fs::metadata(path(n)).unwrap();
+        std::fs::write(path(n), summary_task(n, status, holder, updated, priority)).unwrap();
+        assert_eq!(
+            std::fs::metadata(path(n)).unwrap().len(),
+            before.len(),
+            "{what}"
+        );
+        summary_same_as_full_scan(b, what);
+    }
+    let v: serde_json::Value =
+        serde_json::from_str(&summary_same_as_full_scan(b, "at the end")[0]).unwrap();
+    // t-0175 was claimed, t-0166 and t-0172 blocked: all three moved.
+    assert_eq!(v["totals"]["tasks"]["pending"], 31, "{v}");
+    assert_eq!(v["totals"]["tasks"]["blocked"], 28, "{v}");
+}
+
+#[test]
+fn summary_passes_over_open_tasks_by_their_heads_as_a_read_of_every_file_shows_them() {
+    summary_edits_in_place(&summary_board());
+}
+
+#[test]
+fn with_a_watcher_running_summary_passes_over_open_tasks_by_their_heads() {
+    crate::util::watcher::with_a_watcher(&summary_board(), summary_edits_in_place);
+}
+
 // `ready` without a query decides and prints its rows from the heads the index keeps
 // (status, priority and its text, creation time, id, title, claimant, depends_on, needs)
 // without parsing the tasks: its table must be the one the parsed tasks give (`ready`

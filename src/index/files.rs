@@ -71,15 +71,17 @@ pub struct Head<'a> {
     pub title: Cow<'a, str>,
     pub depends_on: Vec<Cow<'a, str>>,
     pub parent: Option<Cow<'a, str>>,
-    /// A task's row as `ready` shows it, and what else decides whether it is ready for an
-    /// agent: its `id`, the text of its `priority` (else `severity`), `claimed_by`, `needs`
-    /// and `updated_at` (none of them for a document that is no task), so that `ready` and
-    /// `summary` need not parse every open task.
+    /// A task's `claimed_by` and `updated_at` when they are strings: who holds it and
+    /// since when it stands still, what `summary` decides its lists by without parsing
+    /// every open task.
+    pub claimed_by: Option<Cow<'a, str>>,
+    pub updated_at: Option<Cow<'a, str>>,
+    /// A task's `id`, the text of its `priority` (else `severity`) and its `needs`: with
+    /// the above, its row as `ready` shows it and what else decides whether it is ready for
+    /// an agent, so that `ready` need not parse every claimable task.
     pub id: Cow<'a, str>,
     pub pri: Option<Cow<'a, str>>,
-    pub claimed_by: Option<Cow<'a, str>>,
     pub needs: Vec<Cow<'a, str>>,
-    pub updated: Option<Cow<'a, str>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -130,6 +132,14 @@ impl Head<'_> {
                 .str("parent")
                 .filter(|_| task)
                 .map(|p| Cow::Owned(p.to_string())),
+            claimed_by: doc
+                .str("claimed_by")
+                .filter(|_| task)
+                .map(|c| Cow::Owned(c.to_string())),
+            updated_at: doc
+                .str("updated_at")
+                .filter(|_| task)
+                .map(|u| Cow::Owned(u.to_string())),
             id: Cow::Owned(if task {
                 doc.id().to_string()
             } else {
@@ -140,19 +150,13 @@ impl Head<'_> {
                 .or_else(|| doc.text("severity"))
                 .filter(|_| task)
                 .map(Cow::Owned),
-            claimed_by: owned(doc.str("claimed_by").filter(|_| task)),
             needs: if task {
                 doc.list("needs").into_iter().map(Cow::Owned).collect()
             } else {
                 Vec::new()
             },
-            updated: owned(doc.str("updated_at").filter(|_| task)),
         }
     }
-}
-
-fn owned(s: Option<&str>) -> Option<Cow<'static, str>> {
-    s.map(|s| Cow::Owned(s.to_string()))
 }
 
 /// One entry of a bucket read without its text ([`decode_heads`]).
@@ -413,6 +417,8 @@ pub fn encode_bucket(b: &Bucket, pick: &dyn Fn(&Head<'_>) -> bool) -> Vec<u8> {
         }
         put_order(&mut heads, &e.head);
         put_graph(&mut heads, &e.head);
+        put_holder(&mut heads, &e.head);
+        put_row(&mut heads, &e.head);
     }
     let heads = heads.0;
     let picks = encode_picks(b, pick);
@@ -457,55 +463,73 @@ fn put_graph(out: &mut Out, head: &Head<'_>) {
     for dep in &head.depends_on {
         out.str(dep);
     }
-    put_opt(out, &head.parent);
+    put_maybe(out, head.parent.as_deref());
+}
+
+/// What `summary` needs of a task's head: claimed_by, updated_at.
+fn put_holder(out: &mut Out, head: &Head<'_>) {
+    put_maybe(out, head.claimed_by.as_deref());
+    put_maybe(out, head.updated_at.as_deref());
+}
+
+/// What `ready` needs of a task's head besides the above: id, priority's text, needs.
+fn put_row(out: &mut Out, head: &Head<'_>) {
     out.str(&head.id);
-    put_opt(out, &head.pri);
-    put_opt(out, &head.claimed_by);
+    put_maybe(out, head.pri.as_deref());
     out.u32(head.needs.len() as u32);
     for need in &head.needs {
         out.str(need);
     }
-    put_opt(out, &head.updated);
 }
 
-fn put_opt(out: &mut Out, s: &Option<Cow<'_, str>>) {
-    match s {
-        Some(s) => {
+fn put_maybe(out: &mut Out, text: Option<&str>) {
+    match text {
+        Some(t) => {
             out.u8(1);
-            out.str(s);
+            out.str(t);
         }
         None => out.u8(0),
     }
 }
 
-fn opt<'a>(input: &mut Reader<'a>) -> Option<Option<Cow<'a, str>>> {
+type Graph<'a> = (Cow<'a, str>, Vec<Cow<'a, str>>, Option<Cow<'a, str>>);
+
+fn graph<'a>(input: &mut Reader<'a>) -> Option<Graph<'a>> {
+    let title = Cow::Borrowed(input.str()?);
+    let n = input.u32()? as usize;
+    let mut depends_on = Vec::with_capacity(n.min(input.0.len() / 4));
+    for _ in 0..n {
+        depends_on.push(Cow::Borrowed(input.str()?));
+    }
+    Some((title, depends_on, maybe(input)?))
+}
+
+type Holder<'a> = (Option<Cow<'a, str>>, Option<Cow<'a, str>>);
+
+fn holder<'a>(input: &mut Reader<'a>) -> Option<Holder<'a>> {
+    Some((maybe(input)?, maybe(input)?))
+}
+
+/// What [`put_row`] wrote into `head`.
+fn row<'a>(input: &mut Reader<'a>, head: &mut Head<'a>) -> Option<()> {
+    head.id = Cow::Borrowed(input.str()?);
+    head.pri = maybe(input)?;
+    let n = input.u32()? as usize;
+    let mut needs = Vec::with_capacity(n.min(input.0.len() / 4));
+    for _ in 0..n {
+        needs.push(Cow::Borrowed(input.str()?));
+    }
+    head.needs = needs;
+    Some(())
+}
+
+/// A text that may be absent, as [`put_maybe`] wrote it; None when the bytes are not that.
+fn maybe<'a>(input: &mut Reader<'a>) -> Option<Option<Cow<'a, str>>> {
     match input.u8()? {
         0 => Some(None),
         1 => Some(Some(Cow::Borrowed(input.str()?))),
         _ => None,
     }
-}
-
-fn strs<'a>(input: &mut Reader<'a>) -> Option<Vec<Cow<'a, str>>> {
-    let n = input.u32()? as usize;
-    let mut all = Vec::with_capacity(n.min(input.0.len() / 4));
-    for _ in 0..n {
-        all.push(Cow::Borrowed(input.str()?));
-    }
-    Some(all)
-}
-
-/// What [`put_graph`] wrote: a head less its status and order.
-fn graph<'a>(input: &mut Reader<'a>, head: &mut Head<'a>) -> Option<()> {
-    head.title = Cow::Borrowed(input.str()?);
-    head.depends_on = strs(input)?;
-    head.parent = opt(input)?;
-    head.id = Cow::Borrowed(input.str()?);
-    head.pri = opt(input)?;
-    head.claimed_by = opt(input)?;
-    head.needs = strs(input)?;
-    head.updated = opt(input)?;
-    Some(())
 }
 
 fn order<'a>(input: &mut Reader<'a>) -> Option<(i64, Created<'a>)> {
@@ -606,20 +630,27 @@ fn head_entry<'a>(input: &mut Reader<'a>) -> Option<(HeadEntry<'a>, bool, Option
         _ => return None,
     };
     let (priority, created) = order(input)?;
-    let mut head = Head {
-        status,
-        priority,
-        created,
-        ..Head::default()
-    };
-    graph(input, &mut head)?;
+    let (title, depends_on, parent) = graph(input)?;
+    let (claimed_by, updated_at) = holder(input)?;
     let entry = HeadEntry {
         name,
         key,
         racy: flags & 1 != 0,
         skipped,
-        head,
+        head: Head {
+            status,
+            priority,
+            created,
+            title,
+            depends_on,
+            parent,
+            claimed_by,
+            updated_at,
+            ..Head::default()
+        },
     };
+    let mut entry = entry;
+    row(input, &mut entry.head)?;
     Some((entry, flags & 2 != 0, len))
 }
 
@@ -871,11 +902,11 @@ mod tests {
                         title: "first ✓".into(),
                         depends_on: vec!["task-0".into(), "task-9".into()],
                         parent: Some("epic-1".into()),
+                        claimed_by: Some("ann".into()),
+                        updated_at: Some("2026-11-28T09:00:00Z".into()),
                         id: "task-1".into(),
                         pri: Some("high ✓".into()),
-                        claimed_by: Some("coder-1".into()),
                         needs: vec!["rust".into(), "gpu".into()],
-                        updated: Some("2026-11-01T12:00:00Z".into()),
                     },
                     outcome: Outcome::Doc(Cow::Owned("---\nid: task-1\n---\nbody ✓\n".into())),
                 },

@@ -106,7 +106,7 @@ impl Progress {
 }
 
 /// Bumped whenever what the index stores, or how a file's outcome is decided, changes.
-const FORMAT: u32 = 6;
+const FORMAT: u32 = 7;
 
 /// What a read may pass over unparsed among the cached documents in the fast parser's
 /// plain subset (and ASCII): those whose text lacks one word of each list of `needles`,
