@@ -145,6 +145,7 @@ impl Bucket {
         self.n
     }
 
+    #[cfg(test)]
     pub fn terms(&self) -> usize {
         self.t
     }
@@ -275,6 +276,26 @@ impl Bucket {
         let end = u32_at(dir, 4 + 4 * i) as usize;
         let at = 4 + 4 * self.t;
         dir.get(at + start..at + end).unwrap_or_default()
+    }
+
+    /// Gives `f` each term whose length in bytes is within `lo..=hi`, with its index, in
+    /// order; the lengths are told by the terms' ends, the other terms' bytes are not read.
+    pub fn terms_within(&self, lo: usize, hi: usize, mut f: impl FnMut(usize, &[u8])) {
+        let dir = self.dir();
+        let at = 4 + 4 * self.t;
+        let (Some(ends), Some(text)) = (dir.get(4..at), dir.get(at..)) else {
+            return;
+        };
+        let mut start = 0usize;
+        for (i, end) in ends.chunks_exact(4).enumerate() {
+            let end = u32::from_le_bytes([end[0], end[1], end[2], end[3]]) as usize;
+            if (lo..=hi).contains(&end.wrapping_sub(start))
+                && let Some(t) = text.get(start..end)
+            {
+                f(i, t);
+            }
+            start = end;
+        }
     }
 
     pub fn term(&self, i: usize) -> &str {
