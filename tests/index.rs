@@ -40,6 +40,8 @@ fn reads(dir: &Path) -> Vec<String> {
         vec!["list", "observations", "archive", "--json"],
         vec!["list", "needle", "--json"],
         vec!["ready", "--json"],
+        vec!["ready"],
+        vec!["ready", "--all"],
         vec!["questions", "--all", "--json"],
         vec!["summary", "--json"],
     ];
@@ -1103,4 +1105,265 @@ fn git_checkout_of_an_old_graph_is_seen_by_deps_tree_and_ready() {
     assert!(subtasks(&main, "t-0005").is_empty());
     let now = graph_same_as_full_scan(&main, &board, "git checkout of the old graph");
     assert_eq!(now, old, "the old graph reads as it did");
+}
+
+// `summary` passes over the open tasks no list can take by their heads (status,
+// claimed_by, updated_at, priority, age): what it shows and counts must be what a read of
+// every file gives, whatever changed behind the index's back.
+
+/// A task with what `summary` decides by: whose it is, and since when it stands still.
+fn summary_task(n: usize, status: &str, holder: &str, updated: &str, priority: usize) -> String {
+    format!(
+        "---\nid: t-{n:04}\ntitle: Task {n}\nstatus: {status}\npriority: {priority}\n\
+         claimed_by: {holder}\ncreated_at: 2026-01-01T00:{:02}:{:02}Z\n\
+         updated_at: {updated}\nrev: 2\n---\n\nbody\n",
+        n / 60,
+        n % 60
+    )
+}
+
+const LONG_AGO: &str = "2020-01-01T00:00:00Z";
+const LATER: &str = "2099-01-01T00:00:00Z";
+
+/// 180 tasks in six states, each held by one of two registered agents or one that is not,
+/// a quarter of them unchanged for years (stuck, when held).
+fn summary_board() -> TestBoard {
+    let b = TestBoard::new();
+    let pid = std::process::id().to_string();
+    for agent in ["a1", "a2"] {
+        b.run(&["agent", "register", "--name", agent, "--pid", &pid])
+            .ok();
+    }
+    let states = ["pending", "claimed", "working", "review", "blocked", "done"];
+    for n in 0..180 {
+        let status = states[n % 6];
+        let holder = ["a1", "a2", "zz"][(n / 6) % 3];
+        let updated = if n % 4 == 0 { LONG_AGO } else { LATER };
+        b.write(
+            &format!("tasks/t-{n:04}.md"),
+            summary_task(n, status, holder, updated, n % 5),
+        );
+    }
+    b
+}
+
+/// `summary` as the index answers it, then from the files alone: the same, save when it
+/// ran and how lively each agent looks (which moves with the clock).
+fn summary_same_as_full_scan(b: &TestBoard, what: &str) -> Vec<String> {
+    let asks: [&[&str]; 3] = [
+        &["summary", "--limit", "3", "--json"],
+        &["summary", "--limit", "0", "--json"],
+        &["summary", "--json"],
+    ];
+    let read = || -> Vec<String> {
+        asks.iter()
+            .map(|args| {
+                let mut v = tavern(b.root(), args).json();
+                v.as_object_mut().unwrap().remove("generated_at");
+                for a in v["agents"].as_array_mut().unwrap() {
+                    a.as_object_mut().unwrap().remove("status");
+                    a.as_object_mut().unwrap().remove("last_seen");
+                }
+                v.to_string()
+            })
+            .collect()
+    };
+    let indexed = read();
+    std::fs::remove_dir_all(index_dir(&b.board())).unwrap();
+    let full = read();
+    assert_eq!(
+        indexed, full,
+        "{what}: the index answered differently from the files"
+    );
+    full
+}
+
+fn summary_edits_in_place(b: &TestBoard) {
+    let first = summary_same_as_full_scan(b, "as written");
+    let v: serde_json::Value = serde_json::from_str(&first[0]).unwrap();
+    assert_eq!(v["totals"]["tasks"]["working"], 30, "{v}");
+    // a1 holds every sixth block of six: ten tasks of each of the five open states.
+    assert_eq!(v["totals"]["holds"]["a1"], 50, "{v}");
+    assert!(v["totals"]["stuck"].as_u64().unwrap() > 3, "{v}");
+    // Each edit keeps the file's size, in place, several within one second: a task far
+    // down every list changes holder, comes unstuck or stuck, changes state, jumps ahead.
+    let path = |n: usize| b.board().join(format!("tasks/t-{n:04}.md"));
+    let edits = [
+        (
+            170,
+            "working",
+            "a1",
+            LONG_AGO,
+            0,
+            "a held task passes to another agent",
+        ),
+        (170, "working", "a1", LATER, 0, "a stuck task moves"),
+        (166, "working", "a1", LONG_AGO, 1, "a task goes stuck"),
+        (172, "claimed", "a2", LATER, 2, "a task changes state"),
+        (175, "pending", "zz", LATER, 0, "a task jumps ahead"),
+    ];
+    for (n, status, holder, updated, priority, what) in edits {
+        let before = std::fs::metadata(path(n)).unwrap();
+        std::fs::write(path(n), summary_task(n, status, holder, updated, priority)).unwrap();
+        assert_eq!(
+            std::fs::metadata(path(n)).unwrap().len(),
+            before.len(),
+            "{what}"
+        );
+        summary_same_as_full_scan(b, what);
+    }
+    let v: serde_json::Value =
+        serde_json::from_str(&summary_same_as_full_scan(b, "at the end")[0]).unwrap();
+    // t-0175 was claimed, t-0166 and t-0172 blocked: all three moved.
+    assert_eq!(v["totals"]["tasks"]["pending"], 31, "{v}");
+    assert_eq!(v["totals"]["tasks"]["blocked"], 28, "{v}");
+}
+
+#[test]
+fn summary_passes_over_open_tasks_by_their_heads_as_a_read_of_every_file_shows_them() {
+    summary_edits_in_place(&summary_board());
+}
+
+#[test]
+fn with_a_watcher_running_summary_passes_over_open_tasks_by_their_heads() {
+    crate::util::watcher::with_a_watcher(&summary_board(), summary_edits_in_place);
+}
+
+// `ready` without a query decides and prints its rows from the heads the index keeps
+// (status, priority and its text, creation time, id, title, claimant, depends_on, needs)
+// without parsing the tasks: its table must be the one the parsed tasks give (`ready`
+// with a query that keeps every claimable task is read that way), and an edit of any of
+// those fields behind the index's back, in place at the same size within one second, must
+// show in it as in a full scan.
+
+/// `ready` and `ready --all` from the heads, and the same from the parsed tasks (a query
+/// every claimable task matches), each as (args, exit, stdout, stderr).
+fn ready_both_ways(dir: &Path) -> (Vec<String>, Vec<String>) {
+    let run = |args: &[&str]| {
+        let out = tavern(dir, args);
+        assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+        out
+    };
+    let heads = ["ready"].as_slice();
+    let heads_all = ["ready", "--all"].as_slice();
+    let parsed = ["ready", "status!=done"].as_slice();
+    let parsed_all = ["ready", "status!=done", "--all"].as_slice();
+    // The transcripts name the command line: compare the outputs, keep the transcripts.
+    let mut by_heads = Vec::new();
+    let mut by_parsing = Vec::new();
+    for (h, p) in [(heads, parsed), (heads_all, parsed_all)] {
+        let (a, b) = (run(h), run(p));
+        assert_eq!(
+            (a.code, &a.stdout, &a.stderr),
+            (b.code, &b.stdout, &b.stderr),
+            "{h:?} from the heads printed otherwise than from the parsed tasks"
+        );
+        by_heads.push(a.transcript(h));
+        by_parsing.push(b.transcript(p));
+    }
+    (by_heads, by_parsing)
+}
+
+/// The heads' reads through the index as it is, then from the files alone: they agree.
+fn ready_same_as_full_scan(dir: &Path, board: &Path, what: &str) -> Vec<String> {
+    let (indexed, _) = ready_both_ways(dir);
+    std::fs::remove_dir_all(index_dir(board)).unwrap();
+    let (full, _) = ready_both_ways(dir);
+    assert_eq!(
+        indexed, full,
+        "{what}: the index answered differently from the files"
+    );
+    full
+}
+
+/// [`awkward_ready_board`] and tasks whose rows show what only the heads' new fields hold:
+/// a priority that is text, a claimant on a claimable task, a title of control characters
+/// and wide letters, and needs the agent has.
+fn ready_rows_board() -> TestBoard {
+    let b = awkward_ready_board();
+    let task = |id: &str, fields: &str| {
+        b.write(
+            &format!("tasks/{id}.md"),
+            format!("---\nid: {id}\n{fields}---\nbody\n"),
+        );
+    };
+    task(
+        "t-n",
+        "title: words\nstatus: pending\npriority: high\nclaimed_by: coder-9\n",
+    );
+    task(
+        "t-o",
+        "title: \"bell \\a tab \\t \\e[31m red ✓ 漢字\"\nstatus: pending\npriority: 2\n",
+    );
+    task(
+        "t-p",
+        "title: mine\nstatus: pending\npriority: 0\nneeds: [rust]\ndepends_on: [t-done, t-i]\n",
+    );
+    task("t-q", "title: mine too\nstatus: pending\nneeds: [rust]\n");
+    let pid = std::process::id().to_string();
+    let args = [
+        "agent",
+        "register",
+        "--name",
+        "tester",
+        "--capabilities",
+        "rust",
+    ];
+    let registered = tavern(b.root(), &[&args[..], &["--pid", &pid]].concat());
+    assert_eq!(registered.code, 0, "{}", registered.stderr);
+    b
+}
+
+#[test]
+fn ready_from_heads_prints_what_the_parsed_tasks_give_whatever_changed_in_place() {
+    use std::os::unix::fs::MetadataExt;
+    let b = ready_rows_board();
+    let dir = b.root();
+    let first = ready_same_as_full_scan(dir, &b.board(), "at first");
+    assert!(
+        first[0].contains("t-n ") && first[0].contains("coder-9"),
+        "{}",
+        first[0]
+    );
+    assert!(first[0].contains(" high "), "{}", first[0]);
+    assert!(!first[0].contains("t-j "), "needs cobol: {}", first[0]);
+    assert!(first[1].contains("t-j "), "--all lists it: {}", first[1]);
+    assert!(
+        !first[0].contains("t-h "),
+        "its dependency is open: {}",
+        first[0]
+    );
+    let path = |id: &str| b.board().join(format!("tasks/{id}.md"));
+    // Each edit keeps the file's size and inode, several within one tick of the clock,
+    // after reads that left the index trusting every file.
+    let edits: [(&str, &str, &str); 7] = [
+        ("t-j", "needs: [cobol]", "needs: [rust] "),
+        ("t-n", "claimed_by: coder-9", "claimed_by: coder-8"),
+        ("t-n", "priority: high", "priority: 1234"),
+        ("t-open-dep", "status: working", "status: done   "),
+        ("t-q", "needs: [rust]", "needs: [gpu] "),
+        ("t-o", "priority: 2", "priority: 7"),
+        ("t-done", "status: done", "status: open"),
+    ];
+    for (round, (id, from, to)) in edits.iter().enumerate() {
+        ready_both_ways(dir);
+        let before = std::fs::metadata(path(id)).unwrap();
+        let text = std::fs::read_to_string(path(id)).unwrap();
+        assert!(text.contains(from), "round {round}: {text}");
+        std::fs::write(path(id), text.replace(from, to)).unwrap();
+        let after = std::fs::metadata(path(id)).unwrap();
+        assert_eq!((before.len(), before.ino()), (after.len(), after.ino()));
+        let what = format!("round {round}: {id} {to}");
+        let now = ready_same_as_full_scan(dir, &b.board(), &what);
+        let shown = |id: &str| now[0].contains(&format!("\n{id} "));
+        match round {
+            0 => assert!(shown("t-j"), "{what}: {}", now[0]),
+            1 => assert!(now[0].contains("coder-8"), "{what}: {}", now[0]),
+            2 => assert!(now[0].contains(" 1234 "), "{what}: {}", now[0]),
+            3 => assert!(shown("t-h"), "{what}: {}", now[0]),
+            4 => assert!(!shown("t-q") && now[1].contains("t-q "), "{what}: {now:?}"),
+            6 => assert!(!shown("t-i") && !shown("t-p"), "{what}: {}", now[0]),
+            _ => {}
+        }
+    }
 }

@@ -200,33 +200,63 @@ pub fn summary(
             }
         }
     };
-    // A finished task is neither held nor stuck: it counts in its state, and needs
-    // parsing only while it may still be among that state's first (its head tells its
-    // priority and age). On a board that has worked a while, most tasks are finished.
+    // A task needs parsing only while it may still be among the first of a list it
+    // belongs in: its state's, its holder's, the stuck. Its head tells which lists those
+    // are (status, claimed_by, updated_at) and where it would stand in them (priority and
+    // age); one that none of them can take counts in each, unparsed. On a board that has
+    // worked a while, most tasks are finished, or far down their lists.
     let by_head = |region: Region, h: &crate::index::files::Head<'_>| {
-        let status = h.status.as_deref().unwrap_or("");
-        if region != Region::Tasks
-            || context.is_some()
-            || !workflow.is_terminal(status)
-            || status == "blocked"
-        {
+        if region != Region::Tasks || context.is_some() {
             return true;
         }
+        let status = h.status.as_deref().unwrap_or("");
+        let claimed_by = h.claimed_by.as_deref();
+        let held = claimed_by.filter(|_| !workflow.is_terminal(status));
+        let stuck = status == "blocked"
+            || (held.is_some() && !workflow.is_claimable(status) && old(h.updated_at.as_deref()));
+        let passed = |list: &First<scan::OrderKey, Brief>| {
+            limit == Some(0)
+                || list
+                    .bound
+                    .as_ref()
+                    .is_some_and(|b| b.before_every(h.priority, &h.created))
+        };
         let mut k = lock(&kept);
-        let list = k
+        let registered = held.is_some_and(|a| k.holds.contains_key(a));
+        let state = k
             .tasks
             .entry(status.to_string())
             .or_insert_with(|| First::new(limit));
-        if limit == Some(0)
-            || list
+        if !passed(state) {
+            return true;
+        }
+        if registered
+            && held
+                .and_then(|a| k.holds.get(a))
+                .is_some_and(|l| !passed(l))
+        {
+            return true;
+        }
+        // The stuck list holds findings (`false`) before tasks (`true`).
+        let stuck_passed = limit == Some(0)
+            || k.stuck
                 .bound
                 .as_ref()
-                .is_some_and(|b| b.before_every(h.priority, &h.created))
-        {
-            list.seen += 1;
-            return false;
+                .is_some_and(|(task, b)| !task || b.before_every(h.priority, &h.created));
+        if stuck && !stuck_passed {
+            return true;
         }
-        true
+        // No list can take it: it counts in each it belongs in.
+        if let Some(state) = k.tasks.get_mut(status) {
+            state.seen += 1;
+        }
+        if let Some(holds) = held.filter(|_| registered).and_then(|a| k.holds.get_mut(a)) {
+            holds.seen += 1;
+        }
+        if stuck {
+            k.stuck.seen += 1;
+        }
+        false
     };
     let skipped = scan::each_by_head(board, &Region::ALL, &by_head, &each)?;
     decisions.finish()?;

@@ -59,6 +59,19 @@ pub fn ready_rows<R: Send>(
     })
 }
 
+/// [`ready`] without query terms, each ready task as a [`ReadyRow`] made from the read
+/// index's heads without parsing it: the same tasks in the same order.
+pub fn ready_heads(board: &Board, for_actor: Option<&str>) -> Result<ReadyRows<ReadyRow>> {
+    let r = transition::ready_heads(board, for_actor)?;
+    Ok(ReadyRows {
+        rows: r.docs,
+        skipped: r.skipped,
+        lacking: r.lacking,
+    })
+}
+
+pub use crate::ops::transition::Row as ReadyRow;
+
 /// What [`ready_rows`] found.
 #[derive(Debug)]
 pub struct ReadyRows<R> {

@@ -104,7 +104,7 @@ pub struct ReadyArgs {
 }
 
 pub fn ready(ctx: &Ctx, a: ReadyArgs) -> Result<ExitCode> {
-    use super::output::{doc_row, forged_warning};
+    use super::output::{cell, doc_row, forged_warning};
     use tavern::api::tasks::ready_rows;
     let board = ctx.board()?;
     // A read: with nobody named it lists every ready task, as for an unregistered actor.
@@ -121,6 +121,24 @@ pub fn ready(ctx: &Ctx, a: ReadyArgs) -> Result<ExitCode> {
         let extra = format!(",\"lacking\":{}", r.lacking);
         (
             super::docs::print_json_rows(r.rows, &r.skipped, &extra)?,
+            r.lacking,
+        )
+    } else if a.query.is_empty() {
+        // Without a query the rows come from the read index's heads (a task's decision is
+        // never forged: only questions have one).
+        let r = tavern::api::tasks::ready_heads(&board, for_actor)?;
+        let rows = r.rows.into_iter().map(|t| {
+            let row = [
+                cell(&t.id),
+                cell(&t.status),
+                cell(t.pri.as_deref().unwrap_or("-")),
+                cell(t.owner.as_deref().unwrap_or("-")),
+                cell(&t.title),
+            ];
+            (row, None)
+        });
+        (
+            super::docs::print_table_rows(rows.collect(), &r.skipped)?,
             r.lacking,
         )
     } else {

@@ -71,6 +71,17 @@ pub struct Head<'a> {
     pub title: Cow<'a, str>,
     pub depends_on: Vec<Cow<'a, str>>,
     pub parent: Option<Cow<'a, str>>,
+    /// A task's `claimed_by` and `updated_at` when they are strings: who holds it and
+    /// since when it stands still, what `summary` decides its lists by without parsing
+    /// every open task.
+    pub claimed_by: Option<Cow<'a, str>>,
+    pub updated_at: Option<Cow<'a, str>>,
+    /// A task's `id`, the text of its `priority` (else `severity`) and its `needs`: with
+    /// the above, its row as `ready` shows it and what else decides whether it is ready for
+    /// an agent, so that `ready` need not parse every claimable task.
+    pub id: Cow<'a, str>,
+    pub pri: Option<Cow<'a, str>>,
+    pub needs: Vec<Cow<'a, str>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -121,6 +132,29 @@ impl Head<'_> {
                 .str("parent")
                 .filter(|_| task)
                 .map(|p| Cow::Owned(p.to_string())),
+            claimed_by: doc
+                .str("claimed_by")
+                .filter(|_| task)
+                .map(|c| Cow::Owned(c.to_string())),
+            updated_at: doc
+                .str("updated_at")
+                .filter(|_| task)
+                .map(|u| Cow::Owned(u.to_string())),
+            id: Cow::Owned(if task {
+                doc.id().to_string()
+            } else {
+                String::new()
+            }),
+            pri: doc
+                .text("priority")
+                .or_else(|| doc.text("severity"))
+                .filter(|_| task)
+                .map(Cow::Owned),
+            needs: if task {
+                doc.list("needs").into_iter().map(Cow::Owned).collect()
+            } else {
+                Vec::new()
+            },
         }
     }
 }
@@ -383,6 +417,8 @@ pub fn encode_bucket(b: &Bucket, pick: &dyn Fn(&Head<'_>) -> bool) -> Vec<u8> {
         }
         put_order(&mut heads, &e.head);
         put_graph(&mut heads, &e.head);
+        put_holder(&mut heads, &e.head);
+        put_row(&mut heads, &e.head);
     }
     let heads = heads.0;
     let picks = encode_picks(b, pick);
@@ -427,10 +463,30 @@ fn put_graph(out: &mut Out, head: &Head<'_>) {
     for dep in &head.depends_on {
         out.str(dep);
     }
-    match &head.parent {
-        Some(p) => {
+    put_maybe(out, head.parent.as_deref());
+}
+
+/// What `summary` needs of a task's head: claimed_by, updated_at.
+fn put_holder(out: &mut Out, head: &Head<'_>) {
+    put_maybe(out, head.claimed_by.as_deref());
+    put_maybe(out, head.updated_at.as_deref());
+}
+
+/// What `ready` needs of a task's head besides the above: id, priority's text, needs.
+fn put_row(out: &mut Out, head: &Head<'_>) {
+    out.str(&head.id);
+    put_maybe(out, head.pri.as_deref());
+    out.u32(head.needs.len() as u32);
+    for need in &head.needs {
+        out.str(need);
+    }
+}
+
+fn put_maybe(out: &mut Out, text: Option<&str>) {
+    match text {
+        Some(t) => {
             out.u8(1);
-            out.str(p);
+            out.str(t);
         }
         None => out.u8(0),
     }
@@ -445,12 +501,35 @@ fn graph<'a>(input: &mut Reader<'a>) -> Option<Graph<'a>> {
     for _ in 0..n {
         depends_on.push(Cow::Borrowed(input.str()?));
     }
-    let parent = match input.u8()? {
-        0 => None,
-        1 => Some(Cow::Borrowed(input.str()?)),
-        _ => return None,
-    };
-    Some((title, depends_on, parent))
+    Some((title, depends_on, maybe(input)?))
+}
+
+type Holder<'a> = (Option<Cow<'a, str>>, Option<Cow<'a, str>>);
+
+fn holder<'a>(input: &mut Reader<'a>) -> Option<Holder<'a>> {
+    Some((maybe(input)?, maybe(input)?))
+}
+
+/// What [`put_row`] wrote into `head`.
+fn row<'a>(input: &mut Reader<'a>, head: &mut Head<'a>) -> Option<()> {
+    head.id = Cow::Borrowed(input.str()?);
+    head.pri = maybe(input)?;
+    let n = input.u32()? as usize;
+    let mut needs = Vec::with_capacity(n.min(input.0.len() / 4));
+    for _ in 0..n {
+        needs.push(Cow::Borrowed(input.str()?));
+    }
+    head.needs = needs;
+    Some(())
+}
+
+/// A text that may be absent, as [`put_maybe`] wrote it; None when the bytes are not that.
+fn maybe<'a>(input: &mut Reader<'a>) -> Option<Option<Cow<'a, str>>> {
+    match input.u8()? {
+        0 => Some(None),
+        1 => Some(Some(Cow::Borrowed(input.str()?))),
+        _ => None,
+    }
 }
 
 fn order<'a>(input: &mut Reader<'a>) -> Option<(i64, Created<'a>)> {
@@ -552,6 +631,7 @@ fn head_entry<'a>(input: &mut Reader<'a>) -> Option<(HeadEntry<'a>, bool, Option
     };
     let (priority, created) = order(input)?;
     let (title, depends_on, parent) = graph(input)?;
+    let (claimed_by, updated_at) = holder(input)?;
     let entry = HeadEntry {
         name,
         key,
@@ -564,8 +644,13 @@ fn head_entry<'a>(input: &mut Reader<'a>) -> Option<(HeadEntry<'a>, bool, Option
             title,
             depends_on,
             parent,
+            claimed_by,
+            updated_at,
+            ..Head::default()
         },
     };
+    let mut entry = entry;
+    row(input, &mut entry.head)?;
     Some((entry, flags & 2 != 0, len))
 }
 
@@ -817,6 +902,11 @@ mod tests {
                         title: "first ✓".into(),
                         depends_on: vec!["task-0".into(), "task-9".into()],
                         parent: Some("epic-1".into()),
+                        claimed_by: Some("ann".into()),
+                        updated_at: Some("2026-11-28T09:00:00Z".into()),
+                        id: "task-1".into(),
+                        pri: Some("high ✓".into()),
+                        needs: vec!["rust".into(), "gpu".into()],
                     },
                     outcome: Outcome::Doc(Cow::Owned("---\nid: task-1\n---\nbody ✓\n".into())),
                 },

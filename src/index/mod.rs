@@ -106,7 +106,7 @@ impl Progress {
 }
 
 /// Bumped whenever what the index stores, or how a file's outcome is decided, changes.
-const FORMAT: u32 = 5;
+const FORMAT: u32 = 7;
 
 /// What a read may pass over unparsed among the cached documents in the fast parser's
 /// plain subset (and ASCII): those whose text lacks one word of each list of `needles`,
@@ -450,6 +450,19 @@ impl Area<'_> {
             ..Part::default()
         };
         let file_name = |name: &str| format!("{name}.md");
+        // Every entry is vouched for before any head is handed on: a bucket given up half
+        // way is read in full, and its heads must not reach `each` twice.
+        for e in &heads.entries {
+            if crate::id::validate(&e.name).is_err() {
+                continue;
+            }
+            if e.racy || e.key == StatKey::default() {
+                return None;
+            }
+            if !vouched && dir::stat_name(&self.dir_fd, &file_name(&e.name)) != Some(e.key) {
+                return None;
+            }
+        }
         let mut ranked = Vec::new();
         for e in heads.entries {
             // A name that is not an id is skipped whatever the file holds, as a full read
@@ -465,12 +478,6 @@ impl Area<'_> {
                     part.scan.skipped.push(s);
                 }
                 continue;
-            }
-            if e.racy || e.key == StatKey::default() {
-                return None;
-            }
-            if !vouched && dir::stat_name(&self.dir_fd, &file_name(&e.name)) != Some(e.key) {
-                return None;
             }
             match e.skipped {
                 Some(problem) => part.scan.skipped.push(Skipped {

@@ -117,6 +117,100 @@ pub fn ready_rows<R: Send>(
     })
 }
 
+/// A ready task as `ready`'s table shows it: its id, status, the text of its priority
+/// (else severity), its claimant, and its title, as the task's file gives them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Row {
+    pub id: String,
+    pub status: String,
+    pub pri: Option<String>,
+    pub owner: Option<String>,
+    pub title: String,
+}
+
+/// [`ready`] without a query, each ready task made into a [`Row`] from the read index's
+/// heads, without parsing the tasks: the same tasks in the same order. A head is trusted
+/// where the index trusts a cached task (the journal's word, or equal stat data, never
+/// racy); any other file is read again, and its head is the one it holds now.
+pub fn ready_heads(board: &Board, for_actor: Option<&str>) -> Result<Ready<Row>> {
+    use std::collections::HashMap;
+    crate::ops::sweep::sweep(board)?;
+    let caps = match for_actor {
+        Some(actor) => crate::agents::held_to(board, actor)?,
+        None => None,
+    };
+    let workflow = &board.config.workflow;
+    type Ranked = (i64, crate::index::files::Created<'static>, String, String);
+    struct Candidate {
+        key: Ranked,
+        row: Row,
+        depends_on: Vec<String>,
+        needs: Vec<String>,
+    }
+    // Every task's name and whether it is done; the claimable ones with what decides them.
+    let found = std::sync::Mutex::new((HashMap::<String, bool>::new(), Vec::new()));
+    let skipped = crate::index::each_head(board, Region::Tasks, false, &|name, h| {
+        let status = h.status.as_deref();
+        let done = status.is_some_and(|s| workflow.is_success(s));
+        let candidate = status
+            .filter(|s| workflow.is_claimable(s))
+            .map(|status| Candidate {
+                key: (
+                    h.priority,
+                    h.created.clone().into_owned(),
+                    h.id.to_string(),
+                    name.to_string(),
+                ),
+                row: Row {
+                    id: h.id.to_string(),
+                    status: status.to_string(),
+                    pri: h.pri.as_deref().map(str::to_string),
+                    owner: h.claimed_by.as_deref().map(str::to_string),
+                    title: h.title.to_string(),
+                },
+                depends_on: h.depends_on.iter().map(|d| d.to_string()).collect(),
+                needs: h.needs.iter().map(|n| n.to_string()).collect(),
+            });
+        let mut found = lock(&found);
+        found.0.insert(name.to_string(), done);
+        if let Some(c) = candidate {
+            found.1.push(c);
+        }
+    })?;
+    let (mut done, candidates) = found.into_inner().unwrap_or_else(|p| p.into_inner());
+    // A dependency that is no readable task on the board is looked for as `ready` looks:
+    // its file (a task skipped is not done), else the archive.
+    let mut is_done = |dep: &str| match done.get(dep) {
+        Some(&known) => known,
+        None => {
+            let known = crate::ops::graph::read_task(board, dep)
+                .is_some_and(|d| d.status().is_some_and(|s| workflow.is_success(s)));
+            done.insert(dep.to_string(), known);
+            known
+        }
+    };
+    let mut rows = Vec::new();
+    let mut lacking = 0;
+    for c in candidates {
+        if !c.depends_on.iter().all(|d| is_done(d)) {
+            continue;
+        }
+        if let Some(caps) = caps.as_deref()
+            && c.needs.iter().any(|n| !caps.contains(n))
+        {
+            lacking += 1;
+            continue;
+        }
+        rows.push((c.key, c.row));
+    }
+    rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Ok(Ready {
+        docs: rows.into_iter().map(|(_, row)| row).collect(),
+        skipped,
+        lacking,
+    })
+}
+
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
