@@ -103,24 +103,47 @@ pub fn diff(old: &str, new: &str) -> String {
 pub fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
+    // Runs of characters written as they are go in whole.
+    let bytes = s.as_bytes();
+    let (mut from, mut i) = (0, 0);
+    while i < bytes.len() {
+        if matches!(bytes[i], 0x20..0x7f) && !matches!(bytes[i], b'"' | b'\\') {
+            i += 1;
+            continue;
+        }
+        // A character's first byte: `i` only ever moves by whole characters.
+        let Some(c) = s[i..].chars().next() else {
+            break;
+        };
+        let short = match c {
+            '"' => "\\\"",
+            '\\' => "\\\\",
+            '\n' => "\\n",
+            '\t' => "\\t",
+            '\r' => "\\r",
             c if c.is_control()
                 || matches!(
                     c,
                     '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}'
                 ) =>
             {
-                out.push_str(&format!("\\u{:04x}", c as u32));
+                ""
             }
-            c => out.push(c),
+            _ => {
+                i += c.len_utf8();
+                continue;
+            }
+        };
+        out.push_str(&s[from..i]);
+        i += c.len_utf8();
+        from = i;
+        if short.is_empty() {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push_str(short);
         }
     }
+    out.push_str(&s[from..]);
     out.push('"');
     out
 }
@@ -1301,6 +1324,31 @@ mod tests {
             )
     }
 
+    /// [`quote`] a character at a time, as it was written first.
+    fn quote_by_char(s: &str) -> String {
+        let mut out = String::from('"');
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\t' => out.push_str("\\t"),
+                '\r' => out.push_str("\\r"),
+                c if c.is_control()
+                    || matches!(
+                        c,
+                        '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}'
+                    ) =>
+                {
+                    out.push_str(&format!("\\u{:04x}", c as u32));
+                }
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        out
+    }
+
     proptest::proptest! {
         /// Every entry rendered is read back as itself, by the YAML parser and by the
         /// fast reading: so the fast reading, which answers only for a text that renders
@@ -1310,6 +1358,13 @@ mod tests {
             let text = render(&e);
             proptest::prop_assert_eq!(parse_yaml(&text), Some(e.clone()), "{}", text);
             proptest::prop_assert_eq!(parse_rendered(&text), Some(e), "{}", text);
+        }
+
+        /// `quote` copies runs of plain characters whole: the same text as a character at
+        /// a time.
+        #[test]
+        fn quote_is_quoting_a_character_at_a_time(s in any_text()) {
+            proptest::prop_assert_eq!(quote(&s), quote_by_char(&s));
         }
 
         /// Whatever the text (a rendered entry cut, with a character put in, or made of
