@@ -223,11 +223,12 @@ pub fn summary(
         };
         let mut k = lock(&kept);
         let registered = held.is_some_and(|a| k.holds.contains_key(a));
-        let state = k
-            .tasks
-            .entry(status.to_string())
-            .or_insert_with(|| First::new(limit));
-        if !passed(state) {
+        // Looked up by the borrowed status first: a name is made once per state, not once
+        // per task asked about.
+        if !k.tasks.contains_key(status) {
+            k.tasks.insert(status.to_string(), First::new(limit));
+        }
+        if !passed(&k.tasks[status]) {
             return true;
         }
         if registered
