@@ -172,6 +172,11 @@ fn tavern_bin() -> PathBuf {
     std::process::exit(1);
 }
 
+/// Every tavern run here is told not to start the index keeper: the rows without a
+/// watcher are what a read costs with none running, and a keeper one read started would
+/// serve the next. The keeper's own rows start one themselves.
+pub const KEEPER: &str = "never";
+
 struct Bench {
     bin: PathBuf,
     board: PathBuf,
@@ -182,7 +187,8 @@ impl Bench {
         let mut c = Command::new(&self.bin);
         c.args(args)
             .env("TAVERN_BOARD", &self.board)
-            .env("TAVERN_AGENT", "bench");
+            .env("TAVERN_AGENT", "bench")
+            .env("TAVERN_KEEPER", KEEPER);
         c
     }
 
@@ -604,6 +610,36 @@ fn time_commands(
     let _ = watcher.kill();
     let _ = watcher.wait();
 
+    // The same reads with the index keeper running (what a read of a big board starts
+    // when no watcher runs: README, "The read index"), started here as a read would.
+    let mut keeper = Command::new(&b.bin)
+        .args(["watch", "--keeper"])
+        .env("TAVERN_BOARD", &built.board)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the index keeper");
+    let started = Instant::now();
+    while !journal_is_live(&built.board) {
+        assert!(
+            started.elapsed() < Duration::from_secs(600),
+            "the index keeper kept no journal"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let [
+        k_raw,
+        k_list,
+        k_next,
+        k_search,
+        k_ready,
+        k_deps,
+        k_summary,
+        _k_check,
+    ] = time_reads(b, &built.board, deps_id, scan_runs);
+    let _ = keeper.kill();
+    let _ = keeper.wait();
+
     // Reading the log: what an agent's `events` or a human's `log --since` costs, beside
     // reading log.yaml raw in-process.
     let mut samples: [Vec<Duration>; 3] = Default::default();
@@ -710,6 +746,23 @@ fn time_commands(
         w_raw,
         None,
     );
+    for (op, m) in [
+        ("list tasks status=pending priority<=1", k_list),
+        ("claim --next", k_next),
+        ("search parser input", k_search),
+        ("ready", k_ready),
+        ("deps ID", k_deps),
+        ("summary", k_summary),
+    ] {
+        let target = (op.starts_with("list") && n == 100_000).then_some(0.25);
+        row(
+            &format!("{op} (keeper running)"),
+            m,
+            "read all raw",
+            k_raw,
+            target,
+        );
+    }
     row("read all raw (in-process)", raw, "/bin/true", spawn, None);
     row(
         "log --since (last 10 entries)",
@@ -727,6 +780,13 @@ fn time_commands(
         None,
     );
     raw.wall
+}
+
+/// Does a writer (a watcher or the index keeper) keep the board's change journal: its file
+/// there, and locked?
+fn journal_is_live(board: &Path) -> bool {
+    std::fs::File::open(board.join(".state/journal"))
+        .is_ok_and(|f| matches!(f.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock)))
 }
 
 /// A row's measure: the median wall time, and when measured the median CPU time and the

@@ -69,6 +69,13 @@ pub fn on_index_progress(sink: fn(&str, &std::path::Path, usize, usize)) {
     crate::index::on_progress(sink);
 }
 
+/// Names the program that runs the index keeper (`PROGRAM --board ROOT watch --keeper`),
+/// which a read of a big board with no watcher running starts in the background: the
+/// front-end sets it, once; without it no read starts one.
+pub fn on_index_keeper(program: fn() -> Option<std::path::PathBuf>) {
+    crate::index::keeper::set_program(program);
+}
+
 /// Writes a whole file as tavern writes its own (a temporary file synced, then renamed
 /// over the old one): a front-end's own files, such as a client's configuration.
 pub fn write_file(path: &std::path::Path, bytes: &[u8]) -> Result<()> {

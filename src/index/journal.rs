@@ -20,6 +20,14 @@
 //! Lines: a board-relative path (`/` separators) and `\n`; a cookie is `/` and its name. A
 //! path that cannot be written as a line (not UTF-8, holding a newline, outside the board)
 //! starts a new epoch instead.
+//!
+//! One writer at a time: `tavern watch`, or the index keeper reads start in the background
+//! (`watch::keeper`). A writer holds `.state/locks/journal.lock` for as long as it writes;
+//! a watcher that finds a keeper holding it asks it to stop (a cookie named [`STOP`]) and
+//! takes over. A new journal is put at its path only once the caller's watches are all in
+//! place ([`Writer::publish`]): a reader that found it earlier could be answered before a
+//! directory was watched, and then trust the journal's silence about a change the kernel
+//! never reported.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -33,6 +41,12 @@ const MAX_BYTES: u64 = 16 << 20;
 /// How long a reader waits for the watcher to take its cookie before checking every file
 /// instead: a live watcher takes it within a scheduling slice or two.
 const COOKIE_WAIT: Duration = Duration::from_millis(250);
+/// The cookie a watcher makes to ask the index keeper holding the journal to stop.
+pub const STOP: &str = "stop";
+/// How long a watcher waits for a keeper to give up the journal before it runs without one.
+const TAKE_OVER_WAIT: Duration = Duration::from_secs(3);
+/// How long a keeper tries for a lock held: a reader's look holds it for microseconds.
+const FREE_WAIT: Duration = Duration::from_millis(100);
 
 pub fn path(root: &Path) -> PathBuf {
     crate::layout::state_dir(root).join("journal")
@@ -52,6 +66,20 @@ pub fn covers(rel: &str) -> bool {
             .is_some_and(|r| !r.is_empty())
 }
 
+/// The journal's writers' lock: whoever holds it writes the journal.
+pub fn lock_path(root: &Path) -> PathBuf {
+    crate::layout::lock_file(root, crate::layout::JOURNAL_LOCK)
+}
+
+/// Who may take the journal when another writer holds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Claim {
+    /// The index keeper: only a journal no one writes.
+    Free,
+    /// `tavern watch`: asks a keeper that holds it to stop, and waits for it.
+    TakeOver,
+}
+
 /// The writing side, held by the watcher's native event thread.
 pub struct Writer {
     root: PathBuf,
@@ -63,20 +91,64 @@ struct State {
     /// The journal file (locked exclusively) and how long it is; None once it could not
     /// be written (then readers find no journal and check every file).
     file: Option<(File, u64)>,
+    /// The writers' lock, held while this writer writes.
+    lock: Option<File>,
+    /// Is the journal at its path (see [`Writer::publish`])? Before, it is a temp file.
+    published: bool,
+    /// When a reader last asked (a cookie): the keeper stops when no one has for a while.
+    last_cookie: Instant,
+    /// A watcher asked this writer to give the journal up (a [`STOP`] cookie).
+    stop_asked: bool,
 }
 
 impl Writer {
     /// Starts a journal for the board at `root`: a new epoch, and the cookie directory the
-    /// caller must watch.
-    pub fn start(root: &Path) -> std::io::Result<Writer> {
+    /// caller must watch. Nothing is at the journal's path until [`Writer::publish`]: what
+    /// is recorded before goes to the new file, which readers cannot see yet. An error of
+    /// kind `WouldBlock` when another writer holds the journal and `claim` does not take
+    /// it from it.
+    pub fn start(root: &Path, claim: Claim) -> std::io::Result<Writer> {
         let cookies = cookie_dir(root);
         std::fs::create_dir_all(&cookies)?;
-        let file = open_new(root)?;
+        let lock = take_lock(root, claim)?;
+        let file = open_new(root, false)?;
         Ok(Writer {
             root: root.to_path_buf(),
             cookies,
-            state: Mutex::new(State { file: Some(file) }),
+            state: Mutex::new(State {
+                file: Some(file),
+                lock: Some(lock),
+                published: false,
+                last_cookie: Instant::now(),
+                stop_asked: false,
+            }),
         })
+    }
+
+    /// Puts the journal at its path: the caller's watches are all in place, so from here
+    /// every change is recorded (and so was every change since they were, in the file).
+    pub fn publish(&self) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if state.published {
+            return;
+        }
+        state.published = true;
+        let renamed = std::fs::rename(temp_path(&self.root), path(&self.root));
+        if state.file.is_some() && renamed.is_err() {
+            state.file = None;
+        }
+    }
+
+    /// How long since a reader last asked where the journal stands (or since it started).
+    pub fn idle_for(&self) -> Duration {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.last_cookie.elapsed()
+    }
+
+    /// Is the journal still being written (not given up or failed)?
+    pub fn is_open(&self) -> bool {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.file.is_some()
     }
 
     pub fn cookie_dir(&self) -> &Path {
@@ -84,8 +156,9 @@ impl Writer {
     }
 
     /// Records the paths of one file event (`created`: the event made them). A cookie
-    /// made is written as its line and then removed: the reader's signal.
-    pub fn record(&self, paths: &[PathBuf], created: bool) {
+    /// made is written as its line and then removed: the reader's signal. True when a
+    /// watcher asked, by a [`STOP`] cookie, for the journal.
+    pub fn record(&self, paths: &[PathBuf], created: bool) -> bool {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let mut lines = String::new();
         let mut cookies = Vec::new();
@@ -93,6 +166,11 @@ impl Writer {
         for p in paths {
             if p.parent() == Some(self.cookies.as_path()) {
                 if created && let Some(name) = p.file_name().and_then(|n| n.to_str()) {
+                    if name == STOP {
+                        state.stop_asked = true;
+                    } else {
+                        state.last_cookie = Instant::now();
+                    }
                     lines.push('/');
                     lines.push_str(name);
                     lines.push('\n');
@@ -135,6 +213,7 @@ impl Writer {
         for c in cookies {
             let _ = std::fs::remove_file(c);
         }
+        state.stop_asked
     }
 
     /// Is the journal still at its path, and the cookie directory there? (`rm -r
@@ -142,6 +221,25 @@ impl Writer {
     /// when the cookie directory was made again (the caller watches it again).
     pub fn verify(&self) -> bool {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if !state.published || state.file.is_none() {
+            return false;
+        }
+        // The writers' lock removed (`rm -r .state`): another writer could lock a new file
+        // and write the journal too. Lock the new one, or give the journal up.
+        let lock_ours = state
+            .lock
+            .as_ref()
+            .is_some_and(|f| same_file(f, &lock_path(&self.root)));
+        if !lock_ours {
+            match take_lock(&self.root, Claim::Free) {
+                Ok(lock) => state.lock = Some(lock),
+                Err(_) => {
+                    state.file = None;
+                    state.lock = None;
+                    return false;
+                }
+            }
+        }
         let cookies_there = std::fs::symlink_metadata(&self.cookies).is_ok_and(|m| m.is_dir());
         let journal_there = state.file.as_ref().is_some_and(|(f, _)| {
             match (f.metadata(), std::fs::symlink_metadata(path(&self.root))) {
@@ -168,8 +266,11 @@ impl Writer {
     }
 
     fn renew(&self, state: &mut State) {
-        state.file = open_new(&self.root).ok();
-        if state.file.is_none() {
+        if state.lock.is_none() {
+            return;
+        }
+        state.file = open_new(&self.root, state.published).ok();
+        if state.file.is_none() && state.published {
             let _ = std::fs::remove_file(path(&self.root));
         }
     }
@@ -179,28 +280,109 @@ impl Writer {
     /// The watcher stops: reads stop going by the journal from now on.
     pub fn close(&self) {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if state.file.take().is_some() {
-            let _ = std::fs::remove_file(path(&self.root));
+        close(&self.root, &mut state);
+    }
+}
+
+/// Removes the journal (only this writer's: another's may be at the path once the lock is
+/// gone), then lets the lock go.
+fn close(root: &Path, state: &mut State) {
+    if let Some((file, _)) = state.file.take() {
+        let at = if state.published {
+            path(root)
+        } else {
+            temp_path(root)
+        };
+        if same_file(&file, &at) {
+            let _ = std::fs::remove_file(at);
         }
     }
+    state.lock = None;
 }
 
 impl Drop for Writer {
     /// A watcher that stops (or falls back to polling) takes its journal with it.
     fn drop(&mut self) {
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
-        if state.file.take().is_some() {
-            let _ = std::fs::remove_file(path(&self.root));
+        close(&self.root, state);
+    }
+}
+
+fn same_file(file: &File, path: &Path) -> bool {
+    match (file.metadata(), std::fs::symlink_metadata(path)) {
+        (Ok(a), Ok(b)) => crate::watch::lock::identity(&a) == crate::watch::lock::identity(&b),
+        _ => false,
+    }
+}
+
+/// Takes the writers' lock: at once, or (`TakeOver`) after asking the keeper that holds it
+/// to stop and waiting for it.
+fn take_lock(root: &Path, claim: Claim) -> std::io::Result<File> {
+    let at = lock_path(root);
+    if let Some(dir) = at.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&at)?;
+    let busy = || std::io::Error::from(std::io::ErrorKind::WouldBlock);
+    match file.try_lock() {
+        Ok(()) => return Ok(file),
+        Err(std::fs::TryLockError::Error(e)) => return Err(e),
+        Err(std::fs::TryLockError::WouldBlock) => {}
+    }
+    // A reader that looks whether a writer runs holds the lock shared for a moment: a
+    // keeper tries a little longer before it takes the lock as another writer's.
+    let (stop, wait) = match claim {
+        Claim::Free => (None, FREE_WAIT),
+        Claim::TakeOver => {
+            let stop = cookie_dir(root).join(STOP);
+            let _ = std::fs::write(&stop, b"");
+            (Some(stop), TAKE_OVER_WAIT)
+        }
+    };
+    let done = |stop: Option<PathBuf>| {
+        if let Some(s) = stop {
+            let _ = std::fs::remove_file(s);
+        }
+    };
+    let end = Instant::now() + wait;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(50));
+        match file.try_lock() {
+            Ok(()) => {
+                done(stop);
+                return Ok(file);
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                done(stop);
+                return Err(e);
+            }
+            Err(std::fs::TryLockError::WouldBlock) if Instant::now() >= end => {
+                done(stop);
+                return Err(busy());
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {}
         }
     }
 }
 
-/// A new journal file of a new epoch, locked, renamed over the old one.
-fn open_new(root: &Path) -> std::io::Result<(File, u64)> {
+/// Where a journal is written before it is published.
+fn temp_path(root: &Path) -> PathBuf {
+    crate::layout::state_dir(root).join(format!(".journal-{}.tmp", std::process::id()))
+}
+
+/// A new journal file of a new epoch, locked; renamed over the old one when `publish`,
+/// else left at its temp path for [`Writer::publish`].
+fn open_new(root: &Path, publish: bool) -> std::io::Result<(File, u64)> {
     let final_path = path(root);
     let dir = final_path.parent().unwrap_or(root);
     std::fs::create_dir_all(dir)?;
-    let temp = dir.join(format!(".journal-{}.tmp", std::process::id()));
+    let temp = temp_path(root);
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(true)
@@ -210,7 +392,9 @@ fn open_new(root: &Path) -> std::io::Result<(File, u64)> {
     file.lock()?;
     let header = format!("{MAGIC}{}\n", super::files::unique());
     file.write_all(header.as_bytes())?;
-    std::fs::rename(&temp, &final_path)?;
+    if publish {
+        std::fs::rename(&temp, &final_path)?;
+    }
     // Appends from here on (the file offset is at its end).
     Ok((file, header.len() as u64))
 }
@@ -361,7 +545,12 @@ mod tests {
         let root = dir.path().join(".tavern");
         std::fs::create_dir_all(&root).unwrap();
         assert!(View::take(&root).is_none(), "no watcher, no journal");
-        let writer = std::sync::Arc::new(Writer::start(&root).unwrap());
+        let writer = std::sync::Arc::new(Writer::start(&root, Claim::Free).unwrap());
+        assert!(
+            !path(&root).exists(),
+            "not at its path before it is published"
+        );
+        writer.publish();
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let answering = std::thread::spawn({
             let (w, s) = (writer.clone(), stop.clone());
@@ -429,7 +618,8 @@ mod tests {
         std::fs::create_dir_all(&root).unwrap();
         // Alive (its lock held) but answering no cookie: given up on, and the cookie
         // taken away.
-        let writer = Writer::start(&root).unwrap();
+        let writer = Writer::start(&root, Claim::Free).unwrap();
+        writer.publish();
         assert!(View::take(&root).is_none());
         assert_eq!(std::fs::read_dir(cookie_dir(&root)).unwrap().count(), 0);
         // Its file left behind by a writer that died: its lock is free.
@@ -437,6 +627,85 @@ mod tests {
         drop(writer);
         std::fs::write(path(&root), kept).unwrap();
         assert!(View::take(&root).is_none());
+    }
+
+    #[test]
+    fn one_writer_at_a_time_and_a_watcher_takes_the_journal_from_a_keeper() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join(".tavern");
+        std::fs::create_dir_all(&root).unwrap();
+        let keeper = std::sync::Arc::new(Writer::start(&root, Claim::Free).unwrap());
+        // Recorded before it is published: in the journal once it is, readers blind till then.
+        keeper.record(&[root.join("tasks/t-1.md")], false);
+        assert!(View::take(&root).is_none());
+        keeper.publish();
+        let text = std::fs::read_to_string(path(&root)).unwrap();
+        assert!(text.ends_with("\ntasks/t-1.md\n"), "{text:?}");
+        // A second keeper finds the journal taken.
+        let second = Writer::start(&root, Claim::Free).map(|_| ()).unwrap_err();
+        assert_eq!(second.kind(), std::io::ErrorKind::WouldBlock);
+        // A watcher asks the keeper to stop with a cookie; the keeper, told by record(),
+        // closes, and the watcher's writer has the lock.
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let keeping = std::thread::spawn({
+            let (k, s) = (keeper.clone(), stop.clone());
+            move || {
+                while !s.load(std::sync::atomic::Ordering::Relaxed) {
+                    let asked = std::fs::read_dir(k.cookie_dir())
+                        .unwrap()
+                        .flatten()
+                        .any(|e| k.record(&[e.path()], true));
+                    if asked {
+                        k.close();
+                        return true;
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                false
+            }
+        });
+        let watcher = Writer::start(&root, Claim::TakeOver).unwrap();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(keeping.join().unwrap(), "the keeper was asked to stop");
+        assert!(!keeper.is_open());
+        assert!(!path(&root).exists(), "the keeper's journal went with it");
+        assert!(!cookie_dir(&root).join(STOP).exists());
+        watcher.publish();
+        assert!(path(&root).exists());
+        // The keeper, closed, removes nothing of the watcher's when dropped.
+        drop(keeper);
+        assert!(path(&root).exists());
+        // Nobody answers a watcher's request: it gives up, and the keeper keeps the journal.
+        drop(watcher);
+        let silent = Writer::start(&root, Claim::Free).unwrap();
+        silent.publish();
+        let refused = Writer::start(&root, Claim::TakeOver)
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(refused.kind(), std::io::ErrorKind::WouldBlock);
+        assert!(silent.is_open() && path(&root).exists());
+        assert!(!cookie_dir(&root).join(STOP).exists());
+    }
+
+    #[test]
+    fn a_writer_whose_lock_was_removed_gives_the_journal_up_to_the_one_that_took_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join(".tavern");
+        std::fs::create_dir_all(&root).unwrap();
+        let first = Writer::start(&root, Claim::Free).unwrap();
+        first.publish();
+        // `rm -r .state/locks`: nobody holds the new lock file, so the writer takes it.
+        std::fs::remove_file(lock_path(&root)).unwrap();
+        assert!(!first.verify());
+        assert!(first.is_open());
+        // Removed again, and another writer locks the new file first.
+        std::fs::remove_file(lock_path(&root)).unwrap();
+        let second = Writer::start(&root, Claim::Free).unwrap();
+        assert!(!first.verify());
+        assert!(!first.is_open(), "two writers never both write");
+        second.publish();
+        drop(first);
+        assert!(path(&root).exists(), "the second writer's journal stays");
     }
 
     #[test]

@@ -63,12 +63,17 @@ impl Intake {
         }
         // The journal reads check themselves against while this watcher runs; without
         // one (it cannot be written) they check every file, as without a watcher.
-        let journal = crate::index::journal::Writer::start(&board.root)
-            .ok()
-            .map(std::sync::Arc::new);
+        // An index keeper that holds the journal is asked to stop: the watcher keeps it.
+        let journal = crate::index::journal::Writer::start(
+            &board.root,
+            crate::index::journal::Claim::TakeOver,
+        )
+        .ok()
+        .map(std::sync::Arc::new);
         let extra = fsevents::Extra {
             log_and_board: false,
             journal: journal.clone(),
+            journal_only: false,
         };
         match Native::start(board, tx, intake.backlog.clone(), extra) {
             Ok(n) => {

@@ -1,0 +1,91 @@
+//! Starting the index keeper (`watch::keeper`) from a read: a read of a big board that
+//! finds no live change journal checks every file's stat data, which is most of what it
+//! costs; with a journal the next reads check only what it names. So such a read starts a
+//! keeper in the background, as git starts its file-system monitor daemon, unless the board
+//! (`watch.keeper` in board.yaml) or the machine (`TAVERN_KEEPER`) says never.
+//!
+//! The library starts no program of its own choosing: the front-end names the program that
+//! runs a keeper ([`set_program`]); without one (a test, another front-end) nothing starts.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use crate::board::{Board, KeeperMode};
+
+/// A directory whose index holds this many buckets (about 8,000 documents or more: a bucket
+/// holds about a thousand, in a power of two) is big enough for `auto` to start a keeper.
+const AUTO_BUCKETS: usize = 16;
+
+/// A process starts a keeper at most this often (a long-lived server whose keeper stopped
+/// when idle may start another).
+const RESPAWN_AFTER: Duration = Duration::from_secs(60);
+
+/// The program to run as `PROGRAM --board ROOT watch --keeper`.
+type ProgramOf = fn() -> Option<PathBuf>;
+
+static PROGRAM: OnceLock<ProgramOf> = OnceLock::new();
+
+/// Names the program that runs a keeper (asked only when one is to start): the front-end
+/// sets it, once.
+pub fn set_program(program: ProgramOf) {
+    let _ = PROGRAM.set(program);
+}
+
+/// The board's mode, unless this machine's `TAVERN_KEEPER` says otherwise.
+pub fn mode(board: &Board) -> KeeperMode {
+    KeeperMode::from_env().unwrap_or(board.config.watch.keeper)
+}
+
+/// A read found no live journal where it read a directory whose index has `buckets`
+/// buckets: starts a keeper if `mode` asks for one and none is running or starting.
+pub(crate) fn wanted(root: &Path, mode: KeeperMode, buckets: usize) {
+    let big_enough = match mode {
+        KeeperMode::Never => false,
+        KeeperMode::Always => true,
+        KeeperMode::Auto => buckets >= AUTO_BUCKETS,
+    };
+    if !big_enough {
+        return;
+    }
+    let Some(program) = PROGRAM.get() else {
+        return;
+    };
+    static LAST: Mutex<Option<Instant>> = Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    if last.is_some_and(|t| t.elapsed() < RESPAWN_AFTER) || journal_is_held(root) {
+        return;
+    }
+    *last = Some(Instant::now());
+    let Some(program) = program() else {
+        return;
+    };
+    let mut command = std::process::Command::new(program);
+    command
+        .arg("--board")
+        .arg(root)
+        .args(["watch", "--keeper"])
+        .current_dir(root)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // Its own process group: a Ctrl-C at the terminal that ran the read is not for it.
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    if let Ok(mut child) = command.spawn() {
+        // Reaped when it ends, if this process still runs then (a server); a command
+        // that ends first leaves it to init.
+        std::thread::spawn(move || child.wait());
+    }
+}
+
+/// Does a writer (a watcher, or a keeper starting or running) hold the journal's lock?
+fn journal_is_held(root: &Path) -> bool {
+    let Ok(file) = std::fs::File::open(super::journal::lock_path(root)) else {
+        return false;
+    };
+    matches!(
+        file.try_lock_shared(),
+        Err(std::fs::TryLockError::WouldBlock)
+    )
+}

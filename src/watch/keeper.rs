@@ -1,0 +1,99 @@
+//! The index keeper: a watcher that keeps nothing but the change journal (see
+//! `index::journal`), so that reads on a big board go by the journal instead of a `statat`
+//! of every file when no `tavern watch` runs. A read that finds no journal starts one in
+//! the background (`index::keeper`), as git starts its file-system monitor daemon; it runs
+//! no knowledge source, logs nothing and writes nothing on the board, and it stops:
+//!
+//! - when no read has asked it anything for `idle` (the journal is then removed, and reads
+//!   check every file again until one starts a keeper anew);
+//! - when a `tavern watch` asks for the journal (a [`STOP`](crate::index::journal::STOP)
+//!   cookie), at SIGINT or SIGTERM;
+//! - when the board is gone, the journal's lock was taken from it, or the native watcher
+//!   failed.
+//!
+//! Only one writes the journal: a keeper that finds another writer holding it ends at
+//! once ([`End::Busy`]).
+
+use std::sync::Arc;
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::Duration;
+
+use super::fsevents::{self, Backlog, Extra, Msg, Native, NativeFailure};
+use crate::board::Board;
+use crate::error::{Error, Result};
+use crate::index::journal::{self, Claim, Writer};
+
+/// How often the keeper looks at the board, its journal and its idle time.
+const TICK: Duration = Duration::from_secs(1);
+
+/// Why a keeper stopped.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case", tag = "end", content = "detail")]
+pub enum End {
+    /// Another writer (a watcher or a keeper) holds the journal: nothing to do.
+    Busy,
+    /// No read asked for this long.
+    Idle,
+    /// A watcher took the journal over, or a signal.
+    Asked,
+    /// The board's directory is gone.
+    BoardGone,
+    /// The journal's lock was removed and another writer locked the new one.
+    JournalLost,
+    /// The native watcher could not start or failed.
+    Failed(String),
+}
+
+/// Keeps the board's change journal until one of the [`End`]s.
+pub fn keep(board: &Board, idle: Duration) -> Result<End> {
+    fsevents::ensure_dirs(board);
+    let writer = match Writer::start(&board.root, Claim::Free) {
+        Ok(w) => Arc::new(w),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(End::Busy),
+        Err(e) => {
+            return Err(Error::io(
+                journal::path(&board.root),
+                "start the change journal",
+                e,
+            ));
+        }
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    super::listen_for_signals(tx.clone());
+    let extra = Extra {
+        log_and_board: false,
+        journal: Some(writer.clone()),
+        journal_only: true,
+    };
+    // Publishes the journal once every directory is watched.
+    let mut native = match Native::start(board, tx, Backlog::default(), extra) {
+        Ok(n) => n,
+        Err(e) => return Ok(End::Failed(NativeFailure::of(&e).to_string())),
+    };
+    let end = loop {
+        match rx.recv_timeout(TICK) {
+            Ok(Msg::Signal) => break End::Asked,
+            Ok(Msg::Failed(e)) => break End::Failed(NativeFailure::of(&e).to_string()),
+            Ok(_) | Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                break End::Failed("the native watcher stopped".into());
+            }
+        }
+        if !board.root.is_dir() {
+            break End::BoardGone;
+        }
+        if writer.verify() {
+            native.watch_cookies(writer.cookie_dir());
+        }
+        if !writer.is_open() {
+            break End::JournalLost;
+        }
+        if writer.idle_for() >= idle {
+            break End::Idle;
+        }
+    };
+    // The journal goes first: no reader may trust it once nothing watches.
+    writer.close();
+    drop(native);
+    Ok(end)
+}
