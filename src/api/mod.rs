@@ -69,11 +69,12 @@ pub fn on_index_progress(sink: fn(&str, &std::path::Path, usize, usize)) {
     crate::index::on_progress(sink);
 }
 
-/// Names the program that runs the index keeper (`PROGRAM --board ROOT watch --keeper`),
-/// which a read of a big board with no watcher running starts in the background: the
+/// Names the command that runs the index keeper for the board at a root (see
+/// [`watch::keep_index`]), which a read of a big board with no watcher running starts in
+/// the background (its standard streams closed, in a process group of its own): the
 /// front-end sets it, once; without it no read starts one.
-pub fn on_index_keeper(program: fn() -> Option<std::path::PathBuf>) {
-    crate::index::keeper::set_program(program);
+pub fn on_index_keeper(command: fn(&std::path::Path) -> Option<std::process::Command>) {
+    crate::index::keeper::set_program(command);
 }
 
 /// Writes a whole file as tavern writes its own (a temporary file synced, then renamed

@@ -7,7 +7,7 @@
 //! The library starts no program of its own choosing: the front-end names the program that
 //! runs a keeper ([`set_program`]); without one (a test, another front-end) nothing starts.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -21,15 +21,14 @@ const AUTO_BUCKETS: usize = 16;
 /// when idle may start another).
 const RESPAWN_AFTER: Duration = Duration::from_secs(60);
 
-/// The program to run as `PROGRAM --board ROOT watch --keeper`.
-type ProgramOf = fn() -> Option<PathBuf>;
+/// The command that runs a keeper for the board at a root (made only when one is to start).
+type CommandFor = fn(&Path) -> Option<std::process::Command>;
 
-static PROGRAM: OnceLock<ProgramOf> = OnceLock::new();
+static PROGRAM: OnceLock<CommandFor> = OnceLock::new();
 
-/// Names the program that runs a keeper (asked only when one is to start): the front-end
-/// sets it, once.
-pub fn set_program(program: ProgramOf) {
-    let _ = PROGRAM.set(program);
+/// Names the command that runs a keeper: the front-end sets it, once.
+pub fn set_program(command: CommandFor) {
+    let _ = PROGRAM.set(command);
 }
 
 /// The board's mode, unless this machine's `TAVERN_KEEPER` says otherwise.
@@ -57,14 +56,10 @@ pub(crate) fn wanted(root: &Path, mode: KeeperMode, buckets: usize) {
         return;
     }
     *last = Some(Instant::now());
-    let Some(program) = program() else {
+    let Some(mut command) = program(root) else {
         return;
     };
-    let mut command = std::process::Command::new(program);
     command
-        .arg("--board")
-        .arg(root)
-        .args(["watch", "--keeper"])
         .current_dir(root)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
