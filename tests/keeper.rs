@@ -233,17 +233,155 @@ fn a_watcher_takes_the_journal_over_from_the_keeper_and_no_keeper_runs_beside_it
     b.run(&["list"]).ok();
     same_as_full_scan(&b, "an edit with the watcher that took over");
     assert!(keepers(&b).is_empty());
+    // At its stop, the watcher hands the journal over to a keeper it starts.
+    let (code, _) = w.stop();
+    assert_eq!(code, 0);
+    let again = the_keeper(&b);
+    assert_ne!(again, pid);
+    b.write("tasks/t-0004.md", task_text("t-0004", "edited unwatched"));
+    assert!(b.run(&["list"]).stdout.contains("edited unwatched"));
+    same_as_full_scan(&b, "an edit with the keeper the watcher handed over to");
+    watcher::signal(again, "TERM");
+    wait_until("the keeper stops", || keepers(&b).is_empty());
+
+    // `never` on this machine: a watcher that stops hands nothing over, and takes its
+    // journal with it.
+    let yaml = b.board().join("board.yaml");
+    let text = std::fs::read_to_string(&yaml).unwrap();
+    std::fs::write(&yaml, text.replace("keeper: always", "keeper: never")).unwrap();
+    let w = Watcher::start(&b, &[]);
+    wait_until("the watcher keeps the journal", || {
+        journal_is_live(&b.board())
+    });
     let (code, _) = w.stop();
     assert_eq!(code, 0);
     assert!(!b.board().join(".state/journal").exists());
+    assert!(keepers(&b).is_empty());
+}
 
-    // Without the watcher, the next read starts a keeper again.
-    b.write("tasks/t-0004.md", task_text("t-0004", "edited unwatched"));
-    assert!(b.run(&["list"]).stdout.contains("edited unwatched"));
-    let again = the_keeper(&b);
-    assert_ne!(again, pid);
-    watcher::signal(again, "TERM");
-    wait_until("the keeper stops", || keepers(&b).is_empty());
+/// `watch --once` traced: the task files it looked at (stat'ed or opened; sorted, each
+/// once), and the documents of the external edits it logged.
+fn once_traced(b: &TestBoard) -> (Vec<String>, Vec<String>) {
+    let before = b.log().len();
+    let out = std::process::Command::new("strace")
+        .args([
+            "-f",
+            "-qq",
+            "-e",
+            "trace=stat,lstat,newfstatat,statx,open,openat",
+        ])
+        .args(["-o", "/dev/stderr"])
+        .arg(crate::util::BIN)
+        .args(["watch", "--once", "--json"])
+        .current_dir(b.root())
+        .env("TAVERN_AGENT", "tester")
+        .env("TAVERN_KEEPER", "never")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let trace = String::from_utf8_lossy(&out.stderr);
+    let mut statted: Vec<String> = trace
+        .lines()
+        .filter_map(|line| {
+            // A name relative to the directory, or a whole path.
+            let at = line
+                .find("\"t-")
+                .or_else(|| line.find("/tasks/t-").map(|i| i + 6))?;
+            let name = &line[at + 1..];
+            Some(name[..name.find('"').unwrap_or(name.len())].to_string())
+        })
+        .collect();
+    statted.sort();
+    statted.dedup();
+    let mut edited: Vec<String> = b.log()[before..]
+        .iter()
+        .filter(|e| e["op"] == "external-edit")
+        .map(|e| e["doc"].as_str().unwrap_or_default().to_string())
+        .collect();
+    edited.sort();
+    (statted, edited)
+}
+
+fn journal_epoch(board: &Path) -> String {
+    let text = std::fs::read_to_string(board.join(".state/journal")).unwrap();
+    let header = text.lines().next().unwrap().to_string();
+    header.rsplit(' ').next().unwrap().to_string()
+}
+
+#[test]
+fn with_a_keeper_keeping_the_journal_a_watcher_start_looks_only_at_what_changed() {
+    crate::crash_points::require_strace();
+    let b = board(40, "always", "10m");
+    b.run(&["list"]).ok();
+    let first = the_keeper(&b);
+    // No mark yet: the first pass looks at every file, and marks where the journal stood.
+    let (statted, _) = once_traced(&b);
+    assert_eq!(statted.len(), 40, "{statted:?}");
+    let mark = std::fs::read_to_string(b.board().join(".state/watch/mark")).unwrap();
+    assert!(mark.starts_with(&journal_epoch(&b.board())), "{mark}");
+
+    // Changed while no watcher ran: one in place at the same size within a second of
+    // the pass, one created, one removed. Only they are looked at, each logged once.
+    b.write("tasks/t-0005.md", task_text("t-0005", "a tasX"));
+    b.write("tasks/t-0040.md", task_text("t-0040", "new one"));
+    std::fs::remove_file(b.board().join("tasks/t-0009.md")).unwrap();
+    let (statted, edited) = once_traced(&b);
+    assert_eq!(statted, ["t-0005.md", "t-0009.md", "t-0040.md"]);
+    assert_eq!(
+        edited,
+        ["tasks/t-0005.md", "tasks/t-0009.md", "tasks/t-0040.md"]
+    );
+    let (statted, edited) = once_traced(&b);
+    assert!(
+        statted.is_empty() && edited.is_empty(),
+        "{statted:?} {edited:?}"
+    );
+
+    // A watcher takes the journal over from the keeper, starting from the mark: it logs
+    // the edit made before it started, once. At its stop it hands the journal over to a
+    // keeper it starts, and marks its state with that keeper's epoch.
+    b.write("tasks/t-0006.md", task_text("t-0006", "a tasY"));
+    let mut w = Watcher::start(&b, &[]);
+    w.wait_for("the edit made before it started", |v| {
+        v["event"] == "external-edit" && v.to_string().contains("t-0006")
+    });
+    wait_until("the first keeper gave the journal up", || {
+        !keepers(&b).contains(&first)
+    });
+    let (code, _) = w.stop();
+    assert_eq!(code, 0);
+    let second = the_keeper(&b);
+    let mark = std::fs::read_to_string(b.board().join(".state/watch/mark")).unwrap();
+    assert_eq!(mark, format!("{} 0\n", journal_epoch(&b.board())));
+    b.write("tasks/t-0007.md", task_text("t-0007", "a tasZ"));
+    let (statted, edited) = once_traced(&b);
+    assert_eq!(statted, ["t-0007.md"]);
+    assert_eq!(edited, ["tasks/t-0007.md"]);
+
+    // Killed: nothing vouches for what came after, so every file is looked at again, and
+    // the edit made meanwhile is logged once.
+    watcher::signal(second, "KILL");
+    wait_until("the killed keeper is gone", || keepers(&b).is_empty());
+    b.write("tasks/t-0008.md", task_text("t-0008", "a tasW"));
+    let (statted, edited) = once_traced(&b);
+    assert_eq!(statted.len(), 40, "{statted:?}");
+    assert_eq!(edited, ["tasks/t-0008.md"]);
+    assert!(!b.board().join(".state/watch/mark").exists());
+    let edits: Vec<_> = b
+        .log()
+        .iter()
+        .filter(|e| e["op"] == "external-edit")
+        .map(|e| e["doc"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        edits,
+        [5, 9, 40, 6, 7, 8].map(|n| format!("tasks/t-{n:04}.md")),
+        "each change logged once"
+    );
 }
 
 #[test]

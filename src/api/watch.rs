@@ -24,7 +24,11 @@ pub fn keep_index(board: &Board) -> Result<KeeperEnd> {
     let idle = crate::time::parse_duration(&board.config.watch.keeper_idle)
         .and_then(|d| d.to_std().ok())
         .unwrap_or(std::time::Duration::from_secs(600));
-    crate::watch::keeper::keep(board, idle)
+    // A stopping watcher that invited this keeper says so in its environment.
+    let invited = std::env::var("TAVERN_KEEPER_INVITATION")
+        .ok()
+        .and_then(|t| crate::watch::keeper::Invitation::parse(&t));
+    crate::watch::keeper::keep(board, idle, invited.as_ref())
 }
 
 /// Runs the watcher until SIGINT/SIGTERM (or, with `once`, until nothing is pending),

@@ -25,9 +25,9 @@
 //! (`watch::keeper`). A writer holds `.state/locks/journal.lock` for as long as it writes;
 //! a watcher that finds a keeper holding it asks it to stop (a cookie named [`STOP`]) and
 //! takes over. A new journal is put at its path only once the caller's watches are all in
-//! place ([`Writer::publish`]): a reader that found it earlier could be answered before a
-//! directory was watched, and then trust the journal's silence about a change the kernel
-//! never reported.
+//! place ([`Writer::pending`], then [`Writer::take`]): a reader that found it earlier could
+//! be answered before a directory was watched, and then trust the journal's silence about
+//! a change the kernel never reported.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -47,6 +47,9 @@ pub const STOP: &str = "stop";
 const TAKE_OVER_WAIT: Duration = Duration::from_secs(3);
 /// How long a keeper tries for a lock held: a reader's look holds it for microseconds.
 const FREE_WAIT: Duration = Duration::from_millis(100);
+/// How long an invited keeper waits for the stopping watcher to let the journal go (it
+/// saves its state first).
+const INVITED_WAIT: Duration = Duration::from_secs(60);
 
 pub fn path(root: &Path) -> PathBuf {
     crate::layout::state_dir(root).join("journal")
@@ -78,6 +81,8 @@ pub enum Claim {
     Free,
     /// `tavern watch`: asks a keeper that holds it to stop, and waits for it.
     TakeOver,
+    /// A keeper a stopping watcher invited: waits for the watcher to let it go.
+    Invited,
 }
 
 /// The writing side, held by the watcher's native event thread.
@@ -88,55 +93,95 @@ pub struct Writer {
 }
 
 struct State {
-    /// The journal file (locked exclusively) and how long it is; None once it could not
-    /// be written (then readers find no journal and check every file).
+    /// The journal file (locked exclusively) and how long it is; None before
+    /// [`Writer::take`], and once it could not be written or was given up (then readers
+    /// find no journal and check every file).
     file: Option<(File, u64)>,
     /// The writers' lock, held while this writer writes.
     lock: Option<File>,
-    /// Is the journal at its path (see [`Writer::publish`])? Before, it is a temp file.
-    published: bool,
+    /// Before [`Writer::take`]: what was recorded, kept for the journal it will write.
+    pending: Option<Pending>,
     /// When a reader last asked (a cookie): the keeper stops when no one has for a while.
     last_cookie: Instant,
     /// A watcher asked this writer to give the journal up (a [`STOP`] cookie).
     stop_asked: bool,
+    /// The successor this writer invited ([`Writer::invite`]), and whether it said it
+    /// watches everything (its [`READY`] cookie was seen).
+    invited: Option<(String, bool)>,
 }
 
+/// Lines recorded before the journal was taken, and the cookies they answer.
+#[derive(Default)]
+struct Pending {
+    lines: String,
+    cookies: Vec<PathBuf>,
+}
+
+/// The cookie a keeper invited by a stopping watcher makes once it watches everything:
+/// `ready-` and the invitation's token.
+pub const READY: &str = "ready-";
+
 impl Writer {
-    /// Starts a journal for the board at `root`: a new epoch, and the cookie directory the
-    /// caller must watch. Nothing is at the journal's path until [`Writer::publish`]: what
-    /// is recorded before goes to the new file, which readers cannot see yet. An error of
-    /// kind `WouldBlock` when another writer holds the journal and `claim` does not take
-    /// it from it.
-    pub fn start(root: &Path, claim: Claim) -> std::io::Result<Writer> {
+    /// A writer for the board at `root` that records, but writes no journal until
+    /// [`Writer::take`]: the caller starts watching (the cookie directory too) in between,
+    /// so that no reader finds a journal before every directory is watched (it could be
+    /// answered, and trust the journal's silence about a change no watch reported).
+    pub fn pending(root: &Path) -> std::io::Result<Writer> {
         let cookies = cookie_dir(root);
         std::fs::create_dir_all(&cookies)?;
-        let lock = take_lock(root, claim)?;
-        let file = open_new(root, false)?;
         Ok(Writer {
             root: root.to_path_buf(),
             cookies,
             state: Mutex::new(State {
-                file: Some(file),
-                lock: Some(lock),
-                published: false,
+                file: None,
+                lock: None,
+                pending: Some(Pending::default()),
                 last_cookie: Instant::now(),
                 stop_asked: false,
+                invited: None,
             }),
         })
     }
 
-    /// Puts the journal at its path: the caller's watches are all in place, so from here
-    /// every change is recorded (and so was every change since they were, in the file).
-    pub fn publish(&self) {
+    /// Takes the journal (the writers' lock, as `claim` allows) and starts it at its path,
+    /// in a new epoch (`epoch`, or a fresh one), with what was recorded since
+    /// [`Writer::pending`]. Returns the epoch. An error of kind `WouldBlock` when another
+    /// writer holds the journal and does not give it up.
+    pub fn take(&self, claim: Claim, epoch: Option<u64>) -> std::io::Result<u64> {
+        let lock = take_lock(&self.root, claim)?;
+        let epoch = epoch.unwrap_or_else(super::files::unique);
+        let (mut file, mut len) = open_new(&self.root, epoch)?;
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if state.published {
-            return;
+        let pending = state.pending.take().unwrap_or_default();
+        file.write_all(pending.lines.as_bytes())?;
+        len += pending.lines.len() as u64;
+        state.file = Some((file, len));
+        state.lock = Some(lock);
+        for c in pending.cookies {
+            let _ = std::fs::remove_file(c);
         }
-        state.published = true;
-        let renamed = std::fs::rename(temp_path(&self.root), path(&self.root));
-        if state.file.is_some() && renamed.is_err() {
-            state.file = None;
-        }
+        Ok(epoch)
+    }
+
+    /// Starts a journal at once ([`Writer::pending`] and [`Writer::take`]): for a caller
+    /// that watches nothing itself.
+    #[cfg(test)]
+    pub fn start(root: &Path, claim: Claim) -> std::io::Result<Writer> {
+        let writer = Writer::pending(root)?;
+        writer.take(claim, None)?;
+        Ok(writer)
+    }
+
+    /// Invites a successor to take the journal once it watches everything: it makes the
+    /// cookie [`READY`]`token`, and [`Writer::invited_ready`] then says so.
+    pub fn invite(&self, token: &str) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.invited = Some((token.to_string(), false));
+    }
+
+    pub fn invited_ready(&self) -> bool {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.invited.as_ref().is_some_and(|(_, ready)| *ready)
     }
 
     /// How long since a reader last asked where the journal stands (or since it started).
@@ -145,7 +190,7 @@ impl Writer {
         state.last_cookie.elapsed()
     }
 
-    /// Is the journal still being written (not given up or failed)?
+    /// Is the journal being written (taken, not given up or failed)?
     pub fn is_open(&self) -> bool {
         let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         state.file.is_some()
@@ -168,13 +213,19 @@ impl Writer {
                 if created && let Some(name) = p.file_name().and_then(|n| n.to_str()) {
                     if name == STOP {
                         state.stop_asked = true;
+                    } else if let Some(token) = name.strip_prefix(READY) {
+                        if let Some((invited, ready)) = &mut state.invited {
+                            *ready |= invited == token;
+                        }
+                        // The successor's own signal, not a reader's: it removes it.
+                        continue;
                     } else {
                         state.last_cookie = Instant::now();
                     }
                     lines.push('/');
                     lines.push_str(name);
                     lines.push('\n');
-                    cookies.push(p);
+                    cookies.push(p.clone());
                 }
                 continue;
             }
@@ -187,6 +238,17 @@ impl Writer {
                 }
                 None => lost = true,
             }
+        }
+        if let Some(pending) = &mut state.pending {
+            // Not taken yet: kept for the journal, and so are the cookies (a reader's is
+            // answered once its line is written).
+            if lost {
+                // Nothing before this can be vouched for: the journal starts after it.
+                *pending = Pending::default();
+            }
+            pending.lines.push_str(&lines);
+            pending.cookies.extend(cookies);
+            return state.stop_asked;
         }
         if lost {
             self.renew(&mut state);
@@ -221,7 +283,7 @@ impl Writer {
     /// when the cookie directory was made again (the caller watches it again).
     pub fn verify(&self) -> bool {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if !state.published || state.file.is_none() {
+        if state.file.is_none() {
             return false;
         }
         // The writers' lock removed (`rm -r .state`): another writer could lock a new file
@@ -241,14 +303,10 @@ impl Writer {
             }
         }
         let cookies_there = std::fs::symlink_metadata(&self.cookies).is_ok_and(|m| m.is_dir());
-        let journal_there = state.file.as_ref().is_some_and(|(f, _)| {
-            match (f.metadata(), std::fs::symlink_metadata(path(&self.root))) {
-                (Ok(a), Ok(b)) => {
-                    crate::watch::lock::identity(&a) == crate::watch::lock::identity(&b)
-                }
-                _ => false,
-            }
-        });
+        let journal_there = state
+            .file
+            .as_ref()
+            .is_some_and(|(f, _)| same_file(f, &path(&self.root)));
         if cookies_there && journal_there {
             return false;
         }
@@ -262,6 +320,10 @@ impl Writer {
     /// Events were lost (or the journal is full): a new epoch.
     pub fn lost(&self) {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(pending) = &mut state.pending {
+            *pending = Pending::default();
+            return;
+        }
         self.renew(&mut state);
     }
 
@@ -269,14 +331,12 @@ impl Writer {
         if state.lock.is_none() {
             return;
         }
-        state.file = open_new(&self.root, state.published).ok();
-        if state.file.is_none() && state.published {
+        state.file = open_new(&self.root, super::files::unique()).ok();
+        if state.file.is_none() {
             let _ = std::fs::remove_file(path(&self.root));
         }
     }
-}
 
-impl Writer {
     /// The watcher stops: reads stop going by the journal from now on.
     pub fn close(&self) {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -288,16 +348,13 @@ impl Writer {
 /// gone), then lets the lock go.
 fn close(root: &Path, state: &mut State) {
     if let Some((file, _)) = state.file.take() {
-        let at = if state.published {
-            path(root)
-        } else {
-            temp_path(root)
-        };
+        let at = path(root);
         if same_file(&file, &at) {
             let _ = std::fs::remove_file(at);
         }
     }
     state.lock = None;
+    state.pending = None;
 }
 
 impl Drop for Writer {
@@ -313,6 +370,17 @@ fn same_file(file: &File, path: &Path) -> bool {
         (Ok(a), Ok(b)) => crate::watch::lock::identity(&a) == crate::watch::lock::identity(&b),
         _ => false,
     }
+}
+
+/// Is the journal's writers' lock held (a watcher or keeper writing, or starting to)?
+pub fn is_kept(root: &Path) -> bool {
+    let Ok(file) = File::open(lock_path(root)) else {
+        return false;
+    };
+    matches!(
+        file.try_lock_shared(),
+        Err(std::fs::TryLockError::WouldBlock)
+    )
 }
 
 /// Takes the writers' lock: at once, or (`TakeOver`) after asking the keeper that holds it
@@ -337,6 +405,7 @@ fn take_lock(root: &Path, claim: Claim) -> std::io::Result<File> {
     // keeper tries a little longer before it takes the lock as another writer's.
     let (stop, wait) = match claim {
         Claim::Free => (None, FREE_WAIT),
+        Claim::Invited => (None, INVITED_WAIT),
         Claim::TakeOver => {
             let stop = cookie_dir(root).join(STOP);
             let _ = std::fs::write(&stop, b"");
@@ -371,18 +440,12 @@ fn take_lock(root: &Path, claim: Claim) -> std::io::Result<File> {
     }
 }
 
-/// Where a journal is written before it is published.
-fn temp_path(root: &Path) -> PathBuf {
-    crate::layout::state_dir(root).join(format!(".journal-{}.tmp", std::process::id()))
-}
-
-/// A new journal file of a new epoch, locked; renamed over the old one when `publish`,
-/// else left at its temp path for [`Writer::publish`].
-fn open_new(root: &Path, publish: bool) -> std::io::Result<(File, u64)> {
+/// A new journal file of epoch `epoch`, locked, renamed over the old one.
+fn open_new(root: &Path, epoch: u64) -> std::io::Result<(File, u64)> {
     let final_path = path(root);
     let dir = final_path.parent().unwrap_or(root);
     std::fs::create_dir_all(dir)?;
-    let temp = temp_path(root);
+    let temp = dir.join(format!(".journal-{}.tmp", std::process::id()));
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(true)
@@ -390,11 +453,9 @@ fn open_new(root: &Path, publish: bool) -> std::io::Result<(File, u64)> {
         .read(true)
         .open(&temp)?;
     file.lock()?;
-    let header = format!("{MAGIC}{}\n", super::files::unique());
+    let header = format!("{MAGIC}{epoch}\n");
     file.write_all(header.as_bytes())?;
-    if publish {
-        std::fs::rename(&temp, &final_path)?;
-    }
+    std::fs::rename(&temp, &final_path)?;
     // Appends from here on (the file offset is at its end).
     Ok((file, header.len() as u64))
 }
@@ -494,6 +555,26 @@ impl View {
     }
 }
 
+impl View {
+    /// Every path (board-relative, files and directories, each once) recorded after offset
+    /// `from` (0: from the journal's start), up to the view's cookie: None when `from` is
+    /// not of this journal.
+    pub fn changed_since(&self, from: u64) -> Option<Vec<&str>> {
+        let from = usize::try_from(from).ok()?.max(self.header);
+        if from > self.body.len() {
+            return None;
+        }
+        let text = std::str::from_utf8(&self.body[from..]).ok()?;
+        let mut paths: Vec<&str> = text
+            .split('\n')
+            .filter(|l| !l.is_empty() && !l.starts_with('/'))
+            .collect();
+        paths.sort_unstable();
+        paths.dedup();
+        Some(paths)
+    }
+}
+
 /// The last place `needle` is in `hay` (a cookie's line is near the end).
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).rposition(|w| w == needle)
@@ -545,12 +626,9 @@ mod tests {
         let root = dir.path().join(".tavern");
         std::fs::create_dir_all(&root).unwrap();
         assert!(View::take(&root).is_none(), "no watcher, no journal");
-        let writer = std::sync::Arc::new(Writer::start(&root, Claim::Free).unwrap());
-        assert!(
-            !path(&root).exists(),
-            "not at its path before it is published"
-        );
-        writer.publish();
+        let writer = std::sync::Arc::new(Writer::pending(&root).unwrap());
+        assert!(!path(&root).exists(), "not at its path before it is taken");
+        writer.take(Claim::Free, None).unwrap();
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let answering = std::thread::spawn({
             let (w, s) = (writer.clone(), stop.clone());
@@ -619,7 +697,6 @@ mod tests {
         // Alive (its lock held) but answering no cookie: given up on, and the cookie
         // taken away.
         let writer = Writer::start(&root, Claim::Free).unwrap();
-        writer.publish();
         assert!(View::take(&root).is_none());
         assert_eq!(std::fs::read_dir(cookie_dir(&root)).unwrap().count(), 0);
         // Its file left behind by a writer that died: its lock is free.
@@ -634,11 +711,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join(".tavern");
         std::fs::create_dir_all(&root).unwrap();
-        let keeper = std::sync::Arc::new(Writer::start(&root, Claim::Free).unwrap());
-        // Recorded before it is published: in the journal once it is, readers blind till then.
+        let keeper = std::sync::Arc::new(Writer::pending(&root).unwrap());
+        // Recorded before it is taken: in the journal once it is, readers blind till then.
         keeper.record(&[root.join("tasks/t-1.md")], false);
         assert!(View::take(&root).is_none());
-        keeper.publish();
+        keeper.take(Claim::Free, Some(77)).unwrap();
+        assert!(
+            std::fs::read_to_string(path(&root))
+                .unwrap()
+                .starts_with(&format!("{MAGIC}77\n"))
+        );
         let text = std::fs::read_to_string(path(&root)).unwrap();
         assert!(text.ends_with("\ntasks/t-1.md\n"), "{text:?}");
         // A second keeper finds the journal taken.
@@ -664,21 +746,21 @@ mod tests {
                 false
             }
         });
-        let watcher = Writer::start(&root, Claim::TakeOver).unwrap();
+        let watcher = Writer::pending(&root).unwrap();
+        let epoch = watcher.take(Claim::TakeOver, None).unwrap();
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         assert!(keeping.join().unwrap(), "the keeper was asked to stop");
         assert!(!keeper.is_open());
-        assert!(!path(&root).exists(), "the keeper's journal went with it");
         assert!(!cookie_dir(&root).join(STOP).exists());
-        watcher.publish();
-        assert!(path(&root).exists());
+        // The journal at the path is the watcher's, in its own epoch.
+        let text = std::fs::read_to_string(path(&root)).unwrap();
+        assert_eq!(text, format!("{MAGIC}{epoch}\n"));
         // The keeper, closed, removes nothing of the watcher's when dropped.
         drop(keeper);
         assert!(path(&root).exists());
         // Nobody answers a watcher's request: it gives up, and the keeper keeps the journal.
         drop(watcher);
         let silent = Writer::start(&root, Claim::Free).unwrap();
-        silent.publish();
         let refused = Writer::start(&root, Claim::TakeOver)
             .map(|_| ())
             .unwrap_err();
@@ -693,7 +775,6 @@ mod tests {
         let root = dir.path().join(".tavern");
         std::fs::create_dir_all(&root).unwrap();
         let first = Writer::start(&root, Claim::Free).unwrap();
-        first.publish();
         // `rm -r .state/locks`: nobody holds the new lock file, so the writer takes it.
         std::fs::remove_file(lock_path(&root)).unwrap();
         assert!(!first.verify());
@@ -703,9 +784,59 @@ mod tests {
         let second = Writer::start(&root, Claim::Free).unwrap();
         assert!(!first.verify());
         assert!(!first.is_open(), "two writers never both write");
-        second.publish();
         drop(first);
         assert!(path(&root).exists(), "the second writer's journal stays");
+        assert!(second.is_open());
+    }
+
+    #[test]
+    fn an_invited_successor_says_it_watches_and_takes_the_journal_in_the_agreed_epoch() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join(".tavern");
+        std::fs::create_dir_all(&root).unwrap();
+        let watcher = std::sync::Arc::new(Writer::start(&root, Claim::Free).unwrap());
+        watcher.invite("abc");
+        // Another token, or a reader's cookie: not the invited one.
+        watcher.record(&[cookie_dir(&root).join("ready-abd")], true);
+        assert!(!watcher.invited_ready());
+        // The successor records in memory until it has the journal.
+        let keeper = std::sync::Arc::new(Writer::pending(&root).unwrap());
+        keeper.record(&[root.join("tasks/t-9.md")], false);
+        let ready = cookie_dir(&root).join("ready-abc");
+        std::fs::write(&ready, b"").unwrap();
+        assert!(!watcher.record(std::slice::from_ref(&ready), true));
+        assert!(watcher.invited_ready());
+        assert!(
+            ready.exists(),
+            "the successor's cookie is its own to remove"
+        );
+        let taking = std::thread::spawn({
+            let k = keeper.clone();
+            move || k.take(Claim::Invited, Some(4242))
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        watcher.close();
+        assert_eq!(taking.join().unwrap().unwrap(), 4242);
+        // What the successor recorded before is in its journal, from its start.
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let answering = std::thread::spawn({
+            let (w, s) = (keeper.clone(), stop.clone());
+            move || answer_cookies(w, s)
+        });
+        keeper.record(
+            &[root.join("tasks"), root.join("solutions/t-1/a.md")],
+            false,
+        );
+        let view = View::take(&root).expect("answered");
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        answering.join().unwrap();
+        assert_eq!(view.epoch, 4242);
+        assert_eq!(
+            view.changed_since(0),
+            Some(vec!["solutions/t-1/a.md", "tasks", "tasks/t-9.md"])
+        );
+        assert_eq!(view.changed_since(view.at), Some(vec![]));
+        assert_eq!(view.changed_since(view.at + 1), None);
     }
 
     #[test]

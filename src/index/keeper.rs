@@ -17,6 +17,19 @@ use crate::board::{Board, KeeperMode};
 /// holds about a thousand, in a power of two) is big enough for `auto` to start a keeper.
 const AUTO_BUCKETS: usize = 16;
 
+/// A board of more documents than this (in all, as the watcher counts them) is big enough
+/// for `auto` to have a stopping watcher hand its journal over to a keeper.
+const AUTO_FILES: usize = 8_000;
+
+/// Does `mode` want a keeper on a board of `files` documents?
+pub(crate) fn wanted_for(mode: KeeperMode, files: usize) -> bool {
+    match mode {
+        KeeperMode::Never => false,
+        KeeperMode::Always => true,
+        KeeperMode::Auto => files > AUTO_FILES,
+    }
+}
+
 /// A process starts a keeper at most this often (a long-lived server whose keeper stopped
 /// when idle may start another).
 const RESPAWN_AFTER: Duration = Duration::from_secs(60);
@@ -47,18 +60,29 @@ pub(crate) fn wanted(root: &Path, mode: KeeperMode, buckets: usize) {
     if !big_enough {
         return;
     }
-    let Some(program) = PROGRAM.get() else {
+    if PROGRAM.get().is_none() {
         return;
-    };
+    }
     static LAST: Mutex<Option<Instant>> = Mutex::new(None);
     let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
-    if last.is_some_and(|t| t.elapsed() < RESPAWN_AFTER) || journal_is_held(root) {
+    if last.is_some_and(|t| t.elapsed() < RESPAWN_AFTER) || super::journal::is_kept(root) {
         return;
     }
     *last = Some(Instant::now());
-    let Some(mut command) = program(root) else {
-        return;
+    spawn(root, None);
+}
+
+/// Starts a keeper for the board at `root`, invited (`invitation`: the text of a stopping
+/// watcher's invitation) or not: false when no front-end named the command, or it could
+/// not start.
+pub(crate) fn spawn(root: &Path, invitation: Option<&str>) -> bool {
+    let Some(mut command) = PROGRAM.get().and_then(|program| program(root)) else {
+        return false;
     };
+    command.env_remove("TAVERN_KEEPER_INVITATION");
+    if let Some(text) = invitation {
+        command.env("TAVERN_KEEPER_INVITATION", text);
+    }
     command
         .current_dir(root)
         .stdin(std::process::Stdio::null())
@@ -67,20 +91,13 @@ pub(crate) fn wanted(root: &Path, mode: KeeperMode, buckets: usize) {
     // Its own process group: a Ctrl-C at the terminal that ran the read is not for it.
     #[cfg(unix)]
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
-    if let Ok(mut child) = command.spawn() {
-        // Reaped when it ends, if this process still runs then (a server); a command
-        // that ends first leaves it to init.
-        std::thread::spawn(move || child.wait());
+    match command.spawn() {
+        Ok(mut child) => {
+            // Reaped when it ends, if this process still runs then (a server); a command
+            // that ends first leaves it to init.
+            std::thread::spawn(move || child.wait());
+            true
+        }
+        Err(_) => false,
     }
-}
-
-/// Does a writer (a watcher, or a keeper starting or running) hold the journal's lock?
-fn journal_is_held(root: &Path) -> bool {
-    let Ok(file) = std::fs::File::open(super::journal::lock_path(root)) else {
-        return false;
-    };
-    matches!(
-        file.try_lock_shared(),
-        Err(std::fs::TryLockError::WouldBlock)
-    )
 }

@@ -191,11 +191,10 @@ impl Native {
         for (dir, mode) in watches(board) {
             watcher.watch(&dir, mode)?;
         }
+        // The caller takes the journal (`Writer::take`) only now: a cookie answered before
+        // a directory was watched would vouch for changes no one recorded.
         if let Some(j) = &extra.journal {
             watcher.watch(j.cookie_dir(), RecursiveMode::NonRecursive)?;
-            // Only now may a reader find the journal: a cookie answered before a
-            // directory was watched would vouch for changes no one recorded.
-            j.publish();
         }
         Ok(Native { watcher })
     }

@@ -44,20 +44,40 @@ pub enum End {
     Failed(String),
 }
 
-/// Keeps the board's change journal until one of the [`End`]s.
-pub fn keep(board: &Board, idle: Duration) -> Result<End> {
+/// A stopping watcher's invitation to keep the journal after it: the token of the cookie
+/// that says the keeper watches everything, and the epoch its journal must have (the
+/// watcher's saved state is marked with it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Invitation {
+    pub token: String,
+    pub epoch: u64,
+}
+
+impl Invitation {
+    /// As passed to the keeper's process (`TAVERN_KEEPER_INVITATION`).
+    pub fn to_text(&self) -> String {
+        format!("{} {}", self.token, self.epoch)
+    }
+
+    pub fn parse(text: &str) -> Option<Invitation> {
+        let (token, epoch) = text.trim().split_once(' ')?;
+        let token_ok = !token.is_empty() && token.bytes().all(|b| b.is_ascii_alphanumeric());
+        Some(Invitation {
+            token: token_ok.then(|| token.to_string())?,
+            epoch: epoch.parse().ok()?,
+        })
+    }
+}
+
+/// Keeps the board's change journal until one of the [`End`]s: started by a read (no
+/// invitation), or by a watcher that stops.
+pub fn keep(board: &Board, idle: Duration, invited: Option<&Invitation>) -> Result<End> {
+    if invited.is_none() && journal::is_kept(&board.root) {
+        return Ok(End::Busy);
+    }
     fsevents::ensure_dirs(board);
-    let writer = match Writer::start(&board.root, Claim::Free) {
-        Ok(w) => Arc::new(w),
-        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(End::Busy),
-        Err(e) => {
-            return Err(Error::io(
-                journal::path(&board.root),
-                "start the change journal",
-                e,
-            ));
-        }
-    };
+    let start_failed = |e| Error::io(journal::path(&board.root), "start the change journal", e);
+    let writer = Arc::new(Writer::pending(&board.root).map_err(start_failed)?);
     let (tx, rx) = std::sync::mpsc::channel();
     super::listen_for_signals(tx.clone());
     let extra = Extra {
@@ -65,11 +85,29 @@ pub fn keep(board: &Board, idle: Duration) -> Result<End> {
         journal: Some(writer.clone()),
         journal_only: true,
     };
-    // Publishes the journal once every directory is watched.
     let mut native = match Native::start(board, tx, Backlog::default(), extra) {
         Ok(n) => n,
         Err(e) => return Ok(End::Failed(NativeFailure::of(&e).to_string())),
     };
+    // Every directory is watched: the journal may be taken. An invited keeper tells the
+    // watcher so, and takes it once the watcher has handled what it saw and let it go.
+    let taken = match invited {
+        Some(inv) => {
+            let ready = writer
+                .cookie_dir()
+                .join(format!("{}{}", journal::READY, inv.token));
+            let _ = std::fs::write(&ready, b"");
+            let taken = writer.take(Claim::Invited, Some(inv.epoch));
+            let _ = std::fs::remove_file(&ready);
+            taken
+        }
+        None => writer.take(Claim::Free, None),
+    };
+    match taken {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(End::Busy),
+        Err(e) => return Err(start_failed(e)),
+    }
     let end = loop {
         match rx.recv_timeout(TICK) {
             Ok(Msg::Signal) => break End::Asked,

@@ -20,6 +20,7 @@ pub mod fsevents;
 pub mod intake;
 pub mod keeper;
 pub mod lock;
+pub mod mark;
 pub mod pack;
 pub mod patch;
 pub mod reconcile;
