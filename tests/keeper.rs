@@ -62,6 +62,11 @@ fn keepers(b: &TestBoard) -> Vec<u32> {
     pids
 }
 
+/// Who `tavern status --json` says keeps the journal.
+fn journal_status(b: &TestBoard) -> serde_json::Value {
+    b.run(&["--json", "status"]).json()["journal"].clone()
+}
+
 /// Waits until `done` holds, or fails with `what`.
 fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     let end = Instant::now() + PATIENCE;
@@ -134,8 +139,16 @@ fn a_read_starts_the_keeper_and_later_reads_stat_only_what_its_journal_names() {
     crate::crash_points::require_strace();
     let b = board(40, "always", "10m");
     assert!(keepers(&b).is_empty());
+    assert_eq!(journal_status(&b), serde_json::Value::Null);
     b.run(&["list"]).ok();
     let pid = the_keeper(&b);
+    assert_eq!(
+        journal_status(&b),
+        serde_json::json!({"by": "keeper", "pid": pid})
+    );
+    assert!(b.run(&["status"]).stdout.contains(&format!(
+        "reads: by the change journal the index keeper keeps (pid {pid};"
+    )));
 
     // Once a read has gone by the journal (and recorded where it stood), an unchanged
     // board costs no stat of a task file, and an edit in place costs one.
@@ -218,6 +231,10 @@ fn a_watcher_takes_the_journal_over_from_the_keeper_and_no_keeper_runs_beside_it
     wait_until("the watcher keeps the journal", || {
         journal_is_live(&b.board())
     });
+    assert_eq!(
+        journal_status(&b),
+        serde_json::json!({"by": "watch", "pid": w.pid()})
+    );
     // A keeper started by hand while the watcher runs ends at once, touching nothing.
     let journal = std::fs::read(b.board().join(".state/journal")).unwrap();
     let out = b.run(&["watch", "--keeper"]);

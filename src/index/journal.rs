@@ -74,6 +74,30 @@ pub fn lock_path(root: &Path) -> PathBuf {
     crate::layout::lock_file(root, crate::layout::JOURNAL_LOCK)
 }
 
+/// Who keeps the journal: `tavern watch` or the index keeper (`by`), and its process id,
+/// as the writer wrote them in the writers' lock.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Keeper {
+    pub by: String,
+    pub pid: u32,
+}
+
+/// Who keeps the journal now, if anyone does.
+pub fn keeper(root: &Path) -> Option<Keeper> {
+    if !is_kept(root) {
+        return None;
+    }
+    let text = std::fs::read_to_string(lock_path(root)).ok()?;
+    let (by, pid) = text.trim().split_once(' ')?;
+    if !matches!(by, "watch" | "keeper") {
+        return None;
+    }
+    Some(Keeper {
+        by: by.to_string(),
+        pid: pid.parse().ok()?,
+    })
+}
+
 /// Who may take the journal when another writer holds it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Claim {
@@ -108,6 +132,8 @@ struct State {
     /// The successor this writer invited ([`Writer::invite`]), and whether it said it
     /// watches everything (its [`READY`] cookie was seen).
     invited: Option<(String, bool)>,
+    /// How it took the journal: who it is.
+    claim: Claim,
 }
 
 /// Lines recorded before the journal was taken, and the cookies they answer.
@@ -139,6 +165,7 @@ impl Writer {
                 last_cookie: Instant::now(),
                 stop_asked: false,
                 invited: None,
+                claim: Claim::Free,
             }),
         })
     }
@@ -149,6 +176,8 @@ impl Writer {
     /// writer holds the journal and does not give it up.
     pub fn take(&self, claim: Claim, epoch: Option<u64>) -> std::io::Result<u64> {
         let lock = take_lock(&self.root, claim)?;
+        sign(&lock, claim);
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).claim = claim;
         let epoch = epoch.unwrap_or_else(super::files::unique);
         let (mut file, mut len) = open_new(&self.root, epoch)?;
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -294,7 +323,10 @@ impl Writer {
             .is_some_and(|f| same_file(f, &lock_path(&self.root)));
         if !lock_ours {
             match take_lock(&self.root, Claim::Free) {
-                Ok(lock) => state.lock = Some(lock),
+                Ok(lock) => {
+                    sign(&lock, state.claim);
+                    state.lock = Some(lock);
+                }
                 Err(_) => {
                     state.file = None;
                     state.lock = None;
@@ -370,6 +402,19 @@ fn same_file(file: &File, path: &Path) -> bool {
         (Ok(a), Ok(b)) => crate::watch::lock::identity(&a) == crate::watch::lock::identity(&b),
         _ => false,
     }
+}
+
+/// Writes who holds the writers' lock into it, for `tavern status` (the lock is what
+/// counts; a reader that finds it unlocked ignores what it says).
+fn sign(lock: &File, claim: Claim) {
+    let by = match claim {
+        Claim::TakeOver => "watch",
+        Claim::Free | Claim::Invited => "keeper",
+    };
+    let mut lock = lock;
+    let _ = lock.set_len(0);
+    let _ = std::io::Seek::seek(&mut lock, std::io::SeekFrom::Start(0));
+    let _ = lock.write_all(format!("{by} {}\n", std::process::id()).as_bytes());
 }
 
 /// Is the journal's writers' lock held (a watcher or keeper writing, or starting to)?
