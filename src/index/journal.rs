@@ -175,7 +175,16 @@ impl Writer {
     /// [`Writer::pending`]. Returns the epoch. An error of kind `WouldBlock` when another
     /// writer holds the journal and does not give it up.
     pub fn take(&self, claim: Claim, epoch: Option<u64>) -> std::io::Result<u64> {
-        let lock = take_lock(&self.root, claim)?;
+        let held = self
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .lock
+            .take();
+        let lock = match held {
+            Some(lock) => lock,
+            None => take_lock(&self.root, claim)?,
+        };
         sign(&lock, claim);
         self.state.lock().unwrap_or_else(|e| e.into_inner()).claim = claim;
         let epoch = epoch.unwrap_or_else(super::files::unique);
@@ -190,6 +199,17 @@ impl Writer {
             let _ = std::fs::remove_file(c);
         }
         Ok(epoch)
+    }
+
+    /// [`Writer::pending`], holding the writers' lock from now on: a keeper that starts
+    /// watching a big board takes a while, and no other starts beside it meanwhile. An
+    /// error of kind `WouldBlock` when another writer holds it.
+    pub fn pending_locked(root: &Path) -> std::io::Result<Writer> {
+        let writer = Writer::pending(root)?;
+        let lock = take_lock(root, Claim::Free)?;
+        sign(&lock, Claim::Free);
+        writer.state.lock().unwrap_or_else(|e| e.into_inner()).lock = Some(lock);
+        Ok(writer)
     }
 
     /// Starts a journal at once ([`Writer::pending`] and [`Writer::take`]): for a caller

@@ -65,7 +65,10 @@ pub(crate) fn wanted(root: &Path, mode: KeeperMode, buckets: usize) {
     }
     static LAST: Mutex<Option<Instant>> = Mutex::new(None);
     let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
-    if last.is_some_and(|t| t.elapsed() < RESPAWN_AFTER) || super::journal::is_kept(root) {
+    if last.is_some_and(|t| t.elapsed() < RESPAWN_AFTER)
+        || super::journal::is_kept(root)
+        || failed_lately(root)
+    {
         return;
     }
     *last = Some(Instant::now());
@@ -99,5 +102,54 @@ pub(crate) fn spawn(root: &Path, invitation: Option<&str>) -> bool {
             true
         }
         Err(_) => false,
+    }
+}
+
+/// After a keeper could not watch the board, how long reads start none.
+const AFTER_FAILURE: Duration = Duration::from_secs(600);
+
+fn failure_path(root: &Path) -> std::path::PathBuf {
+    crate::layout::state_dir(root).join("keeper-failed")
+}
+
+/// A keeper could not watch the board (why): reads start none for [`AFTER_FAILURE`].
+pub(crate) fn failed(root: &Path, why: &str) {
+    let _ = std::fs::write(failure_path(root), format!("{why}\n"));
+}
+
+fn failed_lately(root: &Path) -> bool {
+    std::fs::metadata(failure_path(root))
+        .and_then(|m| m.modified())
+        .is_ok_and(|t| t.elapsed().is_ok_and(|e| e < AFTER_FAILURE))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_keeper_that_could_not_watch_holds_reads_back_for_a_while() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join(".tavern");
+        std::fs::create_dir_all(root.join(".state")).unwrap();
+        assert!(!failed_lately(&root));
+        failed(&root, "the inotify watch limit was reached");
+        assert!(failed_lately(&root));
+        // Long ago: reads start one again.
+        let file = std::fs::File::options()
+            .write(true)
+            .open(failure_path(&root))
+            .unwrap();
+        let old = std::time::SystemTime::now() - AFTER_FAILURE - Duration::from_secs(1);
+        file.set_modified(old).unwrap();
+        assert!(!failed_lately(&root));
+    }
+
+    #[test]
+    fn auto_wants_a_keeper_only_on_a_big_board() {
+        assert!(!wanted_for(KeeperMode::Auto, AUTO_FILES));
+        assert!(wanted_for(KeeperMode::Auto, AUTO_FILES + 1));
+        assert!(wanted_for(KeeperMode::Always, 0));
+        assert!(!wanted_for(KeeperMode::Never, 10_000_000));
     }
 }

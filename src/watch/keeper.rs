@@ -77,7 +77,16 @@ pub fn keep(board: &Board, idle: Duration, invited: Option<&Invitation>) -> Resu
     }
     fsevents::ensure_dirs(board);
     let start_failed = |e| Error::io(journal::path(&board.root), "start the change journal", e);
-    let writer = Arc::new(Writer::pending(&board.root).map_err(start_failed)?);
+    let writer = match invited {
+        // The watcher that invited it holds the lock until it has handed over.
+        Some(_) => Writer::pending(&board.root),
+        None => Writer::pending_locked(&board.root),
+    };
+    let writer = match writer {
+        Ok(w) => Arc::new(w),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(End::Busy),
+        Err(e) => return Err(start_failed(e)),
+    };
     let (tx, rx) = std::sync::mpsc::channel();
     super::listen_for_signals(tx.clone());
     let extra = Extra {
@@ -87,7 +96,13 @@ pub fn keep(board: &Board, idle: Duration, invited: Option<&Invitation>) -> Resu
     };
     let mut native = match Native::start(board, tx, Backlog::default(), extra) {
         Ok(n) => n,
-        Err(e) => return Ok(End::Failed(NativeFailure::of(&e).to_string())),
+        Err(e) => {
+            // Reads would start one in vain every time (the watch limit, say): they do
+            // not for a while (see `index::keeper`).
+            let why = NativeFailure::of(&e).to_string();
+            crate::index::keeper::failed(&board.root, &why);
+            return Ok(End::Failed(why));
+        }
     };
     // Every directory is watched: the journal may be taken. An invited keeper tells the
     // watcher so, and takes it once the watcher has handled what it saw and let it go.
