@@ -21,6 +21,7 @@
 pub(crate) mod dir;
 pub(crate) mod files;
 pub(crate) mod journal;
+pub(crate) mod keeper;
 pub(crate) mod stat;
 
 use std::borrow::Cow;
@@ -316,7 +317,8 @@ fn read_area(
             stat::Clocks::now(),
             fingerprint(board),
             dir::list_docs,
-        ),
+        )
+        .with_keeper(keeper::mode(board)),
         pre,
         claimable: matches!(want, Want::Claimable),
         heads: match want {
