@@ -571,8 +571,19 @@ fn time_commands(
     scale::from_nothing(b, n, rows);
     // `deps` of a task no claim row takes.
     let deps_id = built.claimable.last().expect("a claimable task");
-    let [raw, list, next, search, ready, deps, summary, check] =
-        time_reads(b, &built.board, deps_id, scan_runs);
+    let [
+        raw,
+        list,
+        next,
+        search,
+        ready,
+        deps,
+        summary,
+        check,
+        ready_json,
+        ready_q,
+        ready_tag,
+    ] = time_reads(b, &built.board, deps_id, scan_runs);
 
     // The watcher's own state: a first start, then a restart with nothing changed.
     scale::watch_once(b, n, rows);
@@ -606,6 +617,9 @@ fn time_commands(
         w_deps,
         w_summary,
         w_check,
+        w_ready_json,
+        w_ready_q,
+        w_ready_tag,
     ] = time_reads(b, &built.board, deps_id, scan_runs);
     let _ = watcher.kill();
     let _ = watcher.wait();
@@ -629,10 +643,13 @@ fn time_commands(
         k_deps,
         k_summary,
         _k_check,
+        k_ready_json,
+        k_ready_q,
+        k_ready_tag,
     ] = if kept {
         time_reads(b, &built.board, deps_id, scan_runs)
     } else {
-        [w_raw; 8]
+        [w_raw; 11]
     };
     let _ = keeper.kill();
     let _ = keeper.wait();
@@ -712,6 +729,20 @@ fn time_commands(
         None,
     );
     row("ready", ready, "read all raw", raw, None);
+    for (op, m, w) in [
+        (READY_JSON, ready_json, w_ready_json),
+        (READY_Q, ready_q, w_ready_q),
+        (READY_TAG, ready_tag, w_ready_tag),
+    ] {
+        row(op, m, "read all raw", raw, None);
+        row(
+            &format!("{op} (watcher running)"),
+            w,
+            "read all raw",
+            w_raw,
+            None,
+        );
+    }
     row("deps ID", deps, "read all raw", raw, None);
     row("summary", summary, "read all raw", raw, None);
     row("check", check, "read all raw", raw, None);
@@ -748,6 +779,9 @@ fn time_commands(
         ("claim --next", k_next),
         ("search parser input", k_search),
         ("ready", k_ready),
+        (READY_JSON, k_ready_json),
+        (READY_Q, k_ready_q),
+        (READY_TAG, k_ready_tag),
         ("deps ID", k_deps),
         ("summary", k_summary),
     ] {
@@ -806,6 +840,12 @@ pub fn journal_is_live(board: &Path) -> bool {
         .is_ok_and(|f| matches!(f.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock)))
 }
 
+/// `ready`'s other forms, timed beside `ready`: every ready task as JSON (each parsed), a
+/// query the read index's heads answer alone, and one they cannot (a tag).
+const READY_JSON: &str = "ready --json";
+const READY_Q: &str = "ready status=pending priority<=1";
+const READY_TAG: &str = "ready tag:parser";
+
 /// A row's measure: the median wall time, and when measured the median CPU time and the
 /// highest peak resident set (KiB) over the runs.
 #[derive(Clone, Copy)]
@@ -828,8 +868,8 @@ impl Sample {
 /// `list` with a query, `claim --next`, `search`, `ready`, `deps ID`, `summary` and
 /// `check`, each round beside reading every task file raw in-process; round 0 warms up.
 /// [raw, list, next, search, ready, deps, summary, check].
-fn time_reads(b: &Bench, board: &Path, deps_id: &str, runs: usize) -> [Sample; 8] {
-    let mut samples: [Vec<scale::Run>; 8] = Default::default();
+fn time_reads(b: &Bench, board: &Path, deps_id: &str, runs: usize) -> [Sample; 11] {
+    let mut samples: [Vec<scale::Run>; 11] = Default::default();
     for i in 0..=runs {
         let (wall, cpu) = scale::raw_read(board);
         let round = [
@@ -846,6 +886,9 @@ fn time_reads(b: &Bench, board: &Path, deps_id: &str, runs: usize) -> [Sample; 8
             scale::measured(&b.tavern(&["deps", deps_id])),
             scale::measured(&b.tavern(&["summary"])),
             scale::measured_check(&b.tavern(&["check"])),
+            scale::measured(&b.tavern(&["ready", "--json"])),
+            scale::measured(&b.tavern(&["ready", "status=pending", "priority<=1"])),
+            scale::measured(&b.tavern(&["ready", "tag:parser"])),
         ];
         if i > 0 {
             for (s, d) in samples.iter_mut().zip(round) {

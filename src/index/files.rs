@@ -92,6 +92,14 @@ pub enum Created<'a> {
 }
 
 impl Created<'_> {
+    /// A document's `created_at` as a head keeps it.
+    pub fn of(created_at: &str) -> Created<'static> {
+        match crate::time::stamp_key(created_at) {
+            (true, Some(t), _) => Created::At(t.timestamp(), t.timestamp_subsec_nanos()),
+            (_, _, text) => Created::Text(Cow::Owned(text.to_string())),
+        }
+    }
+
     pub fn into_owned(self) -> Created<'static> {
         match self {
             Created::Text(t) => Created::Text(Cow::Owned(t.into_owned())),
@@ -109,10 +117,7 @@ impl Default for Created<'_> {
 impl Head<'_> {
     /// The head of a parsed document.
     pub fn of(doc: &crate::doc::Document) -> Head<'static> {
-        let created = match crate::time::stamp_key(doc.created_at()) {
-            (true, Some(t), _) => Created::At(t.timestamp(), t.timestamp_subsec_nanos()),
-            (_, _, text) => Created::Text(Cow::Owned(text.to_string())),
-        };
+        let created = Created::of(doc.created_at());
         let task = doc.region == crate::doc::Region::Tasks;
         Head {
             status: doc.status().map(|s| Cow::Owned(s.to_string())),

@@ -78,7 +78,7 @@ pub struct Row {
 pub fn ready_heads(board: &Board, query: &Query, for_actor: Option<&str>) -> Result<Ready<Row>> {
     let found = read(board, query, for_actor, Want::Rows, &|_| ())?;
     Ok(Ready {
-        docs: found.ready.into_iter().map(|c| c.row).collect(),
+        docs: found.ready.into_iter().filter_map(|c| c.row).collect(),
         skipped: found.skipped,
         lacking: found.lacking,
     })
@@ -106,7 +106,8 @@ struct Candidate<R> {
     key: Ranked,
     /// Its file's name, less `.md` (the id it claims).
     name: String,
-    row: Row,
+    /// Its table row, when rows are wanted.
+    row: Option<Row>,
     depends_on: Vec<String>,
     needs: Vec<String>,
     /// Its row from its document, where the read parsed it for one.
@@ -114,7 +115,8 @@ struct Candidate<R> {
 }
 
 impl<R> Candidate<R> {
-    fn of(name: &str, h: &Head<'_>, made: Option<R>) -> Candidate<R> {
+    /// From its head: with its row when `rows`.
+    fn of(name: &str, h: &Head<'_>, rows: bool) -> Candidate<R> {
         Candidate {
             key: (
                 h.priority,
@@ -123,16 +125,34 @@ impl<R> Candidate<R> {
                 name.to_string(),
             ),
             name: name.to_string(),
-            row: Row {
+            row: rows.then(|| Row {
                 id: h.id.to_string(),
                 status: h.status.as_deref().unwrap_or_default().to_string(),
                 pri: h.pri.as_deref().map(str::to_string),
                 owner: h.claimed_by.as_deref().map(str::to_string),
                 title: h.title.to_string(),
-            },
+            }),
             depends_on: h.depends_on.iter().map(|d| d.to_string()).collect(),
             needs: h.needs.iter().map(|n| n.to_string()).collect(),
-            made,
+            made: None,
+        }
+    }
+
+    /// From the task parsed, without its head (the key, dependencies and needs are what
+    /// the head would hold), to be given its row from the document.
+    fn parsed(d: &Document) -> Candidate<R> {
+        Candidate {
+            key: (
+                d.priority(),
+                crate::index::files::Created::of(d.created_at()),
+                d.id().to_string(),
+                d.file_id.clone(),
+            ),
+            name: d.file_id.clone(),
+            row: None,
+            depends_on: d.list("depends_on"),
+            needs: d.list("needs"),
+            made: None,
         }
     }
 }
@@ -184,7 +204,7 @@ fn read<R: Send>(
         None => None,
     };
     let (candidates, skipped, done) = if want != Want::Docs && query.heads_suffice() {
-        by_heads(board, query)?
+        by_heads(board, query, want == Want::Rows)?
     } else {
         by_texts(board, query, caps.as_deref(), want, row)?
     };
@@ -213,7 +233,7 @@ type Read<R> = (Vec<Candidate<R>>, Vec<scan::Skipped>, Done);
 
 /// Every task by its head alone; the tasks whose head leaves the query undecided are read
 /// from their files and judged whole.
-fn by_heads<R: Send>(board: &Board, query: &Query) -> Result<Read<R>> {
+fn by_heads<R: Send>(board: &Board, query: &Query, rows: bool) -> Result<Read<R>> {
     use std::collections::HashMap;
     let workflow = &board.config.workflow;
     let now = crate::time::now();
@@ -228,7 +248,7 @@ fn by_heads<R: Send>(board: &Board, query: &Query) -> Result<Read<R>> {
         let mut found = lock(&found);
         found.0.insert(name.to_string(), done);
         match decided {
-            Some(Some(true)) => found.1.push(Candidate::of(name, h, None)),
+            Some(Some(true)) => found.1.push(Candidate::of(name, h, rows)),
             Some(None) => found.2.push(name.to_string()),
             _ => {}
         }
@@ -239,7 +259,7 @@ fn by_heads<R: Send>(board: &Board, query: &Query) -> Result<Read<R>> {
             && d.status().is_some_and(|s| workflow.is_claimable(s))
             && query.matches(&d, now)
         {
-            candidates.push(Candidate::of(&name, &Head::of(&d), None));
+            candidates.push(Candidate::of(&name, &Head::of(&d), rows));
         }
     }
     Ok((candidates, skipped, Done(done)))
@@ -295,7 +315,7 @@ fn by_texts<R: Send>(
                 && h.depends_on.is_empty()
                 && crate::agents::missing(&h.needs, caps).is_empty();
             if !parse {
-                lock(&found).push(Candidate::of(name, h, None));
+                lock(&found).push(Candidate::of(name, h, want == Want::Rows));
             }
             parse
         }
@@ -304,10 +324,16 @@ fn by_texts<R: Send>(
         if !(d.status().is_some_and(|s| workflow.is_claimable(s)) && query.matches(&d, now)) {
             return;
         }
-        let h = Head::of(&d);
-        let name = d.file_id.clone();
-        let made = (want == Want::Docs).then(|| row(d));
-        lock(&found).push(Candidate::of(&name, &h, made));
+        let c = match want {
+            Want::Docs => {
+                let mut c = Candidate::parsed(&d);
+                c.made = Some(row(d));
+                c
+            }
+            Want::Later => Candidate::parsed(&d),
+            Want::Rows => Candidate::of(&d.file_id, &Head::of(&d), true),
+        };
+        lock(&found).push(c);
     };
     let pre = crate::index::Prefilter {
         needles: &needles,
