@@ -106,7 +106,7 @@ impl Progress {
 }
 
 /// Bumped whenever what the index stores, or how a file's outcome is decided, changes.
-const FORMAT: u32 = 7;
+const FORMAT: u32 = 8;
 
 /// What a read may pass over unparsed among the cached documents in the fast parser's
 /// plain subset (and ASCII): those whose text lacks one word of each list of `needles`,
@@ -121,7 +121,9 @@ pub(crate) struct Prefilter<'a> {
     /// Asked last, of a cached document nothing above ruled out, before it is parsed:
     /// false passes it over unparsed, the caller having taken account of it by its head.
     /// Asked at most once per document in a read, and never of a document read afresh.
-    pub head: &'a (dyn Fn(&Head<'_>) -> bool + Sync),
+    /// None: nothing is ruled out by its head (and the fields past a head's core are not
+    /// decoded).
+    pub head: Option<&'a (dyn Fn(&Head<'_>) -> bool + Sync)>,
 }
 
 impl Prefilter<'_> {
@@ -130,7 +132,7 @@ impl Prefilter<'_> {
         needles: &[],
         plain: &|_| true,
         status: &|_| true,
-        head: &|_| true,
+        head: None,
     };
 }
 
@@ -424,8 +426,14 @@ impl Area<'_> {
         let count = manifest.buckets.len();
         let path = files::bucket_path(&self.area.index_dir, manifest.generation, b);
         let bytes = files::load_heads(&path)?;
+        // The claimable need only the heads' core; `each` is handed whole heads.
+        let more = if self.heads.is_some() {
+            files::More::Decode
+        } else {
+            files::More::Skip
+        };
         let heads =
-            files::decode_heads(&bytes).filter(|h| h.fingerprint == self.area.fingerprint)?;
+            files::decode_heads(&bytes, more).filter(|h| h.fingerprint == self.area.fingerprint)?;
         let vouched = start.vouched(b, heads.id);
         if vouched && !start.changed_in_bucket(b, count).is_empty() {
             return None;
@@ -488,7 +496,7 @@ impl Area<'_> {
                     if let Some(each) = self.heads {
                         each(&e.name, &e.head);
                     }
-                    if self.claimable && self.is_claimable(&e.head) {
+                    if self.claimable && self.is_claimable(e.head.status.as_deref()) {
                         ranked.push((
                             e.head.priority,
                             e.head.created.into_owned(),
@@ -502,11 +510,9 @@ impl Area<'_> {
         Some(part)
     }
 
-    /// Is a document with this head claimable (a pick)?
-    fn is_claimable(&self, head: &Head<'_>) -> bool {
-        head.status
-            .as_deref()
-            .is_some_and(|s| self.board.config.workflow.is_claimable(s))
+    /// Is a document with this status claimable (a pick)?
+    fn is_claimable(&self, status: Option<&str>) -> bool {
+        status.is_some_and(|s| self.board.config.workflow.is_claimable(s))
     }
 
     /// Bucket `b`'s picks alone (its claimable documents, best first, and the files it
@@ -661,17 +667,20 @@ impl Area<'_> {
             match outcome {
                 Some(Err(s)) => part.scan.skipped.push(s),
                 _ if self.heads.is_some() => {
-                    if let (Outcome::Doc(_), Some(each)) = (&entry.outcome, self.heads) {
-                        each(&entry.name, &entry.head);
+                    // Vouched for by `read_entry`: a cached head that is none is read again.
+                    if let (Outcome::Doc(_), Some(each), Some(head)) =
+                        (&entry.outcome, self.heads, entry.head())
+                    {
+                        each(&entry.name, &head);
                     }
                 }
                 _ if self.claimable => {
                     if let Outcome::Doc(_) = entry.outcome
-                        && self.is_claimable(&entry.head)
+                        && self.is_claimable(entry.core.status.as_deref())
                     {
                         ranked.push((
-                            entry.head.priority,
-                            entry.head.created.clone().into_owned(),
+                            entry.core.priority,
+                            entry.core.created.clone().into_owned(),
                             entry.name.to_string(),
                         ));
                     }
@@ -691,7 +700,7 @@ impl Area<'_> {
                 fingerprint: self.area.fingerprint,
                 entries,
             };
-            let bytes = files::encode_bucket(&bucket, &|h| self.is_claimable(h));
+            let bytes = files::encode_bucket(&bucket, &|c| self.is_claimable(c.status.as_deref()));
             files::save(&path, &bytes);
             part.id = bucket.id;
             part.changed = true;
@@ -716,14 +725,14 @@ impl Area<'_> {
         // A name that is not an id is skipped whatever the file holds: no need to look.
         if crate::id::validate(name).is_err() {
             let outcome = crate::scan::read_one(self.board, self.region, &file(None));
-            let entry = Entry {
-                name: Cow::Owned(name.to_string()),
-                key: StatKey::default(),
-                racy: false,
-                plain: false,
-                head: Head::default(),
-                outcome: Outcome::Skipped(Cow::Borrowed("")),
-            };
+            let entry = Entry::new(
+                Cow::Owned(name.to_string()),
+                StatKey::default(),
+                false,
+                false,
+                Head::default(),
+                Outcome::Skipped(Cow::Borrowed("")),
+            );
             return Read::Cached(entry, Some(outcome));
         }
         let key = match &old {
@@ -733,6 +742,10 @@ impl Area<'_> {
                 None => return Read::Gone,
             },
         };
+        // A read that hands on whole heads trusts no entry whose head's rest is not one
+        // (a bucket's CRC makes that all but impossible): the file is read again.
+        let whole = self.heads.is_some() || self.pre.head.is_some();
+        let old = old.filter(|o| !whole || o.head().is_some());
         let old = match old {
             Some(mut old) if !old.racy && old.key == key && key != StatKey::default() => {
                 if (self.claimable || self.heads.is_some())
@@ -741,9 +754,14 @@ impl Area<'_> {
                     return Read::Cached(old, None);
                 }
                 if let Outcome::Doc(text) = &old.outcome
-                    && (!(self.pre.status)(old.head.status.as_deref())
-                        || (old.plain && !self.may_match(text))
-                        || !(self.pre.head)(&old.head))
+                    && (!(self.pre.status)(old.core.status.as_deref())
+                        || (old.plain && !self.may_match(text)))
+                {
+                    return Read::Cached(old, None);
+                }
+                if let (Outcome::Doc(_), Some(head), Some(h)) =
+                    (&old.outcome, self.pre.head, old.head())
+                    && !head(&h)
                 {
                     return Read::Cached(old, None);
                 }
@@ -784,19 +802,19 @@ impl Area<'_> {
                 d
             });
         let after = dir::stat_name(&self.dir_fd, &file_name());
-        let entry = Entry {
-            name: Cow::Owned(name.to_string()),
+        let entry = Entry::new(
+            Cow::Owned(name.to_string()),
             key,
-            racy: stamp.racy_read(&key, after),
-            plain: outcome.as_ref().is_ok_and(|d| {
+            stamp.racy_read(&key, after),
+            outcome.as_ref().is_ok_and(|d| {
                 d.raw.is_ascii() && crate::doc::fast::parse(d.frontmatter()).is_some()
             }),
-            head: outcome.as_ref().map(Head::of).unwrap_or_default(),
-            outcome: match &outcome {
+            outcome.as_ref().map(Head::of).unwrap_or_default(),
+            match &outcome {
                 Ok(doc) => Outcome::Doc(Cow::Owned(doc.raw.clone())),
                 Err(s) => Outcome::Skipped(Cow::Owned(s.problem.clone())),
             },
-        };
+        );
         let same = old.is_some_and(|o| o == entry);
         Read::Fresh(entry, Some(outcome), same)
     }
@@ -877,8 +895,8 @@ mod tests {
         let mut bucket = files::decode_bucket(bytes).unwrap();
         f(&mut bucket);
         let workflow = &board.config.workflow;
-        let claimable = |h: &Head<'_>| {
-            h.status
+        let claimable = |c: &files::Core<'_>| {
+            c.status
                 .as_deref()
                 .is_some_and(|s| workflow.is_claimable(s))
         };
@@ -984,7 +1002,7 @@ mod tests {
                 needles: &needles,
                 plain: &|_| true,
                 status: &|_| true,
-                head: &|_| true,
+                head: None,
             };
             read_dir(board, Region::Tasks, false, &pre, &|d| {
                 d.status() == Some("pending")
