@@ -933,6 +933,18 @@ pub fn load(path: &Path) -> Option<Vec<u8>> {
     std::fs::read(path).ok()
 }
 
+/// Reads a file of the index into `buf`, in place of what it held; empty when the file is
+/// missing or cannot be read whole.
+pub fn load_into(path: &Path, buf: &mut Vec<u8>) {
+    use std::io::Read;
+    buf.clear();
+    if let Ok(mut file) = std::fs::File::open(path)
+        && file.read_to_end(buf).is_err()
+    {
+        buf.clear();
+    }
+}
+
 /// Writes a file of the index whole, through the one file helper, without sync (derived
 /// data). A failure is ignored: the index is a cache, and the next read reads the documents.
 pub fn save(path: &Path, bytes: &[u8]) {

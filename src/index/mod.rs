@@ -342,6 +342,11 @@ fn read_area(
     area.read(dir_key, keep)
 }
 
+thread_local! {
+    /// The buffer a reading thread reads whole buckets into (see `Area::read_bucket`).
+    static BUFFER: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
 /// One directory being read.
 struct Area<'a> {
     board: &'a Board,
@@ -467,7 +472,7 @@ impl Area<'_> {
             if e.racy || e.key == StatKey::default() {
                 return None;
             }
-            if !vouched && dir::stat_name(&self.dir_fd, &file_name(&e.name)) != Some(e.key) {
+            if !vouched && dir::stat_doc(&self.dir_fd, &e.name) != Some(e.key) {
                 return None;
             }
         }
@@ -583,11 +588,30 @@ impl Area<'_> {
         {
             return part;
         }
+        let path = files::bucket_path(&self.area.index_dir, start.manifest.generation, b);
+        // Each reading thread reads its buckets into one buffer: a bucket's bytes are
+        // not needed past its read, and fresh pages for each cost more than the copy.
+        // Taken, not borrowed: a document handed on may start a read of its own.
+        let mut bytes = BUFFER.take();
+        files::load_into(&path, &mut bytes);
+        let part = self.read_loaded(start, b, keep, &path, &bytes);
+        BUFFER.set(bytes);
+        part
+    }
+
+    /// Bucket `b` read whole, from its file's `bytes` (none: nothing cached), each of its
+    /// files looked at; the bucket is rewritten when anything in it changed.
+    fn read_loaded(
+        &self,
+        start: &dir::Start,
+        b: usize,
+        keep: &(dyn Fn(Document) -> Option<Document> + Sync),
+        path: &std::path::Path,
+        bytes: &[u8],
+    ) -> Part {
         let manifest = &start.manifest;
         let names_known = start.names_known;
         let count = manifest.buckets.len();
-        let path = files::bucket_path(&self.area.index_dir, manifest.generation, b);
-        let bytes = files::load(&path).unwrap_or_default();
         let cached = files::decode_bucket(&bytes)
             .filter(|bk| bk.fingerprint == self.area.fingerprint)
             .unwrap_or_default();
@@ -701,7 +725,7 @@ impl Area<'_> {
                 entries,
             };
             let bytes = files::encode_bucket(&bucket, &|c| self.is_claimable(c.status.as_deref()));
-            files::save(&path, &bytes);
+            files::save(path, &bytes);
             part.id = bucket.id;
             part.changed = true;
         }
@@ -713,7 +737,6 @@ impl Area<'_> {
     fn read_entry<'e>(&self, name: &str, old: Option<Entry<'e>>, trust: bool) -> Read<'e> {
         // Made only when needed: most entries of a big read are cached and ruled out.
         let path = || self.area.dir.join(format!("{name}.md"));
-        let file_name = || format!("{name}.md");
         let file = |key: Option<StatKey>| DocFile {
             id: name.to_string(),
             path: path(),
@@ -737,15 +760,14 @@ impl Area<'_> {
         }
         let key = match &old {
             Some(old) if trust && !old.racy && old.key != StatKey::default() => old.key,
-            _ => match dir::stat_name(&self.dir_fd, &file_name()) {
+            _ => match dir::stat_doc(&self.dir_fd, name) {
                 Some(key) => key,
                 None => return Read::Gone,
             },
         };
-        // A read that hands on whole heads trusts no entry whose head's rest is not one
-        // (a bucket's CRC makes that all but impossible): the file is read again.
-        let whole = self.heads.is_some() || self.pre.head.is_some();
-        let old = old.filter(|o| !whole || o.head().is_some());
+        // `each` is handed whole heads: no entry whose head's rest is not one is trusted
+        // (a bucket's CRC makes that all but impossible), the file is read again.
+        let old = old.filter(|o| self.heads.is_none() || o.head().is_some());
         let old = match old {
             Some(mut old) if !old.racy && old.key == key && key != StatKey::default() => {
                 if (self.claimable || self.heads.is_some())
@@ -759,11 +781,16 @@ impl Area<'_> {
                 {
                     return Read::Cached(old, None);
                 }
-                if let (Outcome::Doc(_), Some(head), Some(h)) =
-                    (&old.outcome, self.pre.head, old.head())
-                    && !head(&h)
-                {
-                    return Read::Cached(old, None);
+                // The prefilter's `head` is handed the whole head, decoded once; a rest that
+                // is not one leaves nothing cached (as above).
+                let by_head = match (&old.outcome, self.pre.head) {
+                    (Outcome::Doc(_), Some(head)) => old.head().map(|h| head(&h)),
+                    _ => Some(true),
+                };
+                match by_head {
+                    Some(false) => return Read::Cached(old, None),
+                    Some(true) => {}
+                    None => return self.read_entry(name, None, false),
                 }
                 let outcome = match &mut old.outcome {
                     // The text moves into the document; the entry keeps a copy only when
@@ -801,7 +828,7 @@ impl Area<'_> {
                 d.archived = self.archived;
                 d
             });
-        let after = dir::stat_name(&self.dir_fd, &file_name());
+        let after = dir::stat_doc(&self.dir_fd, name);
         let entry = Entry::new(
             Cow::Owned(name.to_string()),
             key,
