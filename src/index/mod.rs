@@ -119,10 +119,11 @@ pub(crate) struct Prefilter<'a> {
     /// be wanted: judged from the head the index keeps of every cached document, plain
     /// or not, before its text is looked at.
     pub status: &'a (dyn Fn(Option<&str>) -> bool + Sync),
-    /// Asked last, of a cached document nothing above ruled out, before it is parsed:
-    /// false passes it over unparsed, the caller having taken account of it by its head.
-    /// Asked at most once per document in a read, and never of a document read afresh.
-    pub head: &'a (dyn Fn(&Head<'_>) -> bool + Sync),
+    /// Asked last, of a cached document nothing above ruled out, before it is parsed, with
+    /// its file's name (less `.md`): false passes it over unparsed, the caller having taken
+    /// account of it by its head. Asked at most once per document in a read, and never of
+    /// a document read afresh.
+    pub head: &'a (dyn Fn(&str, &Head<'_>) -> bool + Sync),
 }
 
 impl Prefilter<'_> {
@@ -131,7 +132,7 @@ impl Prefilter<'_> {
         needles: &[],
         plain: &|_| true,
         status: &|_| true,
-        head: &|_| true,
+        head: &|_, _| true,
     };
 }
 
@@ -745,7 +746,7 @@ impl Area<'_> {
                 if let Outcome::Doc(text) = &old.outcome
                     && (!(self.pre.status)(old.head.status.as_deref())
                         || (old.plain && !self.may_match(text))
-                        || !(self.pre.head)(&old.head))
+                        || !(self.pre.head)(name, &old.head))
                 {
                     return Read::Cached(old, None);
                 }
@@ -986,7 +987,7 @@ mod tests {
                 needles: &needles,
                 plain: &|_| true,
                 status: &|_| true,
-                head: &|_| true,
+                head: &|_, _| true,
             };
             read_dir(board, Region::Tasks, false, &pre, &|d| {
                 d.status() == Some("pending")
