@@ -172,6 +172,11 @@ fn tavern_bin() -> PathBuf {
     std::process::exit(1);
 }
 
+/// Every tavern run here is told not to start the index keeper: the rows without a
+/// watcher are what a read costs with none running, and a keeper one read started would
+/// serve the next. The keeper's own rows start one themselves.
+pub const KEEPER: &str = "never";
+
 struct Bench {
     bin: PathBuf,
     board: PathBuf,
@@ -182,7 +187,8 @@ impl Bench {
         let mut c = Command::new(&self.bin);
         c.args(args)
             .env("TAVERN_BOARD", &self.board)
-            .env("TAVERN_AGENT", "bench");
+            .env("TAVERN_AGENT", "bench")
+            .env("TAVERN_KEEPER", KEEPER);
         c
     }
 
@@ -604,6 +610,33 @@ fn time_commands(
     let _ = watcher.kill();
     let _ = watcher.wait();
 
+    // The same reads with the index keeper running (what a read of a big board starts
+    // when no watcher runs: README, "The read index"), started here as a read would.
+    let mut keeper = Command::new(&b.bin)
+        .args(["watch", "--keeper"])
+        .env("TAVERN_BOARD", &built.board)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the index keeper");
+    let kept = wait_for_keeper(&mut keeper, &built.board);
+    let [
+        k_raw,
+        k_list,
+        k_next,
+        k_search,
+        k_ready,
+        k_deps,
+        k_summary,
+        _k_check,
+    ] = if kept {
+        time_reads(b, &built.board, deps_id, scan_runs)
+    } else {
+        [w_raw; 8]
+    };
+    let _ = keeper.kill();
+    let _ = keeper.wait();
+
     // Reading the log: what an agent's `events` or a human's `log --since` costs, beside
     // reading log.yaml raw in-process.
     let mut samples: [Vec<Duration>; 3] = Default::default();
@@ -710,6 +743,25 @@ fn time_commands(
         w_raw,
         None,
     );
+    for (op, m) in [
+        ("list tasks status=pending priority<=1", k_list),
+        ("claim --next", k_next),
+        ("search parser input", k_search),
+        ("ready", k_ready),
+        ("deps ID", k_deps),
+        ("summary", k_summary),
+    ] {
+        if kept {
+            let target = (op.starts_with("list") && n == 100_000).then_some(0.25);
+            row(
+                &format!("{op} (keeper running)"),
+                m,
+                "read all raw",
+                k_raw,
+                target,
+            );
+        }
+    }
     row("read all raw (in-process)", raw, "/bin/true", spawn, None);
     row(
         "log --since (last 10 entries)",
@@ -727,6 +779,31 @@ fn time_commands(
         None,
     );
     raw.wall
+}
+
+/// Waits until the index keeper just started keeps the board's journal: false when it
+/// ended first (a tavern older than the keeper refuses `--keeper`), and its rows are left out.
+pub fn wait_for_keeper(keeper: &mut std::process::Child, board: &Path) -> bool {
+    let started = Instant::now();
+    while !journal_is_live(board) {
+        if keeper.try_wait().is_ok_and(|s| s.is_some()) {
+            eprintln!("the index keeper ended at once (a tavern without one?): no keeper rows");
+            return false;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(600),
+            "the index keeper kept no journal"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    true
+}
+
+/// Does a writer (a watcher or the index keeper) keep the board's change journal: its file
+/// there, and locked?
+pub fn journal_is_live(board: &Path) -> bool {
+    std::fs::File::open(board.join(".state/journal"))
+        .is_ok_and(|f| matches!(f.try_lock_shared(), Err(std::fs::TryLockError::WouldBlock)))
 }
 
 /// A row's measure: the median wall time, and when measured the median CPU time and the

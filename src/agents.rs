@@ -98,12 +98,20 @@ impl Agent {
 /// capabilities) do not cover. Empty: the actor may claim it. `claim ID`, `claim --next`
 /// and `ready` all ask this.
 pub fn missing_needs(task: &Document, capabilities: Option<&[String]>) -> Vec<String> {
+    missing(&task.list("needs"), capabilities)
+}
+
+/// [`missing_needs`] of a task whose `needs` are `needs` (as [`Document::list`] reads
+/// them: what the read index's head of a task keeps).
+pub fn missing<S: AsRef<str>>(needs: &[S], capabilities: Option<&[String]>) -> Vec<String> {
     let Some(caps) = capabilities else {
         return Vec::new();
     };
-    task.list("needs")
-        .into_iter()
-        .filter(|n| !caps.contains(n))
+    needs
+        .iter()
+        .map(AsRef::as_ref)
+        .filter(|n| !caps.iter().any(|c| c == n))
+        .map(str::to_string)
         .collect()
 }
 

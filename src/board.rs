@@ -66,6 +66,10 @@ pub struct WatchConfig {
     pub rate_window: String,
     /// How long the output of a source's or a check's command stays in `.state/runs/`.
     pub keep_runs: String,
+    /// When a read that finds no watcher's change journal starts the index keeper.
+    pub keeper: KeeperMode,
+    /// How long the index keeper runs without a read before it stops.
+    pub keeper_idle: String,
 }
 
 impl Default for WatchConfig {
@@ -75,6 +79,33 @@ impl Default for WatchConfig {
             max_per_doc: 20,
             rate_window: "10m".into(),
             keep_runs: "7d".into(),
+            keeper: KeeperMode::Auto,
+            keeper_idle: "10m".into(),
+        }
+    }
+}
+
+/// When a read starts the index keeper (a watcher that keeps only the change journal)
+/// in the background: board.yaml `watch.keeper`, or `TAVERN_KEEPER` on one machine.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KeeperMode {
+    /// When the read found a directory of many documents (see `index::keeper`).
+    #[default]
+    Auto,
+    /// Whenever a read finds no journal.
+    Always,
+    Never,
+}
+
+impl KeeperMode {
+    /// The mode `TAVERN_KEEPER` sets, if it names one.
+    pub fn from_env() -> Option<KeeperMode> {
+        match std::env::var("TAVERN_KEEPER").ok()?.trim() {
+            "auto" => Some(KeeperMode::Auto),
+            "always" => Some(KeeperMode::Always),
+            "never" | "0" | "off" => Some(KeeperMode::Never),
+            _ => None,
         }
     }
 }
@@ -530,6 +561,14 @@ fn checked(config: Config) -> std::result::Result<Config, String> {
         return Err(format!(
             "watch.keep_runs '{}' is not a duration like 7d or 12h",
             config.watch.keep_runs
+        ));
+    }
+    if crate::time::parse_duration(&config.watch.keeper_idle)
+        .is_none_or(|d| d <= chrono::Duration::zero())
+    {
+        return Err(format!(
+            "watch.keeper_idle '{}' is not a duration like 10m or 1h",
+            config.watch.keeper_idle
         ));
     }
     if config.watch.max_chain == 0 || config.watch.max_per_doc == 0 {

@@ -245,6 +245,8 @@ pub const LOG_LOCK: &str = "log";
 pub const PAUSE_LOCK: &str = "control.PAUSE";
 /// One watcher per board.
 pub const WATCH_LOCK: &str = "watch";
+/// One writer of the change journal (`tavern watch`, or the index keeper).
+pub const JOURNAL_LOCK: &str = "journal";
 
 /// The lock of a document: one per region and id.
 pub fn doc_lock(region: Region, id: &str) -> String {

@@ -13,6 +13,13 @@ fn main() -> ExitCode {
     if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         tavern::api::on_index_progress(cli::render::index_progress);
     }
+    // A read of a big board with no watcher running starts the index keeper: this
+    // program, `--board ROOT watch --keeper`.
+    tavern::api::on_index_keeper(|root| {
+        let mut command = std::process::Command::new(std::env::current_exe().ok()?);
+        command.arg("--board").arg(root).args(["watch", "--keeper"]);
+        Some(command)
+    });
     // The hooks run at every edit and tool use: they parse only their own arguments.
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if cli::is_hook(&args) {

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::doc::{Document, Region};
 use crate::error::{Error, Result};
+use crate::index::files::Head;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
@@ -237,6 +238,40 @@ impl Query {
         })
     }
 
+    /// Does a task whose head the read index keeps is `head` match? `Some` when the head
+    /// decides every term (judged as [`Query::matches`] judges the task it was taken
+    /// from), or rules the task out by one; None when a term needs the task itself (its
+    /// body, its tags, a field the head lacks or holds as something other than a string).
+    /// Only for the heads of live tasks: their region is `tasks`, and they are not archived.
+    pub fn decide_head(&self, head: &Head<'_>, now: DateTime<Utc>) -> Option<bool> {
+        let regions = self.regions();
+        if !regions.is_empty() && !regions.contains(&Region::Tasks) {
+            return Some(false);
+        }
+        let mut decided = true;
+        for t in &self.terms {
+            match head_term(t, head, now) {
+                Some(false) => return Some(false),
+                Some(true) => {}
+                None => decided = false,
+            }
+        }
+        decided.then_some(true)
+    }
+
+    /// Are all the terms of a kind a task's head nearly always decides (its status, its
+    /// priority as a number, its region), so that a read by the heads alone leaves few
+    /// tasks to parse? (Whatever it leaves is read and judged whole.)
+    pub fn heads_suffice(&self) -> bool {
+        self.terms.iter().all(|t| match t {
+            Term::Region(_) | Term::Archived => true,
+            Term::Compare { field, .. } => {
+                matches!(field.as_str(), "status" | "priority" | "region")
+            }
+            _ => false,
+        })
+    }
+
     /// Words a document's text must hold for the query to match it, when its frontmatter
     /// is in the fast parser's plain subset (where every scalar is written as it reads):
     /// each inner list is a set of alternatives, all ASCII and lowercase, to be looked for
@@ -263,6 +298,56 @@ impl Query {
                 _ => None,
             })
             .collect()
+    }
+}
+
+/// The strings `field` matches as [`scalars`] gives them, where a task's head says them
+/// exactly; None where it does not know.
+fn head_scalars(head: &Head<'_>, field: &str) -> Option<Vec<String>> {
+    let known = |v: &Option<std::borrow::Cow<'_, str>>| v.as_deref().map(|s| vec![s.to_string()]);
+    match field {
+        "region" => Some(vec![Region::Tasks.dir().to_string()]),
+        // Kept when the field is a string.
+        "status" => known(&head.status),
+        "claimed_by" => known(&head.claimed_by),
+        "updated_at" => known(&head.updated_at),
+        "parent" => known(&head.parent),
+        // Empty for a title that is no string, or none.
+        "title" => (!head.title.is_empty()).then(|| vec![head.title.to_string()]),
+        // The head keeps the text of `priority`, else of `severity`. Text that reads as the
+        // number the task ranks by is the priority's: a severity ranks only by its words.
+        "priority" => head
+            .pri
+            .as_deref()
+            .filter(|p| head.priority != i64::MAX && *p == head.priority.to_string())
+            .map(|p| vec![p.to_string()]),
+        _ => None,
+    }
+}
+
+/// One term, judged from a task's head (see [`Query::decide_head`]).
+fn head_term(term: &Term, head: &Head<'_>, now: DateTime<Utc>) -> Option<bool> {
+    match term {
+        Term::Region(_) => Some(true),
+        Term::Archived => Some(false),
+        // The body may hold what the id and title do not.
+        Term::Text(w) => (*head.id == **w || contains_ci(&head.title, w)).then_some(true),
+        Term::Phrase(p) => contains_ci(&head.title, p).then_some(true),
+        Term::Tag(_) => None,
+        Term::Has(f) | Term::No(f) => {
+            let present = match f.as_str() {
+                // Lists that hold a string or a number are present.
+                "depends_on" if !head.depends_on.is_empty() => true,
+                "needs" if !head.needs.is_empty() => true,
+                // `region` is a field like any other here, not the document's region.
+                "region" => return None,
+                _ => !head_scalars(head, f)?[0].is_empty(),
+            };
+            Some(present == matches!(term, Term::Has(_)))
+        }
+        Term::Compare { field, op, values } => {
+            Some(compare(&head_scalars(head, field)?, *op, values, now))
+        }
     }
 }
 
@@ -574,6 +659,98 @@ mod tests {
             }
         }
         assert!(ruled_out > 15, "{ruled_out}");
+    }
+
+    /// What a task's head decides of a query is what the task itself gives, for any kind
+    /// of value the fields it keeps may hold; and it decides the common terms.
+    #[test]
+    fn a_head_decides_only_what_the_task_gives() {
+        let fms = [
+            "id: t\ntitle: Fix the parser\nstatus: pending\npriority: 1\ntags: [parser]\n",
+            "id: t\ntitle: Fix the parser\nstatus: pending\npriority: 3\nclaimed_by: ann\n",
+            "id: t\nstatus: pending\npriority: \"1\"\nseverity: high\n",
+            "id: t\nstatus: pending\nseverity: high\n",
+            "id: t\nstatus: pending\nseverity: 1\n",
+            "id: t\nstatus: pending\npriority: [1, 2]\nseverity: high\n",
+            "id: t\nstatus: pending\npriority: 1.0\n",
+            "id: t\nstatus: pending\npriority: true\n",
+            "id: t\nstatus: pending\npriority: 9223372036854775807\n",
+            "id: t\nstatus: pending\npriority: null\n",
+            "id: t\nstatus: [pending]\n",
+            "id: t\nstatus: 7\n",
+            "id: t\nstatus: pending\ntitle: 7\nclaimed_by: [ann]\nparent: 3\n",
+            "id: t\nstatus: pending\ntitle: \"\"\nclaimed_by: \"\"\nupdated_at: 2026-11-01T10:00:00Z\n",
+            "id: t\nstatus: pending\ndepends_on: [a, 1, true]\nneeds: gpu\nregion: x\n",
+            "id: t\nstatus: pending\ndepends_on: [true]\nneeds: \"\"\nparent: p\n",
+            "id: 5\nstatus: review\npriority: 0\n",
+        ];
+        let queries = [
+            "status=pending",
+            "status!=pending",
+            "status=pending,review",
+            "priority<=1",
+            "priority=1",
+            "priority!=1",
+            "priority>2",
+            "has:priority",
+            "no:priority",
+            "title=\"Fix the parser\"",
+            "title=7",
+            "has:title",
+            "no:title",
+            "claimed_by=ann",
+            "has:claimed_by",
+            "no:claimed_by",
+            "parent=p",
+            "no:parent",
+            "updated_at<-1h",
+            "has:depends_on",
+            "no:depends_on",
+            "depends_on=a",
+            "has:needs",
+            "no:needs",
+            "has:region",
+            "region=tasks",
+            "region!=tasks",
+            "tasks",
+            "questions",
+            "archive",
+            "parser",
+            "t",
+            "5",
+            "\"fix the\"",
+            "body",
+            "tag:parser",
+            "status=pending priority<=1",
+            "status=pending tag:parser",
+            "status!=pending tag:parser",
+        ];
+        let now = Utc::now();
+        let mut decided = 0;
+        for fm in fms {
+            let d = doc(fm, "body\n");
+            let head = Head::of(&d);
+            for q in queries {
+                let q = Query::parse(&[q]).unwrap();
+                let does = q.matches(&d, now);
+                if let Some(said) = q.decide_head(&head, now) {
+                    assert_eq!(said, does, "{q:?} on {fm:?}");
+                    decided += 1;
+                }
+            }
+        }
+        assert!(decided > 200, "{decided}");
+        // The common ones, on a plain task.
+        let d = doc(fms[0], "body\n");
+        for q in [
+            "status=pending priority<=1",
+            "parser",
+            "region=tasks",
+            "has:title",
+        ] {
+            let q = Query::parse(&[q]).unwrap();
+            assert!(q.decide_head(&Head::of(&d), now).is_some(), "{q:?}");
+        }
     }
 
     fn doc(fm: &str, body: &str) -> Document {

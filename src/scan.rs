@@ -219,7 +219,7 @@ pub fn each_by_head(
     let mut skipped = Vec::new();
     for &region in regions {
         let pre = crate::index::Prefilter {
-            head: Some(&|h| head(region, h)),
+            head: Some(&|_, h| head(region, h)),
             ..crate::index::Prefilter::NONE
         };
         skipped.extend(crate::index::each_in_dir(board, region, false, &pre, each)?);

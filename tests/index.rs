@@ -1107,6 +1107,213 @@ fn git_checkout_of_an_old_graph_is_seen_by_deps_tree_and_ready() {
     assert_eq!(now, old, "the old graph reads as it did");
 }
 
+// `ready` with a query, `ready --json` and the MCP `ready` tool decide from the heads too:
+// a head answers the terms it can (status, priority, title, region, claimant, id and
+// title words), a task it rules out is passed over unparsed, and a task is parsed only
+// where a term needs its text, or for the JSON it is printed as. Each must print what a
+// full scan prints, and what the parsed tasks give, whatever changed behind the index.
+
+/// A term every task matches that no head answers (a head keeps no tags): a query with it
+/// is judged from the parsed tasks.
+const NO_HEAD: &str = "tags!=no-such-tag";
+
+/// Queries the heads decide for every task, for some, and for none.
+const READY_QUERIES: [&str; 8] = [
+    "status=pending priority<=1",
+    "priority>=1 region=tasks",
+    "mine",
+    "body",
+    "tag:x",
+    "no:claimed_by",
+    "\"too\"",
+    "title=words",
+];
+
+/// Every form of `ready` (each query and none; table and `--json`; with `--all` and
+/// without) as (args, exit, stdout, stderr); each with a query printed as the parsed tasks
+/// print it (the query and [`NO_HEAD`]).
+fn ready_forms(dir: &Path) -> Vec<String> {
+    let run = |args: &[&str]| {
+        let out = tavern(dir, args);
+        assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+        out
+    };
+    let mut forms = Vec::new();
+    for query in READY_QUERIES.iter().map(Some).chain([None]) {
+        for json in [false, true] {
+            for all in [false, true] {
+                let mut args = vec!["ready"];
+                args.extend(json.then_some("--json"));
+                args.extend(all.then_some("--all"));
+                args.extend(query);
+                let out = run(&args);
+                if query.is_some() {
+                    let parsed = run(&[&args[..], &[NO_HEAD]].concat());
+                    assert_eq!(
+                        (&out.stdout, &out.stderr),
+                        (&parsed.stdout, &parsed.stderr),
+                        "{args:?} printed otherwise than from the parsed tasks"
+                    );
+                }
+                forms.push(out.transcript(&args));
+            }
+        }
+    }
+    forms
+}
+
+/// The forms through the index as it is, then from the files alone: they agree.
+fn ready_forms_same_as_full_scan(dir: &Path, board: &Path, what: &str) -> Vec<String> {
+    let indexed = ready_forms(dir);
+    std::fs::remove_dir_all(index_dir(board)).unwrap();
+    let full = ready_forms(dir);
+    assert_eq!(indexed.len(), full.len());
+    for (a, b) in indexed.iter().zip(&full) {
+        assert_eq!(
+            a, b,
+            "{what}: the index answered differently from the files"
+        );
+    }
+    full
+}
+
+/// The form `ready ARGS` printed in `forms`.
+fn form<'a>(forms: &'a [String], args: &str) -> &'a str {
+    let head = format!("$ tavern {args}\n");
+    forms
+        .iter()
+        .find(|f| f.starts_with(&head))
+        .unwrap_or_else(|| panic!("no form {args}"))
+}
+
+/// [`ready_rows_board`], a task with a tag, and one whose priority is a string that reads
+/// as a number (its head cannot say how it compares: it is read whole).
+fn ready_forms_board() -> TestBoard {
+    let b = ready_rows_board();
+    b.write(
+        "tasks/t-t.md",
+        "---\nid: t-t\ntitle: quoted\nstatus: pending\npriority: \"1\"\n---\nbody\n",
+    );
+    b.write(
+        "tasks/t-r.md",
+        "---\nid: t-r\ntitle: tagged\nstatus: pending\npriority: 2\ntags: [y]\n---\nbody\n",
+    );
+    b
+}
+
+/// Edits in place at the same size, several within one tick of the clock, after reads
+/// that left the index trusting every file, each of a field a query term asks of a head,
+/// or of the text no head holds; after each, every form agrees with a full scan.
+fn ready_forms_edited_in_place(b: &TestBoard) {
+    use std::os::unix::fs::MetadataExt;
+    let dir = b.root();
+    let path = |id: &str| b.board().join(format!("tasks/{id}.md"));
+    let first = ready_forms_same_as_full_scan(dir, &b.board(), "at first");
+    assert!(form(&first, "ready status=pending priority<=1").contains("\nt-a "));
+    assert!(form(&first, "ready --json tag:x").contains("\"documents\":[]"));
+    assert!(form(&first, "ready title=words").contains("\nt-n "));
+    assert!(form(&first, "ready --all status=pending priority<=1").contains("\nt-t "));
+    let edits: [(&str, &str, &str); 8] = [
+        ("t-a", "priority: 1", "priority: 3"),
+        ("t-r", "tags: [y]", "tags: [x]"),
+        ("t-c", "body", "mine"),
+        ("t-n", "claimed_by: coder-9", "claimed_by: coder-8"),
+        ("t-b", "status: pending", "status: blocked"),
+        ("t-open-dep", "status: working", "status: done   "),
+        ("t-j", "needs: [cobol]", "needs: [rust] "),
+        ("t-n", "title: words", "title: sword"),
+    ];
+    for (round, (id, from, to)) in edits.iter().enumerate() {
+        ready_forms(dir);
+        let before = std::fs::metadata(path(id)).unwrap();
+        let text = std::fs::read_to_string(path(id)).unwrap();
+        assert!(text.contains(from), "round {round}: {text}");
+        std::fs::write(path(id), text.replace(from, to)).unwrap();
+        let after = std::fs::metadata(path(id)).unwrap();
+        assert_eq!((before.len(), before.ino()), (after.len(), after.ino()));
+        let what = format!("round {round}: {id} {to}");
+        let now = ready_forms_same_as_full_scan(dir, &b.board(), &what);
+        let shows = |args: &str, id: &str| {
+            let f = form(&now, args);
+            f.contains(&format!("\n{id} ")) || f.contains(&format!("\"id\":\"{id}\""))
+        };
+        match round {
+            0 => assert!(!shows("ready status=pending priority<=1", "t-a"), "{what}"),
+            1 => assert!(shows("ready --json tag:x", "t-r"), "{what}"),
+            2 => assert!(shows("ready mine", "t-c") && shows("ready --json mine", "t-c")),
+            3 => assert!(form(&now, "ready no:claimed_by").contains("t-a")),
+            4 => assert!(!shows("ready priority>=1 region=tasks", "t-b"), "{what}"),
+            5 => assert!(shows("ready --json", "t-h"), "{what}"),
+            6 => assert!(shows("ready --json body", "t-j"), "{what}"),
+            7 => assert!(!shows("ready title=words", "t-n"), "{what}"),
+            _ => {}
+        }
+    }
+}
+
+/// An editor's rename puts a new text in, and a task made and one removed behind the
+/// index's back.
+fn ready_forms_edited_by_rename(b: &TestBoard) {
+    let dir = b.root();
+    let tasks = b.board().join("tasks");
+    ready_forms(dir);
+    let tmp = tasks.join(".t-k.md.swp");
+    std::fs::write(
+        &tmp,
+        "---\nid: t-k\ntitle: mine too\nstatus: pending\npriority: 0\ntags: [x]\n---\nbody\n",
+    )
+    .unwrap();
+    std::fs::rename(&tmp, tasks.join("t-k.md")).unwrap();
+    let now = ready_forms_same_as_full_scan(dir, &b.board(), "an editor's rename");
+    assert!(form(&now, "ready --json tag:x").contains("\"id\":\"t-k\""));
+    assert!(form(&now, "ready \"too\"").contains("\nt-k "));
+    std::fs::write(
+        tasks.join("t-s.md"),
+        "---\nid: t-s\ntitle: new\nstatus: pending\npriority: 0\n---\nmine\n",
+    )
+    .unwrap();
+    std::fs::remove_file(tasks.join("t-m.md")).unwrap();
+    let now = ready_forms_same_as_full_scan(dir, &b.board(), "a task made and one removed");
+    assert!(form(&now, "ready mine").contains("\nt-s "));
+    assert!(!form(&now, "ready --json").contains("\"id\":\"t-m\""));
+}
+
+#[test]
+fn ready_with_a_query_and_as_json_print_what_a_full_scan_prints_whatever_changed_in_place() {
+    ready_forms_edited_in_place(&ready_forms_board());
+}
+
+#[test]
+fn ready_with_a_query_and_as_json_see_an_editors_rename() {
+    ready_forms_edited_by_rename(&ready_forms_board());
+}
+
+#[test]
+fn with_a_watcher_running_ready_with_a_query_and_as_json_see_every_change() {
+    crate::util::watcher::with_a_watcher(&ready_forms_board(), |b| {
+        ready_forms_edited_in_place(b);
+        ready_forms_edited_by_rename(b);
+    });
+}
+
+#[test]
+fn git_checkout_of_old_tasks_is_seen_by_ready_with_a_query_and_as_json() {
+    let b = ready_forms_board();
+    let dir = b.root();
+    git(dir, &["init", "-q"]);
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "old tasks"]);
+    let old = ready_forms_same_as_full_scan(dir, &b.board(), "the old tasks");
+    b_edit(&b.board(), "t-a", "priority: 1", "priority: 4");
+    b_edit(&b.board(), "t-r", "tags: [y]", "tags: [x]");
+    b_edit(&b.board(), "t-c", "status: pending", "status: done");
+    let edited = ready_forms(dir);
+    assert_ne!(edited, old);
+    git(dir, &["checkout", "-q", "HEAD", "--", ".tavern/tasks"]);
+    let now = ready_forms_same_as_full_scan(dir, &b.board(), "git checkout of the old tasks");
+    assert_eq!(now, old, "the old tasks read as they did");
+}
+
 // `summary` passes over the open tasks no list can take by their heads (status,
 // claimed_by, updated_at, priority, age): what it shows and counts must be what a read of
 // every file gives, whatever changed behind the index's back.
@@ -1246,8 +1453,8 @@ fn ready_both_ways(dir: &Path) -> (Vec<String>, Vec<String>) {
     };
     let heads = ["ready"].as_slice();
     let heads_all = ["ready", "--all"].as_slice();
-    let parsed = ["ready", "status!=done"].as_slice();
-    let parsed_all = ["ready", "status!=done", "--all"].as_slice();
+    let parsed = ["ready", NO_HEAD].as_slice();
+    let parsed_all = ["ready", NO_HEAD, "--all"].as_slice();
     // The transcripts name the command line: compare the outputs, keep the transcripts.
     let mut by_heads = Vec::new();
     let mut by_parsing = Vec::new();

@@ -901,6 +901,92 @@ fn ready_over_mcp_lists_what_the_agent_may_claim() {
     assert!(b.read("tasks/t-js.md").contains("status: pending\n"));
 }
 
+/// The `ready` tool decides from the read index's heads and parses only the tasks of the
+/// page it returns: page after page, it gives what one big page gives, what `ready
+/// --json` gives, and what it gives from the files alone (the index deleted), also after
+/// an edit in place behind the index's back.
+#[test]
+fn ready_over_mcp_pages_what_a_full_scan_gives() {
+    let Some(py) = python() else { return };
+    let b = TestBoard::new();
+    for i in 0..11 {
+        let (id, p) = (format!("t-{i:02}"), (i % 3).to_string());
+        b.task(&format!("Task {i}"), &["--id", &id, "-p", &p]);
+    }
+    b.task("Needs js", &["--id", "t-js", "-p", "0", "--needs", "js"]);
+    b.task("Waits", &["--id", "t-w", "-p", "0", "--depends-on", "t-00"]);
+    let queries = [None, Some("priority<=1"), Some("task"), Some("tag:none")];
+    let steps = || {
+        let mut steps = Vec::new();
+        for q in queries {
+            for (all, cursor, limit) in [
+                (false, "", 100),
+                (false, "", 4),
+                (false, "4", 4),
+                (false, "8", 4),
+                (true, "", 100),
+            ] {
+                let mut args = json!({"all": all, "cursor": cursor, "limit": limit});
+                if let Some(q) = q {
+                    args["query"] = json!(q);
+                }
+                steps.push(call("ready", args));
+            }
+        }
+        Value::Array(steps)
+    };
+    let args = ["--as", "coder-9", "--capabilities", "rust"];
+    let ids = |v: &Value| -> Vec<String> {
+        v["documents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // Each query's five results: pages of 4 that add up to the page of 100, and `all`,
+    // which is what `ready --json --all` prints.
+    let check = |r: &[Value], what: &str| {
+        for (q, r) in queries.iter().zip(r.chunks(5)) {
+            let whole = ok(&r[0]);
+            let pages: Vec<String> = r[1..4].iter().flat_map(|p| ids(ok(p))).collect();
+            assert_eq!(pages, ids(whole), "{what}: {q:?} page by page");
+            for p in &r[1..4] {
+                assert_eq!(ok(p)["total"], whole["total"], "{what}: {q:?}");
+                assert_eq!(ok(p)["lacking"], whole["lacking"], "{what}: {q:?}");
+            }
+            let mut cli = vec!["ready", "--json", "--all"];
+            cli.extend(q);
+            let printed: Value = serde_json::from_str(&b.run(&cli).ok().stdout).unwrap();
+            assert_eq!(ids(ok(&r[4])), ids(&printed), "{what}: {q:?} as the CLI");
+        }
+    };
+    let index = b.board().join(".state/index");
+    let warm = session(&py, &b, &args, steps());
+    check(&warm, "at first");
+    assert_eq!(ok(&warm[0])["total"], json!(11), "{}", ok(&warm[0]));
+    assert_eq!(ok(&warm[0])["lacking"], json!(1));
+    assert_eq!(ok(&warm[5])["total"], json!(8), "priority<=1");
+    std::fs::remove_dir_all(&index).unwrap();
+    let full = session(&py, &b, &args, steps());
+    assert_eq!(warm, full, "the index answered differently from the files");
+    // In place, at the same size, after reads that left the index trusting the file.
+    session(&py, &b, &args, steps());
+    let path = b.board().join("tasks/t-02.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("priority: 2", "priority: 0")).unwrap();
+    let edited = session(&py, &b, &args, steps());
+    check(&edited, "after an edit in place");
+    assert_eq!(ok(&edited[5])["total"], json!(9), "priority<=1");
+    assert!(ids(ok(&edited[5])).contains(&"t-02".to_string()));
+    std::fs::remove_dir_all(&index).unwrap();
+    let full = session(&py, &b, &args, steps());
+    assert_eq!(
+        edited, full,
+        "after an edit in place: the index answered otherwise"
+    );
+}
+
 /// A client that starts the server only to look at it (a health check such as `claude mcp
 /// list`: initialize, list the tools, go) leaves no agent card; the first tool call
 /// registers the agent, once.

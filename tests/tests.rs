@@ -35,6 +35,7 @@ mod holds_remote;
 mod hostile_input;
 mod index;
 mod json_shapes;
+mod keeper;
 mod layering;
 mod log_identity;
 mod log_merge;

@@ -63,6 +63,7 @@ fn tavern(bin: &Path, project: &Path, args: &[&str]) -> Command {
         .current_dir(project)
         .env_remove("TAVERN_BOARD")
         .env("TAVERN_AGENT", "bench")
+        .env("TAVERN_KEEPER", crate::KEEPER)
         .stdin(Stdio::null());
     c
 }

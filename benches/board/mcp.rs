@@ -30,6 +30,7 @@ impl Session {
             .args(args)
             .env("TAVERN_BOARD", board)
             .env("TAVERN_AGENT", "bench-mcp")
+            .env("TAVERN_KEEPER", crate::KEEPER)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

@@ -279,6 +279,53 @@ pub fn watch_once(b: &Bench, n: usize, rows: &mut Vec<Row>) {
         };
         row(rows, op, n, &run, "read all raw", raw, raw_cpu, note);
     }
+
+    // The same restart with the index keeper running (README, "What the watcher keeps"):
+    // a first pass marks where its journal stands, then each restart reads the journal
+    // after the mark, not a stat of every file. Files rewritten with their own bytes are
+    // named by the journal and read, but change nothing on the board.
+    let mut keeper = b
+        .tavern(&["watch", "--keeper"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start the index keeper");
+    if !crate::wait_for_keeper(&mut keeper, &b.board) {
+        return;
+    }
+    let marked = b.tavern(&["watch", "--once"]).status();
+    assert!(marked.is_ok_and(|s| s.success()), "watch --once failed");
+    for (op, rewritten) in [
+        ("watch --once, restart, keeper running, nothing changed", 0),
+        (
+            "watch --once, restart, keeper running, 100 files rewritten",
+            100,
+        ),
+    ] {
+        for i in 0..rewritten {
+            let path = b
+                .board
+                .join(format!("tasks/task-{:06}.md", i * (n / 100).max(1)));
+            if let Ok(bytes) = std::fs::read(&path) {
+                std::fs::write(&path, bytes).expect("rewrite a task file");
+            }
+        }
+        let (raw, raw_cpu) = raw_read(&b.board);
+        let run = measured(&b.tavern(&["watch", "--once"]));
+        eprintln!("{n} tasks: {op} in {:.3} s", run.wall.as_secs_f64());
+        row(
+            rows,
+            op,
+            n,
+            &run,
+            "read all raw",
+            raw,
+            raw_cpu,
+            String::new(),
+        );
+    }
+    let _ = keeper.kill();
+    let _ = keeper.wait();
 }
 
 /// A board kept by an earlier run (`TAVERN_BENCH_BOARD=DIR`, DIR holding `.tavern`): its

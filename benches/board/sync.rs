@@ -94,6 +94,7 @@ fn tavern(bin: &Path, project: &Path, args: &[&str]) -> Duration {
         .current_dir(project)
         .env_remove("TAVERN_BOARD")
         .env("TAVERN_AGENT", "bench")
+        .env("TAVERN_KEEPER", crate::KEEPER)
         .env("GIT_TERMINAL_PROMPT", "0")
         .stdin(Stdio::null())
         .output()

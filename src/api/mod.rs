@@ -69,6 +69,14 @@ pub fn on_index_progress(sink: fn(&str, &std::path::Path, usize, usize)) {
     crate::index::on_progress(sink);
 }
 
+/// Names the command that runs the index keeper for the board at a root (see
+/// [`watch::keep_index`]), which a read of a big board with no watcher running starts in
+/// the background (its standard streams closed, in a process group of its own): the
+/// front-end sets it, once; without it no read starts one.
+pub fn on_index_keeper(command: fn(&std::path::Path) -> Option<std::process::Command>) {
+    crate::index::keeper::set_program(command);
+}
+
 /// Writes a whole file as tavern writes its own (a temporary file synced, then renamed
 /// over the old one): a front-end's own files, such as a client's configuration.
 pub fn write_file(path: &std::path::Path, bytes: &[u8]) -> Result<()> {

@@ -10,6 +10,7 @@ use crate::board::Board;
 use crate::error::{Error, Result};
 use crate::sync::repo::Repo;
 
+pub use crate::index::journal::Keeper as JournalKeeper;
 pub use crate::sync::status::{Layout, Status, SyncState, UnconfirmedClaim};
 pub use crate::sync::{Exchange, KeepOptions, Options};
 

@@ -59,15 +59,51 @@ pub fn ready_rows<R: Send>(
     })
 }
 
-/// [`ready`] without query terms, each ready task as a [`ReadyRow`] made from the read
-/// index's heads without parsing it: the same tasks in the same order.
-pub fn ready_heads(board: &Board, for_actor: Option<&str>) -> Result<ReadyRows<ReadyRow>> {
-    let r = transition::ready_heads(board, for_actor)?;
+/// [`ready`], each ready task as a [`ReadyRow`] made from the read index's heads: the same
+/// tasks in the same order, and a task parsed only where a query term needs its text.
+pub fn ready_heads(
+    board: &Board,
+    terms: &[String],
+    for_actor: Option<&str>,
+) -> Result<ReadyRows<ReadyRow>> {
+    let query = Query::parse(terms)?;
+    crate::schema::check_query(board, &query, &[Region::Tasks])?;
+    let r = transition::ready_heads(board, &query, for_actor)?;
     Ok(ReadyRows {
         rows: r.docs,
         skipped: r.skipped,
         lacking: r.lacking,
     })
+}
+
+/// One page of [`ready_rows`]: the ready tasks from the `start`th (of its order), at most
+/// `len`, each as `row(task)`; only those are parsed for their rows.
+pub fn ready_page<R: Send>(
+    board: &Board,
+    terms: &[String],
+    for_actor: Option<&str>,
+    start: usize,
+    len: usize,
+    row: impl Fn(Document) -> R + Sync,
+) -> Result<ReadyPage<R>> {
+    let query = Query::parse(terms)?;
+    crate::schema::check_query(board, &query, &[Region::Tasks])?;
+    let (total, r) = transition::ready_page(board, &query, for_actor, start, len, row)?;
+    Ok(ReadyPage {
+        total,
+        page: ReadyRows {
+            rows: r.docs,
+            skipped: r.skipped,
+            lacking: r.lacking,
+        },
+    })
+}
+
+/// What [`ready_page`] found: how many tasks are ready in all, and the page's.
+#[derive(Debug)]
+pub struct ReadyPage<R> {
+    pub total: usize,
+    pub page: ReadyRows<R>,
 }
 
 pub use crate::ops::transition::Row as ReadyRow;

@@ -12,7 +12,24 @@ use super::sync::{Exchange, KeepOptions};
 
 pub use crate::watch::events::{ActivationInfo, Event, Mode, Skip, Warning, human_duration};
 pub use crate::watch::fsevents::NativeFailure;
+pub use crate::watch::keeper::End as KeeperEnd;
 pub use crate::watch::{Options, Summary};
+
+/// Runs the index keeper (`tavern watch --keeper`, which reads start in the background):
+/// keeps the board's change journal, so that reads check only the files it names, until
+/// no read has asked for `watch.keeper_idle`, a watcher takes the journal over, a signal,
+/// or the board is gone. Ends at once ([`KeeperEnd::Busy`]) when a watcher or another
+/// keeper keeps it.
+pub fn keep_index(board: &Board) -> Result<KeeperEnd> {
+    let idle = crate::time::parse_duration(&board.config.watch.keeper_idle)
+        .and_then(|d| d.to_std().ok())
+        .unwrap_or(std::time::Duration::from_secs(600));
+    // A stopping watcher that invited this keeper says so in its environment.
+    let invited = std::env::var("TAVERN_KEEPER_INVITATION")
+        .ok()
+        .and_then(|t| crate::watch::keeper::Invitation::parse(&t));
+    crate::watch::keeper::keep(board, idle, invited.as_ref())
+}
 
 /// Runs the watcher until SIGINT/SIGTERM (or, with `once`, until nothing is pending),
 /// handing each [`Event`] to `emit` as it happens.

@@ -104,7 +104,7 @@ pub struct ReadyArgs {
 }
 
 pub fn ready(ctx: &Ctx, a: ReadyArgs) -> Result<ExitCode> {
-    use super::output::{cell, doc_row, forged_warning};
+    use super::output::{cell, forged_warning};
     use tavern::api::tasks::ready_rows;
     let board = ctx.board()?;
     // A read: with nobody named it lists every ready task, as for an unregistered actor.
@@ -123,10 +123,10 @@ pub fn ready(ctx: &Ctx, a: ReadyArgs) -> Result<ExitCode> {
             super::docs::print_json_rows(r.rows, &r.skipped, &extra)?,
             r.lacking,
         )
-    } else if a.query.is_empty() {
-        // Without a query the rows come from the read index's heads (a task's decision is
-        // never forged: only questions have one).
-        let r = tavern::api::tasks::ready_heads(&board, for_actor)?;
+    } else {
+        // The rows come from the read index's heads (a task's decision is never forged:
+        // only questions have one); a task is parsed only where a query term needs it.
+        let r = tavern::api::tasks::ready_heads(&board, &a.query, for_actor)?;
         let rows = r.rows.into_iter().map(|t| {
             let row = [
                 cell(&t.id),
@@ -139,14 +139,6 @@ pub fn ready(ctx: &Ctx, a: ReadyArgs) -> Result<ExitCode> {
         });
         (
             super::docs::print_table_rows(rows.collect(), &r.skipped)?,
-            r.lacking,
-        )
-    } else {
-        let r = ready_rows(&board, &a.query, for_actor, |d| {
-            (doc_row(&d), forged_warning(&d))
-        })?;
-        (
-            super::docs::print_table_rows(r.rows, &r.skipped)?,
             r.lacking,
         )
     };

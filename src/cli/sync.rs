@@ -46,6 +46,18 @@ pub fn status(ctx: &Ctx) -> Result<ExitCode> {
             .as_deref()
             .unwrap_or("none (not connected; `tavern sync init` connects the board)")
     ))?;
+    line(&match &s.journal {
+        Some(k) if k.by == "watch" => format!(
+            "reads: by the change journal `tavern watch` keeps (pid {})",
+            k.pid
+        ),
+        Some(k) => format!(
+            "reads: by the change journal the index keeper keeps (pid {}; board.yaml watch.keeper)",
+            k.pid
+        ),
+        None => "reads: no change journal kept (no watcher running): each read checks every file"
+            .to_string(),
+    })?;
     if let Some(sync) = &s.sync {
         line(&sync_line(sync))?;
         for c in &sync.unconfirmed {

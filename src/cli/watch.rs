@@ -33,6 +33,10 @@ pub struct WatchArgs {
     /// often, and soon after each change here
     #[arg(long, default_value = "30s", value_name = "DUR")]
     pub sync_interval: String,
+    /// Run as the index keeper: keep only the change journal reads go by (reads of a big
+    /// board start one in the background; board.yaml `watch.keeper`)
+    #[arg(long, hide = true, conflicts_with_all = ["once", "poll"])]
+    pub keeper: bool,
 }
 
 #[derive(Debug, Args)]
@@ -53,6 +57,13 @@ fn duration(flag: &str, text: &str) -> Result<Duration> {
 
 pub fn watch(ctx: &Ctx, a: WatchArgs) -> Result<ExitCode> {
     let board = ctx.board()?;
+    if a.keeper {
+        // Started in the background with nowhere to print: how it ended is its exit.
+        return Ok(match api::watch::keep_index(&board)? {
+            api::watch::KeeperEnd::Failed(_) => ExitCode::FAILURE,
+            _ => ExitCode::SUCCESS,
+        });
+    }
     if a.jobs == 0 {
         return Err(Error::usage("--jobs must be at least 1"));
     }

@@ -100,6 +100,8 @@ pub struct Area {
     /// Where the watcher's journal stood when this read began (see [`Area::start`]);
     /// shared by the areas of one read that [`Area::with_view`] gave it to.
     view: Arc<OnceLock<Option<View>>>,
+    /// Whether a read of this directory that finds no journal starts the index keeper.
+    keeper: crate::board::KeeperMode,
 }
 
 /// The manifest a read starts from.
@@ -168,7 +170,15 @@ impl Area {
             shares: OnceLock::new(),
             dev: OnceLock::new(),
             stamp: OnceLock::new(),
+            keeper: crate::board::KeeperMode::Never,
         }
+    }
+
+    /// Lets a read of this directory that finds no journal start the index keeper, as
+    /// `mode` says (see `index::keeper`).
+    pub fn with_keeper(mut self, mode: crate::board::KeeperMode) -> Area {
+        self.keeper = mode;
+        self
     }
 
     /// Shares `view` (where the watcher's journal stood) with the other areas of one
@@ -284,6 +294,9 @@ impl Area {
                 }
             }
         };
+        if self.rel.is_some() && view.is_none() {
+            super::keeper::wanted(&self.root, self.keeper, start.manifest.buckets.len());
+        }
         Ok(start)
     }
 

@@ -21,6 +21,7 @@
 pub(crate) mod dir;
 pub(crate) mod files;
 pub(crate) mod journal;
+pub(crate) mod keeper;
 pub(crate) mod stat;
 
 use std::borrow::Cow;
@@ -118,12 +119,12 @@ pub(crate) struct Prefilter<'a> {
     /// be wanted: judged from the head the index keeps of every cached document, plain
     /// or not, before its text is looked at.
     pub status: &'a (dyn Fn(Option<&str>) -> bool + Sync),
-    /// Asked last, of a cached document nothing above ruled out, before it is parsed:
-    /// false passes it over unparsed, the caller having taken account of it by its head.
-    /// Asked at most once per document in a read, and never of a document read afresh.
-    /// None: nothing is ruled out by its head (and the fields past a head's core are not
-    /// decoded).
-    pub head: Option<&'a (dyn Fn(&Head<'_>) -> bool + Sync)>,
+    /// Asked last, of a cached document nothing above ruled out, before it is parsed, with
+    /// its file's name (less `.md`): false passes it over unparsed, the caller having taken
+    /// account of it by its head. Asked at most once per document in a read, and never of
+    /// a document read afresh. None: nothing is ruled out by its head (and the rest of a
+    /// head past its core is not decoded).
+    pub head: Option<&'a (dyn Fn(&str, &Head<'_>) -> bool + Sync)>,
 }
 
 impl Prefilter<'_> {
@@ -317,7 +318,8 @@ fn read_area(
             stat::Clocks::now(),
             fingerprint(board),
             dir::list_docs,
-        ),
+        )
+        .with_keeper(keeper::mode(board)),
         pre,
         claimable: matches!(want, Want::Claimable),
         heads: match want {
@@ -784,7 +786,7 @@ impl Area<'_> {
                 // The prefilter's `head` is handed the whole head, decoded once; a rest that
                 // is not one leaves nothing cached (as above).
                 let by_head = match (&old.outcome, self.pre.head) {
-                    (Outcome::Doc(_), Some(head)) => old.head().map(|h| head(&h)),
+                    (Outcome::Doc(_), Some(head)) => old.head().map(|h| head(name, &h)),
                     _ => Some(true),
                 };
                 match by_head {

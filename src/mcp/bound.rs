@@ -235,6 +235,13 @@ pub fn page(
     limit: Option<usize>,
     cursor: Option<&str>,
 ) -> Result<Value> {
+    let (start, limit) = window(limit, cursor)?;
+    let from = docs.get(start..).unwrap_or_default();
+    Ok(page_of(key, docs.len(), start, from, skipped, limit))
+}
+
+/// Where a page starts (from `cursor`) and how many documents it may hold at most.
+pub fn window(limit: Option<usize>, cursor: Option<&str>) -> Result<(usize, usize)> {
     let limit = limit.unwrap_or(PAGE).clamp(1, MAX_PAGE);
     let start = match cursor {
         None | Some("") => 0,
@@ -244,10 +251,22 @@ pub fn page(
             ))
         })?,
     };
+    Ok((start, limit))
+}
+
+/// [`page`] of `total` documents, given those from the `start`th on (at least the page's).
+pub fn page_of(
+    key: &str,
+    total: usize,
+    start: usize,
+    from: &[Value],
+    skipped: &[Skipped],
+    limit: usize,
+) -> Value {
     let mut items = Vec::new();
     let mut bytes = 0;
     let mut end = start;
-    for r in docs.iter().skip(start).take(limit) {
+    for r in from.iter().take(limit) {
         let r = r.clone();
         bytes += sent_len(&r.to_string());
         if bytes > MAX_RESULT_BYTES / 2 && !items.is_empty() {
@@ -256,14 +275,14 @@ pub fn page(
         items.push(r);
         end += 1;
     }
-    let mut v = json!({"total": docs.len(), key: items});
-    if end < docs.len() {
+    let mut v = json!({"total": total, key: items});
+    if end < total {
         v["next_cursor"] = json!(end.to_string());
     }
     if !skipped.is_empty() {
         v["skipped"] = skipped_json(skipped);
     }
-    Ok(v)
+    v
 }
 
 /// A list of names, cut at a page.

@@ -245,18 +245,25 @@ struct ReadyArgs {
 fn ready(ctx: &Ctx, args: Value) -> Result<Value> {
     let a: ReadyArgs = parse("ready", args)?;
     let for_actor = (!a.all.unwrap_or(false)).then_some(ctx.actor.as_str());
-    // A row per task as it is read: a big answer never holds the tasks parsed.
-    let ready = api::tasks::ready_rows(&ctx.board, &terms(a.query.as_deref()), for_actor, |d| {
-        bound::row(&d)
-    })?;
-    let mut v = bound::page(
-        "documents",
-        &ready.rows,
-        &ready.skipped,
-        a.limit,
-        a.cursor.as_deref(),
+    // Readiness is decided from the read index's heads: only the page's tasks are parsed.
+    let (start, limit) = bound::window(a.limit, a.cursor.as_deref())?;
+    let ready = api::tasks::ready_page(
+        &ctx.board,
+        &terms(a.query.as_deref()),
+        for_actor,
+        start,
+        limit,
+        |d| bound::row(&d),
     )?;
-    v["lacking"] = json!(ready.lacking);
+    let mut v = bound::page_of(
+        "documents",
+        ready.total,
+        start,
+        &ready.page.rows,
+        &ready.page.skipped,
+        limit,
+    );
+    v["lacking"] = json!(ready.page.lacking);
     Ok(v)
 }
 

@@ -856,7 +856,8 @@ impl<'a> Area<'a> {
                 ctx.fingerprint,
                 lister,
             )
-            .with_view(ctx.view.clone()),
+            .with_view(ctx.view.clone())
+            .with_keeper(crate::index::keeper::mode(ctx.board)),
         })
     }
 

@@ -41,6 +41,9 @@ pub struct Status {
     pub remote: Option<String>,
     /// How the board stands with that remote (connected boards on the board branch).
     pub sync: Option<SyncState>,
+    /// Who keeps the change journal reads go by (`tavern watch`, or the index keeper a
+    /// read started), if anyone: without one, reads check every file.
+    pub journal: Option<crate::index::journal::Keeper>,
 }
 
 /// Reads the status of a board (this runs git, unlike every other command's discovery).
@@ -75,6 +78,7 @@ pub fn status(board: &Board) -> Result<Status> {
         repo,
         worktrees,
         ignored_copy: board.found.ignored_copy.clone(),
+        journal: crate::index::journal::keeper(&board.root),
         layout,
         remote: if layout == Layout::NoGit {
             None

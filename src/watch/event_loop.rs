@@ -26,6 +26,8 @@ const DEBOUNCE_MAX: Duration = Duration::from_millis(50);
 const DRAIN_ROUNDS: usize = 5;
 /// After killing the activations at shutdown, how long to wait for them to be reaped.
 const REAP_WAIT: Duration = Duration::from_secs(5);
+/// At a stop, how long to wait for the index keeper it starts to watch every directory.
+const HAND_OVER_WAIT: Duration = Duration::from_secs(3);
 
 pub struct Watch<'a> {
     board: Board,
@@ -78,7 +80,7 @@ impl<'a> Watch<'a> {
     pub fn run(&mut self, rx: Receiver<Msg>) -> Result<()> {
         self.acts.log_lost(&self.board, &mut self.rec, self.emit)?;
         // What changed while no watcher ran: handled now, once.
-        self.rec.rescan();
+        self.start_pass();
         self.rec.catch_up()?;
         self.rec.mark_catching_up();
         // Said once what changed while no watcher ran is known: a change made after it is
@@ -120,7 +122,78 @@ impl<'a> Watch<'a> {
                 self.process()?;
             }
         }
-        self.shutdown()
+        let mark = self.hand_over(&rx)?;
+        self.shutdown(mark)
+    }
+
+    /// Hints what changed while no watcher ran: the paths an index keeper's journal names
+    /// after the saved state's mark, when the keeper kept that journal all along (see
+    /// `mark`); else every file whose stat data differ from the saved ones.
+    fn start_pass(&mut self) {
+        let mark = super::mark::load(&self.board);
+        // Used once, whatever happens next: a watcher killed before it saves a new one
+        // leaves none, and the next start looks at every file.
+        super::mark::remove(&self.board);
+        let named = match (mark, &self.intake.start_view) {
+            (Some(m), Some(view)) if view.epoch == m.epoch => view
+                .changed_since(m.at)
+                .map(|paths| paths.into_iter().map(str::to_string).collect::<Vec<_>>()),
+            _ => None,
+        };
+        match named {
+            Some(paths) => {
+                for p in paths {
+                    let abs = self.board.root.join(p);
+                    self.intake.hint(&self.board, &mut self.rec, abs, self.emit);
+                }
+            }
+            None => self.rec.rescan(),
+        }
+    }
+
+    /// Before it stops, a watcher that keeps the journal hands it over to an index keeper
+    /// it starts, so that the next start costs what changed meanwhile: the keeper watches
+    /// every directory first and says so (a cookie); every change before that reached this
+    /// watcher, which handles what it has not yet, and lets the journal go. The keeper then
+    /// keeps a journal of the epoch agreed, from its start: the mark to save, once
+    /// everything handled is saved. None when there is nothing to hand over, the keeper
+    /// did not say it watches within [`HAND_OVER_WAIT`], or something is left unhandled.
+    fn hand_over(&mut self, rx: &Receiver<Msg>) -> Result<Option<super::mark::Mark>> {
+        let mode = crate::index::keeper::mode(&self.board);
+        if !crate::index::keeper::wanted_for(mode, self.rec.snapshot.count()) {
+            return Ok(None);
+        }
+        let Some(journal) = self.intake.journal().cloned() else {
+            return Ok(None);
+        };
+        let invitation = super::keeper::Invitation {
+            token: format!("{:x}", crate::index::files::unique()),
+            epoch: crate::index::files::unique(),
+        };
+        journal.invite(&invitation.token);
+        if !crate::index::keeper::spawn(&self.board.root, Some(&invitation.to_text())) {
+            return Ok(None);
+        }
+        let end = Instant::now() + HAND_OVER_WAIT;
+        while !journal.invited_ready() {
+            if Instant::now() >= end {
+                return Ok(None);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // Everything the kernel reported before the keeper watched is on the channel.
+        while let Ok(msg) = rx.try_recv() {
+            if !matches!(msg, Msg::Signal) {
+                self.handle(msg)?;
+            }
+        }
+        self.tick()?;
+        self.process()?;
+        let handled = self.rec.hints.is_empty() && self.intake.idle();
+        Ok(handled.then_some(super::mark::Mark {
+            epoch: invitation.epoch,
+            at: 0,
+        }))
     }
 
     /// Nothing left to do: stopping and nothing runs, or (`once`) nothing pending.
@@ -403,11 +476,28 @@ impl<'a> Watch<'a> {
         self.chores.reported(Instant::now());
     }
 
-    fn shutdown(&mut self) -> Result<()> {
+    fn shutdown(&mut self, mark: Option<super::mark::Mark>) -> Result<()> {
         self.intake.close_journal();
         self.drain_log()?;
         self.persist()?;
         self.save_state(true)?;
+        // `once`: everything up to where the keeper's journal stood before the pass is
+        // handled; a watcher that handed its journal over: everything until the keeper
+        // watched. True only once the state that says so is saved.
+        let mark = mark.or_else(|| {
+            let view = self.intake.start_view.as_ref()?;
+            self.opts.once.then_some(super::mark::Mark {
+                epoch: view.epoch,
+                at: view.at,
+            })
+        });
+        if let Some(mark) = mark
+            && self.rec.all_saved()
+            && self.rec.hints.is_empty()
+            && self.intake.idle()
+        {
+            super::mark::save(&self.board, mark)?;
+        }
         self.write_reports(false);
         let waiting = self.acts.sched.queue.len();
         if self.paused.is_some() {

@@ -180,6 +180,7 @@ impl Feed {
         let extra = Extra {
             log_and_board: true,
             journal: None,
+            journal_only: false,
         };
         match Native::start(&self.board, self.tx.clone(), self.backlog.clone(), extra) {
             Ok(n) => self.native = Some(n),

@@ -76,6 +76,9 @@ pub struct Extra {
     /// The change journal reads are checked against (`tavern watch` keeps it; a server's
     /// feed does not): every event's paths are written to it first, in the kernel's order.
     pub journal: Option<Arc<crate::index::journal::Writer>>,
+    /// The index keeper: the journal is all it keeps. No event is sent on but a failure,
+    /// and a watcher's request for the journal, as [`Msg::Signal`].
+    pub journal_only: bool,
 }
 
 /// Could a change of this path be a change of a tracked file or of a directory holding
@@ -137,16 +140,27 @@ impl Native {
         let journal = extra.journal.clone();
         let cookies = journal.as_ref().map(|j| j.cookie_dir().to_path_buf());
         let log_and_board = extra.log_and_board;
+        let journal_only = extra.journal_only;
         let handler = move |res: notify::Result<notify::Event>| {
+            let mut stop_asked = false;
             if let Some(j) = &journal {
                 match &res {
                     Ok(ev) if ev.need_rescan() => j.lost(),
                     Ok(ev) if relevant(&ev.kind) => {
-                        j.record(&ev.paths, matches!(ev.kind, EventKind::Create(_)))
+                        stop_asked = j.record(&ev.paths, matches!(ev.kind, EventKind::Create(_)))
                     }
                     Ok(_) => {}
                     Err(_) => j.lost(),
                 }
+            }
+            if journal_only {
+                let msg = match res {
+                    Err(e) => Msg::Failed(e),
+                    Ok(_) if stop_asked => Msg::Signal,
+                    Ok(_) => return,
+                };
+                let _ = tx.send(msg);
+                return;
             }
             let msg = match res {
                 Ok(ev) if ev.need_rescan() => Msg::Rescan,
@@ -172,14 +186,20 @@ impl Native {
             let _ = tx.send(msg);
         };
         // A symlink under solutions/ may point anywhere: never watched through.
-        let config = notify::Config::default().with_follow_symlinks(false);
+        // Opens and reads are not changes: asked of the kernel, they would wake the
+        // watcher for every file anyone reads (a `grep -r` of the board, a raw read of every
+        // file costing a third more while a watcher runs). Closes after writing are.
+        let config = notify::Config::default()
+            .with_follow_symlinks(false)
+            .with_event_kinds(notify::EventKindMask::CORE | notify::EventKindMask::ACCESS_CLOSE);
         let mut watcher = notify::RecommendedWatcher::new(handler, config)?;
-        // The cookies first: a cookie answered means every other watch was in place.
-        if let Some(j) = &extra.journal {
-            watcher.watch(j.cookie_dir(), RecursiveMode::NonRecursive)?;
-        }
         for (dir, mode) in watches(board) {
             watcher.watch(&dir, mode)?;
+        }
+        // The caller takes the journal (`Writer::take`) only now: a cookie answered before
+        // a directory was watched would vouch for changes no one recorded.
+        if let Some(j) = &extra.journal {
+            watcher.watch(j.cookie_dir(), RecursiveMode::NonRecursive)?;
         }
         Ok(Native { watcher })
     }

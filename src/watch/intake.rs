@@ -33,6 +33,10 @@ pub struct Intake {
     retries: HashMap<String, u32>,
     /// Files with names that are not UTF-8, already reported.
     undecodable: HashSet<PathBuf>,
+    /// Where the journal an index keeper kept stood once this watcher watched (or, for
+    /// `once`, before its pass): what changed while no watcher ran, if the saved state's
+    /// mark is of it (see `mark`).
+    pub start_view: Option<crate::index::journal::View>,
 }
 
 impl Intake {
@@ -53,8 +57,12 @@ impl Intake {
             deferred: Vec::new(),
             retries: HashMap::new(),
             undecodable: HashSet::new(),
+            start_view: None,
         };
         if once {
+            // A keeper's journal, if one runs: asked before the pass, so that every
+            // change the pass does not see is in it after this point.
+            intake.start_view = crate::index::journal::View::take(&board.root);
             return intake;
         }
         if let Some(every) = poll {
@@ -63,17 +71,24 @@ impl Intake {
         }
         // The journal reads check themselves against while this watcher runs; without
         // one (it cannot be written) they check every file, as without a watcher.
-        let journal = crate::index::journal::Writer::start(&board.root)
+        // The journal reads go by: this watcher's, once it watches every directory.
+        let journal = crate::index::journal::Writer::pending(&board.root)
             .ok()
             .map(std::sync::Arc::new);
         let extra = fsevents::Extra {
             log_and_board: false,
             journal: journal.clone(),
+            journal_only: false,
         };
         match Native::start(board, tx, intake.backlog.clone(), extra) {
             Ok(n) => {
                 intake.native = Some(n);
-                intake.journal = journal;
+                // Every change from here on reaches this watcher. An index keeper that
+                // kept the journal until now says where it stands (what changed before
+                // is in it), then is asked to stop: the watcher keeps the journal.
+                intake.start_view = crate::index::journal::View::take(&board.root);
+                intake.journal = journal
+                    .filter(|j| j.take(crate::index::journal::Claim::TakeOver, None).is_ok());
             }
             Err(e) => {
                 emit(native_failed(&e, true));
@@ -99,6 +114,11 @@ impl Intake {
         {
             n.watch_cookies(j.cookie_dir());
         }
+    }
+
+    /// The journal this watcher keeps, if it keeps one.
+    pub fn journal(&self) -> Option<&std::sync::Arc<crate::index::journal::Writer>> {
+        self.journal.as_ref().filter(|j| j.is_open())
     }
 
     /// The watcher stops: its journal goes (the process may end before anything drops).

@@ -18,7 +18,9 @@ pub mod events;
 pub mod feed;
 pub mod fsevents;
 pub mod intake;
+pub mod keeper;
 pub mod lock;
+pub mod mark;
 pub mod pack;
 pub mod patch;
 pub mod reconcile;
@@ -74,7 +76,7 @@ pub fn run(board: Board, opts: Options, emit: &mut dyn FnMut(Event)) -> Result<S
     Ok(w.summary().clone())
 }
 
-fn listen_for_signals(tx: Sender<Msg>) {
+pub(crate) fn listen_for_signals(tx: Sender<Msg>) {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
         return;

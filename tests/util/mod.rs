@@ -142,6 +142,7 @@ impl TestBoard {
             .current_dir(self.root())
             .env_remove("TAVERN_BOARD")
             .env_remove("TAVERN_AGENT")
+            .env_remove("TAVERN_KEEPER")
             .env("USER", "tester")
             .stdin(Stdio::null());
         c
@@ -352,6 +353,7 @@ pub fn at_terminal(b: &TestBoard, args: &str, env: &[(&str, &str)]) -> Option<Ou
         .current_dir(b.root())
         .env_remove("TAVERN_BOARD")
         .env_remove("TAVERN_AGENT")
+        .env_remove("TAVERN_KEEPER")
         .env_remove("NO_COLOR")
         .env_remove("PAGER")
         .env("TERM", "xterm")
@@ -411,6 +413,7 @@ pub fn as_tester<'a>(c: &'a mut Command, dir: &Path) -> &'a mut Command {
     c.current_dir(dir)
         .env_remove("TAVERN_BOARD")
         .env_remove("TAVERN_AGENT")
+        .env_remove("TAVERN_KEEPER")
         .env("USER", "tester")
         .stdin(Stdio::null())
 }

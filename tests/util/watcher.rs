@@ -272,6 +272,16 @@ pub fn find_all(dir: &std::path::Path) -> Vec<String> {
 /// The task files (`t-…` names) that `tavern ARGS`, run in `b`, looked at with a stat
 /// call, each as often as it did (traced with strace, which the test needs).
 pub fn task_files_statted(b: &TestBoard, args: &[&str]) -> (Vec<String>, Out) {
+    task_files_statted_with(b, args, &[])
+}
+
+/// [`task_files_statted`] with more environment. A read that would start the index keeper
+/// must be given `TAVERN_KEEPER=never` here: strace follows it, and waits for it.
+pub fn task_files_statted_with(
+    b: &TestBoard,
+    args: &[&str],
+    envs: &[(&str, &str)],
+) -> (Vec<String>, Out) {
     let out = Command::new("strace")
         .args(["-f", "-qq", "-e", "trace=stat,lstat,newfstatat,statx"])
         .args(["-o", "/dev/stderr"])
@@ -279,6 +289,8 @@ pub fn task_files_statted(b: &TestBoard, args: &[&str]) -> (Vec<String>, Out) {
         .args(args)
         .current_dir(b.root())
         .env("TAVERN_AGENT", "tester")
+        .env_remove("TAVERN_KEEPER")
+        .envs(envs.iter().copied())
         .output()
         .expect("strace is needed by this test (apt install strace)");
     let trace = String::from_utf8_lossy(&out.stderr).into_owned();

@@ -5,7 +5,7 @@ mod decide;
 mod next;
 
 pub use decide::{Move, Plan, Request, Swept};
-pub use next::{Row, claim_next_with, ready, ready_heads, ready_rows};
+pub use next::{Row, claim_next_with, ready, ready_heads, ready_page, ready_rows};
 
 use crate::board::Board;
 use crate::doc::{Document, Region};

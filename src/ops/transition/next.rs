@@ -4,6 +4,7 @@
 use crate::board::Board;
 use crate::doc::{Document, Region};
 use crate::error::{Error, Result};
+use crate::index::files::Head;
 use crate::query::Query;
 use crate::scan;
 use crate::sync::claims;
@@ -28,23 +29,235 @@ pub fn ready(board: &Board, query: &Query, for_actor: Option<&str>) -> Result<Re
     ready_rows(board, query, for_actor, |d| d)
 }
 
-/// [`ready`], where each ready task becomes `row(task)` on the thread that read it, so
-/// that what a big answer holds is its rows, never the tasks parsed.
+/// [`ready`], where each ready task becomes `row(task)`, so that what a big answer holds is
+/// its rows, never the tasks parsed. The read index's heads decide what they can (see
+/// [`read`]); the tasks they find ready are parsed on the thread that reads them.
 pub fn ready_rows<R: Send>(
     board: &Board,
     query: &Query,
     for_actor: Option<&str>,
     row: impl Fn(Document) -> R + Sync,
 ) -> Result<Ready<R>> {
+    let found = read(board, query, for_actor, Want::Docs, &row)?;
+    let all = 0..found.ready.len();
+    Ok(found.made(board, query, all, &row))
+}
+
+/// One page of [`ready_rows`]: the ready tasks from the `start`th, at most `len` of them,
+/// each as `row(task)`, and how many are ready in all. Decided from the read index's heads
+/// where they can, and only the tasks of the page are parsed for their rows.
+pub fn ready_page<R: Send>(
+    board: &Board,
+    query: &Query,
+    for_actor: Option<&str>,
+    start: usize,
+    len: usize,
+    row: impl Fn(Document) -> R + Sync,
+) -> Result<(usize, Ready<R>)> {
+    let found = read(board, query, for_actor, Want::Later, &row)?;
+    let total = found.ready.len();
+    let page = start.min(total)..start.saturating_add(len).min(total);
+    Ok((total, found.made(board, query, page, &row)))
+}
+
+/// A ready task as `ready`'s table shows it: its id, status, the text of its priority
+/// (else severity), its claimant, and its title, as the task's file gives them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Row {
+    pub id: String,
+    pub status: String,
+    pub pri: Option<String>,
+    pub owner: Option<String>,
+    pub title: String,
+}
+
+/// [`ready`], each ready task made into a [`Row`] from the read index's heads: the same
+/// tasks in the same order, and none parsed whose head decides it. A head is trusted where
+/// the index trusts a cached task (the journal's word, or equal stat data, never racy);
+/// any other file is read again, and its head is the one it holds now.
+pub fn ready_heads(board: &Board, query: &Query, for_actor: Option<&str>) -> Result<Ready<Row>> {
+    let found = read(board, query, for_actor, Want::Rows, &|_| ())?;
+    Ok(Ready {
+        docs: found.ready.into_iter().map(|c| c.row).collect(),
+        skipped: found.skipped,
+        lacking: found.lacking,
+    })
+}
+
+/// What a read of the ready tasks wants of each.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Want {
+    /// Its [`Row`]: nothing is parsed that a head decides.
+    Rows,
+    /// Its document, made into a row as it is read (the tasks a head finds ready and free
+    /// of dependencies); the others are parsed only if they turn out to be ready.
+    Docs,
+    /// Its document, later and for some of them only: nothing is parsed that a head
+    /// decides.
+    Later,
+}
+
+/// (priority, created, id, name): the order of `ready`, as [`scan::OrderKey::best_first`]
+/// orders tasks, and then by file name.
+type Ranked = (i64, crate::index::files::Created<'static>, String, String);
+
+/// A claimable task that matches, before its dependencies and needs are weighed.
+struct Candidate<R> {
+    key: Ranked,
+    /// Its file's name, less `.md` (the id it claims).
+    name: String,
+    row: Row,
+    depends_on: Vec<String>,
+    needs: Vec<String>,
+    /// Its row from its document, where the read parsed it for one.
+    made: Option<R>,
+}
+
+impl<R> Candidate<R> {
+    fn of(name: &str, h: &Head<'_>, made: Option<R>) -> Candidate<R> {
+        Candidate {
+            key: (
+                h.priority,
+                h.created.clone().into_owned(),
+                h.id.to_string(),
+                name.to_string(),
+            ),
+            name: name.to_string(),
+            row: Row {
+                id: h.id.to_string(),
+                status: h.status.as_deref().unwrap_or_default().to_string(),
+                pri: h.pri.as_deref().map(str::to_string),
+                owner: h.claimed_by.as_deref().map(str::to_string),
+                title: h.title.to_string(),
+            },
+            depends_on: h.depends_on.iter().map(|d| d.to_string()).collect(),
+            needs: h.needs.iter().map(|n| n.to_string()).collect(),
+            made,
+        }
+    }
+}
+
+/// What [`read`] found: the ready tasks best first, those left out for the needs the
+/// actor lacks, the files skipped, and what is known of whether tasks are done.
+struct Found<R> {
+    ready: Vec<Candidate<R>>,
+    lacking: usize,
+    skipped: Vec<scan::Skipped>,
+    caps: Option<Vec<String>>,
+    done: Done,
+}
+
+/// Whether tasks are done: as the read saw them, else looked for one by one as `ready`
+/// looks (a task's file, a task skipped not being done, else the archive).
+struct Done(std::collections::HashMap<String, bool>);
+
+impl Done {
+    fn is_done(&mut self, board: &Board, dep: &str) -> bool {
+        if let Some(&known) = self.0.get(dep) {
+            return known;
+        }
+        let workflow = &board.config.workflow;
+        let known = crate::ops::graph::read_task(board, dep)
+            .is_some_and(|d| d.status().is_some_and(|s| workflow.is_success(s)));
+        self.0.insert(dep.to_string(), known);
+        known
+    }
+}
+
+/// The ready tasks. A task's head decides, without parsing it, whether it is claimable and
+/// matches (every term a head can answer: [`Query::decide_head`]), what it depends on and
+/// what it needs; a task is parsed only where a term needs its text, or (`Want::Docs`) to
+/// make its row. When the terms are all of a kind heads answer, only the heads are read
+/// (not the texts), and the few tasks they leave undecided are read from their files;
+/// else the texts are read too, and the query's words and field lines pass over the tasks
+/// they rule out (as `list` does) before any head is asked.
+fn read<R: Send>(
+    board: &Board,
+    query: &Query,
+    for_actor: Option<&str>,
+    want: Want,
+    row: &(dyn Fn(Document) -> R + Sync),
+) -> Result<Found<R>> {
     crate::ops::sweep::sweep(board)?;
     let caps = match for_actor {
         Some(actor) => crate::agents::held_to(board, actor)?,
         None => None,
     };
+    let (candidates, skipped, done) = if want != Want::Docs && query.heads_suffice() {
+        by_heads(board, query)?
+    } else {
+        by_texts(board, query, caps.as_deref(), want, row)?
+    };
+    let mut found = Found {
+        ready: Vec::with_capacity(candidates.len()),
+        lacking: 0,
+        skipped,
+        caps,
+        done,
+    };
+    for c in candidates {
+        if !c.depends_on.iter().all(|d| found.done.is_done(board, d)) {
+            continue;
+        }
+        if !crate::agents::missing(&c.needs, found.caps.as_deref()).is_empty() {
+            found.lacking += 1;
+            continue;
+        }
+        found.ready.push(c);
+    }
+    found.ready.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+    Ok(found)
+}
+
+type Read<R> = (Vec<Candidate<R>>, Vec<scan::Skipped>, Done);
+
+/// Every task by its head alone; the tasks whose head leaves the query undecided are read
+/// from their files and judged whole.
+fn by_heads<R: Send>(board: &Board, query: &Query) -> Result<Read<R>> {
+    use std::collections::HashMap;
     let workflow = &board.config.workflow;
     let now = crate::time::now();
-    // Only the candidates are parsed; their dependencies are read one by one (with a
-    // cache), so a big board of finished work is never held in memory.
+    // Every task's name and whether it is done; the claimable ones that match, and those
+    // whose head cannot say.
+    let found = std::sync::Mutex::new((HashMap::<String, bool>::new(), Vec::new(), Vec::new()));
+    let skipped = crate::index::each_head(board, Region::Tasks, false, &|name, h| {
+        let status = h.status.as_deref();
+        let done = status.is_some_and(|s| workflow.is_success(s));
+        let claimable = status.is_some_and(|s| workflow.is_claimable(s));
+        let decided = claimable.then(|| query.decide_head(h, now));
+        let mut found = lock(&found);
+        found.0.insert(name.to_string(), done);
+        match decided {
+            Some(Some(true)) => found.1.push(Candidate::of(name, h, None)),
+            Some(None) => found.2.push(name.to_string()),
+            _ => {}
+        }
+    })?;
+    let (done, mut candidates, undecided) = found.into_inner().unwrap_or_else(|p| p.into_inner());
+    for name in undecided {
+        if let Ok(d) = crate::store::read_doc(board, Region::Tasks, &name)
+            && d.status().is_some_and(|s| workflow.is_claimable(s))
+            && query.matches(&d, now)
+        {
+            candidates.push(Candidate::of(&name, &Head::of(&d), None));
+        }
+    }
+    Ok((candidates, skipped, Done(done)))
+}
+
+/// The claimable tasks with their texts, as `list` reads them: passed over by their
+/// status, then by the query's words and field lines; then a head that decides the query
+/// takes the task's place unparsed, unless (`Want::Docs`) the task is ready by its head
+/// alone (no dependency, its needs covered), when it is parsed for its row.
+fn by_texts<R: Send>(
+    board: &Board,
+    query: &Query,
+    caps: Option<&[String]>,
+    want: Want,
+    row: &(dyn Fn(Document) -> R + Sync),
+) -> Result<Read<R>> {
+    let workflow = &board.config.workflow;
+    let now = crate::time::now();
     // A claimable task's text holds its status: one of the claimable states.
     let mut needles = query.needles();
     if workflow
@@ -73,142 +286,78 @@ pub fn ready_rows<R: Send>(
     let status = |s: Option<&str>| {
         s.is_some_and(|s| workflow.is_claimable(s)) && query.may_match_status(s, now)
     };
-    let done = std::sync::Mutex::new(std::collections::HashMap::<String, bool>::new());
-    let is_done = |dep: &str| {
-        if let Some(&known) = lock(&done).get(dep) {
-            return known;
+    let found = std::sync::Mutex::new(Vec::new());
+    let head = |name: &str, h: &Head<'_>| match query.decide_head(h, now) {
+        Some(false) => false,
+        None => true,
+        Some(true) => {
+            let parse = want == Want::Docs
+                && h.depends_on.is_empty()
+                && crate::agents::missing(&h.needs, caps).is_empty();
+            if !parse {
+                lock(&found).push(Candidate::of(name, h, None));
+            }
+            parse
         }
-        let known = crate::ops::graph::read_task(board, dep)
-            .is_some_and(|d| d.status().is_some_and(|s| workflow.is_success(s)));
-        lock(&done).insert(dep.to_string(), known);
-        known
     };
-    let found = std::sync::Mutex::new((Vec::new(), 0usize));
     let each = |d: Document| {
-        let ready = d.status().is_some_and(|s| workflow.is_claimable(s))
-            && query.matches(&d, now)
-            && d.list("depends_on").iter().all(|dep| is_done(dep));
-        if !ready {
+        if !(d.status().is_some_and(|s| workflow.is_claimable(s)) && query.matches(&d, now)) {
             return;
         }
-        if !crate::agents::missing_needs(&d, caps.as_deref()).is_empty() {
-            lock(&found).1 += 1;
-            return;
-        }
-        let key = scan::OrderKey::best_first(&d);
-        let row = row(d);
-        lock(&found).0.push((key, row));
+        let h = Head::of(&d);
+        let name = d.file_id.clone();
+        let made = (want == Want::Docs).then(|| row(d));
+        lock(&found).push(Candidate::of(&name, &h, made));
     };
-    let skipped = scan::each_prefiltered(
-        board,
-        &[Region::Tasks],
-        false,
-        &needles,
-        &plain,
-        &status,
-        &each,
-    )?;
-    let (mut rows, lacking) = found.into_inner().unwrap_or_else(|p| p.into_inner());
-    rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    Ok(Ready {
-        docs: rows.into_iter().map(|(_, row)| row).collect(),
-        skipped,
-        lacking,
-    })
+    let pre = crate::index::Prefilter {
+        needles: &needles,
+        plain: &plain,
+        status: &status,
+        head: Some(&head),
+    };
+    let skipped = crate::index::each_in_dir(board, Region::Tasks, false, &pre, &each)?;
+    let candidates = found.into_inner().unwrap_or_else(|p| p.into_inner());
+    Ok((candidates, skipped, Done(Default::default())))
 }
 
-/// A ready task as `ready`'s table shows it: its id, status, the text of its priority
-/// (else severity), its claimant, and its title, as the task's file gives them.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Row {
-    pub id: String,
-    pub status: String,
-    pub pri: Option<String>,
-    pub owner: Option<String>,
-    pub title: String,
-}
-
-/// [`ready`] without a query, each ready task made into a [`Row`] from the read index's
-/// heads, without parsing the tasks: the same tasks in the same order. A head is trusted
-/// where the index trusts a cached task (the journal's word, or equal stat data, never
-/// racy); any other file is read again, and its head is the one it holds now.
-pub fn ready_heads(board: &Board, for_actor: Option<&str>) -> Result<Ready<Row>> {
-    use std::collections::HashMap;
-    crate::ops::sweep::sweep(board)?;
-    let caps = match for_actor {
-        Some(actor) => crate::agents::held_to(board, actor)?,
-        None => None,
-    };
-    let workflow = &board.config.workflow;
-    type Ranked = (i64, crate::index::files::Created<'static>, String, String);
-    struct Candidate {
-        key: Ranked,
-        row: Row,
-        depends_on: Vec<String>,
-        needs: Vec<String>,
+impl<R> Found<R> {
+    /// The ready tasks of `range` (of the order) with their rows; a task not parsed yet is
+    /// read now, and left out if it is no longer ready.
+    fn made(
+        mut self,
+        board: &Board,
+        query: &Query,
+        range: std::ops::Range<usize>,
+        row: &(dyn Fn(Document) -> R + Sync),
+    ) -> Ready<R> {
+        let workflow = &board.config.workflow;
+        let now = crate::time::now();
+        let mut docs = Vec::with_capacity(range.len());
+        let ready = std::mem::take(&mut self.ready);
+        for c in ready.into_iter().skip(range.start).take(range.len()) {
+            if let Some(made) = c.made {
+                docs.push(made);
+                continue;
+            }
+            let Ok(d) = crate::store::read_doc(board, Region::Tasks, &c.name) else {
+                continue;
+            };
+            let ready = d.status().is_some_and(|s| workflow.is_claimable(s))
+                && query.matches(&d, now)
+                && d.list("depends_on")
+                    .iter()
+                    .all(|dep| self.done.is_done(board, dep))
+                && crate::agents::missing_needs(&d, self.caps.as_deref()).is_empty();
+            if ready {
+                docs.push(row(d));
+            }
+        }
+        Ready {
+            docs,
+            skipped: self.skipped,
+            lacking: self.lacking,
+        }
     }
-    // Every task's name and whether it is done; the claimable ones with what decides them.
-    let found = std::sync::Mutex::new((HashMap::<String, bool>::new(), Vec::new()));
-    let skipped = crate::index::each_head(board, Region::Tasks, false, &|name, h| {
-        let status = h.status.as_deref();
-        let done = status.is_some_and(|s| workflow.is_success(s));
-        let candidate = status
-            .filter(|s| workflow.is_claimable(s))
-            .map(|status| Candidate {
-                key: (
-                    h.priority,
-                    h.created.clone().into_owned(),
-                    h.id.to_string(),
-                    name.to_string(),
-                ),
-                row: Row {
-                    id: h.id.to_string(),
-                    status: status.to_string(),
-                    pri: h.pri.as_deref().map(str::to_string),
-                    owner: h.claimed_by.as_deref().map(str::to_string),
-                    title: h.title.to_string(),
-                },
-                depends_on: h.depends_on.iter().map(|d| d.to_string()).collect(),
-                needs: h.needs.iter().map(|n| n.to_string()).collect(),
-            });
-        let mut found = lock(&found);
-        found.0.insert(name.to_string(), done);
-        if let Some(c) = candidate {
-            found.1.push(c);
-        }
-    })?;
-    let (mut done, candidates) = found.into_inner().unwrap_or_else(|p| p.into_inner());
-    // A dependency that is no readable task on the board is looked for as `ready` looks:
-    // its file (a task skipped is not done), else the archive.
-    let mut is_done = |dep: &str| match done.get(dep) {
-        Some(&known) => known,
-        None => {
-            let known = crate::ops::graph::read_task(board, dep)
-                .is_some_and(|d| d.status().is_some_and(|s| workflow.is_success(s)));
-            done.insert(dep.to_string(), known);
-            known
-        }
-    };
-    let mut rows = Vec::new();
-    let mut lacking = 0;
-    for c in candidates {
-        if !c.depends_on.iter().all(|d| is_done(d)) {
-            continue;
-        }
-        if let Some(caps) = caps.as_deref()
-            && c.needs.iter().any(|n| !caps.contains(n))
-        {
-            lacking += 1;
-            continue;
-        }
-        rows.push((c.key, c.row));
-    }
-    rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    Ok(Ready {
-        docs: rows.into_iter().map(|(_, row)| row).collect(),
-        skipped,
-        lacking,
-    })
 }
 
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -200,6 +200,11 @@ impl Reconciler {
         self.cursor.save(&self.board)
     }
 
+    /// Is every handled change in the saved state (none staged, waiting for its save)?
+    pub fn all_saved(&self) -> bool {
+        self.staged.is_empty()
+    }
+
     /// Marks everything hinted now as changed while no watcher ran, for the log's notes.
     pub fn mark_catching_up(&mut self) {
         self.starting = false;
