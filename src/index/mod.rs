@@ -124,8 +124,11 @@ pub(crate) struct Prefilter<'a> {
     /// account of it by its head. Asked at most once per document in a read, and never of
     /// a document read afresh. None: nothing is ruled out by its head (and the rest of a
     /// head past its core is not decoded).
-    pub head: Option<&'a (dyn Fn(&str, &Head<'_>) -> bool + Sync)>,
+    pub head: Option<&'a ByHead<'a>>,
 }
+
+/// What a [`Prefilter`] asks of a cached document's head: (file name, head).
+pub(crate) type ByHead<'a> = dyn Fn(&str, &Head<'_>) -> bool + Sync + 'a;
 
 impl Prefilter<'_> {
     /// Rules nothing out.
@@ -614,7 +617,7 @@ impl Area<'_> {
         let manifest = &start.manifest;
         let names_known = start.names_known;
         let count = manifest.buckets.len();
-        let cached = files::decode_bucket(&bytes)
+        let cached = files::decode_bucket(bytes)
             .filter(|bk| bk.fingerprint == self.area.fingerprint)
             .unwrap_or_default();
         let mut part = Part {
