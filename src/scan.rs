@@ -165,7 +165,7 @@ pub fn scan_prefiltered(
         needles,
         plain,
         status: &|_| true,
-        head: &|_, _| true,
+        head: None,
     };
     for &region in regions {
         let part = crate::index::read_dir(board, region, archived, &pre, &keep)?;
@@ -193,7 +193,7 @@ pub fn each_prefiltered(
         needles,
         plain,
         status,
-        head: &|_, _| true,
+        head: None,
     };
     let mut skipped = Vec::new();
     for &region in regions {
@@ -219,7 +219,7 @@ pub fn each_by_head(
     let mut skipped = Vec::new();
     for &region in regions {
         let pre = crate::index::Prefilter {
-            head: &|_, h| head(region, h),
+            head: Some(&|_, h| head(region, h)),
             ..crate::index::Prefilter::NONE
         };
         skipped.extend(crate::index::each_in_dir(board, region, false, &pre, each)?);

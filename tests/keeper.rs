@@ -23,12 +23,15 @@ fn board(n: usize, mode: &str, idle: &str) -> TestBoard {
     let yaml = b.board().join("board.yaml");
     let text = std::fs::read_to_string(&yaml).unwrap();
     assert!(
-        text.contains("  keeper: auto\n  keeper_idle: 10m\n"),
+        text.contains("  # keeper: auto\n  # keeper_idle: 10m\n"),
         "{text}"
     );
     let text = text
-        .replace("  keeper: auto\n", &format!("  keeper: {mode}\n"))
-        .replace("  keeper_idle: 10m\n", &format!("  keeper_idle: {idle}\n"));
+        .replace("  # keeper: auto\n", &format!("  keeper: {mode}\n"))
+        .replace(
+            "  # keeper_idle: 10m\n",
+            &format!("  keeper_idle: {idle}\n"),
+        );
     std::fs::write(&yaml, text).unwrap();
     for i in 0..n {
         b.write(

@@ -957,6 +957,67 @@ fn the_opencode_plugin_runs_tavern_hook_for_opencodes_events() {
 /// handles session.created: that request waits for the one session-start hook and carries
 /// the board summary in its system prompt; the summary still goes into the session as a
 /// message for the requests after it.
+/// On a loaded machine OpenCode may send a new session's first request to the model
+/// before it tells the plugin the session was created: that request's system prompt
+/// carries the start text, and the creation that follows starts nothing again.
+#[test]
+fn the_opencode_plugin_gives_the_summary_to_a_request_that_beats_the_sessions_creation() {
+    let Some(node) = node() else {
+        return;
+    };
+    let b = TestBoard::new();
+    let home = b.root().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    b.run(&["new", "task", "--title", "Plugin work", "--id", "task-o"])
+        .ok();
+    setup(&b, &home, &["setup", "opencode"]).ok();
+    let out = opencode(
+        &b,
+        node,
+        json!([
+            {"system": {"sessionID": "ses_1"}},
+            session_event("session.created", "ses_1", None),
+            {"system": {"sessionID": "ses_1"}},
+        ]),
+    );
+    let pid = out["pid"].as_u64().unwrap().to_string();
+    let name = format!("opencode-{pid}");
+    let steps = out["steps"].as_array().unwrap();
+    let first = steps[0]["system"].as_array().unwrap();
+    assert_eq!(first.len(), 2, "{first:?}");
+    assert!(
+        first[1].as_str().unwrap().starts_with(&format!(
+            "This project coordinates agents on a tavern board. You are registered as agent `{name}`"
+        )),
+        "{first:?}"
+    );
+    assert!(first[1].as_str().unwrap().contains("task-o Plugin work"));
+    let hooks: usize = steps
+        .iter()
+        .map(|s| {
+            s["ran"].as_array().map_or(0, |r| {
+                r.iter()
+                    .filter(|argv| argv[3] == json!("session-start"))
+                    .count()
+            })
+        })
+        .sum();
+    assert_eq!(hooks, 1, "one session-start hook: {steps:?}");
+    assert!(
+        steps[1]["prompts"].as_array().is_none_or(|p| p.is_empty()),
+        "the summary is not given twice: {steps:?}"
+    );
+    let later = steps[2]["system"].as_array().unwrap();
+    assert_eq!(later.len(), 1, "{later:?}");
+    let notes: Vec<Value> = b
+        .log()
+        .iter()
+        .filter(|e| e["actor"] == json!(name) && e["op"] == "agent")
+        .map(|e| e["note"].clone())
+        .collect();
+    assert_eq!(notes, [json!("registered")]);
+}
+
 #[test]
 fn the_opencode_plugin_gives_the_summary_to_a_request_that_beats_it_into_the_session() {
     let Some(node) = node() else {

@@ -43,6 +43,24 @@ pub fn open(dir: &Path, nofollow: bool) -> Result<Option<OwnedFd>> {
     }
 }
 
+/// The stat data of the document file of `id` (`ID.md`), as [`stat_name`] gives them,
+/// its name put together on the stack: a read of every file makes no name for each.
+pub fn stat_doc(dir_fd: &OwnedFd, id: &str) -> Option<StatKey> {
+    let mut buf = [0u8; 256];
+    let Some(at) = buf.get_mut(..id.len() + 4) else {
+        return stat_name(dir_fd, &format!("{id}.md"));
+    };
+    at[..id.len()].copy_from_slice(id.as_bytes());
+    at[id.len()..].copy_from_slice(b".md\0");
+    // A name holding a NUL names no file (as `stat_name` finds it).
+    let c_name = std::ffi::CStr::from_bytes_with_nul(at).ok()?;
+    match stat::stat_at(dir_fd, c_name) {
+        Ok(k) => Some(k),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(_) => Some(StatKey::default()),
+    }
+}
+
 /// A file's stat data, relative to its open directory: None when it is gone; all zeros
 /// (never trusted) when it cannot be had.
 pub fn stat_name(dir_fd: &OwnedFd, name: &str) -> Option<StatKey> {

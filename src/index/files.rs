@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use super::stat::{Clocks, StatKey};
 
 const MANIFEST_MAGIC: &[u8; 8] = b"TVIXMAN2";
-const BUCKET_MAGIC: &[u8; 8] = b"TVIXBKT4";
+const BUCKET_MAGIC: &[u8; 8] = b"TVIXBKT5";
 /// A bucket's fixed header after its magic: id, fingerprint, entry count, the picks'
 /// length and CRC-32, the heads' length and CRC-32 (see [`encode_bucket`]).
 const BUCKET_HEADER: usize = 8 + 8 + 4 + 4 + 4 + 4 + 4;
@@ -48,9 +48,76 @@ pub struct Entry<'a> {
     /// A document whose frontmatter the fast parser reads (every scalar written as it
     /// reads) and whose text is ASCII: a query's needles may rule it out unparsed.
     pub plain: bool,
-    /// What a claim's choice of task needs, taken from the document when it was read.
-    pub head: Head<'a>,
+    /// The core of the document's head, as [`Head`] has it: what `list`, `claim --next`
+    /// and the picks judge a document by.
+    pub core: Core<'a>,
+    /// The rest of its head (title, depends_on, parent, claimed_by, updated_at, id,
+    /// priority text, needs) as the bucket holds it, encoded: decoded only by a read that
+    /// wants it ([`Entry::head`]), and written back as it is. Kept encoded, an entry is
+    /// small: a read moves every entry of a bucket several times.
+    pub rest: Cow<'a, [u8]>,
     pub outcome: Outcome<'a>,
+}
+
+/// The core of a [`Head`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Core<'a> {
+    pub status: Option<Cow<'a, str>>,
+    pub priority: i64,
+    pub created: Created<'a>,
+}
+
+impl<'a> Entry<'a> {
+    /// An entry of a document with this head.
+    pub fn new(
+        name: Cow<'a, str>,
+        key: StatKey,
+        racy: bool,
+        plain: bool,
+        head: Head<'a>,
+        outcome: Outcome<'a>,
+    ) -> Entry<'a> {
+        let mut rest = Out(Vec::new());
+        put_rest(&mut rest, &head);
+        Entry {
+            name,
+            key,
+            racy,
+            plain,
+            core: Core {
+                status: head.status,
+                priority: head.priority,
+                created: head.created,
+            },
+            rest: Cow::Owned(rest.0),
+            outcome,
+        }
+    }
+
+    /// The whole head; None when the rest's bytes are not what [`Entry::new`] encodes
+    /// (then nothing of the entry is to be trusted).
+    pub fn head(&self) -> Option<Head<'_>> {
+        let mut head = Head {
+            status: self.core.status.as_deref().map(Cow::Borrowed),
+            priority: self.core.priority,
+            created: match &self.core.created {
+                Created::Text(t) => Created::Text(Cow::Borrowed(t)),
+                Created::At(s, n) => Created::At(*s, *n),
+            },
+            ..Head::default()
+        };
+        decode_rest(&self.rest, &mut head)?;
+        Some(head)
+    }
+}
+
+/// How much of each head [`decode_heads`] reads: its core (status, priority, created:
+/// what `claim --next` needs), or all of it. The rest of a head follows its core behind
+/// its length, so that a read of the core alone steps over it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum More {
+    Skip,
+    Decode,
 }
 
 /// The fields `claim --next` orders and picks tasks by, as the parsed document gave them
@@ -172,6 +239,7 @@ pub struct HeadEntry<'a> {
     pub racy: bool,
     /// Why the file was skipped; None for a document.
     pub skipped: Option<Cow<'a, str>>,
+    /// With [`More::Skip`], only its core: the other fields are left empty.
     pub head: Head<'a>,
 }
 
@@ -382,12 +450,12 @@ pub fn decode_manifest(bytes: &[u8]) -> Option<Manifest> {
 }
 
 /// A bucket: its magic and fixed header, then its picks (see [`Picks`]), then every
-/// entry's head (name, stat data, flags, what `claim --next` needs, and the length of its
-/// text), then the texts one after the other, then a CRC-32 of it all. The picks and the
+/// entry's head (name, stat data, flags, the length of its text, its head's core, and the
+/// rest of its head behind its length: see [`More`]), then the texts one after the other, then a CRC-32 of it all. The picks and the
 /// heads come first, each with a CRC of its own, so that [`load_picks`] reads the picks
 /// alone and [`load_heads`] the heads without the texts. `pick`: which documents' heads
 /// are picks (the claimable ones: the board's settings are in the fingerprint).
-pub fn encode_bucket(b: &Bucket, pick: &dyn Fn(&Head<'_>) -> bool) -> Vec<u8> {
+pub fn encode_bucket(b: &Bucket, pick: &dyn Fn(&Core<'_>) -> bool) -> Vec<u8> {
     let mut heads = Out(Vec::with_capacity(b.entries.len() * 128));
     let mut texts = Vec::with_capacity(
         b.entries
@@ -413,17 +481,16 @@ pub fn encode_bucket(b: &Bucket, pick: &dyn Fn(&Head<'_>) -> bool) -> Vec<u8> {
                 heads.str(problem);
             }
         }
-        match &e.head.status {
+        match &e.core.status {
             Some(s) => {
                 heads.u8(1);
                 heads.str(s);
             }
             None => heads.u8(0),
         }
-        put_order(&mut heads, &e.head);
-        put_graph(&mut heads, &e.head);
-        put_holder(&mut heads, &e.head);
-        put_row(&mut heads, &e.head);
+        put_order(&mut heads, e.core.priority, &e.core.created);
+        heads.u32(e.rest.len() as u32);
+        heads.0.extend_from_slice(&e.rest);
     }
     let heads = heads.0;
     let picks = encode_picks(b, pick);
@@ -446,9 +513,9 @@ pub fn encode_bucket(b: &Bucket, pick: &dyn Fn(&Head<'_>) -> bool) -> Vec<u8> {
 }
 
 /// What orders a head among the picks: its priority, then its creation time.
-fn put_order(out: &mut Out, head: &Head<'_>) {
-    out.u64(head.priority as u64);
-    match &head.created {
+fn put_order(out: &mut Out, priority: i64, created: &Created<'_>) {
+    out.u64(priority as u64);
+    match created {
         Created::Text(t) => {
             out.u8(0);
             out.str(t);
@@ -459,6 +526,13 @@ fn put_order(out: &mut Out, head: &Head<'_>) {
             out.u32(*nanos);
         }
     }
+}
+
+/// The rest of a head, past its core (see [`Entry::rest`]).
+fn put_rest(out: &mut Out, head: &Head<'_>) {
+    put_graph(out, head);
+    put_holder(out, head);
+    put_row(out, head);
 }
 
 /// What the task graph needs of a head: title, depends_on, parent.
@@ -548,7 +622,7 @@ fn order<'a>(input: &mut Reader<'a>) -> Option<(i64, Created<'a>)> {
 }
 
 /// A bucket's picks section (see [`Picks`]).
-fn encode_picks(b: &Bucket, pick: &dyn Fn(&Head<'_>) -> bool) -> Vec<u8> {
+fn encode_picks(b: &Bucket, pick: &dyn Fn(&Core<'_>) -> bool) -> Vec<u8> {
     let mut odd = Vec::new();
     let mut skipped = Vec::new();
     let mut picks = Vec::new();
@@ -561,7 +635,7 @@ fn encode_picks(b: &Bucket, pick: &dyn Fn(&Head<'_>) -> bool) -> Vec<u8> {
         trusted &= !e.racy && e.key != StatKey::default();
         match &e.outcome {
             Outcome::Skipped(problem) => skipped.push((&*e.name, &**problem)),
-            Outcome::Doc(_) if pick(&e.head) => picks.push((&e.head, &*e.name)),
+            Outcome::Doc(_) if pick(&e.core) => picks.push((&e.core, &*e.name)),
             Outcome::Doc(_) => {}
         }
     }
@@ -580,8 +654,8 @@ fn encode_picks(b: &Bucket, pick: &dyn Fn(&Head<'_>) -> bool) -> Vec<u8> {
         out.str(problem);
     }
     out.u32(picks.len() as u32);
-    for (head, name) in picks {
-        put_order(&mut out, head);
+    for (core, name) in picks {
+        put_order(&mut out, core.priority, &core.created);
         out.str(name);
     }
     out.0
@@ -618,9 +692,14 @@ fn bucket_header(input: &mut Reader<'_>) -> Option<BucketHeader> {
     })
 }
 
-/// One entry's head as [`encode_bucket`] wrote it: the entry less its text, and the
-/// text's length (None: skipped).
-fn head_entry<'a>(input: &mut Reader<'a>) -> Option<(HeadEntry<'a>, bool, Option<usize>)> {
+/// One entry's head as [`encode_bucket`] wrote it: the entry less its text (its head's
+/// rest decoded if `more` says so), the rest's bytes, whether it is plain, and the text's
+/// length (None: skipped).
+#[allow(clippy::type_complexity)]
+fn head_entry<'a>(
+    input: &mut Reader<'a>,
+    more: More,
+) -> Option<(HeadEntry<'a>, &'a [u8], bool, Option<usize>)> {
     let name = Cow::Borrowed(input.str()?);
     let key = input.key()?;
     let flags = input.u8()?;
@@ -635,30 +714,38 @@ fn head_entry<'a>(input: &mut Reader<'a>) -> Option<(HeadEntry<'a>, bool, Option
         _ => return None,
     };
     let (priority, created) = order(input)?;
-    let (title, depends_on, parent) = graph(input)?;
-    let (claimed_by, updated_at) = holder(input)?;
+    let n = input.u32()? as usize;
+    let rest = input.take(n)?;
+    let mut head = Head {
+        status,
+        priority,
+        created,
+        ..Head::default()
+    };
+    if more == More::Decode {
+        decode_rest(rest, &mut head)?;
+    }
     let entry = HeadEntry {
         name,
         key,
         racy: flags & 1 != 0,
         skipped,
-        head: Head {
-            status,
-            priority,
-            created,
-            title,
-            depends_on,
-            parent,
-            claimed_by,
-            updated_at,
-            ..Head::default()
-        },
+        head,
     };
-    let mut entry = entry;
-    row(input, &mut entry.head)?;
-    Some((entry, flags & 2 != 0, len))
+    Some((entry, rest, flags & 2 != 0, len))
 }
 
+/// The rest of a head, as [`put_rest`] wrote it, into `head`; None when the bytes are not
+/// exactly that.
+fn decode_rest<'a>(bytes: &'a [u8], head: &mut Head<'a>) -> Option<()> {
+    let mut input = Reader(bytes);
+    (head.title, head.depends_on, head.parent) = graph(&mut input)?;
+    (head.claimed_by, head.updated_at) = holder(&mut input)?;
+    row(&mut input, head)?;
+    input.0.is_empty().then_some(())
+}
+
+/// A bucket whole: every entry with its text, the rest of each head left encoded.
 pub fn decode_bucket(bytes: &[u8]) -> Option<Bucket<'_>> {
     let mut input = unseal(bytes, BUCKET_MAGIC)?;
     let header = bucket_header(&mut input)?;
@@ -668,7 +755,7 @@ pub fn decode_bucket(bytes: &[u8]) -> Option<Bucket<'_>> {
     let n = header.entries;
     let mut entries = Vec::with_capacity(n.min(bytes.len() / 64));
     for _ in 0..n {
-        let (e, plain, len) = head_entry(&mut heads)?;
+        let (e, rest, plain, len) = head_entry(&mut heads, More::Skip)?;
         let outcome = match (len, e.skipped) {
             (Some(len), None) => {
                 Outcome::Doc(Cow::Borrowed(std::str::from_utf8(texts.take(len)?).ok()?))
@@ -681,7 +768,12 @@ pub fn decode_bucket(bytes: &[u8]) -> Option<Bucket<'_>> {
             key: e.key,
             racy: e.racy,
             plain,
-            head: e.head,
+            core: Core {
+                status: e.head.status,
+                priority: e.head.priority,
+                created: e.head.created,
+            },
+            rest: Cow::Borrowed(rest),
             outcome,
         });
     }
@@ -699,15 +791,15 @@ pub struct Heads<'a> {
     pub entries: Vec<HeadEntry<'a>>,
 }
 
-/// Decodes what [`load_heads`] read: the magic, the header and the heads, checked against
-/// the heads' own CRC.
-pub fn decode_heads(bytes: &[u8]) -> Option<Heads<'_>> {
+/// Decodes what [`load_heads`] read: the magic, the header and the heads (as far as `more`
+/// says), checked against the heads' own CRC.
+pub fn decode_heads(bytes: &[u8], more: More) -> Option<Heads<'_>> {
     let (header, heads) = section(bytes, |h| (h.heads_len, h.heads_crc))?;
     let mut heads = Reader(heads);
     let n = header.entries;
     let mut entries = Vec::with_capacity(n.min(bytes.len() / 64));
     for _ in 0..n {
-        entries.push(head_entry(&mut heads)?.0);
+        entries.push(head_entry(&mut heads, more)?.0);
     }
     heads.0.is_empty().then_some(Heads {
         id: header.id,
@@ -846,6 +938,18 @@ pub fn load(path: &Path) -> Option<Vec<u8>> {
     std::fs::read(path).ok()
 }
 
+/// Reads a file of the index into `buf`, in place of what it held; empty when the file is
+/// missing or cannot be read whole.
+pub fn load_into(path: &Path, buf: &mut Vec<u8>) {
+    use std::io::Read;
+    buf.clear();
+    if let Ok(mut file) = std::fs::File::open(path)
+        && file.read_to_end(buf).is_err()
+    {
+        buf.clear();
+    }
+}
+
 /// Writes a file of the index whole, through the one file helper, without sync (derived
 /// data). A failure is ignored: the index is a cache, and the next read reads the documents.
 pub fn save(path: &Path, bytes: &[u8]) {
@@ -888,9 +992,9 @@ mod tests {
             id: 42,
             fingerprint: 7,
             entries: vec![
-                Entry {
-                    name: "task-1".into(),
-                    key: StatKey {
+                Entry::new(
+                    "task-1".into(),
+                    StatKey {
                         dev: 1,
                         ino: 2,
                         size: 3,
@@ -898,9 +1002,9 @@ mod tests {
                         mtime: -5,
                         ctime: 1_700_000_000_123_456_789,
                     },
-                    racy: true,
-                    plain: true,
-                    head: Head {
+                    true,
+                    true,
+                    Head {
                         status: Some("pending".into()),
                         priority: 2,
                         created: Created::At(1_700_000_000, 5),
@@ -913,21 +1017,21 @@ mod tests {
                         pri: Some("high ✓".into()),
                         needs: vec!["rust".into(), "gpu".into()],
                     },
-                    outcome: Outcome::Doc(Cow::Owned("---\nid: task-1\n---\nbody ✓\n".into())),
-                },
-                Entry {
-                    name: "bad".into(),
-                    key: StatKey::default(),
-                    racy: false,
-                    plain: false,
-                    head: Head {
+                    Outcome::Doc(Cow::Owned("---\nid: task-1\n---\nbody ✓\n".into())),
+                ),
+                Entry::new(
+                    "bad".into(),
+                    StatKey::default(),
+                    false,
+                    false,
+                    Head {
                         status: None,
                         priority: -3,
                         created: Created::Text("soon".into()),
                         ..Head::default()
                     },
-                    outcome: Outcome::Skipped(Cow::Borrowed("line 2: broken")),
-                },
+                    Outcome::Skipped(Cow::Borrowed("line 2: broken")),
+                ),
             ],
         }
     }
@@ -936,7 +1040,10 @@ mod tests {
     fn bucket_round_trips_and_any_torn_copy_is_refused() {
         let b = bucket();
         let bytes = encode_bucket(&b, &pending);
-        assert_eq!(decode_bucket(&bytes), Some(b));
+        let decoded = decode_bucket(&bytes).unwrap();
+        assert_eq!(decoded, b);
+        assert_eq!(decoded.entries[0].head(), b.entries[0].head());
+        assert_eq!(b.entries[0].head().unwrap().needs, ["rust", "gpu"]);
         for cut in 0..bytes.len() {
             assert_eq!(decode_bucket(&bytes[..cut]), None, "cut at {cut}");
         }
@@ -955,7 +1062,7 @@ mod tests {
         std::fs::write(&path, &bytes).unwrap();
         let prefix = load_heads(&path).unwrap();
         assert!(prefix.len() < bytes.len(), "the texts are not read");
-        let heads = decode_heads(&prefix).unwrap();
+        let heads = decode_heads(&prefix, More::Decode).unwrap();
         assert_eq!((heads.id, heads.fingerprint), (42, 7));
         let want: Vec<HeadEntry> = b
             .entries
@@ -968,18 +1075,47 @@ mod tests {
                     Outcome::Doc(_) => None,
                     Outcome::Skipped(p) => Some(p.clone()),
                 },
-                head: e.head.clone(),
+                head: e.head().unwrap(),
             })
             .collect();
         assert_eq!(heads.entries, want);
+        // The core alone: the rest of each head is stepped over, and left empty.
+        let core = decode_heads(&prefix, More::Skip).unwrap();
+        for (got, want) in core.entries.iter().zip(&want) {
+            let want_core = Head {
+                status: want.head.status.clone(),
+                priority: want.head.priority,
+                created: want.head.created.clone(),
+                ..Head::default()
+            };
+            assert_eq!(got.head, want_core);
+            assert_eq!(
+                (&got.name, got.key, &got.skipped),
+                (&want.name, want.key, &want.skipped)
+            );
+        }
         for cut in 0..prefix.len() {
-            assert!(decode_heads(&prefix[..cut]).is_none(), "cut at {cut}");
+            assert!(
+                decode_heads(&prefix[..cut], More::Decode).is_none(),
+                "cut at {cut}"
+            );
+            assert!(
+                decode_heads(&prefix[..cut], More::Skip).is_none(),
+                "cut at {cut}"
+            );
         }
         // Any byte read but the picks' CRC (which checks what is not read here).
         for at in (8..prefix.len()).filter(|at| !(36..40).contains(at)) {
             let mut flipped = prefix.clone();
             flipped[at] ^= 1;
-            assert!(decode_heads(&flipped).is_none(), "flipped at {at}");
+            assert!(
+                decode_heads(&flipped, More::Decode).is_none(),
+                "flipped at {at}"
+            );
+            assert!(
+                decode_heads(&flipped, More::Skip).is_none(),
+                "flipped at {at}"
+            );
         }
         std::fs::write(&path, &bytes[..prefix.len() - 1]).unwrap();
         assert_eq!(load_heads(&path), None, "shorter than its header says");
@@ -988,27 +1124,62 @@ mod tests {
         assert!(Created::At(5, 1) < Created::At(5, 2));
     }
 
-    fn pending(h: &Head<'_>) -> bool {
+    #[test]
+    fn a_heads_rest_is_kept_as_written_and_refused_when_it_is_not_a_heads() {
+        let b = bucket();
+        let bytes = encode_bucket(&b, &pending);
+        let decoded = decode_bucket(&bytes).unwrap();
+        // Written back undecoded, a bucket is what it was.
+        assert_eq!(encode_bucket(&decoded, &pending), bytes);
+        assert!(matches!(decoded.entries[0].rest, Cow::Borrowed(_)));
+        // Bytes of the rest that are not a head's rest are refused, not misread: cut
+        // short, one byte too many, a flag that is neither 0 nor 1, a length past the end.
+        let rest = decoded.entries[0].rest.to_vec();
+        let refused = |bytes: &[u8]| {
+            let mut e = entry("t-x", "pending", 1, Created::At(1, 0));
+            e.rest = Cow::Owned(bytes.to_vec());
+            e.head().is_none()
+        };
+        assert!(!refused(&rest));
+        for cut in 0..rest.len() {
+            assert!(refused(&rest[..cut]), "cut at {cut}");
+        }
+        let mut longer = rest.clone();
+        longer.push(0);
+        assert!(refused(&longer));
+        // After the title and the two of depends_on comes the parent's flag.
+        let title = b.entries[0].head().unwrap().title.len();
+        let at = 4 + title + 4 + (4 + "task-0".len()) + (4 + "task-9".len());
+        assert_eq!(rest[at], 1, "the parent's flag");
+        let mut flag = rest.clone();
+        flag[at] = 2;
+        assert!(refused(&flag));
+        let mut long = rest.clone();
+        long[0] = 0xff;
+        assert!(refused(&long), "a title longer than the bytes");
+    }
+
+    fn pending(h: &Core<'_>) -> bool {
         h.status.as_deref() == Some("pending")
     }
 
     fn entry(name: &str, status: &str, priority: i64, created: Created<'static>) -> Entry<'static> {
-        Entry {
-            name: Cow::Owned(name.to_string()),
-            key: StatKey {
+        Entry::new(
+            Cow::Owned(name.to_string()),
+            StatKey {
                 ino: 1,
                 ..StatKey::default()
             },
-            racy: false,
-            plain: true,
-            head: Head {
+            false,
+            true,
+            Head {
                 status: Some(Cow::Owned(status.to_string())),
                 priority,
                 created,
                 ..Head::default()
             },
-            outcome: Outcome::Doc(Cow::Owned(format!("---\nid: {name}\n---\n"))),
-        }
+            Outcome::Doc(Cow::Owned(format!("---\nid: {name}\n---\n"))),
+        )
     }
 
     /// Every pick of a bucket, in the order `next_pick` reads them.

@@ -107,7 +107,7 @@ impl Progress {
 }
 
 /// Bumped whenever what the index stores, or how a file's outcome is decided, changes.
-const FORMAT: u32 = 7;
+const FORMAT: u32 = 8;
 
 /// What a read may pass over unparsed among the cached documents in the fast parser's
 /// plain subset (and ASCII): those whose text lacks one word of each list of `needles`,
@@ -122,9 +122,13 @@ pub(crate) struct Prefilter<'a> {
     /// Asked last, of a cached document nothing above ruled out, before it is parsed, with
     /// its file's name (less `.md`): false passes it over unparsed, the caller having taken
     /// account of it by its head. Asked at most once per document in a read, and never of
-    /// a document read afresh.
-    pub head: &'a (dyn Fn(&str, &Head<'_>) -> bool + Sync),
+    /// a document read afresh. None: nothing is ruled out by its head (and the rest of a
+    /// head past its core is not decoded).
+    pub head: Option<&'a ByHead<'a>>,
 }
+
+/// What a [`Prefilter`] asks of a cached document's head: (file name, head).
+pub(crate) type ByHead<'a> = dyn Fn(&str, &Head<'_>) -> bool + Sync + 'a;
 
 impl Prefilter<'_> {
     /// Rules nothing out.
@@ -132,7 +136,7 @@ impl Prefilter<'_> {
         needles: &[],
         plain: &|_| true,
         status: &|_| true,
-        head: &|_, _| true,
+        head: None,
     };
 }
 
@@ -343,6 +347,11 @@ fn read_area(
     area.read(dir_key, keep)
 }
 
+thread_local! {
+    /// The buffer a reading thread reads whole buckets into (see `Area::read_bucket`).
+    static BUFFER: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
 /// One directory being read.
 struct Area<'a> {
     board: &'a Board,
@@ -427,8 +436,14 @@ impl Area<'_> {
         let count = manifest.buckets.len();
         let path = files::bucket_path(&self.area.index_dir, manifest.generation, b);
         let bytes = files::load_heads(&path)?;
+        // The claimable need only the heads' core; `each` is handed whole heads.
+        let more = if self.heads.is_some() {
+            files::More::Decode
+        } else {
+            files::More::Skip
+        };
         let heads =
-            files::decode_heads(&bytes).filter(|h| h.fingerprint == self.area.fingerprint)?;
+            files::decode_heads(&bytes, more).filter(|h| h.fingerprint == self.area.fingerprint)?;
         let vouched = start.vouched(b, heads.id);
         if vouched && !start.changed_in_bucket(b, count).is_empty() {
             return None;
@@ -462,7 +477,7 @@ impl Area<'_> {
             if e.racy || e.key == StatKey::default() {
                 return None;
             }
-            if !vouched && dir::stat_name(&self.dir_fd, &file_name(&e.name)) != Some(e.key) {
+            if !vouched && dir::stat_doc(&self.dir_fd, &e.name) != Some(e.key) {
                 return None;
             }
         }
@@ -491,7 +506,7 @@ impl Area<'_> {
                     if let Some(each) = self.heads {
                         each(&e.name, &e.head);
                     }
-                    if self.claimable && self.is_claimable(&e.head) {
+                    if self.claimable && self.is_claimable(e.head.status.as_deref()) {
                         ranked.push((
                             e.head.priority,
                             e.head.created.into_owned(),
@@ -505,11 +520,9 @@ impl Area<'_> {
         Some(part)
     }
 
-    /// Is a document with this head claimable (a pick)?
-    fn is_claimable(&self, head: &Head<'_>) -> bool {
-        head.status
-            .as_deref()
-            .is_some_and(|s| self.board.config.workflow.is_claimable(s))
+    /// Is a document with this status claimable (a pick)?
+    fn is_claimable(&self, status: Option<&str>) -> bool {
+        status.is_some_and(|s| self.board.config.workflow.is_claimable(s))
     }
 
     /// Bucket `b`'s picks alone (its claimable documents, best first, and the files it
@@ -580,12 +593,31 @@ impl Area<'_> {
         {
             return part;
         }
+        let path = files::bucket_path(&self.area.index_dir, start.manifest.generation, b);
+        // Each reading thread reads its buckets into one buffer: a bucket's bytes are
+        // not needed past its read, and fresh pages for each cost more than the copy.
+        // Taken, not borrowed: a document handed on may start a read of its own.
+        let mut bytes = BUFFER.take();
+        files::load_into(&path, &mut bytes);
+        let part = self.read_loaded(start, b, keep, &path, &bytes);
+        BUFFER.set(bytes);
+        part
+    }
+
+    /// Bucket `b` read whole, from its file's `bytes` (none: nothing cached), each of its
+    /// files looked at; the bucket is rewritten when anything in it changed.
+    fn read_loaded(
+        &self,
+        start: &dir::Start,
+        b: usize,
+        keep: &(dyn Fn(Document) -> Option<Document> + Sync),
+        path: &std::path::Path,
+        bytes: &[u8],
+    ) -> Part {
         let manifest = &start.manifest;
         let names_known = start.names_known;
         let count = manifest.buckets.len();
-        let path = files::bucket_path(&self.area.index_dir, manifest.generation, b);
-        let bytes = files::load(&path).unwrap_or_default();
-        let cached = files::decode_bucket(&bytes)
+        let cached = files::decode_bucket(bytes)
             .filter(|bk| bk.fingerprint == self.area.fingerprint)
             .unwrap_or_default();
         let mut part = Part {
@@ -664,17 +696,20 @@ impl Area<'_> {
             match outcome {
                 Some(Err(s)) => part.scan.skipped.push(s),
                 _ if self.heads.is_some() => {
-                    if let (Outcome::Doc(_), Some(each)) = (&entry.outcome, self.heads) {
-                        each(&entry.name, &entry.head);
+                    // Vouched for by `read_entry`: a cached head that is none is read again.
+                    if let (Outcome::Doc(_), Some(each), Some(head)) =
+                        (&entry.outcome, self.heads, entry.head())
+                    {
+                        each(&entry.name, &head);
                     }
                 }
                 _ if self.claimable => {
                     if let Outcome::Doc(_) = entry.outcome
-                        && self.is_claimable(&entry.head)
+                        && self.is_claimable(entry.core.status.as_deref())
                     {
                         ranked.push((
-                            entry.head.priority,
-                            entry.head.created.clone().into_owned(),
+                            entry.core.priority,
+                            entry.core.created.clone().into_owned(),
                             entry.name.to_string(),
                         ));
                     }
@@ -694,8 +729,8 @@ impl Area<'_> {
                 fingerprint: self.area.fingerprint,
                 entries,
             };
-            let bytes = files::encode_bucket(&bucket, &|h| self.is_claimable(h));
-            files::save(&path, &bytes);
+            let bytes = files::encode_bucket(&bucket, &|c| self.is_claimable(c.status.as_deref()));
+            files::save(path, &bytes);
             part.id = bucket.id;
             part.changed = true;
         }
@@ -707,7 +742,6 @@ impl Area<'_> {
     fn read_entry<'e>(&self, name: &str, old: Option<Entry<'e>>, trust: bool) -> Read<'e> {
         // Made only when needed: most entries of a big read are cached and ruled out.
         let path = || self.area.dir.join(format!("{name}.md"));
-        let file_name = || format!("{name}.md");
         let file = |key: Option<StatKey>| DocFile {
             id: name.to_string(),
             path: path(),
@@ -719,23 +753,26 @@ impl Area<'_> {
         // A name that is not an id is skipped whatever the file holds: no need to look.
         if crate::id::validate(name).is_err() {
             let outcome = crate::scan::read_one(self.board, self.region, &file(None));
-            let entry = Entry {
-                name: Cow::Owned(name.to_string()),
-                key: StatKey::default(),
-                racy: false,
-                plain: false,
-                head: Head::default(),
-                outcome: Outcome::Skipped(Cow::Borrowed("")),
-            };
+            let entry = Entry::new(
+                Cow::Owned(name.to_string()),
+                StatKey::default(),
+                false,
+                false,
+                Head::default(),
+                Outcome::Skipped(Cow::Borrowed("")),
+            );
             return Read::Cached(entry, Some(outcome));
         }
         let key = match &old {
             Some(old) if trust && !old.racy && old.key != StatKey::default() => old.key,
-            _ => match dir::stat_name(&self.dir_fd, &file_name()) {
+            _ => match dir::stat_doc(&self.dir_fd, name) {
                 Some(key) => key,
                 None => return Read::Gone,
             },
         };
+        // `each` is handed whole heads: no entry whose head's rest is not one is trusted
+        // (a bucket's CRC makes that all but impossible), the file is read again.
+        let old = old.filter(|o| self.heads.is_none() || o.head().is_some());
         let old = match old {
             Some(mut old) if !old.racy && old.key == key && key != StatKey::default() => {
                 if (self.claimable || self.heads.is_some())
@@ -744,11 +781,21 @@ impl Area<'_> {
                     return Read::Cached(old, None);
                 }
                 if let Outcome::Doc(text) = &old.outcome
-                    && (!(self.pre.status)(old.head.status.as_deref())
-                        || (old.plain && !self.may_match(text))
-                        || !(self.pre.head)(name, &old.head))
+                    && (!(self.pre.status)(old.core.status.as_deref())
+                        || (old.plain && !self.may_match(text)))
                 {
                     return Read::Cached(old, None);
+                }
+                // The prefilter's `head` is handed the whole head, decoded once; a rest that
+                // is not one leaves nothing cached (as above).
+                let by_head = match (&old.outcome, self.pre.head) {
+                    (Outcome::Doc(_), Some(head)) => old.head().map(|h| head(name, &h)),
+                    _ => Some(true),
+                };
+                match by_head {
+                    Some(false) => return Read::Cached(old, None),
+                    Some(true) => {}
+                    None => return self.read_entry(name, None, false),
                 }
                 let outcome = match &mut old.outcome {
                     // The text moves into the document; the entry keeps a copy only when
@@ -786,20 +833,20 @@ impl Area<'_> {
                 d.archived = self.archived;
                 d
             });
-        let after = dir::stat_name(&self.dir_fd, &file_name());
-        let entry = Entry {
-            name: Cow::Owned(name.to_string()),
+        let after = dir::stat_doc(&self.dir_fd, name);
+        let entry = Entry::new(
+            Cow::Owned(name.to_string()),
             key,
-            racy: stamp.racy_read(&key, after),
-            plain: outcome.as_ref().is_ok_and(|d| {
+            stamp.racy_read(&key, after),
+            outcome.as_ref().is_ok_and(|d| {
                 d.raw.is_ascii() && crate::doc::fast::parse(d.frontmatter()).is_some()
             }),
-            head: outcome.as_ref().map(Head::of).unwrap_or_default(),
-            outcome: match &outcome {
+            outcome.as_ref().map(Head::of).unwrap_or_default(),
+            match &outcome {
                 Ok(doc) => Outcome::Doc(Cow::Owned(doc.raw.clone())),
                 Err(s) => Outcome::Skipped(Cow::Owned(s.problem.clone())),
             },
-        };
+        );
         let same = old.is_some_and(|o| o == entry);
         Read::Fresh(entry, Some(outcome), same)
     }
@@ -880,8 +927,8 @@ mod tests {
         let mut bucket = files::decode_bucket(bytes).unwrap();
         f(&mut bucket);
         let workflow = &board.config.workflow;
-        let claimable = |h: &Head<'_>| {
-            h.status
+        let claimable = |c: &files::Core<'_>| {
+            c.status
                 .as_deref()
                 .is_some_and(|s| workflow.is_claimable(s))
         };
@@ -987,7 +1034,7 @@ mod tests {
                 needles: &needles,
                 plain: &|_| true,
                 status: &|_| true,
-                head: &|_, _| true,
+                head: None,
             };
             read_dir(board, Region::Tasks, false, &pre, &|d| {
                 d.status() == Some("pending")

@@ -123,6 +123,10 @@ export const TavernPlugin = async ({ $, client, directory }) => {
   // A new session's start text until it is in the session as a message: OpenCode may send
   // the session's first request to the model before that, and the request then carries it.
   const intro = new Map();
+  // Sessions whose start this process made: at their creation, or at a first request that
+  // reached the model before OpenCode told of their creation (a loaded machine), whose
+  // system prompt then carried the start text; their creation does not start them again.
+  const started = new Set();
   const hook = async (what, session, extra = []) => {
     const args = ["hook", "opencode", what, "--pid", String(process.pid), ...extra];
     if (session) args.push("--session", String(session));
@@ -147,6 +151,8 @@ export const TavernPlugin = async ({ $, client, directory }) => {
       const id = info?.id ?? event.properties?.sessionID;
       if (event.type === "session.created" && id && !info?.parentID) {
         live.add(id);
+        if (started.has(id)) return;
+        started.add(id);
         const pending = start(id);
         intro.set(id, pending);
         const text = await pending;
@@ -163,12 +169,16 @@ export const TavernPlugin = async ({ $, client, directory }) => {
     },
     "experimental.chat.system.transform": async (input, output) => {
       const pending = intro.get(input?.sessionID);
-      if (board === null) await start(input?.sessionID);
+      let early = "";
+      if (board === null) {
+        if (input?.sessionID && !pending) started.add(input.sessionID);
+        early = await start(input?.sessionID);
+      }
       if (!board) return;
       output.system.push(
         `tavern: you are agent \`${name}\` on this project's tavern board, in this OpenCode process; TAVERN_AGENT=${name} is set in your shell (\`--as ${name}\` works too). A name that earlier messages of this conversation give you belonged to an earlier process: use this one.`,
       );
-      const text = pending && (await pending);
+      const text = (pending && (await pending)) || early;
       if (text) output.system.push(text);
       const summary = again.get(input?.sessionID);
       if (summary) output.system.push(summary);

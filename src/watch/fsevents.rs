@@ -186,7 +186,12 @@ impl Native {
             let _ = tx.send(msg);
         };
         // A symlink under solutions/ may point anywhere: never watched through.
-        let config = notify::Config::default().with_follow_symlinks(false);
+        // Opens and reads are not changes: asked of the kernel, they would wake the
+        // watcher for every file anyone reads (a `grep -r` of the board, a raw read of every
+        // file costing a third more while a watcher runs). Closes after writing are.
+        let config = notify::Config::default()
+            .with_follow_symlinks(false)
+            .with_event_kinds(notify::EventKindMask::CORE | notify::EventKindMask::ACCESS_CLOSE);
         let mut watcher = notify::RecommendedWatcher::new(handler, config)?;
         for (dir, mode) in watches(board) {
             watcher.watch(&dir, mode)?;

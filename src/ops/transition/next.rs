@@ -339,7 +339,7 @@ fn by_texts<R: Send>(
         needles: &needles,
         plain: &plain,
         status: &status,
-        head: &head,
+        head: Some(&head),
     };
     let skipped = crate::index::each_in_dir(board, Region::Tasks, false, &pre, &each)?;
     let candidates = found.into_inner().unwrap_or_else(|p| p.into_inner());
