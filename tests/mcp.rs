@@ -1856,3 +1856,37 @@ fn mcp_refuses_unknown_fields_with_a_suggestion() {
     let ops: Vec<Value> = b.log().iter().map(|e| e["op"].clone()).collect();
     assert_eq!(ops, [json!("create"), json!("agent"), json!("edit")]);
 }
+
+/// The SDK acknowledges a listen before the server's handler runs, and a client may change
+/// the board the moment the acknowledgment arrives. On a board big enough that following
+/// it takes a while, that change must still be heard of: the server is following the board
+/// before it lets the acknowledgment go.
+#[test]
+fn a_change_made_right_after_the_listen_is_acknowledged_is_heard_of() {
+    let Some(py) = python() else { return };
+    let b = TestBoard::new();
+    b.run(&["new", "task", "--title", "Watched", "--id", "task-w"])
+        .ok();
+    let file = b.read("tasks/task-w.md");
+    for i in 0..4000 {
+        b.write(
+            &format!("tasks/task-bulk-{i}.md"),
+            file.replace("task-w", &format!("task-bulk-{i}")),
+        );
+    }
+    let r = session(
+        &py,
+        &b,
+        &["--as", "coder-1"],
+        json!([
+            {"op": "listen_then_run", "uri": "tavern://tasks/task-w", "wait": 20,
+             "run": [BIN, "--board", b.board(), "--as", "lead", "edit", "task-w", "--set", "priority=0"]},
+        ]),
+    );
+    let events = r[0]["events"].as_array().unwrap();
+    assert_eq!(
+        events.last().unwrap(),
+        &json!("ResourceUpdated:tavern://tasks/task-w")
+    );
+    assert!(b.read("tasks/task-w.md").contains("priority: 0"));
+}

@@ -1,13 +1,14 @@
 //! The MCP server: tools of the chosen profile, documents as resources, the agent loop
 //! as instructions, and change notifications for clients that subscribe.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::*;
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::{Value, json};
+use tokio::sync::broadcast;
 
 use super::feed::{self, Change};
 use super::tools::{Ctx, Def};
@@ -22,17 +23,21 @@ pub struct Server {
     tools: Arc<Vec<&'static Def>>,
     /// URIs subscribed to with resources/subscribe (clients of the older protocol).
     subscribed: Arc<Mutex<HashSet<String>>>,
-    changes: tokio::sync::broadcast::Sender<Change>,
+    changes: broadcast::Sender<Change>,
+    /// Listeners made before a listen was acknowledged, each for the `listen` call that
+    /// follows its acknowledgment (see `accepted_subscription_filter`).
+    listening: Arc<Mutex<VecDeque<broadcast::Receiver<Change>>>>,
 }
 
 impl Server {
     pub fn new(ctx: Ctx, tools: Vec<&'static Def>) -> Server {
-        let (changes, _) = tokio::sync::broadcast::channel(256);
+        let (changes, _) = broadcast::channel(256);
         Server {
             ctx: Arc::new(ctx),
             tools: Arc::new(tools),
             subscribed: Arc::default(),
             changes,
+            listening: Arc::default(),
         }
     }
 
@@ -291,18 +296,13 @@ impl ServerHandler for Server {
             let subscribed = self.subscribed.clone();
             let peer = context.peer.clone();
             tokio::spawn(async move {
-                while let Ok(change) = rx.recv().await {
-                    let wanted: Vec<String> = {
+                while let Some(change) = feed::next(&mut rx).await {
+                    let wanted = {
                         let subs = subscribed.lock().unwrap_or_else(|e| e.into_inner());
                         if subs.is_empty() {
                             break;
                         }
-                        change
-                            .uris
-                            .iter()
-                            .filter(|u| subs.contains(*u))
-                            .cloned()
-                            .collect()
+                        change.among(&subs)
                     };
                     for uri in wanted {
                         if peer
@@ -342,12 +342,28 @@ impl ServerHandler for Server {
         let mut accepted = SubscriptionFilter::new();
         accepted.resources_list_changed = requested.resources_list_changed;
         accepted.resource_subscriptions = requested.resource_subscriptions.clone();
+        // The acknowledgment goes out when this returns, and `listen` runs only after it:
+        // a client may change the board in between. So the board is followed, and this
+        // listen's receiver made, now.
+        self.follow();
+        self.listening
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back(self.changes.subscribe());
         Some(accepted)
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
-        self.follow();
-        let mut rx = self.changes.subscribe();
+        // Any receiver waiting is at least as old as this listen's acknowledgment.
+        let waiting = self
+            .listening
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop_front();
+        let mut rx = waiting.unwrap_or_else(|| {
+            self.follow();
+            self.changes.subscribe()
+        });
         let accepted = context.accepted().clone();
         let uris: HashSet<String> = accepted
             .resource_subscriptions
@@ -359,10 +375,10 @@ impl ServerHandler for Server {
         loop {
             tokio::select! {
                 _ = context.cancelled() => return Ok(()),
-                change = rx.recv() => {
-                    let Ok(change) = change else { return Ok(()) };
-                    for uri in change.uris.iter().filter(|u| uris.contains(*u)) {
-                        if context.sink().notify_resource_updated(uri.clone()).await.is_err() {
+                change = feed::next(&mut rx) => {
+                    let Some(change) = change else { return Ok(()) };
+                    for uri in change.among(&uris) {
+                        if context.sink().notify_resource_updated(uri).await.is_err() {
                             return Ok(());
                         }
                     }
