@@ -404,6 +404,57 @@ fn with_a_keeper_keeping_the_journal_a_watcher_start_looks_only_at_what_changed(
     );
 }
 
+/// `watch --once` looks again at the board each time an activation's command ends (what
+/// the command wrote decides whether `once` is done): with a keeper keeping the journal,
+/// at the files changed since it last looked, not at every file.
+#[test]
+fn with_a_keeper_keeping_the_journal_watch_once_looks_again_only_at_what_an_activation_changed() {
+    crate::crash_points::require_strace();
+    let b = board(40, "always", "10m");
+    b.write(
+        "control/sources/bump.md",
+        format!(
+            "---\nname: bump\nwatch: [tasks]\non: [changed]\nwhen: title=go\nrun: {} edit t-0031 --set priority=0\n---\n",
+            crate::util::BIN
+        ),
+    );
+    b.run(&["list"]).ok();
+    the_keeper(&b);
+    let (statted, _) = once_traced(&b);
+    assert_eq!(statted.len(), 40, "{statted:?}");
+
+    b.write("tasks/t-0003.md", task_text("t-0003", "go"));
+    let (statted, edited) = once_traced(&b);
+    assert_eq!(statted, ["t-0003.md", "t-0031.md"]);
+    assert_eq!(edited, ["tasks/t-0003.md"]);
+    assert!(b.read("tasks/t-0031.md").contains("priority: 0\n"));
+    let activations: Vec<_> = b
+        .log()
+        .iter()
+        .filter(|e| e["op"] == "activation")
+        .map(|e| (e["doc"].clone(), e["to"].clone()))
+        .collect();
+    assert_eq!(
+        activations,
+        [
+            (
+                serde_json::json!("tasks/t-0003.md"),
+                serde_json::json!("started")
+            ),
+            (
+                serde_json::json!("tasks/t-0003.md"),
+                serde_json::json!("ok")
+            )
+        ]
+    );
+    // What the command changed was seen by that pass: the next looks at nothing.
+    let (statted, edited) = once_traced(&b);
+    assert!(
+        statted.is_empty() && edited.is_empty(),
+        "{statted:?} {edited:?}"
+    );
+}
+
 #[test]
 fn many_reads_at_once_leave_one_keeper() {
     let b = board(20, "always", "10m");

@@ -249,7 +249,8 @@ impl<'a> Watch<'a> {
                 self.chores.report_changed();
                 if self.opts.once {
                     // What the command wrote is looked at before `once` decides it is done.
-                    self.rec.rescan();
+                    self.intake
+                        .look_again(&self.board, &mut self.rec, self.emit);
                 }
             }
             Msg::Signal => match self.stopping {
@@ -481,15 +482,12 @@ impl<'a> Watch<'a> {
         self.drain_log()?;
         self.persist()?;
         self.save_state(true)?;
-        // `once`: everything up to where the keeper's journal stood before the pass is
-        // handled; a watcher that handed its journal over: everything until the keeper
+        // `once`: everything up to where the keeper's journal stood when this pass last
+        // looked at it is handled; a watcher that handed its journal over: everything until the keeper
         // watched. True only once the state that says so is saved.
         let mark = mark.or_else(|| {
-            let view = self.intake.start_view.as_ref()?;
-            self.opts.once.then_some(super::mark::Mark {
-                epoch: view.epoch,
-                at: view.at,
-            })
+            let (epoch, at) = self.intake.looked_up_to()?;
+            self.opts.once.then_some(super::mark::Mark { epoch, at })
         });
         if let Some(mark) = mark
             && self.rec.all_saved()

@@ -37,6 +37,8 @@ pub struct Intake {
     /// `once`, before its pass): what changed while no watcher ran, if the saved state's
     /// mark is of it (see `mark`).
     pub start_view: Option<crate::index::journal::View>,
+    /// `once`: the epoch of that journal, and where in it this pass has looked up to.
+    looked: Option<(u64, u64)>,
 }
 
 impl Intake {
@@ -58,11 +60,13 @@ impl Intake {
             retries: HashMap::new(),
             undecodable: HashSet::new(),
             start_view: None,
+            looked: None,
         };
         if once {
             // A keeper's journal, if one runs: asked before the pass, so that every
             // change the pass does not see is in it after this point.
             intake.start_view = crate::index::journal::View::take(&board.root);
+            intake.looked = intake.start_view.as_ref().map(|v| (v.epoch, v.at));
             return intake;
         }
         if let Some(every) = poll {
@@ -159,6 +163,36 @@ impl Intake {
                 Look::Undecodable(path) => self.undecodable(board, rec, &path, emit),
             }
         }
+    }
+
+    /// `once`, after an activation's command ended: hints what changed since this pass
+    /// last looked (what the command wrote, what anyone else did meanwhile), by the
+    /// journal of the keeper that kept it all along; without one, every file is looked at.
+    pub fn look_again(&mut self, board: &Board, rec: &mut Reconciler, emit: &mut dyn FnMut(Event)) {
+        let view = self
+            .looked
+            .and_then(|_| crate::index::journal::View::take(&board.root));
+        let named = match (self.looked, &view) {
+            (Some((epoch, at)), Some(view)) if view.epoch == epoch => view.changed_since(at),
+            _ => None,
+        };
+        let Some(paths) = named else {
+            self.looked = None;
+            rec.rescan();
+            return;
+        };
+        let paths: Vec<PathBuf> = paths.into_iter().map(|p| board.root.join(p)).collect();
+        for path in paths {
+            self.hint(board, rec, path, emit);
+        }
+        self.looked = view.map(|v| (v.epoch, v.at));
+    }
+
+    /// `once`: the epoch of the keeper's journal and the place in it up to which this
+    /// pass has looked (before the pass, or when an activation last ended).
+    pub fn looked_up_to(&self) -> Option<(u64, u64)> {
+        let view = self.start_view.as_ref()?;
+        Some(self.looked.unwrap_or((view.epoch, view.at)))
     }
 
     /// A file whose name is not UTF-8 where documents live cannot be tracked (its path is
