@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::concurrency::{field, frontmatter};
 use crate::util::git::{self, git};
-use crate::util::{BIN, Out, output};
+use crate::util::{BIN, Out, output, procs};
 
 /// A bare remote and clones of a project whose board lives on the board branch, each
 /// connected by `tavern sync init`, with tasks `t00`, `t01`, … made in the first.
@@ -446,35 +446,6 @@ fn sleepy_remote(net: &Net, marker: &Path) {
     std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
-/// The pids of the processes of a claim's push: the client's `git push` (its command line
-/// has a claim ref's lease) and the `git-receive-pack` serving it on `remote`.
-fn claim_pushes(remote: &Path) -> Vec<u32> {
-    let remote = remote.to_string_lossy();
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let args: Vec<String> = cmdline
-            .split(|&b| b == 0)
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect();
-        let push = args.iter().any(|a| a == "push")
-            && args
-                .iter()
-                .any(|a| a.starts_with("--force-with-lease=refs/tavern/claims/"));
-        let receive = args.iter().any(|a| a.contains("receive-pack"))
-            && args.iter().any(|a| a.contains(remote.as_ref()));
-        if push || receive {
-            pids.push(pid);
-        }
-    }
-    pids
-}
-
 /// Runs `args` in clone 0 while the remote's hook sleeps after taking the ref; once it
 /// has, `meanwhile` runs (to take the remote away, or not) and the client's push is
 /// killed. Returns what the command said.
@@ -493,7 +464,7 @@ fn lose_the_answer(net: &Net, args: &[&str], meanwhile: impl FnOnce()) -> Out {
     }
     // The connection drops: the client's push and the remote's receive-pack die (the ref
     // is taken: post-receive runs after the update).
-    let pushes = claim_pushes(&net.remote());
+    let pushes = procs::pushes(&net.remote(), "--force-with-lease=refs/tavern/claims/");
     assert!(!pushes.is_empty(), "no git push to kill");
     std::fs::remove_file(net.remote().join("hooks/post-receive")).unwrap();
     meanwhile();

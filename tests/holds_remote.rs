@@ -8,7 +8,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Barrier};
 
 use crate::sync_claims::{Net, git};
-use crate::util::Out;
+use crate::util::{Out, procs};
 
 /// The hold refs on the remote, by name (`paths/src`, `globs`, `named/db%3Atest`).
 fn shards(net: &Net) -> Vec<String> {
@@ -381,35 +381,6 @@ fn sleepy_remote(net: &Net, marker: &std::path::Path) {
     std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
-/// The pids of a hold's push: the client's `git push` (its command line has a hold ref's
-/// lease) and the `git-receive-pack` serving it on `remote`.
-fn hold_pushes(remote: &std::path::Path) -> Vec<u32> {
-    let remote = remote.to_string_lossy();
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let args: Vec<String> = cmdline
-            .split(|&b| b == 0)
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect();
-        let push = args.iter().any(|a| a == "push")
-            && args
-                .iter()
-                .any(|a| a.starts_with("--force-with-lease=refs/tavern/holds/"));
-        let receive = args.iter().any(|a| a.contains("receive-pack"))
-            && args.iter().any(|a| a.contains(remote.as_ref()));
-        if push || receive {
-            pids.push(pid);
-        }
-    }
-    pids
-}
-
 /// Runs `args` in clone 0 while the remote's hook sleeps after taking the refs; once it
 /// has, `meanwhile` runs and the push is killed. Returns what the command said.
 fn lose_the_answer(net: &Net, args: &[&str], meanwhile: impl FnOnce()) -> Out {
@@ -423,7 +394,7 @@ fn lose_the_answer(net: &Net, args: &[&str], meanwhile: impl FnOnce()) -> Out {
         .spawn()
         .unwrap();
     crate::util::eventually("the remote took the push", || marker.exists());
-    let pushes = hold_pushes(&net.remote());
+    let pushes = procs::pushes(&net.remote(), "--force-with-lease=refs/tavern/holds/");
     assert!(!pushes.is_empty(), "no git push to kill");
     std::fs::remove_file(net.remote().join("hooks/post-receive")).unwrap();
     meanwhile();

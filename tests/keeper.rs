@@ -8,8 +8,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::util::TestBoard;
 use crate::util::watcher::{self, PATIENCE, Watcher};
+use crate::util::{TestBoard, procs};
 
 fn task_text(id: &str, title: &str) -> String {
     format!(
@@ -44,25 +44,11 @@ fn board(n: usize, mode: &str, idle: &str) -> TestBoard {
 
 /// The pids of the keepers running on this board (from their command lines).
 fn keepers(b: &TestBoard) -> Vec<u32> {
-    let board = b.board();
-    let board = board.to_str().unwrap();
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let args: Vec<&[u8]> = cmdline.split(|&c| c == 0).collect();
-        let has = |a: &str| args.contains(&a.as_bytes());
-        // A zombie (ended, not yet reaped) has an empty command line.
-        if has("--keeper") && has(board) && has("watch") {
-            pids.push(pid);
-        }
-    }
-    pids.sort_unstable();
-    pids
+    let board = b.board().to_string_lossy().into_owned();
+    procs::matching(|args| {
+        let has = |a: &str| args.iter().any(|x| x == a);
+        has("--keeper") && has(&board) && has("watch")
+    })
 }
 
 /// Who `tavern status --json` says keeps the journal.

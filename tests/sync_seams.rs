@@ -9,7 +9,7 @@ use std::process::Command;
 
 use crate::sync_branch::two_clones;
 use crate::util::git::{self, fake_git, git, spawn, tavern_cmd};
-use crate::util::{BIN, eventually};
+use crate::util::{BIN, eventually, procs};
 use crate::worktrees::tavern;
 
 /// The files of the board branch at `rev`.
@@ -929,7 +929,7 @@ fn a_lost_answer_to_the_push_of_the_board_branch_is_found_out() {
     std::fs::remove_file(&hook).unwrap();
     // The connection drops: the client's push and the remote's receive-pack die.
     let mut killed = 0;
-    for pid in pushes_of_the_board_branch(&remote) {
+    for pid in procs::pushes(&remote, "--force-with-lease=refs/heads/tavern:") {
         let _ = Command::new("kill")
             .args(["-KILL", &pid.to_string()])
             .status();
@@ -948,35 +948,6 @@ fn a_lost_answer_to_the_push_of_the_board_branch_is_found_out() {
         tavern(&a, &["sync", "--json"]).ok().json()["outcome"],
         "up-to-date"
     );
-}
-
-/// The pids of a push of the board branch: the client's `git push` (its lease names the
-/// branch) and the `git-receive-pack` serving it on `remote`.
-fn pushes_of_the_board_branch(remote: &Path) -> Vec<u32> {
-    let remote = remote.to_string_lossy();
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let args: Vec<String> = cmdline
-            .split(|&b| b == 0)
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect();
-        let push = args.iter().any(|a| a == "push")
-            && args
-                .iter()
-                .any(|a| a.starts_with("--force-with-lease=refs/heads/tavern:"));
-        let receive = args.iter().any(|a| a.contains("receive-pack"))
-            && args.iter().any(|a| a.contains(remote.as_ref()));
-        if push || receive {
-            pids.push(pid);
-        }
-    }
-    pids
 }
 
 /// A push that took the branch but exits non-zero (its per-ref status said accepted): sync

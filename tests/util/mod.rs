@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod git;
+pub mod procs;
 pub mod skip;
 pub mod watcher;
 
