@@ -57,7 +57,7 @@ pub struct Limits {
 /// Watch mode's loop guard (optional in board.yaml: boards made before watch mode have no
 /// `watch:` section).
 #[derive(Clone, Debug, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default)]
 pub struct WatchConfig {
     /// An activation caused by a change an activation made, caused by …: deeper is an alert.
     pub max_chain: u32,
@@ -113,7 +113,7 @@ impl KeeperMode {
 /// The fields a board adds to the schema's, by region (board.yaml `fields:`; optional:
 /// boards made before it have none). `"*"` lets a region's documents carry any field.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default)]
 pub struct ExtraFields {
     pub tasks: Vec<String>,
     pub observations: Vec<String>,
@@ -430,12 +430,29 @@ impl Board {
     }
 }
 
-/// Reads board.yaml. Every setting must be present (the default file has them all), so a
-/// typo is an error rather than a silent default. (A board is opened through
-/// [`Board::open`], which may take the YAML as parsed before.)
+/// Reads board.yaml. Every required setting must be present (the default file has them
+/// all), so a typo in one is an error rather than a silent default. A setting this tavern
+/// does not know is ignored ([`unknown_settings`] names it for `tavern check`): clones
+/// share board.yaml through git, and one running an older tavern must still work on a
+/// board whose file a newer one wrote. (A board is opened through [`Board::open`], which
+/// may take the YAML as parsed before.)
 #[cfg(test)]
 pub fn parse_config(text: &str) -> std::result::Result<Config, String> {
     config_of(yaml_of(text)?)
+}
+
+/// The settings in board.yaml `text` this tavern does not know (`watch.keepr`), sorted,
+/// which it ignores: a newer tavern's, or misspelled. Empty when the text does not parse (opening
+/// the board says why).
+pub fn unknown_settings(text: &str) -> Vec<String> {
+    let Ok(value) = yaml_of(text) else {
+        return Vec::new();
+    };
+    let mut unknown = Vec::new();
+    let _: std::result::Result<Config, _> =
+        serde_ignored::deserialize(value, |path| unknown.push(path.to_string()));
+    unknown.sort();
+    unknown
 }
 
 /// board.yaml's YAML, as data (the part of reading it that costs: most of a hook's work).
@@ -722,6 +739,24 @@ mod tests {
             kept(root, &bad).unwrap_err(),
             "lease 'soon' is not a duration like 5m or 1h"
         );
+    }
+
+    #[test]
+    fn unknown_settings_are_ignored_and_named_and_known_ones_are_not() {
+        assert!(unknown_settings(DEFAULT_BOARD_YAML).is_empty());
+        let commented = DEFAULT_BOARD_YAML
+            .replace("  # keeper: auto\n", "  keeper: never\n")
+            .replace("  # keeper_idle: 10m\n", "  keeper_idle: 1h\n");
+        assert!(unknown_settings(&commented).is_empty());
+        let text = DEFAULT_BOARD_YAML.replace("watch:\n", "watch:\n  keepr: always\n")
+            + "colour: red\nfields_x: []\n";
+        let config = parse_config(&text).expect("unknown settings are ignored");
+        assert_eq!(config.watch.keeper, KeeperMode::Auto);
+        assert_eq!(
+            unknown_settings(&text),
+            ["colour", "fields_x", "watch.keepr"]
+        );
+        assert!(unknown_settings("a: [").is_empty());
     }
 
     #[test]

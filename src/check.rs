@@ -46,6 +46,21 @@ pub fn check(board: &Board) -> Result<Report> {
         }
     }
 
+    // Settings this tavern does not know: ignored, so a board a newer tavern configured
+    // still works here, but a misspelled one would be silent without this.
+    let yaml = crate::layout::board_yaml(&board.root);
+    for setting in
+        crate::board::unknown_settings(&std::fs::read_to_string(yaml).unwrap_or_default())
+    {
+        push(
+            crate::layout::BOARD_YAML.to_string(),
+            format!(
+                "unknown setting '{setting}', ignored: misspelled, or for a newer tavern than this one ({})",
+                env!("CARGO_PKG_VERSION")
+            ),
+        );
+    }
+
     // Ownership rules (owners: in board.yaml) that overlap with different owners.
     for problem in crate::holds::overlapping_owner_rules(board) {
         push(crate::layout::BOARD_YAML.to_string(), problem);

@@ -533,3 +533,33 @@ fn a_reference_to_a_listed_document_costs_no_look_at_the_disk() {
         out.stderr
     );
 }
+
+/// A setting this tavern does not know (a newer tavern's, or misspelled) is ignored, so
+/// every command still works on a board a newer tavern configured; `check` names each.
+#[test]
+fn settings_this_tavern_does_not_know_are_ignored_and_named_by_check() {
+    let b = TestBoard::new();
+    b.task("One", &["--id", "t-1"]);
+    let yaml = b.read("board.yaml");
+    let yaml = yaml.replace("watch:\n", "watch:\n  keepr: always\n") + "colour: red\n";
+    b.write("board.yaml", &yaml);
+    b.run(&["show", "t-1"]).ok().stderr_is("");
+    b.run(&["claim", "t-1", "--as", "a"]).ok();
+    let version = env!("CARGO_PKG_VERSION");
+    let said = |s: &str| {
+        format!(
+            "unknown setting '{s}', ignored: misspelled, or for a newer tavern than this one ({version})"
+        )
+    };
+    let v = b.run(&["check", "--json"]).code(6).json();
+    assert_eq!(
+        v["problems"],
+        serde_json::json!([
+            {"path": "board.yaml", "problem": said("colour")},
+            {"path": "board.yaml", "problem": said("watch.keepr")},
+        ])
+    );
+    // A required setting misspelled is still refused by every command.
+    b.write("board.yaml", yaml.replace("lease:", "leese:"));
+    b.run(&["list"]).code(6).stderr_has("lease");
+}
