@@ -16,6 +16,7 @@ pub mod chores;
 pub mod event_loop;
 pub mod events;
 pub mod feed;
+pub mod files_index;
 pub mod fsevents;
 pub mod intake;
 pub mod keeper;

@@ -22,6 +22,7 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 
+use super::files_index::{self, Covers, Sorted};
 use super::snapshot::{Files, Known, StatKey};
 use crate::error::{Error, Result};
 
@@ -394,12 +395,29 @@ pub fn placed(batch: &Batch, frame: u64) -> impl Iterator<Item = (&str, Loc)> {
     })
 }
 
+/// What a record read back from the pack is applied to: every file's entry.
+pub trait Entries {
+    fn known(&self, rel: &str) -> Option<Known>;
+    fn put(&mut self, rel: &str, known: Known);
+    fn forget(&mut self, rel: &str);
+}
+
+impl Entries for Files {
+    fn known(&self, rel: &str) -> Option<Known> {
+        self.get(rel).copied()
+    }
+    fn put(&mut self, rel: &str, known: Known) {
+        self.insert(rel.into(), known);
+    }
+    fn forget(&mut self, rel: &str) {
+        self.swap_remove(rel);
+    }
+}
+
 /// Applies a record read back from the pack to the files.
-pub fn apply(files: &mut Files, r: &Parsed<'_>, frame: u64) {
+pub fn apply(files: &mut impl Entries, r: &Parsed<'_>, frame: u64) {
     match r.kind {
-        Kind::Gone => {
-            files.swap_remove(r.rel);
-        }
+        Kind::Gone => files.forget(r.rel),
         Kind::Content | Kind::NoShadow => {
             let shadow = NonZeroU32::new(r.len)
                 .filter(|_| r.kind == Kind::Content)
@@ -408,8 +426,8 @@ pub fn apply(files: &mut Files, r: &Parsed<'_>, frame: u64) {
                     rec: r.at,
                     len,
                 });
-            files.insert(
-                r.rel.into(),
+            files.put(
+                r.rel,
                 Known {
                     stat: r.stat,
                     hash: r.hash,
@@ -419,9 +437,9 @@ pub fn apply(files: &mut Files, r: &Parsed<'_>, frame: u64) {
             );
         }
         Kind::Known => {
-            let shadow = files.get(r.rel).and_then(|k| k.shadow);
-            files.insert(
-                r.rel.into(),
+            let shadow = files.known(r.rel).and_then(|k| k.shadow);
+            files.put(
+                r.rel,
                 Known {
                     stat: r.stat,
                     hash: r.hash,
@@ -435,7 +453,7 @@ pub fn apply(files: &mut Files, r: &Parsed<'_>, frame: u64) {
 
 /// Replays the frames written after the index's length; the pack's intact length is
 /// where the first frame that is not whole (torn by a kill) began.
-pub fn replay(dir: &Path, pack: &mut Pack, files: &mut Files) {
+pub fn replay(dir: &Path, pack: &mut Pack, mut each: impl FnMut(&Parsed<'_>, u64)) {
     let Some(mut file) = open_regular(&pack_path(dir, pack.generation)) else {
         pack.lost = true;
         return;
@@ -452,7 +470,7 @@ pub fn replay(dir: &Path, pack: &mut Pack, files: &mut Files) {
         };
         let Some(recs) = records(&raw) else { break };
         for r in &recs {
-            apply(files, r, at);
+            each(r, at);
         }
         pack.raw_total += raw.len() as u64;
         at += len;
@@ -460,47 +478,68 @@ pub fn replay(dir: &Path, pack: &mut Pack, files: &mut Files) {
     pack.len = at;
 }
 
-/// The index file: the pack's generation and covered length, and every file.
+/// The index file: the pack's generation and covered length, and every file, sorted
+/// (see [`super::files_index`]).
 pub fn write_index(
     dir: &Path,
     pack: &Pack,
     files: &Files,
     write: impl Fn(&Path, &[u8]) -> Result<()>,
 ) -> Result<()> {
-    let mut out = Vec::with_capacity(64 + files.len() * 96);
-    out.extend_from_slice(INDEX_MAGIC);
-    out.extend_from_slice(&pack.generation.to_le_bytes());
-    out.extend_from_slice(&pack.len.to_le_bytes());
-    out.extend_from_slice(&pack.raw_total.to_le_bytes());
-    out.extend_from_slice(&(files.len() as u64).to_le_bytes());
-    for (rel, k) in files {
-        let path = rel.as_bytes();
-        if path.len() > u16::MAX as usize {
-            continue;
-        }
-        out.extend_from_slice(&(path.len() as u16).to_le_bytes());
-        out.extend_from_slice(path);
-        put_stat(&mut out, &k.stat, k.racy);
-        out.extend_from_slice(&k.hash.to_le_bytes());
-        match k.shadow {
-            Some(loc) => {
-                out.push(1);
-                out.extend_from_slice(&loc.frame.to_le_bytes());
-                out.extend_from_slice(&loc.rec.to_le_bytes());
-                out.extend_from_slice(&loc.len.get().to_le_bytes());
-            }
-            None => out.push(0),
-        }
-    }
-    let crc = crc32fast::hash(&out);
-    out.extend_from_slice(&crc.to_le_bytes());
-    write(&index_path(dir), &out)
+    let covers = Covers {
+        generation: pack.generation,
+        covered: pack.len,
+        raw_total: pack.raw_total,
+    };
+    write(&index_path(dir), &files_index::encode(covers, files))
 }
 
-/// Reads the index file: the pack as it covers it, and every file. None if it is missing,
-/// torn or of another format. Read as a stream (its checksum is checked at the end), so
-/// that the file's bytes are not held beside the files they describe.
-pub fn read_index(dir: &Path) -> Option<(Pack, Files)> {
+/// The index file's entries: looked up where they are (the sorted format), or read whole
+/// (the previous format).
+#[derive(Debug)]
+pub enum Index {
+    Sorted(Sorted),
+    Whole(Files),
+}
+
+#[cfg(test)]
+impl Index {
+    /// Every entry.
+    pub fn into_files(self) -> Files {
+        match self {
+            Index::Sorted(s) => s.all(),
+            Index::Whole(files) => files,
+        }
+    }
+}
+
+/// Reads the index file: the pack as it covers it, and its entries. None if it is
+/// missing, torn or of another format.
+pub fn read_index(dir: &Path) -> Option<(Pack, Index)> {
+    let mut file = open_regular(&index_path(dir))?;
+    let mut magic = [0u8; INDEX_MAGIC.len()];
+    file.read_exact(&mut magic).ok()?;
+    if magic == INDEX_MAGIC {
+        let (pack, files) = read_whole_index(dir)?;
+        return Some((pack, Index::Whole(files)));
+    }
+    let mut bytes = magic.to_vec();
+    file.read_to_end(&mut bytes).ok()?;
+    let (covers, sorted) = Sorted::decode(bytes)?;
+    let pack = Pack {
+        generation: covers.generation,
+        len: covers.covered,
+        covered: covers.covered,
+        raw_total: covers.raw_total,
+        ..Pack::default()
+    };
+    Some((pack, Index::Sorted(sorted)))
+}
+
+/// Reads an index file of the previous format (entries in any order, no table), whole.
+/// None if it is torn. Read as a stream (its checksum is checked at the end), so that the
+/// file's bytes are not held beside the files they describe.
+fn read_whole_index(dir: &Path) -> Option<(Pack, Files)> {
     let file = open_regular(&index_path(dir))?;
     let len = file.metadata().ok()?.len();
     let mut s = Stream {
@@ -775,8 +814,9 @@ mod tests {
             .open(pack_path(d, 1))
             .unwrap();
         f.write_all(b"TWS1\x05\x00").unwrap();
-        let (mut again, mut seen) = read_index(d).unwrap();
-        replay(d, &mut again, &mut seen);
+        let (mut again, index) = read_index(d).unwrap();
+        let mut seen = index.into_files();
+        replay(d, &mut again, |r, at| apply(&mut seen, r, at));
         assert!(!again.lost);
         assert_eq!(again.len, pack.len);
         assert_eq!(seen.len(), 1);
@@ -797,6 +837,7 @@ mod tests {
         })
         .unwrap();
         let (_, indexed) = read_index(d).unwrap();
+        let indexed = indexed.into_files();
         assert!(indexed["tasks/a.md"].racy);
         assert_eq!(indexed["tasks/a.md"].shadow, seen["tasks/a.md"].shadow);
         let loc = seen["tasks/a.md"].shadow.unwrap();
@@ -806,7 +847,7 @@ mod tests {
             generation: 9,
             ..Pack::default()
         };
-        replay(d, &mut gone, &mut seen);
+        replay(d, &mut gone, |r, at| apply(&mut seen, r, at));
         assert!(gone.lost);
     }
 

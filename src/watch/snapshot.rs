@@ -15,7 +15,8 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use super::pack::{self, Batch, Kind, Loc, Pack, Rec};
+use super::files_index::Sorted;
+use super::pack::{self, Batch, Entries, Index, Kind, Loc, Pack, Rec};
 use crate::board::Board;
 use crate::error::{Error, Result};
 
@@ -137,7 +138,17 @@ struct LegacyKnown {
 /// keeps their shadows.
 #[derive(Debug, Default)]
 pub struct Snapshot {
+    /// Every file's entry; while `base` is there, only those changed, or looked up, since
+    /// it was read.
     files: Files,
+    /// The index file as read, its entries looked up in place: a start that looks at a
+    /// few files (those an index keeper's journal names) does not build the map of every
+    /// file. Built into `files` (see [`Snapshot::whole`]) once something needs them all.
+    base: Option<Sorted>,
+    /// Entries of `base` forgotten since it was read.
+    forgotten: HashSet<Box<str>>,
+    /// The index file is of the previous format: written again at the next save.
+    old_index: bool,
     /// False until a snapshot exists on disk: the first start takes the board as it is.
     pub existed: bool,
     /// Files whose entry changed since it was last recorded in the pack.
@@ -314,49 +325,90 @@ const JOURNAL_MAX: u64 = 1 << 20;
 const COMPACT_SLACK: u64 = 8 << 20;
 
 impl Snapshot {
-    pub fn get(&self, rel: &str) -> Option<&Known> {
-        self.files.get(rel)
+    pub fn get(&self, rel: &str) -> Option<Known> {
+        if let Some(k) = self.files.get(rel) {
+            return Some(*k);
+        }
+        match &self.base {
+            Some(base) if !self.forgotten.contains(rel) => base.get(rel),
+            _ => None,
+        }
     }
 
     pub fn contains(&self, rel: &str) -> bool {
-        self.files.contains_key(rel)
+        self.get(rel).is_some()
     }
 
     /// How many files it knows.
     pub fn count(&self) -> usize {
-        self.files.len()
+        let Some(base) = &self.base else {
+            return self.files.len();
+        };
+        // Forgotten entries are of the base and not in `files`; entries in `files` are
+        // counted there unless the base has them too.
+        let added = self
+            .files
+            .keys()
+            .filter(|rel| base.get(rel).is_none())
+            .count();
+        base.len() - self.forgotten.len() + added
     }
 
     /// Every file it knows, with its entry, for a stat pass.
-    pub fn files(&self) -> &Files {
-        &self.files
+    pub fn files(&mut self) -> &Files {
+        self.whole()
     }
 
     /// Every file it knows.
-    pub fn paths(&self) -> impl Iterator<Item = &str> {
-        self.files.keys().map(|k| &**k)
+    pub fn paths(&mut self) -> impl Iterator<Item = &str> {
+        self.whole().keys().map(|k| &**k)
+    }
+
+    /// Every entry in `files`: the base's read into it, once.
+    fn whole(&mut self) -> &mut Files {
+        if let Some(base) = self.base.take() {
+            let mut all = base.all();
+            for rel in self.forgotten.drain() {
+                all.swap_remove(&rel);
+            }
+            for (rel, k) in self.files.drain(..) {
+                all.insert(rel, k);
+            }
+            self.files = all;
+        }
+        &mut self.files
+    }
+
+    /// A file's entry, to change in place.
+    fn entry_mut(&mut self, rel: &str) -> Option<&mut Known> {
+        if !self.files.contains_key(rel) {
+            let k = self.get(rel)?;
+            self.files.insert(rel.into(), k);
+        }
+        self.files.get_mut(rel)
     }
 
     /// Records a file's stat key and content hash (its shadow is what [`Snapshot::commit`]
     /// writes).
     pub fn set(&mut self, rel: &str, stat: StatKey, hash: u64) {
-        let shadow = self.files.get(rel).and_then(|k| k.shadow);
+        let shadow = self.get(rel).and_then(|k| k.shadow);
         let known = Known {
             stat,
             hash,
             shadow,
             racy: racy(&stat),
         };
-        if self.files.get(rel) != Some(&known) {
-            self.files.insert(rel.into(), known);
+        if self.get(rel) != Some(known) {
+            self.put(rel, known);
             self.dirty.insert(rel.to_string());
         }
     }
 
     /// Forgets a file. True if it was known.
     pub fn remove(&mut self, rel: &str) -> bool {
-        let known = self.files.swap_remove(rel).is_some();
+        let known = self.contains(rel);
         if known {
+            self.forget(rel);
             self.dirty.insert(rel.to_string());
         }
         known
@@ -366,26 +418,33 @@ impl Snapshot {
     /// snapshot of the previous format (a shadow file per file) is migrated once.
     pub fn load(board: &Board) -> Snapshot {
         let dir = dir(board);
-        if let Some((mut pack, mut files)) = pack::read_index(&dir) {
-            pack::replay(&dir, &mut pack, &mut files);
+        if let Some((mut pack, index)) = pack::read_index(&dir) {
+            let mut s = Snapshot {
+                existed: true,
+                ..Snapshot::default()
+            };
+            match index {
+                Index::Sorted(base) => s.base = Some(base),
+                Index::Whole(files) => {
+                    s.files = files;
+                    s.old_index = true;
+                }
+            }
+            pack::replay(&dir, &mut pack, |r, frame| pack::apply(&mut s, r, frame));
             if pack.lost {
-                for k in files.values_mut() {
+                for k in s.whole().values_mut() {
                     k.shadow = None;
                 }
             }
-            return Snapshot {
-                files,
-                existed: true,
-                pack,
-                ..Snapshot::default()
-            };
+            s.pack = pack;
+            return s;
         }
         Snapshot::migrate(board).unwrap_or_default()
     }
 
     /// The last content the watcher handled of `rel`, or None if it has none.
     pub fn read_shadow(&self, board: &Board, rel: &str) -> Option<Vec<u8>> {
-        let loc = self.files.get(rel)?.shadow?;
+        let loc = self.get(rel)?.shadow?;
         self.pack.read(&dir(board), loc, rel)
     }
 
@@ -393,6 +452,8 @@ impl Snapshot {
     pub fn begin_baseline(&mut self, board: &Board) {
         pack::remove_other_packs(&dir(board), None);
         self.files.clear();
+        self.base = None;
+        self.forgotten.clear();
         self.dirty.clear();
         self.pack = Pack::new(1);
         self.baseline = Batch::default();
@@ -550,7 +611,7 @@ impl Snapshot {
             }
         };
         for (rel, loc) in pack::placed(batch, frame) {
-            if let Some(k) = self.files.get_mut(rel) {
+            if let Some(k) = self.entry_mut(rel) {
                 k.shadow = Some(loc);
             }
         }
@@ -564,7 +625,7 @@ impl Snapshot {
         if !self.pack.lost && (self.pack.len == 0 || self.pack.present(&dir)) {
             return Ok(());
         }
-        for k in self.files.values_mut() {
+        for k in self.whole().values_mut() {
             k.shadow = None;
         }
         self.pack = Pack::new(self.pack.generation + 1);
@@ -586,7 +647,7 @@ impl Snapshot {
         self.renew_pack_if_lost(board)?;
         let mut batch = Batch::default();
         for (rel, content) in staged {
-            let known = self.files.get(rel.as_str()).copied();
+            let known = self.get(rel);
             match (content, known) {
                 (Some(bytes), known) => {
                     let k = known.unwrap_or(Known {
@@ -596,7 +657,7 @@ impl Snapshot {
                         racy: false,
                     });
                     if known.is_none() {
-                        self.files.insert(rel.as_str().into(), k);
+                        self.put(rel, k);
                     }
                     push_content(&mut batch, rel, &k, bytes);
                 }
@@ -622,7 +683,7 @@ impl Snapshot {
             if staged.contains_key(rel) {
                 continue;
             }
-            let rec = match self.files.get(rel.as_str()) {
+            let rec = match self.get(rel) {
                 Some(k) => Rec {
                     kind: Kind::Known,
                     rel,
@@ -645,7 +706,7 @@ impl Snapshot {
         self.append(board, &batch)?;
         for (rel, content) in staged {
             if content.is_none()
-                && let Some(k) = self.files.get_mut(rel.as_str())
+                && let Some(k) = self.entry_mut(rel)
             {
                 k.shadow = None;
             }
@@ -660,18 +721,26 @@ impl Snapshot {
     pub fn save(&mut self, board: &Board) -> Result<()> {
         self.commit(board, &HashMap::new())?;
         let dir = dir(board);
+        let journal_grown =
+            self.pack.len - self.pack.covered > JOURNAL_MAX.max(self.pack.covered / 4);
+        if self.base.is_some() && !journal_grown {
+            // Read in place and little recorded since: nothing to write yet. (A pack
+            // worth compacting has grown past the index by far more than this first.)
+            return Ok(());
+        }
         let live: u64 = self
-            .files
+            .whole()
             .values()
             .filter_map(|k| k.shadow)
             .map(|l| u64::from(l.len.get()))
             .sum();
         if self.pack.raw_total > 2 * live + COMPACT_SLACK {
+            self.whole();
             let next = pack::compact(&dir, &self.pack, &mut self.files)?;
             self.pack = next;
             self.write_index(board)?;
             pack::remove_other_packs(&dir, Some(self.pack.generation));
-        } else if self.pack.len - self.pack.covered > JOURNAL_MAX.max(self.pack.covered / 4) {
+        } else if journal_grown || self.old_index {
             self.write_index(board)?;
         }
         Ok(())
@@ -679,8 +748,10 @@ impl Snapshot {
 
     fn write_index(&mut self, board: &Board) -> Result<()> {
         let dir = dir(board);
+        self.whole();
         pack::write_index(&dir, &self.pack, &self.files, write_state)?;
         self.pack.covered = self.pack.len;
+        self.old_index = false;
         Ok(())
     }
 
@@ -742,6 +813,37 @@ impl Snapshot {
         let _ = std::fs::remove_dir_all(&root);
         let _ = std::fs::remove_dir_all(dir(board).join("gone"));
         Some(s)
+    }
+}
+
+impl Snapshot {
+    fn put(&mut self, rel: &str, known: Known) {
+        if self.base.is_some() {
+            self.forgotten.remove(rel);
+        }
+        self.files.insert(rel.into(), known);
+    }
+
+    fn forget(&mut self, rel: &str) {
+        self.files.swap_remove(rel);
+        if let Some(base) = &self.base
+            && base.get(rel).is_some()
+        {
+            self.forgotten.insert(rel.into());
+        }
+    }
+}
+
+/// Records replayed from the pack at a start change the entries as they are looked up.
+impl Entries for Snapshot {
+    fn known(&self, rel: &str) -> Option<Known> {
+        self.get(rel)
+    }
+    fn put(&mut self, rel: &str, known: Known) {
+        Snapshot::put(self, rel, known);
+    }
+    fn forget(&mut self, rel: &str) {
+        Snapshot::forget(self, rel);
     }
 }
 
@@ -851,5 +953,206 @@ mod write_tests {
         assert!(write_in_board(&board, &report, b"y").is_err());
         assert!(write_state(&state, b"2").is_err());
         assert!(!board.exists());
+    }
+}
+
+#[cfg(test)]
+mod in_place_tests {
+    use super::*;
+
+    fn stat(n: u64) -> StatKey {
+        StatKey {
+            size: n,
+            mtime_ns: 1_000 + n as i64,
+            ctime_ns: 2_000 + n as i64,
+            ino: n,
+            special: false,
+        }
+    }
+
+    fn rel(i: u64) -> String {
+        format!("tasks/t-{i}.md")
+    }
+
+    /// What an entry says, and its shadow's content (the place of a shadow depends on the
+    /// order of records in a frame).
+    fn said(s: &Snapshot, board: &Board, r: &str) -> Option<(StatKey, u64, bool, Option<Vec<u8>>)> {
+        let k = s.get(r)?;
+        Some((k.stat, k.hash, k.racy, s.read_shadow(board, r)))
+    }
+
+    fn same(lazy: &Snapshot, lb: &Board, full: &Snapshot, fb: &Board, what: &str) {
+        for i in 0..260 {
+            assert_eq!(
+                said(lazy, lb, &rel(i)),
+                said(full, fb, &rel(i)),
+                "{what}: {}",
+                rel(i)
+            );
+        }
+        assert_eq!(lazy.count(), full.count(), "{what}: count");
+    }
+
+    /// Every path a stat pass would be given, sorted.
+    fn paths(s: &mut Snapshot) -> Vec<String> {
+        let mut all: Vec<String> = s.files().keys().map(|r| r.to_string()).collect();
+        all.sort();
+        all
+    }
+
+    fn board_with_state_of(from: &Board) -> (tempfile::TempDir, Board) {
+        let dir = tempfile::tempdir().unwrap();
+        crate::board::init(dir.path()).unwrap();
+        let board = Board::open(&dir.path().join(".tavern")).unwrap();
+        std::fs::create_dir_all(super::dir(&board)).unwrap();
+        for e in std::fs::read_dir(super::dir(from)).unwrap().flatten() {
+            std::fs::copy(e.path(), super::dir(&board).join(e.file_name())).unwrap();
+        }
+        (dir, board)
+    }
+
+    /// Through a previous run's frames, then this run's changes, an index read in place
+    /// answers every lookup as the map of every entry does, counts the same, and becomes
+    /// that map when something needs every entry.
+    #[test]
+    fn an_index_read_in_place_answers_as_the_whole_map_does() {
+        let dir = tempfile::tempdir().unwrap();
+        crate::board::init(dir.path()).unwrap();
+        let board = Board::open(&dir.path().join(".tavern")).unwrap();
+        let mut first = Snapshot::default();
+        first.begin_baseline(&board);
+        for i in 0..200 {
+            let content = format!("content {i}\n");
+            first
+                .add_baseline(&board, &rel(i), stat(i), Some(content.as_bytes()))
+                .unwrap();
+        }
+        first.end_baseline(&board).unwrap();
+        // A previous run's frames after the index: an edit, a deletion, a new file.
+        first.set(&rel(3), stat(1003), 33);
+        assert!(first.remove(&rel(4)));
+        let staged: HashMap<String, Option<Vec<u8>>> = [
+            (rel(210), Some(b"new\n".to_vec())),
+            (rel(5), Some(b"edited\n".to_vec())),
+        ]
+        .into();
+        first.set(&rel(210), stat(210), hash(b"new\n"));
+        first.commit(&board, &staged).unwrap();
+
+        // Two copies of that state: one read in place, one built whole at once.
+        let (_other, fb) = board_with_state_of(&board);
+        let mut lazy = Snapshot::load(&board);
+        let mut full = Snapshot::load(&fb);
+        full.whole();
+        assert!(lazy.base.is_some() && full.base.is_none());
+        same(&lazy, &board, &full, &fb, "after the replay");
+        assert_eq!(lazy.get(&rel(3)).unwrap().stat, stat(1003));
+        assert_eq!(lazy.get(&rel(4)), None);
+        assert_eq!(
+            lazy.read_shadow(&board, &rel(5)).unwrap(),
+            b"edited\n".to_vec()
+        );
+        assert_eq!(lazy.read_shadow(&board, &rel(7)).unwrap(), b"content 7\n");
+
+        // This run: the same changes to both.
+        for (s, board) in [(&mut lazy, &board), (&mut full, &fb)] {
+            s.set(&rel(8), stat(1008), 88);
+            assert!(s.remove(&rel(9)));
+            assert!(!s.remove(&rel(9)));
+            assert!(s.remove(&rel(10)));
+            s.set(&rel(10), stat(1010), 1010);
+            assert!(s.remove(&rel(210)));
+            s.set(&rel(220), stat(220), 220);
+            let staged: HashMap<String, Option<Vec<u8>>> =
+                [(rel(11), Some(b"eleven\n".to_vec())), (rel(12), None)].into();
+            s.commit(board, &staged).unwrap();
+        }
+        same(&lazy, &board, &full, &fb, "after this run's changes");
+        assert_eq!(
+            lazy.read_shadow(&board, &rel(11)).unwrap(),
+            b"eleven\n".to_vec()
+        );
+        assert_eq!(lazy.read_shadow(&board, &rel(12)), None);
+
+        // Saved (in place: nothing rewritten), then each read again: still the same.
+        lazy.save(&board).unwrap();
+        full.save(&fb).unwrap();
+        let mut again = Snapshot::load(&board);
+        let mut again_full = Snapshot::load(&fb);
+        again_full.whole();
+        assert!(again.base.is_some());
+        same(&again, &board, &again_full, &fb, "read again");
+        assert_eq!(paths(&mut again), paths(&mut again_full));
+        assert!(again.base.is_none(), "built into the map");
+        same(&again, &board, &again_full, &fb, "built whole");
+        assert_eq!(paths(&mut lazy), paths(&mut full));
+        assert!(lazy.base.is_none());
+        same(&lazy, &board, &full, &fb, "built whole");
+    }
+
+    /// The previous format of the index file (entries in any order, no table), as the
+    /// tavern before wrote it.
+    fn old_index(pack: &Pack, files: &Files) -> Vec<u8> {
+        let mut out = b"tavern-watch-files 1\n".to_vec();
+        for n in [
+            pack.generation,
+            pack.len,
+            pack.raw_total,
+            files.len() as u64,
+        ] {
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+        let sorted = crate::watch::files_index::encode(
+            crate::watch::files_index::Covers {
+                generation: 0,
+                covered: 0,
+                raw_total: 0,
+            },
+            files,
+        );
+        // The same entry encoding: the sorted file's entries, between header and table.
+        let header = crate::watch::files_index::MAGIC.len() + 32;
+        let table = sorted.len() - 4 - 8 * files.len();
+        out.extend_from_slice(&sorted[header..table]);
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    /// An index file of the previous format is read whole, once, and written in the
+    /// sorted format at the next save; then it is read in place.
+    #[test]
+    fn an_index_of_the_previous_format_is_read_whole_and_written_sorted() {
+        let dir = tempfile::tempdir().unwrap();
+        crate::board::init(dir.path()).unwrap();
+        let board = Board::open(&dir.path().join(".tavern")).unwrap();
+        let mut first = Snapshot::default();
+        first.begin_baseline(&board);
+        for i in 0..50 {
+            first
+                .add_baseline(&board, &rel(i), stat(i), Some(b"x\n"))
+                .unwrap();
+        }
+        first.end_baseline(&board).unwrap();
+        let index = pack::index_path(&super::dir(&board));
+        std::fs::write(&index, old_index(&first.pack, &first.files)).unwrap();
+
+        let mut old = Snapshot::load(&board);
+        assert!(old.base.is_none() && old.old_index);
+        assert_eq!(old.count(), 50);
+        assert_eq!(old.get(&rel(7)), first.get(&rel(7)));
+        old.save(&board).unwrap();
+        assert!(
+            std::fs::read(&index)
+                .unwrap()
+                .starts_with(crate::watch::files_index::MAGIC)
+        );
+        let new = Snapshot::load(&board);
+        assert!(new.base.is_some() && !new.old_index);
+        assert_eq!(new.count(), 50);
+        for i in 0..50 {
+            assert_eq!(new.get(&rel(i)), first.get(&rel(i)));
+            assert_eq!(new.read_shadow(&board, &rel(i)).unwrap(), b"x\n");
+        }
     }
 }
