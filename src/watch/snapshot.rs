@@ -1000,10 +1000,29 @@ mod in_place_tests {
         all
     }
 
-    fn board_with_state_of(from: &Board) -> (tempfile::TempDir, Board) {
+    /// A new board, in a directory that lives as long as the first value.
+    fn new_board() -> (tempfile::TempDir, Board) {
         let dir = tempfile::tempdir().unwrap();
         crate::board::init(dir.path()).unwrap();
         let board = Board::open(&dir.path().join(".tavern")).unwrap();
+        (dir, board)
+    }
+
+    /// A first start's snapshot of `n` files, `content(i)` each, saved on `board`.
+    fn first_start(board: &Board, n: u64, content: impl Fn(u64) -> Vec<u8>) -> Snapshot {
+        let mut first = Snapshot::default();
+        first.begin_baseline(board);
+        for i in 0..n {
+            first
+                .add_baseline(board, &rel(i), stat(i), Some(&content(i)))
+                .unwrap();
+        }
+        first.end_baseline(board).unwrap();
+        first
+    }
+
+    fn board_with_state_of(from: &Board) -> (tempfile::TempDir, Board) {
+        let (dir, board) = new_board();
         std::fs::create_dir_all(super::dir(&board)).unwrap();
         for e in std::fs::read_dir(super::dir(from)).unwrap().flatten() {
             std::fs::copy(e.path(), super::dir(&board).join(e.file_name())).unwrap();
@@ -1016,18 +1035,8 @@ mod in_place_tests {
     /// that map when something needs every entry.
     #[test]
     fn an_index_read_in_place_answers_as_the_whole_map_does() {
-        let dir = tempfile::tempdir().unwrap();
-        crate::board::init(dir.path()).unwrap();
-        let board = Board::open(&dir.path().join(".tavern")).unwrap();
-        let mut first = Snapshot::default();
-        first.begin_baseline(&board);
-        for i in 0..200 {
-            let content = format!("content {i}\n");
-            first
-                .add_baseline(&board, &rel(i), stat(i), Some(content.as_bytes()))
-                .unwrap();
-        }
-        first.end_baseline(&board).unwrap();
+        let (_dir, board) = new_board();
+        let mut first = first_start(&board, 200, |i| format!("content {i}\n").into_bytes());
         // A previous run's frames after the index: an edit, a deletion, a new file.
         first.set(&rel(3), stat(1003), 33);
         assert!(first.remove(&rel(4)));
@@ -1123,17 +1132,8 @@ mod in_place_tests {
     /// sorted format at the next save; then it is read in place.
     #[test]
     fn an_index_of_the_previous_format_is_read_whole_and_written_sorted() {
-        let dir = tempfile::tempdir().unwrap();
-        crate::board::init(dir.path()).unwrap();
-        let board = Board::open(&dir.path().join(".tavern")).unwrap();
-        let mut first = Snapshot::default();
-        first.begin_baseline(&board);
-        for i in 0..50 {
-            first
-                .add_baseline(&board, &rel(i), stat(i), Some(b"x\n"))
-                .unwrap();
-        }
-        first.end_baseline(&board).unwrap();
+        let (_dir, board) = new_board();
+        let first = first_start(&board, 50, |_| b"x\n".to_vec());
         let index = pack::index_path(&super::dir(&board));
         std::fs::write(&index, old_index(&first.pack, &first.files)).unwrap();
 
