@@ -1201,11 +1201,22 @@ fn ready_forms_board() -> TestBoard {
     b
 }
 
+/// Replaces `from` with `to` (of the same length) in the file at `path`, in place: its
+/// size and inode stay as they were.
+fn edit_in_place(path: &std::path::Path, from: &str, to: &str, round: usize) {
+    use std::os::unix::fs::MetadataExt;
+    let before = std::fs::metadata(path).unwrap();
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.contains(from), "round {round}: {text}");
+    std::fs::write(path, text.replace(from, to)).unwrap();
+    let after = std::fs::metadata(path).unwrap();
+    assert_eq!((before.len(), before.ino()), (after.len(), after.ino()));
+}
+
 /// Edits in place at the same size, several within one tick of the clock, after reads
 /// that left the index trusting every file, each of a field a query term asks of a head,
 /// or of the text no head holds; after each, every form agrees with a full scan.
 fn ready_forms_edited_in_place(b: &TestBoard) {
-    use std::os::unix::fs::MetadataExt;
     let dir = b.root();
     let path = |id: &str| b.board().join(format!("tasks/{id}.md"));
     let first = ready_forms_same_as_full_scan(dir, &b.board(), "at first");
@@ -1225,12 +1236,7 @@ fn ready_forms_edited_in_place(b: &TestBoard) {
     ];
     for (round, (id, from, to)) in edits.iter().enumerate() {
         ready_forms(dir);
-        let before = std::fs::metadata(path(id)).unwrap();
-        let text = std::fs::read_to_string(path(id)).unwrap();
-        assert!(text.contains(from), "round {round}: {text}");
-        std::fs::write(path(id), text.replace(from, to)).unwrap();
-        let after = std::fs::metadata(path(id)).unwrap();
-        assert_eq!((before.len(), before.ino()), (after.len(), after.ino()));
+        edit_in_place(&path(id), from, to, round);
         let what = format!("round {round}: {id} {to}");
         let now = ready_forms_same_as_full_scan(dir, &b.board(), &what);
         let shows = |args: &str, id: &str| {
@@ -1523,7 +1529,6 @@ fn ready_rows_board() -> TestBoard {
 
 #[test]
 fn ready_from_heads_prints_what_the_parsed_tasks_give_whatever_changed_in_place() {
-    use std::os::unix::fs::MetadataExt;
     let b = ready_rows_board();
     let dir = b.root();
     let first = ready_same_as_full_scan(dir, &b.board(), "at first");
@@ -1554,12 +1559,7 @@ fn ready_from_heads_prints_what_the_parsed_tasks_give_whatever_changed_in_place(
     ];
     for (round, (id, from, to)) in edits.iter().enumerate() {
         ready_both_ways(dir);
-        let before = std::fs::metadata(path(id)).unwrap();
-        let text = std::fs::read_to_string(path(id)).unwrap();
-        assert!(text.contains(from), "round {round}: {text}");
-        std::fs::write(path(id), text.replace(from, to)).unwrap();
-        let after = std::fs::metadata(path(id)).unwrap();
-        assert_eq!((before.len(), before.ino()), (after.len(), after.ino()));
+        edit_in_place(&path(id), from, to, round);
         let what = format!("round {round}: {id} {to}");
         let now = ready_same_as_full_scan(dir, &b.board(), &what);
         let shown = |id: &str| now[0].contains(&format!("\n{id} "));

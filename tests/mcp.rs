@@ -77,6 +77,16 @@ fn run(b: &TestBoard, argv: &[&str]) -> Value {
     json!({"op": "run", "argv": all, "cwd": b.root()})
 }
 
+/// The ids of a page of documents a tool returned.
+fn ids(v: &Value) -> Vec<String> {
+    v["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
 /// A tool result's value, asserting it succeeded.
 #[track_caller]
 /// The whole log as the CLI reads it (`tavern --json log`: one entry per line).
@@ -879,14 +889,6 @@ fn ready_over_mcp_lists_what_the_agent_may_claim() {
             call("claim", json!({})),
         ]),
     );
-    let ids = |v: &Value| -> Vec<String> {
-        v["documents"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["id"].as_str().unwrap().to_string())
-            .collect()
-    };
     let mine = ok(&r[0]);
     assert_eq!(ids(mine), ["t-rust", "t-any"]);
     assert_eq!(
@@ -936,14 +938,6 @@ fn ready_over_mcp_pages_what_a_full_scan_gives() {
         Value::Array(steps)
     };
     let args = ["--as", "coder-9", "--capabilities", "rust"];
-    let ids = |v: &Value| -> Vec<String> {
-        v["documents"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["id"].as_str().unwrap().to_string())
-            .collect()
-    };
     // Each query's five results: pages of 4 that add up to the page of 100, and `all`,
     // which is what `ready --json --all` prints.
     let check = |r: &[Value], what: &str| {

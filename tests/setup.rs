@@ -778,17 +778,23 @@ pub fn session_event(kind: &str, id: &str, parent: Option<&str>) -> Value {
     json!({"event": {"id": format!("evt-{kind}-{id}"), "type": kind, "properties": {"sessionID": id, "info": info}}})
 }
 
-#[test]
-fn the_opencode_plugin_runs_tavern_hook_for_opencodes_events() {
-    let Some(node) = node() else {
-        return;
-    };
+/// A board with one task, set up for OpenCode in a home of its own.
+fn opencode_board() -> (TestBoard, std::path::PathBuf) {
     let b = TestBoard::new();
     let home = b.root().join("home");
     std::fs::create_dir_all(&home).unwrap();
     b.run(&["new", "task", "--title", "Plugin work", "--id", "task-o"])
         .ok();
     setup(&b, &home, &["setup", "opencode"]).ok();
+    (b, home)
+}
+
+#[test]
+fn the_opencode_plugin_runs_tavern_hook_for_opencodes_events() {
+    let Some(node) = node() else {
+        return;
+    };
+    let (b, _home) = opencode_board();
     let tool = |session: &str| json!({"after": {"tool": "bash", "sessionID": session, "callID": "call-1"}, "beat": true});
     let out = opencode(
         &b,
@@ -953,10 +959,6 @@ fn the_opencode_plugin_runs_tavern_hook_for_opencodes_events() {
     );
 }
 
-/// OpenCode may send a new session's first request to the model while the plugin still
-/// handles session.created: that request waits for the one session-start hook and carries
-/// the board summary in its system prompt; the summary still goes into the session as a
-/// message for the requests after it.
 /// On a loaded machine OpenCode may send a new session's first request to the model
 /// before it tells the plugin the session was created: that request's system prompt
 /// carries the start text, and the creation that follows starts nothing again.
@@ -965,12 +967,7 @@ fn the_opencode_plugin_gives_the_summary_to_a_request_that_beats_the_sessions_cr
     let Some(node) = node() else {
         return;
     };
-    let b = TestBoard::new();
-    let home = b.root().join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    b.run(&["new", "task", "--title", "Plugin work", "--id", "task-o"])
-        .ok();
-    setup(&b, &home, &["setup", "opencode"]).ok();
+    let (b, _home) = opencode_board();
     let out = opencode(
         &b,
         node,
@@ -1018,17 +1015,16 @@ fn the_opencode_plugin_gives_the_summary_to_a_request_that_beats_the_sessions_cr
     assert_eq!(notes, [json!("registered")]);
 }
 
+/// OpenCode may send a new session's first request to the model while the plugin still
+/// handles session.created: that request waits for the one session-start hook and carries
+/// the board summary in its system prompt; the summary still goes into the session as a
+/// message for the requests after it.
 #[test]
 fn the_opencode_plugin_gives_the_summary_to_a_request_that_beats_it_into_the_session() {
     let Some(node) = node() else {
         return;
     };
-    let b = TestBoard::new();
-    let home = b.root().join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    b.run(&["new", "task", "--title", "Plugin work", "--id", "task-o"])
-        .ok();
-    setup(&b, &home, &["setup", "opencode"]).ok();
+    let (b, _home) = opencode_board();
     let out = opencode(
         &b,
         node,
